@@ -1,0 +1,243 @@
+//! The `Ad` record type and ad-file parsing (old and new syntax).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::ast::{Expr, Literal};
+use crate::error::{ClassAdError, ParseError};
+use crate::parser::{Parser, is_reserved, parse_expr};
+
+/// A ClassAd: an ordered map from case-insensitive attribute names to expressions.
+///
+/// Cloning is cheap (the contents are shared and copied on write).
+#[derive(Clone, Default)]
+pub struct Ad {
+    inner: Arc<AdInner>,
+}
+
+#[derive(Clone, Default)]
+struct AdInner {
+    attrs: Vec<(String, Arc<Expr>)>,
+    /// Lower-cased name → position in `attrs`.
+    index: HashMap<String, usize>,
+}
+
+impl PartialEq for Ad {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.attrs == other.inner.attrs
+    }
+}
+
+impl fmt::Debug for Ad {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", crate::unparse::unparse_ad(self))
+    }
+}
+
+impl fmt::Display for Ad {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", crate::unparse::unparse_ad(self))
+    }
+}
+
+impl Ad {
+    /// An empty ad.
+    pub fn new() -> Self {
+        Ad::default()
+    }
+
+    /// Parses an ad in either syntax: new (`[ a = 1; b = 2 ]`) when the first significant
+    /// character is `[`, otherwise old (`Name = expr` per line, `#` comments).
+    pub fn parse(text: &str) -> Result<Ad, ClassAdError> {
+        let first = text
+            .lines()
+            .map(str::trim_start)
+            .find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("//"));
+        match first {
+            Some(l) if l.starts_with('[') => Ad::parse_new(text),
+            _ => Ad::parse_old(text),
+        }
+    }
+
+    /// Parses the new syntax: `[ name = expr; ... ]`.
+    pub fn parse_new(text: &str) -> Result<Ad, ClassAdError> {
+        let mut p = Parser::new(text)?;
+        if !p.eat_lbracket() {
+            return Err(ParseError::at(text, 0, "expected '[' at start of ad").into());
+        }
+        let ad = p.ad_body()?;
+        p.expect_eof()?;
+        Ok(ad)
+    }
+
+    /// Parses the old syntax: one `Name = expression` per line; blank lines and lines starting
+    /// with `#` are ignored. Error positions refer to the whole text.
+    pub fn parse_old(text: &str) -> Result<Ad, ClassAdError> {
+        let mut ad = Ad::new();
+        let mut base = 0usize;
+        for raw in text.split_inclusive('\n') {
+            let line_start = base;
+            base += raw.len();
+            let line = raw.trim_end_matches(['\n', '\r']);
+            let trimmed = line.trim_start();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            let lead = line.len() - trimmed.len();
+            let Some(eq) = find_assign(trimmed) else {
+                return Err(ParseError::at(
+                    text,
+                    line_start + lead,
+                    "expected 'Name = expression'",
+                )
+                .into());
+            };
+            let name = trimmed[..eq].trim();
+            if !is_identifier(name) || is_reserved(name) {
+                return Err(ParseError::at(
+                    text,
+                    line_start + lead,
+                    format!("invalid attribute name {name:?}"),
+                )
+                .into());
+            }
+            let expr_text = &trimmed[eq + 1..];
+            let expr_base = line_start + lead + eq + 1;
+            let e = parse_expr(expr_text).map_err(|e| e.relocate(text, expr_base))?;
+            ad.insert_expr(name, e);
+        }
+        Ok(ad)
+    }
+
+    /// Parses `expr` and binds it to `name` (replacing any attribute of that name, whatever its case).
+    pub fn insert(&mut self, name: &str, expr: &str) -> Result<(), ParseError> {
+        let e = parse_expr(expr)?;
+        self.insert_expr(name, e);
+        Ok(())
+    }
+
+    /// Binds an already-parsed expression.
+    pub fn insert_expr(&mut self, name: &str, expr: Expr) {
+        let inner = Arc::make_mut(&mut self.inner);
+        let key = name.to_ascii_lowercase();
+        if let Some(slot) = inner
+            .index
+            .get(&key)
+            .copied()
+            .and_then(|i| inner.attrs.get_mut(i))
+        {
+            *slot = (name.to_string(), Arc::new(expr));
+            return;
+        }
+        inner.index.insert(key, inner.attrs.len());
+        inner.attrs.push((name.to_string(), Arc::new(expr)));
+    }
+
+    /// Binds an integer.
+    pub fn insert_int(&mut self, name: &str, v: i64) {
+        self.insert_expr(name, Expr::Lit(Literal::Int(v)));
+    }
+
+    /// Binds a real.
+    pub fn insert_real(&mut self, name: &str, v: f64) {
+        self.insert_expr(name, Expr::Lit(Literal::Real(v)));
+    }
+
+    /// Binds a string.
+    pub fn insert_str(&mut self, name: &str, v: &str) {
+        self.insert_expr(name, Expr::Lit(Literal::Str(v.to_string())));
+    }
+
+    /// Binds a boolean.
+    pub fn insert_bool(&mut self, name: &str, v: bool) {
+        self.insert_expr(name, Expr::Lit(Literal::Bool(v)));
+    }
+
+    /// Removes an attribute; returns its expression if it was present.
+    pub fn remove(&mut self, name: &str) -> Option<Expr> {
+        let key = name.to_ascii_lowercase();
+        if !self.inner.index.contains_key(&key) {
+            return None;
+        }
+        let inner = Arc::make_mut(&mut self.inner);
+        let i = inner.index.remove(&key)?;
+        let (_, e) = inner.attrs.remove(i);
+        let e = Arc::unwrap_or_clone(e);
+        for v in inner.index.values_mut() {
+            if *v > i {
+                *v -= 1;
+            }
+        }
+        Some(e)
+    }
+
+    /// The expression bound to `name` (case-insensitive).
+    pub fn get(&self, name: &str) -> Option<&Expr> {
+        self.get_shared(name).map(|e| &**e)
+    }
+
+    /// The shared expression bound to `name` (cheap to clone during evaluation).
+    pub(crate) fn get_shared(&self, name: &str) -> Option<&Arc<Expr>> {
+        let i = if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.inner.index.get(&name.to_ascii_lowercase())
+        } else {
+            self.inner.index.get(name)
+        }?;
+        self.inner.attrs.get(*i).map(|(_, e)| e)
+    }
+
+    /// Whether `name` is bound.
+    pub fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// Number of attributes.
+    pub fn len(&self) -> usize {
+        self.inner.attrs.len()
+    }
+
+    /// True when the ad has no attributes.
+    pub fn is_empty(&self) -> bool {
+        self.inner.attrs.is_empty()
+    }
+
+    /// Attributes in insertion order, names as first written.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Expr)> {
+        self.inner.attrs.iter().map(|(n, e)| (n.as_str(), &**e))
+    }
+
+    /// Identity of the shared contents (used for cycle detection).
+    pub(crate) fn id(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
+    /// Prints the ad in the old one-attribute-per-line syntax.
+    pub fn to_old_syntax(&self) -> String {
+        let mut s = String::new();
+        for (n, e) in self.iter() {
+            s.push_str(n);
+            s.push_str(" = ");
+            s.push_str(&crate::unparse::unparse_expr(e));
+            s.push('\n');
+        }
+        s
+    }
+}
+
+fn find_assign(line: &str) -> Option<usize> {
+    // The first '=' that is not part of '==', '=?=', '=!=', '<=', '>=', '!='.
+    let b = line.as_bytes();
+    (0..b.len()).find(|&i| {
+        b[i] == b'='
+            && b.get(i + 1)
+                .is_none_or(|c| !matches!(c, b'=' | b'?' | b'!'))
+            && (i == 0 || !matches!(b[i - 1], b'<' | b'>' | b'!' | b'='))
+    })
+}
+
+pub(crate) fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}

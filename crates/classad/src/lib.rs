@@ -1,0 +1,78 @@
+//! `gleaner-classad`: a ClassAd-compatible expression language.
+//!
+//! The language and its semantics follow HTCondor's ClassAd library (checked against the
+//! `classad2` Python module of HTCondor 25.x by the differential test in
+//! `tests/differential.rs`): three-valued logic with `undefined` and `error`, non-strict
+//! `&&`/`||`/`?:`, integer→real promotion, case-insensitive attribute names and string
+//! comparison (`=?=` is case-sensitive), `MY.`/`TARGET.` scoping, lazy attribute evaluation with
+//! cycle detection, lists, nested ads and the common built-in functions.
+//!
+//! ```
+//! use gleaner_classad::{Ad, EvalContext, matches};
+//! let job = Ad::parse("Requirements = TARGET.Memory >= 1024 && Arch == \"X86_64\"\nArch = \"X86_64\"").unwrap();
+//! let slot = Ad::parse("[ Memory = 2048; Requirements = TARGET.Owner =!= \"mallory\" ]").unwrap();
+//! assert!(matches(&job, &slot, 0));
+//! ```
+//!
+//! # Deliberate deviations from HTCondor
+//!
+//! * `time()` returns [`EvalContext::now_unix`] (never the wall clock); `random()` is not
+//!   provided (unknown function → `error`).
+//! * Hexadecimal/octal-looking literals (`0x1F`) are a syntax error; HTCondor silently reads
+//!   `0x1F` as `0`. Leading zeros are decimal, as in HTCondor (`010` is 10).
+//! * `unparse(attr)` returns the compact one-line form; HTCondor 25 returns its multi-line
+//!   "pretty" form for lists and ads.
+//! * Strings are UTF-8: octal escapes that produce invalid UTF-8 are replaced by U+FFFD.
+//! * A unary minus applied to a number prints as ` - 1` rather than HTCondor's ` -1`, so that
+//!   printing and re-parsing gives back the same tree (values are unaffected).
+//! * `stringListMember`, `stringListIMember` and `stringListSize` are HTCondor daemon
+//!   extensions that the pure ClassAd library (and thus the Python module) does not register;
+//!   they are implemented from the HTCondor manual and are not covered by the differential test.
+//! * Unscoped names fall back to the `TARGET` ad when [`EvalContext::target_fallback`] is set
+//!   (the default, and what [`matches`] / [`rank`] use), as HTCondor's matchmaker does; the
+//!   Python `ExprTree.eval(scope, target)` used by the oracle does not fall back.
+//! * Nesting deeper than [`parser::MAX_DEPTH`] is a parse error and evaluation deeper than
+//!   [`eval::MAX_EVAL_DEPTH`] yields `error`, where HTCondor would recurse further.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod ad;
+pub mod ast;
+mod builtins;
+pub mod error;
+pub mod eval;
+mod lexer;
+pub mod matching;
+pub mod parser;
+pub mod unparse;
+pub mod value;
+
+pub use ad::Ad;
+pub use ast::{BinOp, Expr, Literal, Scope, UnOp};
+pub use builtins::BUILTINS;
+pub use error::{ClassAdError, ParseError};
+pub use eval::EvalContext;
+pub use matching::{ConjunctReport, ConjunctResult, analyze_requirements, matches, rank};
+pub use parser::parse_expr;
+pub use unparse::{format_real, quote_string, unparse_expr};
+pub use value::Value;
+
+/// Library entry point for `glean classad eval EXPR [--my FILE] [--target FILE]`.
+///
+/// Parses `expr`, evaluates it with `my` as `MY` and `target` as `TARGET` (unscoped names fall
+/// back to `target`, as in matchmaking) and `time()` = `now_unix`, and returns the value printed
+/// in ClassAd syntax (e.g. `3`, `3.000000000000000E+00`, `"text"`, `undefined`, `{ 1,2 }`).
+pub fn eval_command(
+    expr: &str,
+    my: Option<&Ad>,
+    target: Option<&Ad>,
+    now_unix: i64,
+) -> Result<String, ClassAdError> {
+    let e = parse_expr(expr)?;
+    let mut ctx = EvalContext::new(now_unix);
+    ctx.my = my.cloned();
+    ctx.target = target.cloned();
+    Ok(ctx.eval(&e).unparse())
+}

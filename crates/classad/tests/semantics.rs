@@ -1,0 +1,280 @@
+//! Unit tests of parsing, evaluation, ads, matching and printing.
+
+use gleaner_classad::{
+    Ad, ConjunctResult, EvalContext, Value, analyze_requirements, eval_command, matches,
+    parse_expr, rank,
+};
+
+fn ev(src: &str) -> String {
+    eval_command(src, None, None, 1_700_000_000).expect("parses")
+}
+
+fn ev_with(src: &str, my: &str, target: &str) -> String {
+    let my = Ad::parse(my).expect("my");
+    let target = Ad::parse(target).expect("target");
+    eval_command(src, Some(&my), Some(&target), 1_700_000_000).expect("parses")
+}
+
+#[test]
+fn literals_and_printing() {
+    assert_eq!(ev("1 + 2"), "3");
+    assert_eq!(ev("3.0"), "3.000000000000000E+00");
+    assert_eq!(ev("0.1"), "1.000000000000000E-01");
+    assert_eq!(ev("1e100"), "1.000000000000000E+100");
+    assert_eq!(ev("-0.0"), "-0.0");
+    assert_eq!(ev("0.0"), "0.0");
+    assert_eq!(ev("-1.0/0"), "real(\"-INF\")");
+    assert_eq!(ev("0.0/0"), "real(\"NaN\")");
+    assert_eq!(ev(r#""a\"b\\c\n""#), r#""a\"b\\c\n""#);
+    assert_eq!(ev(r#""é""#), r#""\303\251""#);
+    assert_eq!(ev("{1, 2}"), "{ 1,2 }");
+    assert_eq!(ev("{}"), "{  }");
+    assert_eq!(ev("[a = 1; b = a + 1]"), "[ a = 1; b = a + 1 ]");
+    assert_eq!(ev("[]"), "[  ]");
+    assert_eq!(ev("undefined"), "undefined");
+    assert_eq!(ev("ERROR"), "error");
+    assert_eq!(ev("010"), "10");
+}
+
+#[test]
+fn arithmetic() {
+    assert_eq!(ev("10 / 3"), "3");
+    assert_eq!(ev("-7 / 2"), "-3");
+    assert_eq!(ev("-7 % 2"), "-1");
+    assert_eq!(ev("1 / 0"), "error");
+    assert_eq!(ev("5 % 0"), "error");
+    assert_eq!(ev("1.0 / 0"), "error");
+    assert_eq!(ev("1 + 1.5"), "2.500000000000000E+00");
+    assert_eq!(ev("true + 1"), "2");
+    assert_eq!(ev("\"a\" + 1"), "error");
+    assert_eq!(ev("9223372036854775807 + 1"), "-9223372036854775808");
+    assert_eq!(ev("-9223372036854775808 / -1"), "9223372036854775807");
+    assert_eq!(ev("1 << 70"), "64");
+    assert_eq!(ev("-8 >>> 1"), "9223372036854775804");
+    assert_eq!(ev("7.5 % 2"), "error");
+}
+
+#[test]
+fn three_valued_logic() {
+    assert_eq!(ev("false && undefined"), "false");
+    assert_eq!(ev("true && undefined"), "undefined");
+    assert_eq!(ev("undefined || true"), "true");
+    assert_eq!(ev("undefined || false"), "undefined");
+    assert_eq!(ev("undefined && error"), "error");
+    assert_eq!(ev("false && error"), "false");
+    assert_eq!(ev("error || true"), "error");
+    assert_eq!(ev("true || error"), "true");
+    assert_eq!(ev("1 && true"), "true");
+    assert_eq!(ev("\"x\" && true"), "error");
+    assert_eq!(ev("!undefined"), "undefined");
+    assert_eq!(ev("undefined ? 1 : 2"), "undefined");
+    assert_eq!(ev("error ? 1 : 2"), "error");
+    assert_eq!(ev("true ? 1 : 1/0"), "1");
+}
+
+#[test]
+fn comparisons() {
+    assert_eq!(ev(r#""abc" == "ABC""#), "true");
+    assert_eq!(ev(r#""abc" =?= "ABC""#), "false");
+    assert_eq!(ev(r#""abc" is "abc""#), "true");
+    assert_eq!(ev(r#""abc" < "ABD""#), "true");
+    assert_eq!(ev(r#"1 < "a""#), "error");
+    assert_eq!(ev("undefined == undefined"), "undefined");
+    assert_eq!(ev("undefined =?= undefined"), "true");
+    assert_eq!(ev("x =!= undefined"), "false");
+    assert_eq!(ev("1 =?= 1.0"), "false");
+    assert_eq!(ev("1 == 1.0"), "true");
+    assert_eq!(ev("{1} == {1}"), "error");
+}
+
+#[test]
+fn precedence() {
+    assert_eq!(ev("1 + 2 * 3"), "7");
+    assert_eq!(ev("(1 + 2) * 3"), "9");
+    assert_eq!(ev("1 << 2 + 1"), "8");
+    assert_eq!(ev("1 | 2 ^ 3 & 4"), "3");
+    assert_eq!(ev("1 & 3 == 3"), "error");
+    assert_eq!(ev("1 ? 2 : 0 ? 4 : 5"), "2");
+    assert_eq!(ev("0 ? 2 : 0 ? 4 : 5"), "5");
+    assert_eq!(ev("- 2 * 3"), "-6");
+    assert_eq!(ev("!false && false"), "false");
+    assert_eq!(ev("10 - 2 - 3"), "5");
+}
+
+#[test]
+fn scoping_and_lazy_references() {
+    let my = "[ a = 1; b = a + 1; c = c + 1; d = e; e = d; s = \"x\"; n = [ x = 1; y = x + a ] ]";
+    let target = "[ a = 10; m = 2048; t = MY.a; Memory = 4096 ]";
+    assert_eq!(ev_with("b", my, target), "2");
+    assert_eq!(ev_with("B", my, target), "2");
+    assert_eq!(ev_with("MY.a + TARGET.a", my, target), "11");
+    assert_eq!(ev_with("TARGET.t", my, target), "10");
+    assert_eq!(ev_with("c", my, target), "undefined");
+    assert_eq!(ev_with("d", my, target), "undefined");
+    assert_eq!(ev_with("n.y", my, target), "2");
+    assert_eq!(ev_with("n.a", my, target), "1");
+    assert_eq!(ev_with("[q = a].q", my, target), "1");
+    // Unscoped names fall back to TARGET in the CLI (matchmaking semantics).
+    assert_eq!(ev_with("Memory", my, target), "4096");
+    assert_eq!(ev_with("MY.Memory", my, target), "undefined");
+    let my_ad = Ad::parse(my).expect("my");
+    let t_ad = Ad::parse(target).expect("target");
+    let no_fallback = EvalContext::new(0)
+        .with_my(&my_ad)
+        .with_target(&t_ad)
+        .with_target_fallback(false);
+    assert!(
+        no_fallback
+            .eval(&parse_expr("Memory").expect("parse"))
+            .is_undefined()
+    );
+}
+
+#[test]
+fn lists_and_ads() {
+    assert_eq!(ev("{1, 2, 3}[1]"), "2");
+    assert_eq!(ev("{1, 2, 3}[3]"), "error");
+    assert_eq!(ev("{[a = 1], [a = 2]}.a"), "{ 1,2 }");
+    assert_eq!(ev("[a = 1][\"A\"]"), "1");
+    assert_eq!(ev("{1 + 1, 2}"), "{ 1 + 1,2 }");
+    assert_eq!(ev("size({1, 2})"), "2");
+}
+
+#[test]
+fn builtins() {
+    assert_eq!(ev("ifThenElse(1 > 0, \"y\", \"n\")"), "\"y\"");
+    assert_eq!(ev("isUndefined(foo)"), "true");
+    assert_eq!(ev("member(\"A\", {\"a\", \"b\"})"), "true");
+    assert_eq!(ev("identicalMember(\"A\", {\"a\"})"), "false");
+    assert_eq!(
+        ev("strcat(\"a\", 1, 2.5, true)"),
+        "\"a12.500000000000000E+00true\""
+    );
+    assert_eq!(ev("substr(\"abcdef\", -2)"), "\"ef\"");
+    assert_eq!(ev("toUpper(\"aBc\")"), "\"ABC\"");
+    assert_eq!(ev("int(\"12.7\")"), "12");
+    assert_eq!(ev("real(3)"), "3.000000000000000E+00");
+    assert_eq!(ev("string(1.5)"), "\"1.500000000000000E+00\"");
+    assert_eq!(ev("round(2.5)"), "2");
+    assert_eq!(ev("floor(-2.5)"), "-3");
+    assert_eq!(ev("pow(2, 10)"), "1024");
+    assert_eq!(ev("pow(-2, 3)"), "-7");
+    assert_eq!(ev("regexp(\"^a.c$\", \"ABC\", \"i\")"), "true");
+    assert_eq!(ev("regexps(\"b(.)\", \"abc\", \"x\\\\1y\")"), "\"xcy\"");
+    assert_eq!(ev("sum({1, 2.5})"), "3.500000000000000E+00");
+    assert_eq!(ev("avg({1, 2})"), "1.500000000000000E+00");
+    assert_eq!(ev("max({})"), "undefined");
+    assert_eq!(ev("time()"), "1700000000");
+    assert_eq!(ev("noSuchFunction(1)"), "error");
+    assert_eq!(ev("stringListMember(\"b\", \"a, b,c\")"), "true");
+    assert_eq!(ev("stringListSize(\"a, b,c\")"), "3");
+    assert_eq!(ev("eval(\"1 + 2\")"), "3");
+    assert_eq!(ev("unparse(x)"), "\"x\"");
+}
+
+#[test]
+fn parse_errors_name_positions() {
+    let e = parse_expr("1 + * 2").expect_err("bad");
+    assert_eq!(e.offset, 4);
+    assert_eq!(e.column, 5);
+    let e = parse_expr("a &&\n  (b").expect_err("bad");
+    assert_eq!(e.line, 2);
+    assert_eq!(e.column, 5);
+    assert!(e.to_string().contains("line 2, column 5"), "{e}");
+    let e = parse_expr("\"open").expect_err("bad");
+    assert_eq!(e.offset, 0);
+    assert!(parse_expr("5.").is_err());
+    assert!(parse_expr("0x10").is_err());
+    assert!(parse_expr("").is_err());
+    let e = Ad::parse("A = 1\nB = (2\n").expect_err("bad");
+    assert!(e.to_string().contains("line 2, column 7"), "{e}");
+}
+
+#[test]
+fn deep_nesting_is_rejected_not_overflowed() {
+    let deep = format!("{}1{}", "(".repeat(100_000), ")".repeat(100_000));
+    assert!(parse_expr(&deep).is_err());
+    let deep = format!("{}1", "-".repeat(100_000));
+    assert!(parse_expr(&deep).is_err());
+    let deep = format!("{}1{}", "{".repeat(100_000), "}".repeat(100_000));
+    assert!(parse_expr(&deep).is_err());
+    let long = vec!["1"; 100_000].join(" + ");
+    assert!(parse_expr(&long).is_err());
+    // A long chain of attribute indirections evaluates to error instead of overflowing.
+    let mut ad = Ad::new();
+    for i in 0..5000 {
+        ad.insert(&format!("a{i}"), &format!("a{} + 1", i + 1))
+            .expect("insert");
+    }
+    ad.insert_int("a5000", 0);
+    let v = EvalContext::new(0).with_my(&ad).eval_attr("a0");
+    assert!(v.is_error(), "{v}");
+    // Moderately deep expressions still work.
+    let ok = format!("{}1{}", "(".repeat(60), ")".repeat(60));
+    assert_eq!(ev(&ok), "1");
+}
+
+#[test]
+fn ad_files_old_and_new() {
+    let old = "# a comment\nMemory = 2048\n\nArch = \"X86_64\"\nRequirements = TARGET.Memory >= 1024 && Arch == \"x86_64\"\n";
+    let ad = Ad::parse(old).expect("old");
+    assert_eq!(ad.len(), 3);
+    assert!(ad.contains("memory"));
+    let new = "[ Memory = 2048; Arch = \"X86_64\"; Requirements = TARGET.Memory >= 1024 ]";
+    let ad2 = Ad::parse(new).expect("new");
+    assert_eq!(ad2.len(), 3);
+    assert_eq!(
+        ad2.to_string(),
+        "[ Memory = 2048; Arch = \"X86_64\"; Requirements = TARGET.Memory >= 1024 ]"
+    );
+    let reparsed = Ad::parse(&ad.to_old_syntax()).expect("roundtrip");
+    assert_eq!(reparsed, ad);
+    assert!(Ad::parse("= 3").is_err());
+    assert!(Ad::parse("true = 3").is_err());
+}
+
+#[test]
+fn matchmaking() {
+    let job = Ad::parse(
+        "Requirements = TARGET.Memory >= RequestMemory && Arch == \"X86_64\"\nRequestMemory = 1024\nRank = Memory / 1024\nOwner = \"alice\"",
+    )
+    .expect("job");
+    let big = Ad::parse("[ Memory = 4096; Arch = \"X86_64\"; Requirements = TARGET.Owner != \"mallory\"; Rank = 0 ]").expect("big");
+    let small =
+        Ad::parse("[ Memory = 512; Arch = \"X86_64\"; Requirements = true ]").expect("small");
+    let picky =
+        Ad::parse("[ Memory = 8192; Arch = \"X86_64\"; Requirements = TARGET.Owner == \"bob\" ]")
+            .expect("picky");
+    assert!(matches(&job, &big, 0));
+    assert!(!matches(&job, &small, 0));
+    assert!(!matches(&job, &picky, 0));
+    assert_eq!(rank(&job, &big, 0), 4.0);
+    assert_eq!(rank(&big, &job, 0), 0.0);
+    let norank = Ad::parse("Rank = \"high\"").expect("ad");
+    assert_eq!(rank(&norank, &big, 0), 0.0);
+    // Missing Requirements never matches.
+    assert!(!matches(
+        &job,
+        &Ad::parse("Memory = 4096\nArch = \"X86_64\"").expect("ad"),
+        0
+    ));
+
+    let req = job.get("Requirements").expect("req").clone();
+    let report = analyze_requirements(&req, &job, &small, 0);
+    assert_eq!(report.len(), 2);
+    assert_eq!(report[0].result, ConjunctResult::False);
+    assert!(report[0].blocks_match);
+    assert_eq!(report[0].expr, "TARGET.Memory >= RequestMemory");
+    assert_eq!(report[1].result, ConjunctResult::True);
+    let report = analyze_requirements(&req, &job, &Ad::new(), 0);
+    assert_eq!(report[0].result, ConjunctResult::Undefined);
+    assert_eq!(report[1].result, ConjunctResult::Undefined);
+}
+
+#[test]
+fn value_accessors() {
+    let v = EvalContext::new(0).eval(&parse_expr("1.5 * 2").expect("parse"));
+    assert_eq!(v.as_f64(), Some(3.0));
+    assert_eq!(v.type_name(), "real");
+    assert!(matches!(v, Value::Real(_)));
+}

@@ -1,0 +1,24 @@
+//! Gleaner's policy core.
+//!
+//! Every scheduling and protection policy of Gleaner lives here as pure code:
+//! no file, network, clock or OS access. Time arrives as [`time::Time`]
+//! values and randomness as a caller-supplied RNG (see [`rng`]), so the same
+//! code runs unchanged inside the real daemons and inside the discrete-event
+//! simulator, and every run is reproducible from a seed.
+//!
+//! Map of the crate (one module per concept):
+//! - [`time`]: instants, durations and the injected [`time::Clock`].
+//! - [`rng`]: the seeded RNG type used by policies and the simulator.
+//! - [`detector`]: owner-activity detection, AV/NA (Mutka 1988 §3.2).
+//! - [`linger`]: Linger-Longer's linger time and migration cost (Ryu & Hollingsworth Eq. 1–5).
+//! - [`eviction`]: the per-guest eviction ladder (IE, PM, LL, LF, Condor-1988, checkpoint-then-kill).
+//! - [`alloc`]: node allocators: Up-Down, Random, Round-Robin (Mutka 1988 Ch. 4).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![forbid(unsafe_code)]
+
+pub mod alloc;
+pub mod detector;
+pub mod eviction;
+pub mod linger;
+pub mod rng;
+pub mod time;

@@ -1,0 +1,13 @@
+//! Gleaner's wire protocol and job descriptions.
+//!
+//! - [`submit`]: the HTCondor-style submit-description parser behind `glean submit`.
+//! - [`job`]: job descriptions and job states.
+//! - [`auth`]: tokens signed with the pool's key.
+//! - [`wire`]: versioned HTTP/JSON messages between daemons and from the CLI.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![forbid(unsafe_code)]
+
+pub mod auth;
+pub mod job;
+pub mod submit;
+pub mod wire;

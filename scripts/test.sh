@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs Gleaner's whole test suite on a fresh machine: installs the Python
+# test oracle (HTCondor's `classad` module, used by the differential tests),
+# then runs every Rust test in the workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! python3 -c "import classad" >/dev/null 2>&1; then
+    python3 -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
+fi
+
+if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --workspace --no-fail-fast
+else
+    cargo test --workspace --no-fail-fast
+fi
+# nextest does not run doctests.
+cargo test --workspace --doc --quiet
