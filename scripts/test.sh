@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! python3 -c "import classad" >/dev/null 2>&1; then
+if ! python3 -c "import classad2" >/dev/null 2>&1 && ! python3 -c "import classad" >/dev/null 2>&1; then
     python3 -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
 fi
 

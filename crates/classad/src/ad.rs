@@ -23,9 +23,14 @@ struct AdInner {
     index: HashMap<String, usize>,
 }
 
+/// Two ads are equal when they bind the same names (ignoring case and order) to equal
+/// expressions.
 impl PartialEq for Ad {
     fn eq(&self, other: &Self) -> bool {
-        self.inner.attrs == other.inner.attrs
+        self.len() == other.len()
+            && self
+                .iter()
+                .all(|(n, e)| other.get(n).is_some_and(|o| o == e))
     }
 }
 
@@ -62,6 +67,19 @@ impl Ad {
 
     /// Parses the new syntax: `[ name = expr; ... ]`.
     pub fn parse_new(text: &str) -> Result<Ad, ClassAdError> {
+        // Lines starting with `#` are comments here too; blank them (keeping byte offsets).
+        let cleaned: String = text
+            .split_inclusive('\n')
+            .map(|line| {
+                if line.trim_start().starts_with('#') {
+                    let body = line.trim_end_matches('\n');
+                    format!("{}{}", " ".repeat(body.len()), &line[body.len()..])
+                } else {
+                    line.to_string()
+                }
+            })
+            .collect();
+        let text = cleaned.as_str();
         let mut p = Parser::new(text)?;
         if !p.eat_lbracket() {
             return Err(ParseError::at(text, 0, "expected '[' at start of ad").into());

@@ -108,7 +108,7 @@ pub(crate) fn call(ev: &mut Evaluator<'_>, name: &str, args: &[Expr], f: &Arc<Fr
         return Value::Error;
     }
     let vals: Vec<Value> = args.iter().map(|a| ev.eval(a, f)).collect();
-    strict(ev, &lname, &vals)
+    strict(ev, &lname, &vals, f)
 }
 
 fn find_bound(ev: &Evaluator<'_>, e: &Expr, f: &Arc<Frame>) -> Option<Expr> {
@@ -198,7 +198,6 @@ fn strtod(s: &str) -> Option<f64> {
             .unwrap_or(f64::INFINITY);
         return Some(if neg { -v } else { v });
     }
-    let start = i;
     let mut saw_digit = false;
     while i < b.len() && b[i].is_ascii_digit() {
         i += 1;
@@ -226,7 +225,6 @@ fn strtod(s: &str) -> Option<f64> {
             i = j;
         }
     }
-    let _ = start;
     t[..i].parse::<f64>().ok()
 }
 
@@ -249,7 +247,7 @@ fn to_num_lenient(v: &Value) -> Option<Num> {
     }
 }
 
-fn strict(ev: &mut Evaluator<'_>, name: &str, vals: &[Value]) -> Value {
+fn strict(ev: &mut Evaluator<'_>, name: &str, vals: &[Value], f: &Arc<Frame>) -> Value {
     let n = vals.len();
     match name {
         "isundefined" => is_type(vals, |v| matches!(v, Value::Undefined)),
@@ -279,7 +277,7 @@ fn strict(ev: &mut Evaluator<'_>, name: &str, vals: &[Value]) -> Value {
             if matches!(x, Value::List(_) | Value::Ad(_)) {
                 return Value::Error;
             }
-            for item in ev.list_values(l) {
+            for item in ev.list_values_in(l, f) {
                 let r = if identical_only {
                     identical(x, &item)
                 } else {
@@ -326,6 +324,8 @@ fn strict(ev: &mut Evaluator<'_>, name: &str, vals: &[Value]) -> Value {
             let Value::Int(off) = vals[1] else {
                 return Value::Error;
             };
+            // HTCondor keeps offsets and lengths in a C `int`: truncate to 32 bits as it does.
+            let off = i64::from(off as i32);
             let blen = s.len() as i64;
             let mut start = if off < 0 { blen + off } else { off };
             start = start.clamp(0, blen);
@@ -334,6 +334,7 @@ fn strict(ev: &mut Evaluator<'_>, name: &str, vals: &[Value]) -> Value {
                 let Value::Int(len) = vals[2] else {
                     return Value::Error;
                 };
+                let len = i64::from(len as i32);
                 end = if len < 0 {
                     blen + len
                 } else {
@@ -490,7 +491,7 @@ fn strict(ev: &mut Evaluator<'_>, name: &str, vals: &[Value]) -> Value {
                 return Value::Error;
             }
             match &vals[0] {
-                Value::List(l) => aggregate(ev, name, l),
+                Value::List(l) => aggregate(ev, name, l, f),
                 Value::Undefined => Value::Undefined,
                 _ => Value::Error,
             }
@@ -551,8 +552,8 @@ fn int_pow(b: i64, e: i64) -> i64 {
     real_to_int((b as f64).powf(e as f64) + 0.5)
 }
 
-fn aggregate(ev: &mut Evaluator<'_>, name: &str, l: &ListValue) -> Value {
-    let vals = ev.list_values(l);
+fn aggregate(ev: &mut Evaluator<'_>, name: &str, l: &ListValue, f: &Arc<Frame>) -> Value {
+    let vals = ev.list_values_in(l, f);
     let mut acc: Option<Value> = None;
     let mut count = 0i64;
     let mut any_real = false;

@@ -10,7 +10,7 @@ use crate::value::{AdValue, Frame, ListValue, Side, Value};
 
 /// Maximum evaluation nesting (expression depth plus attribute indirections); beyond it the
 /// result is `error` instead of a stack overflow.
-pub const MAX_EVAL_DEPTH: usize = 400;
+pub const MAX_EVAL_DEPTH: usize = 256;
 
 /// Everything an evaluation may depend on besides the expression itself.
 #[derive(Clone, Debug, Default)]
@@ -192,7 +192,7 @@ impl<'c> Evaluator<'c> {
             }),
             Expr::Select(base, name) => {
                 let b = self.eval(base, f);
-                self.select(b, name)
+                self.select(b, name, f)
             }
             Expr::Index(base, idx) => {
                 let b = self.eval(base, f);
@@ -297,12 +297,15 @@ impl<'c> Evaluator<'c> {
         self.eval(e, &scope)
     }
 
-    pub(crate) fn list_values(&mut self, l: &ListValue) -> Vec<Value> {
+    /// Evaluates every element of a list in the caller's scope `f`. HTCondor's list functions
+    /// (`member`, `sum`, ...) and selection over a list evaluate elements where the list is
+    /// *used*, whereas subscripting evaluates the element where the list was *written*.
+    pub(crate) fn list_values_in(&mut self, l: &ListValue, f: &Arc<Frame>) -> Vec<Value> {
         let items = l.items.clone();
-        items.iter().map(|e| self.eval_item(l, e)).collect()
+        items.iter().map(|e| self.eval(e, f)).collect()
     }
 
-    fn select(&mut self, b: Value, name: &str) -> Value {
+    fn select(&mut self, b: Value, name: &str, f: &Arc<Frame>) -> Value {
         match b {
             Value::Ad(a) => self.lookup_chain(&a.frame, name),
             Value::Undefined => Value::Undefined,
@@ -311,7 +314,12 @@ impl<'c> Evaluator<'c> {
                 let out: Vec<Expr> = items
                     .iter()
                     .map(|e| {
-                        let v = self.eval_item(&l, e);
+                        // Elements are evaluated where the list is used, except that an ad
+                        // literal keeps the scope it was written in as its parent.
+                        let v = match (e.strip_parens(), &l.scope) {
+                            (Expr::Ad(_), Some(home)) => self.eval(e, home),
+                            _ => self.eval(e, f),
+                        };
                         match v {
                             Value::Ad(a) => self.lookup_chain(&a.frame, name),
                             Value::Undefined => Value::Undefined,

@@ -29,10 +29,31 @@
 //!   extensions that the pure ClassAd library (and thus the Python module) does not register;
 //!   they are implemented from the HTCondor manual and are not covered by the differential test.
 //! * Unscoped names fall back to the `TARGET` ad when [`EvalContext::target_fallback`] is set
-//!   (the default, and what [`matches`] / [`rank`] use), as HTCondor's matchmaker does; the
+//!   (the default, and what [`matches()`] / [`rank()`] use), as HTCondor's matchmaker does; the
 //!   Python `ExprTree.eval(scope, target)` used by the oracle does not fall back.
 //! * Nesting deeper than [`parser::MAX_DEPTH`] is a parse error and evaluation deeper than
-//!   [`eval::MAX_EVAL_DEPTH`] yields `error`, where HTCondor would recurse further.
+//!   [`eval::MAX_EVAL_DEPTH`] yields `error`, where HTCondor would recurse further (and, for
+//!   some self-references through subscripts such as `[a = [p = A]["P"]; p = a + 1].p`,
+//!   crashes with a stack overflow; here they are caught as cycles and give `undefined`).
+//!
+//! # Surprising HTCondor behaviours that are reproduced on purpose
+//!
+//! * A cyclic attribute reference (`x = x + 1`) evaluates to `undefined`, not `error`.
+//! * A real result of +infinity is `error` (`1.0/0`, `1e308*10`), but -infinity and NaN are
+//!   kept (`-1.0/0` is `real("-INF")`).
+//! * `{1} =?= {1}` is `error`; `"abc" < "ABD"` compares case-insensitively.
+//! * `pow` on integers is computed in floating point and truncated after adding 0.5, so
+//!   `pow(-2, 3)` is `-7` and `pow(2, 63)` is `-9223372036854775808`.
+//! * Shift counts are taken mod 64, except that `>>` on a negative number with a negative count
+//!   leaves it unchanged and with a count of 64 or more gives `-1`; `>>>` of a negative number
+//!   by 0 (mod 64) gives 0.
+//! * `substr` offsets and lengths are truncated to 32 bits; `int()`/`floor()` of NaN or of
+//!   out-of-range reals give `-9223372036854775808`; `int("12abc")` is 12 (C `strtod` prefix).
+//! * `min`/`max`/`sum` of a one-element list return that element unchanged (`sum({true})` is
+//!   `true`), while comparing several elements promotes booleans to integers.
+//! * `floor(undefined)` and `pow(undefined, 1)` are `error`; `bool("yes")` is `undefined`;
+//!   `unparse()` of an unbound name is `""`; `strcmp(error, undefined)` is `undefined` but
+//!   `strcat(error, undefined)` is `error` and `regexp` checks `error` first.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![forbid(unsafe_code)]

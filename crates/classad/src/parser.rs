@@ -305,7 +305,6 @@ impl<'s> Parser<'s> {
     }
 
     fn primary(&mut self) -> Result<Expr, ParseError> {
-        let start = self.offset();
         match self.bump() {
             Tok::Int(i) => Ok(Expr::Lit(Literal::Int(clamp_i64(i)))),
             Tok::Real(r) => Ok(Expr::Lit(Literal::Real(r))),
@@ -355,7 +354,6 @@ impl<'s> Parser<'s> {
             }
             other => {
                 self.pos = self.pos.saturating_sub(1);
-                let _ = start;
                 Err(self.err(format!(
                     "expected an expression, found {}",
                     Self::describe(&other)

@@ -104,11 +104,14 @@ pub(crate) fn unparse_literal(l: &Literal) -> String {
     }
 }
 
-/// Prints an ad as `[ a = 1; b = 2 ]`.
+/// Prints an ad as `[ a = 1; b = 2 ]`, attributes sorted by case-insensitive name as
+/// HTCondor prints them.
 pub fn unparse_ad(ad: &Ad) -> String {
     let mut s = String::from("[ ");
     let mut first = true;
-    for (n, e) in ad.iter() {
+    let mut attrs: Vec<(&str, &Expr)> = ad.iter().collect();
+    attrs.sort_by_cached_key(|(n, _)| n.to_ascii_lowercase());
+    for (n, e) in attrs {
         if !first {
             s.push_str("; ");
         }

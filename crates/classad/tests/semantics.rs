@@ -169,7 +169,8 @@ fn builtins() {
     assert_eq!(ev("stringListMember(\"b\", \"a, b,c\")"), "true");
     assert_eq!(ev("stringListSize(\"a, b,c\")"), "3");
     assert_eq!(ev("eval(\"1 + 2\")"), "3");
-    assert_eq!(ev("unparse(x)"), "\"x\"");
+    assert_eq!(ev("unparse(x)"), "\"\"");
+    assert_eq!(ev_with("unparse(b)", "b = a + 1", "[]"), "\"a + 1\"");
 }
 
 #[test]
@@ -225,11 +226,14 @@ fn ad_files_old_and_new() {
     assert_eq!(ad2.len(), 3);
     assert_eq!(
         ad2.to_string(),
-        "[ Memory = 2048; Arch = \"X86_64\"; Requirements = TARGET.Memory >= 1024 ]"
+        "[ Arch = \"X86_64\"; Memory = 2048; Requirements = TARGET.Memory >= 1024 ]"
     );
     let reparsed = Ad::parse(&ad.to_old_syntax()).expect("roundtrip");
     assert_eq!(reparsed, ad);
     assert!(Ad::parse("= 3").is_err());
+    let commented = Ad::parse("# slot ad\n[ Cpus = 4; // cores\n  Memory = 2048 /* MiB */ ]\n")
+        .expect("comments");
+    assert_eq!(commented.len(), 2);
     assert!(Ad::parse("true = 3").is_err());
 }
 
@@ -277,4 +281,44 @@ fn value_accessors() {
     assert_eq!(v.as_f64(), Some(3.0));
     assert_eq!(v.type_name(), "real");
     assert!(matches!(v, Value::Real(_)));
+}
+
+/// Worst-case evaluation depth must fit comfortably in a small thread stack.
+#[test]
+fn deep_evaluation_fits_in_a_small_stack() {
+    let handle = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| {
+            let mut ad = Ad::new();
+            for i in 0..50 {
+                let mut e = format!("a{}", i + 1);
+                for _ in 0..40 {
+                    e = format!("ifThenElse(true, strcat({e}), {{[x = 1]}}[0].x)");
+                }
+                ad.insert(&format!("a{i}"), &e).expect("insert");
+            }
+            ad.insert_int("a50", 7);
+            let v = EvalContext::new(0).with_my(&ad).eval_attr("a0");
+            assert!(v.is_error(), "{v}");
+            let deep = format!("{}1{}", "[a = ".repeat(60), "]".repeat(60));
+            parse_expr(&deep).expect("60 nested ads parse");
+            let deep = format!("{}1{}", "-(".repeat(60), ")".repeat(60));
+            assert_eq!(
+                EvalContext::new(0)
+                    .eval(&parse_expr(&deep).expect("parse"))
+                    .unparse(),
+                "1"
+            );
+        })
+        .expect("spawn");
+    handle.join().expect("no stack overflow");
+}
+
+#[test]
+fn types_are_thread_safe() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Ad>();
+    assert_send_sync::<Value>();
+    assert_send_sync::<EvalContext>();
+    assert_send_sync::<gleaner_classad::Expr>();
 }

@@ -4,6 +4,7 @@
 //! crate and prints the result. Errors reach the user through `anyhow` with
 //! the file, line or field that caused them.
 
+mod classad;
 mod sim;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +26,9 @@ struct Cli {
 enum Command {
     /// Run the papers' experiments in the discrete-event simulator.
     Sim(sim::SimArgs),
+    /// Work with ClassAd expressions (requirements, rank, station policies).
+    #[command(name = "classad")]
+    ClassAd(classad::ClassAdArgs),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +42,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
+        Command::ClassAd(args) => classad::run(args),
     };
     match result {
         Ok(code) => code,

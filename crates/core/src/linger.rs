@@ -98,7 +98,7 @@ pub fn linger_expired(age: Dur, h: f64, l: f64, t_migr: Dur) -> bool {
 }
 
 /// Near-finished guard — an extension, **not in the paper** (spec
-/// linger-longer.md §1.4 [derived]). With `w_rem` of CPU work left, and the
+/// linger-longer.md §1.4 (derived)). With `w_rem` of CPU work left, and the
 /// episode assumed to outlast the job, migrating beats staying iff
 /// `w_rem/(1-h) > T_migr + w_rem/(1-l)`, i.e.
 /// `w_rem > T_migr · (1-h)(1-l)/(h-l)`. Returns `false` (stay) when `h ≤ l`

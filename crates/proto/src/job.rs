@@ -1,1 +1,596 @@
-//! (being written)
+//! Job identities, descriptions and states.
+//!
+//! A job is named `cluster.proc` as in HTCondor: one `glean submit` creates a
+//! cluster, and each `queue` expansion adds a proc to it. Job state lives at
+//! the home station (Mutka 1988 §5), so the state machine here is what the
+//! station's durable queue enforces; the coordinator never owns it.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// A job's identity: `cluster.proc`, displayed as `12.0`.
+///
+/// Serialised as the string `"12.0"` so that it can key JSON maps and reads
+/// the same in logs, the CLI and HTTP bodies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobId {
+    pub cluster: u64,
+    pub proc: u32,
+}
+
+impl JobId {
+    pub const fn new(cluster: u64, proc: u32) -> Self {
+        JobId { cluster, proc }
+    }
+}
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.cluster, self.proc)
+    }
+}
+
+/// Why a string is not a job id.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid job id {0:?}: expected CLUSTER.PROC, e.g. 12.0")]
+pub struct ParseJobIdError(pub String);
+
+impl FromStr for JobId {
+    type Err = ParseJobIdError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || ParseJobIdError(s.to_string());
+        let (c, p) = s.split_once('.').ok_or_else(err)?;
+        // `u64::from_str` accepts a leading '+'; job ids never have one.
+        let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+        if !digits(c) || !digits(p) {
+            return Err(err());
+        }
+        Ok(JobId {
+            cluster: c.parse().map_err(|_| err())?,
+            proc: p.parse().map_err(|_| err())?,
+        })
+    }
+}
+
+impl Serialize for JobId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for JobId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The execution environment. Only the vanilla universe exists in Gleaner;
+/// the enum keeps the field explicit in stored and transmitted descriptions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Universe {
+    #[default]
+    Vanilla,
+}
+
+/// `should_transfer_files`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShouldTransferFiles {
+    /// Always transfer the sandbox (Gleaner's default: stations share no
+    /// file system).
+    #[default]
+    Yes,
+    /// Run in place on a shared file system.
+    No,
+    /// Transfer unless the host shares the submitter's file system domain.
+    IfNeeded,
+}
+
+/// `when_to_transfer_output`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WhenToTransferOutput {
+    #[default]
+    OnExit,
+    /// Also transfer on eviction ("delayed transfer" checkpoints).
+    OnExitOrEvict,
+    /// Only when the job exits successfully.
+    OnSuccess,
+}
+
+/// Everything needed to run one proc of a cluster, after macro expansion.
+///
+/// Units follow HTCondor: memory in MiB, disk in KiB. `requirements`,
+/// `rank` and custom attribute values are ClassAd expression text; they are
+/// evaluated by the matchmaker, not here.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JobDescription {
+    /// The submitting user (set by the CLI/station, not by the submit file).
+    pub owner: String,
+    pub universe: Universe,
+    pub executable: String,
+    /// Argument vector, already split (see [`parse_arguments`]).
+    pub arguments: Vec<String>,
+    pub environment: BTreeMap<String, String>,
+    pub input: Option<String>,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    /// User job event log.
+    pub log: Option<String>,
+    /// Initial working directory (`initialdir`/`iwd`), as written.
+    pub iwd: Option<String>,
+    pub should_transfer_files: ShouldTransferFiles,
+    pub when_to_transfer_output: WhenToTransferOutput,
+    pub transfer_executable: bool,
+    pub transfer_input_files: Vec<String>,
+    /// `None` transfers every new or changed file of the sandbox.
+    pub transfer_output_files: Option<Vec<String>>,
+    pub request_cpus: u32,
+    /// MiB; `None` leaves the pool default.
+    pub request_memory_mb: Option<u64>,
+    /// KiB; `None` leaves the pool default.
+    pub request_disk_kb: Option<u64>,
+    pub request_gpus: u32,
+    pub requirements: Option<String>,
+    pub rank: Option<String>,
+    /// Exit code meaning "I wrote a checkpoint, restart me" (85 by convention).
+    pub checkpoint_exit_code: Option<i32>,
+    pub transfer_checkpoint_files: Vec<String>,
+    pub concurrency_limits: Vec<String>,
+    /// Times the job is restarted after a non-zero exit before it completes.
+    pub max_retries: Option<u32>,
+    pub nice_user: bool,
+    pub accounting_group: Option<String>,
+    pub batch_name: Option<String>,
+    /// Job priority among the owner's own jobs (`priority`), higher first.
+    pub priority: i32,
+    /// `+Attr = expr` / `MY.Attr = expr`: name as written → expression text.
+    pub custom_attrs: BTreeMap<String, String>,
+}
+
+impl JobDescription {
+    /// A description with HTCondor's defaults (1 CPU, transfer on exit).
+    pub fn new(owner: impl Into<String>, executable: impl Into<String>) -> Self {
+        JobDescription {
+            owner: owner.into(),
+            executable: executable.into(),
+            request_cpus: 1,
+            transfer_executable: true,
+            ..Default::default()
+        }
+    }
+}
+
+/// Why an argument or environment string cannot be split.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ArgsError {
+    #[error("unterminated single quote")]
+    UnterminatedQuote,
+    #[error("missing closing double quote")]
+    UnterminatedDoubleQuote,
+    #[error("unexpected text after closing double quote")]
+    TrailingText,
+    #[error("a single double quote inside new-style arguments must be doubled (\"\")")]
+    LoneDoubleQuote,
+    #[error("environment entry {0:?} is not NAME=VALUE")]
+    NotAssignment(String),
+}
+
+/// Splits an `arguments` value into an argument vector.
+///
+/// Two HTCondor syntaxes exist:
+/// - new style, when the value is enclosed in double quotes: arguments are
+///   separated by whitespace, single quotes group text that contains
+///   whitespace (`''` inside them is a literal `'`), and `""` is a literal
+///   `"`;
+/// - old style otherwise: whitespace-separated, `\"` is a literal `"`.
+pub fn parse_arguments(value: &str) -> Result<Vec<String>, ArgsError> {
+    let v = value.trim();
+    if let Some(rest) = v.strip_prefix('"') {
+        let inner = new_style_body(rest)?;
+        split_new_style(&inner)
+    } else {
+        Ok(v.split_whitespace().map(|t| t.replace("\\\"", "\"")).collect())
+    }
+}
+
+/// Strips the closing `"` of a new-style value, turning `""` into `"`
+/// and rejecting a lone `"` before the end.
+fn new_style_body(rest: &str) -> Result<String, ArgsError> {
+    let mut out = String::with_capacity(rest.len());
+    let mut chars = rest.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '"' {
+            if chars.peek() == Some(&'"') {
+                chars.next();
+                out.push('"');
+                continue;
+            }
+            // The closing quote must end the value.
+            if chars.all(char::is_whitespace) {
+                return Ok(out);
+            }
+            return Err(ArgsError::TrailingText);
+        }
+        out.push(c);
+    }
+    Err(ArgsError::UnterminatedDoubleQuote)
+}
+
+/// Splits new-style text (outer quotes already removed) on whitespace,
+/// honouring single-quoted groups.
+fn split_new_style(s: &str) -> Result<Vec<String>, ArgsError> {
+    let mut args = Vec::new();
+    let mut cur = String::new();
+    let mut in_arg = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_arg = true;
+                loop {
+                    match chars.next() {
+                        None => return Err(ArgsError::UnterminatedQuote),
+                        Some('\'') => {
+                            if chars.peek() == Some(&'\'') {
+                                chars.next();
+                                cur.push('\'');
+                            } else {
+                                break;
+                            }
+                        }
+                        Some(x) => cur.push(x),
+                    }
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_arg {
+                    args.push(std::mem::take(&mut cur));
+                    in_arg = false;
+                }
+            }
+            c => {
+                in_arg = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_arg {
+        args.push(cur);
+    }
+    Ok(args)
+}
+
+/// Formats an argument vector in new-style syntax so that
+/// [`parse_arguments`] returns it unchanged (used by `glean q -long`).
+pub fn format_arguments(args: &[String]) -> String {
+    let mut out = String::from("\"");
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(&quote_word(a));
+    }
+    out.push('"');
+    out
+}
+
+fn quote_word(a: &str) -> String {
+    let needs = a.is_empty() || a.chars().any(|c| c.is_whitespace() || c == '\'');
+    let body = a.replace('"', "\"\"");
+    if needs {
+        format!("'{}'", body.replace('\'', "''"))
+    } else {
+        body
+    }
+}
+
+/// Parses an `environment` value into a map.
+///
+/// New style (double-quoted): whitespace-separated `NAME=VALUE` entries with
+/// the same quoting as arguments. Old style: `NAME=VALUE` entries separated
+/// by `;`.
+pub fn parse_environment(value: &str) -> Result<BTreeMap<String, String>, ArgsError> {
+    let v = value.trim();
+    let entries: Vec<String> = if let Some(rest) = v.strip_prefix('"') {
+        split_new_style(&new_style_body(rest)?)?
+    } else {
+        v.split(';')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let mut env = BTreeMap::new();
+    for e in entries {
+        match e.split_once('=') {
+            Some((k, val)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
+                env.insert(k.to_string(), val.to_string());
+            }
+            _ => return Err(ArgsError::NotAssignment(e)),
+        }
+    }
+    Ok(env)
+}
+
+/// Where a job is in its life.
+///
+/// Numeric codes are HTCondor's `JobStatus` values (see [`JobState::code`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum JobState {
+    /// Waiting for a host.
+    Idle,
+    /// Executing on a host.
+    Running,
+    /// Frozen on its host because the owner came back.
+    Suspended,
+    /// Needs a human: will not run until released.
+    Held { reason: String },
+    /// Exited; terminal.
+    Completed { exit_code: i32 },
+    /// Removed by the user or an administrator; terminal.
+    Removed,
+}
+
+/// The state without its payload: for filters, tables and the transition
+/// table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStateKind {
+    Idle,
+    Running,
+    Suspended,
+    Held,
+    Completed,
+    Removed,
+}
+
+impl JobStateKind {
+    pub const ALL: [JobStateKind; 6] = [
+        JobStateKind::Idle,
+        JobStateKind::Running,
+        JobStateKind::Suspended,
+        JobStateKind::Held,
+        JobStateKind::Completed,
+        JobStateKind::Removed,
+    ];
+
+    /// HTCondor `JobStatus`: 1 Idle, 2 Running, 3 Removed, 4 Completed,
+    /// 5 Held, 7 Suspended.
+    pub const fn code(self) -> u8 {
+        match self {
+            JobStateKind::Idle => 1,
+            JobStateKind::Running => 2,
+            JobStateKind::Removed => 3,
+            JobStateKind::Completed => 4,
+            JobStateKind::Held => 5,
+            JobStateKind::Suspended => 7,
+        }
+    }
+
+    pub const fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
+            1 => JobStateKind::Idle,
+            2 => JobStateKind::Running,
+            3 => JobStateKind::Removed,
+            4 => JobStateKind::Completed,
+            5 => JobStateKind::Held,
+            7 => JobStateKind::Suspended,
+            _ => return None,
+        })
+    }
+
+    /// The name used in tables and the CLI (`glean q -state held`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            JobStateKind::Idle => "idle",
+            JobStateKind::Running => "running",
+            JobStateKind::Suspended => "suspended",
+            JobStateKind::Held => "held",
+            JobStateKind::Completed => "completed",
+            JobStateKind::Removed => "removed",
+        }
+    }
+
+    /// The one-letter code `condor_q` prints (I, R, S, H, C, X).
+    pub const fn letter(self) -> char {
+        match self {
+            JobStateKind::Idle => 'I',
+            JobStateKind::Running => 'R',
+            JobStateKind::Suspended => 'S',
+            JobStateKind::Held => 'H',
+            JobStateKind::Completed => 'C',
+            JobStateKind::Removed => 'X',
+        }
+    }
+
+    /// Terminal states leave the active queue and go to history.
+    pub const fn is_terminal(self) -> bool {
+        matches!(self, JobStateKind::Completed | JobStateKind::Removed)
+    }
+
+    /// The transition table. Staying in the same state is never a
+    /// transition (a hold of a held job is an error, as with `condor_hold`).
+    ///
+    /// | from \ to  | Idle | Running | Suspended | Held | Completed | Removed |
+    /// |------------|------|---------|-----------|------|-----------|---------|
+    /// | Idle       |      | start   |           | hold |           | rm      |
+    /// | Running    | vacate |       | suspend   | hold | exit      | rm      |
+    /// | Suspended  | vacate | resume |          | hold |           | rm      |
+    /// | Held       | release |      |           |      |           | rm      |
+    /// | Completed  |      |         |           |      |           |         |
+    /// | Removed    |      |         |           |      |           |         |
+    pub const fn can_transition_to(self, to: JobStateKind) -> bool {
+        use JobStateKind::*;
+        matches!(
+            (self, to),
+            (Idle, Running | Held | Removed)
+                | (Running, Idle | Suspended | Held | Completed | Removed)
+                | (Suspended, Idle | Running | Held | Removed)
+                | (Held, Idle | Removed)
+        )
+    }
+
+    /// The history event a legal transition records.
+    pub const fn transition_event(self, to: JobStateKind) -> Option<JobEventKind> {
+        use JobStateKind::*;
+        if !self.can_transition_to(to) {
+            return None;
+        }
+        Some(match (self, to) {
+            (Idle, Running) => JobEventKind::Started,
+            (Suspended, Running) => JobEventKind::Resumed,
+            (Held, Idle) => JobEventKind::Released,
+            (_, Idle) => JobEventKind::Evicted,
+            (_, Suspended) => JobEventKind::Suspended,
+            (_, Held) => JobEventKind::Held,
+            (_, Completed) => JobEventKind::Completed,
+            (_, Removed) => JobEventKind::Removed,
+            // Unreachable for legal pairs; kept total without panicking.
+            (_, Running) => JobEventKind::Started,
+        })
+    }
+}
+
+impl fmt::Display for JobStateKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a state name is not known.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown job state {0:?} (expected idle, running, suspended, held, completed or removed)")]
+pub struct ParseStateError(pub String);
+
+impl FromStr for JobStateKind {
+    type Err = ParseStateError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        if let Ok(code) = t.parse::<u8>() {
+            return JobStateKind::from_code(code).ok_or_else(|| ParseStateError(s.into()));
+        }
+        JobStateKind::ALL
+            .into_iter()
+            .find(|k| {
+                k.name().eq_ignore_ascii_case(t)
+                    || (t.len() == 1 && t.eq_ignore_ascii_case(&k.letter().to_string()))
+            })
+            .ok_or_else(|| ParseStateError(s.into()))
+    }
+}
+
+/// An illegal state change; the job is left as it was.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("job cannot go from {from} to {to}")]
+pub struct IllegalTransition {
+    pub from: JobStateKind,
+    pub to: JobStateKind,
+}
+
+impl JobState {
+    pub const fn kind(&self) -> JobStateKind {
+        match self {
+            JobState::Idle => JobStateKind::Idle,
+            JobState::Running => JobStateKind::Running,
+            JobState::Suspended => JobStateKind::Suspended,
+            JobState::Held { .. } => JobStateKind::Held,
+            JobState::Completed { .. } => JobStateKind::Completed,
+            JobState::Removed => JobStateKind::Removed,
+        }
+    }
+
+    /// HTCondor `JobStatus` code.
+    pub const fn code(&self) -> u8 {
+        self.kind().code()
+    }
+
+    pub const fn is_terminal(&self) -> bool {
+        self.kind().is_terminal()
+    }
+
+    /// Checks a state change against the transition table.
+    pub fn check_transition(&self, to: &JobState) -> Result<JobEventKind, IllegalTransition> {
+        let (from, to) = (self.kind(), to.kind());
+        from.transition_event(to)
+            .ok_or(IllegalTransition { from, to })
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JobState::Held { reason } => write!(f, "held ({reason})"),
+            JobState::Completed { exit_code } => write!(f, "completed (exit {exit_code})"),
+            other => f.write_str(other.kind().name()),
+        }
+    }
+}
+
+/// Entries of a job's append-only history (HTCondor's user log events).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobEventKind {
+    Submitted,
+    /// Accepted by a host station (detail: host name).
+    Placed,
+    Started,
+    Suspended,
+    Resumed,
+    /// Vacated or evicted from its host; back to idle.
+    Evicted,
+    /// A checkpoint was written and saved (no state change).
+    Checkpointed,
+    Completed,
+    Held,
+    Released,
+    Removed,
+}
+
+impl JobEventKind {
+    pub const ALL: [JobEventKind; 11] = [
+        JobEventKind::Submitted,
+        JobEventKind::Placed,
+        JobEventKind::Started,
+        JobEventKind::Suspended,
+        JobEventKind::Resumed,
+        JobEventKind::Evicted,
+        JobEventKind::Checkpointed,
+        JobEventKind::Completed,
+        JobEventKind::Held,
+        JobEventKind::Released,
+        JobEventKind::Removed,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            JobEventKind::Submitted => "submitted",
+            JobEventKind::Placed => "placed",
+            JobEventKind::Started => "started",
+            JobEventKind::Suspended => "suspended",
+            JobEventKind::Resumed => "resumed",
+            JobEventKind::Evicted => "evicted",
+            JobEventKind::Checkpointed => "checkpointed",
+            JobEventKind::Completed => "completed",
+            JobEventKind::Held => "held",
+            JobEventKind::Released => "released",
+            JobEventKind::Removed => "removed",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Self> {
+        JobEventKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
+impl fmt::Display for JobEventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,1 +1,1107 @@
-//! (being written)
+//! The HTCondor-style submit-description parser behind `glean submit FILE`.
+//!
+//! Parsing happens in two steps because the cluster id is only known once
+//! the station's queue assigns it:
+//!
+//! 1. [`parse_submit`] reads the file, records every assignment and `queue`
+//!    statement, and validates the whole file by expanding it once with a
+//!    probe cluster id. Every problem is collected with its line number; if
+//!    there is any, nothing is returned.
+//! 2. [`ClusterSubmission::expand`] expands the macros again with the real
+//!    cluster id and yields one [`JobDescription`] per proc. The queue calls
+//!    it inside the transaction that allocates the id.
+//!
+//! Supported syntax (a subset of `condor_submit`):
+//! - `key = value` lines; keys are case-insensitive; `#` starts a comment
+//!   line; a trailing `\` continues the line.
+//! - Macros `$(name)`, `$(name:default)`, `$ENV(NAME)`, `$ENV(NAME:default)`,
+//!   built-ins `$(Cluster)`/`$(ClusterId)`, `$(Process)`/`$(ProcId)`,
+//!   `$(Step)`, `$(ItemIndex)`/`$(Row)`, `$(Item)`, `$(DOLLAR)`. `$$(attr)`
+//!   is left for match time. Macros expand lazily at queue time, so a
+//!   definition may refer to one made later in the file.
+//! - `queue`, `queue N`, `queue [N] var[,var…] in|from (items)`, with the
+//!   item list inline or spanning lines up to a `)` line. Several `queue`
+//!   statements add procs to the same cluster; assignments between them
+//!   apply to later ones only.
+//! - `+Attr = expr` and `MY.Attr = expr` custom attributes.
+//!
+//! Unlike `condor_submit`, an unknown key is an error unless some `$(…)`
+//! refers to it (then it is a user macro), and an undefined macro is an
+//! error unless it has a default: both catch typos before jobs run.
+
+use crate::job::{
+    JobDescription, ShouldTransferFiles, Universe, WhenToTransferOutput, parse_arguments,
+    parse_environment,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// Most procs one submit file may queue; bounds memory on a typo like
+/// `queue 10000000000`.
+pub const MAX_PROCS: u64 = 100_000;
+
+/// Macro expansion depth beyond which a definition is taken to be circular.
+const MAX_DEPTH: usize = 32;
+
+/// Cluster id used to validate a file before the real one is known.
+const PROBE_CLUSTER: u64 = 1;
+
+/// The keys Gleaner understands (lower case).
+pub const KNOWN_KEYS: &[&str] = &[
+    "universe",
+    "executable",
+    "arguments",
+    "environment",
+    "getenv",
+    "input",
+    "output",
+    "error",
+    "log",
+    "initialdir",
+    "iwd",
+    "should_transfer_files",
+    "when_to_transfer_output",
+    "transfer_executable",
+    "transfer_input_files",
+    "transfer_output_files",
+    "request_cpus",
+    "request_memory",
+    "request_disk",
+    "request_gpus",
+    "requirements",
+    "rank",
+    "checkpoint_exit_code",
+    "transfer_checkpoint_files",
+    "concurrency_limits",
+    "max_retries",
+    "nice_user",
+    "accounting_group",
+    "batch_name",
+    "priority",
+];
+
+/// Macro names the parser defines for every proc (lower case).
+const BUILTINS: &[&str] = &[
+    "cluster",
+    "clusterid",
+    "process",
+    "procid",
+    "step",
+    "itemindex",
+    "row",
+    "dollar",
+];
+
+/// What the caller knows that the file does not: its name for messages, the
+/// submitting user, and the environment `$ENV()` and `getenv` read (injected
+/// rather than read from the process, for tests).
+#[derive(Clone, Debug, Default)]
+pub struct SubmitContext {
+    pub file_name: String,
+    pub owner: String,
+    pub env: BTreeMap<String, String>,
+}
+
+impl SubmitContext {
+    pub fn new(file_name: impl Into<String>, owner: impl Into<String>) -> Self {
+        SubmitContext {
+            file_name: file_name.into(),
+            owner: owner.into(),
+            env: BTreeMap::new(),
+        }
+    }
+
+    pub fn with_env(mut self, env: BTreeMap<String, String>) -> Self {
+        self.env = env;
+        self
+    }
+}
+
+/// One problem in a submit file.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SubmitError {
+    pub file: String,
+    /// 1-based; 0 when the problem concerns the whole file.
+    pub line: usize,
+    pub kind: SubmitErrorKind,
+}
+
+impl fmt::Display for SubmitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.kind)
+        } else {
+            write!(f, "{}:{}: {}", self.file, self.line, self.kind)
+        }
+    }
+}
+
+impl std::error::Error for SubmitError {}
+
+/// The kinds of submit-file problems.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SubmitErrorKind {
+    #[error("unknown command \"{name}\"{}", suggestion.as_ref().map(|s| format!(" (did you mean \"{s}\"?)")).unwrap_or_default())]
+    UnknownCommand {
+        name: String,
+        suggestion: Option<String>,
+    },
+    #[error("expected \"key = value\" or \"queue\", found \"{0}\"")]
+    Malformed(String),
+    #[error("invalid value for {key}: {reason}")]
+    BadValue { key: String, reason: String },
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("undefined macro $({0})")]
+    UndefinedMacro(String),
+    #[error("environment variable {0} is not set (use $ENV({0}:default) for a fallback)")]
+    UndefinedEnv(String),
+    #[error("malformed macro reference: {0}")]
+    BadMacro(String),
+    #[error("macro $({0}) refers to itself")]
+    RecursiveMacro(String),
+    #[error("cannot redefine built-in macro {0}")]
+    BuiltinRedefined(String),
+    #[error("invalid queue statement: {0}")]
+    BadQueue(String),
+    #[error("invalid custom attribute name \"{0}\"")]
+    BadAttribute(String),
+    #[error("no queue statement: nothing to submit")]
+    NoQueue,
+    #[error("no executable given")]
+    MissingExecutable,
+    #[error("line continuation at the end of the file")]
+    DanglingContinuation,
+}
+
+/// All problems found in a submit file, in line order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmitErrors(pub Vec<SubmitError>);
+
+impl fmt::Display for SubmitErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SubmitErrors {}
+
+/// One `key = value` as written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Assignment {
+    /// The key as written (keeps the case of `+Attr` names).
+    name: String,
+    value: String,
+    line: usize,
+}
+
+/// The variables a `queue` statement binds for one proc.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct ProcBinding {
+    step: u32,
+    item_index: u32,
+    /// Lower-case variable name → value.
+    items: BTreeMap<String, String>,
+}
+
+/// One `queue` statement with the assignments in force at that point.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct QueueBatch {
+    line: usize,
+    /// Lower-case key (`+name` for custom attributes) → assignment.
+    vars: BTreeMap<String, Assignment>,
+    procs: Vec<ProcBinding>,
+}
+
+/// A validated submit file, ready to be expanded once the cluster id is
+/// known. Serialisable, so that the CLI can parse locally and send it to the
+/// station, which expands it when it allocates the id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterSubmission {
+    pub file_name: String,
+    pub owner: String,
+    /// Only the environment variables the file reads (all if `getenv`).
+    env: BTreeMap<String, String>,
+    batches: Vec<QueueBatch>,
+}
+
+impl ClusterSubmission {
+    /// Number of procs (jobs) the cluster will have.
+    pub fn proc_count(&self) -> u32 {
+        let n: usize = self.batches.iter().map(|b| b.procs.len()).sum();
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// Expands every proc with `$(Cluster)` = `cluster`. Element `i` is
+    /// proc `i`. Validation in [`parse_submit`] used a probe id, so this only
+    /// fails in contrived cases (e.g. a numeric key built from the cluster
+    /// id that overflows).
+    pub fn expand(&self, cluster: u64) -> Result<Vec<JobDescription>, SubmitErrors> {
+        let mut errs = ErrorSink::new(&self.file_name);
+        let mut out = Vec::new();
+        let mut process: u32 = 0;
+        for batch in &self.batches {
+            for binding in &batch.procs {
+                let ctx = Expander {
+                    vars: &batch.vars,
+                    env: &self.env,
+                    builtins: Some(Builtins {
+                        cluster,
+                        process,
+                        binding,
+                    }),
+                };
+                if let Some(d) = build_description(&ctx, batch.line, &self.owner, &mut errs) {
+                    out.push(d);
+                }
+                process = process.saturating_add(1);
+            }
+        }
+        errs.finish().map(|()| out)
+    }
+}
+
+/// Parses and validates a submit file. On success every proc is known to
+/// expand cleanly; on failure all problems are returned and nothing else.
+pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission, SubmitErrors> {
+    let mut errs = ErrorSink::new(&ctx.file_name);
+    let lines = logical_lines(text, &mut errs);
+
+    let mut vars: BTreeMap<String, Assignment> = BTreeMap::new();
+    // Every assignment ever made, for the unknown-key check.
+    let mut all_assignments: Vec<Assignment> = Vec::new();
+    let mut batches: Vec<QueueBatch> = Vec::new();
+    let mut total_procs: u64 = 0;
+
+    let mut i = 0;
+    while i < lines.len() {
+        let (line_no, ref text) = lines[i];
+        i += 1;
+        let t = text.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        if let Some(rest) = strip_keyword(t, "queue") {
+            match parse_queue(rest, &lines, &mut i, &vars, &ctx.env) {
+                Ok(procs) => {
+                    total_procs = total_procs.saturating_add(procs.len() as u64);
+                    if total_procs > MAX_PROCS {
+                        errs.push(
+                            line_no,
+                            SubmitErrorKind::BadQueue(format!(
+                                "more than {MAX_PROCS} jobs in one submission"
+                            )),
+                        );
+                    } else {
+                        batches.push(QueueBatch {
+                            line: line_no,
+                            vars: vars.clone(),
+                            procs,
+                        });
+                    }
+                }
+                Err(kind) => errs.push(line_no, kind),
+            }
+            continue;
+        }
+        let Some((k, v)) = t.split_once('=') else {
+            errs.push(line_no, SubmitErrorKind::Malformed(t.to_string()));
+            continue;
+        };
+        let key = k.trim();
+        let value = v.trim().to_string();
+        let table_key = if let Some(attr) = custom_attr_name(key) {
+            if !is_identifier(attr) {
+                errs.push(line_no, SubmitErrorKind::BadAttribute(attr.to_string()));
+                continue;
+            }
+            format!("+{}", attr.to_ascii_lowercase())
+        } else {
+            if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+            {
+                errs.push(line_no, SubmitErrorKind::Malformed(t.to_string()));
+                continue;
+            }
+            let lower = key.to_ascii_lowercase();
+            if BUILTINS.contains(&lower.as_str()) {
+                errs.push(line_no, SubmitErrorKind::BuiltinRedefined(key.to_string()));
+                continue;
+            }
+            lower
+        };
+        let a = Assignment {
+            name: key.to_string(),
+            value,
+            line: line_no,
+        };
+        all_assignments.push(a.clone());
+        vars.insert(table_key, a);
+    }
+
+    // A key that is neither known nor referenced is most likely a typo.
+    let referenced = referenced_macros(&all_assignments, &batches);
+    for a in &all_assignments {
+        let lower = a.name.to_ascii_lowercase();
+        if custom_attr_name(&a.name).is_some()
+            || KNOWN_KEYS.contains(&lower.as_str())
+            || referenced.contains(&lower)
+        {
+            continue;
+        }
+        errs.push(
+            a.line,
+            SubmitErrorKind::UnknownCommand {
+                name: a.name.clone(),
+                suggestion: suggest(&lower),
+            },
+        );
+    }
+
+    if batches.is_empty() && errs.is_empty() {
+        errs.push(0, SubmitErrorKind::NoQueue);
+    }
+
+    let uses_getenv = all_assignments
+        .iter()
+        .any(|a| a.name.eq_ignore_ascii_case("getenv"));
+    let env = if uses_getenv {
+        ctx.env.clone()
+    } else {
+        let names = referenced_env(&all_assignments);
+        ctx.env
+            .iter()
+            .filter(|(k, _)| names.contains(k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+
+    let sub = ClusterSubmission {
+        file_name: ctx.file_name.clone(),
+        owner: ctx.owner.clone(),
+        env,
+        batches,
+    };
+    if let Err(e) = sub.expand(PROBE_CLUSTER) {
+        errs.extend(e.0);
+    }
+    errs.finish().map(|()| sub)
+}
+
+/// Collects errors, dropping duplicates (each proc re-reports the same bad
+/// line) and sorting by line.
+struct ErrorSink {
+    file: String,
+    errors: BTreeSet<SubmitError>,
+}
+
+impl ErrorSink {
+    fn new(file: &str) -> Self {
+        ErrorSink {
+            file: file.to_string(),
+            errors: BTreeSet::new(),
+        }
+    }
+    fn push(&mut self, line: usize, kind: SubmitErrorKind) {
+        self.errors.insert(SubmitError {
+            file: self.file.clone(),
+            line,
+            kind,
+        });
+    }
+    fn extend(&mut self, errs: Vec<SubmitError>) {
+        self.errors.extend(errs);
+    }
+    fn is_empty(&self) -> bool {
+        self.errors.is_empty()
+    }
+    fn finish(self) -> Result<(), SubmitErrors> {
+        if self.errors.is_empty() {
+            Ok(())
+        } else {
+            Err(SubmitErrors(self.errors.into_iter().collect()))
+        }
+    }
+}
+
+/// Joins continuation lines; each logical line keeps its first line number.
+fn logical_lines(text: &str, errs: &mut ErrorSink) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut pending: Option<(usize, String)> = None;
+    let mut last = 0;
+    for (idx, raw) in text.lines().enumerate() {
+        let n = idx + 1;
+        last = n;
+        let (start, mut acc) = pending.take().unwrap_or((n, String::new()));
+        let trimmed_end = raw.trim_end();
+        if let Some(body) = trimmed_end.strip_suffix('\\') {
+            acc.push_str(body);
+            acc.push(' ');
+            pending = Some((start, acc));
+        } else {
+            acc.push_str(raw);
+            out.push((start, acc));
+        }
+    }
+    if let Some((start, acc)) = pending {
+        errs.push(last.max(start), SubmitErrorKind::DanglingContinuation);
+        out.push((start, acc));
+    }
+    out
+}
+
+/// `rest` after `kw` if `t` starts with the keyword as a whole word.
+fn strip_keyword<'a>(t: &'a str, kw: &str) -> Option<&'a str> {
+    let head = t.get(..kw.len())?;
+    if !head.eq_ignore_ascii_case(kw) {
+        return None;
+    }
+    let rest = &t[kw.len()..];
+    match rest.chars().next() {
+        None => Some(rest),
+        Some(c) if c.is_whitespace() => Some(rest.trim()),
+        _ => None,
+    }
+}
+
+/// `Attr` from `+Attr` or `MY.Attr`.
+fn custom_attr_name(key: &str) -> Option<&str> {
+    if let Some(a) = key.strip_prefix('+') {
+        return Some(a.trim());
+    }
+    let head = key.get(..3)?;
+    if head.eq_ignore_ascii_case("my.") {
+        return Some(&key[3..]);
+    }
+    None
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut c = s.chars();
+    matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}
+
+/// Parses what follows `queue`. May consume further lines for a multi-line
+/// item list (`i` is advanced past the closing `)`).
+fn parse_queue(
+    rest: &str,
+    lines: &[(usize, String)],
+    i: &mut usize,
+    vars: &BTreeMap<String, Assignment>,
+    env: &BTreeMap<String, String>,
+) -> Result<Vec<ProcBinding>, SubmitErrorKind> {
+    let mut rest = rest.trim();
+    // An optional count first; it may be a macro (`queue $(n)`).
+    let mut count: u64 = 1;
+    let first_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    let first = &rest[..first_end];
+    let is_keyword = |w: &str| {
+        ["in", "from", "matching"]
+            .iter()
+            .any(|k| w.eq_ignore_ascii_case(k))
+    };
+    if !first.is_empty()
+        && (first.starts_with(|c: char| c.is_ascii_digit()) || first.starts_with("$("))
+    {
+        let expander = Expander {
+            vars,
+            env,
+            builtins: None,
+        };
+        let expanded = expander
+            .expand(first, 0)
+            .map_err(|e| SubmitErrorKind::BadQueue(e.to_string()))?;
+        count = expanded.trim().parse().map_err(|_| {
+            SubmitErrorKind::BadQueue(format!("\"{}\" is not a job count", expanded.trim()))
+        })?;
+        if count > MAX_PROCS {
+            return Err(SubmitErrorKind::BadQueue(format!(
+                "more than {MAX_PROCS} jobs in one submission"
+            )));
+        }
+        rest = rest[first_end..].trim();
+    }
+    let count = u32::try_from(count).unwrap_or(u32::MAX);
+    if rest.is_empty() {
+        return Ok((0..count)
+            .map(|step| ProcBinding {
+                step,
+                item_index: 0,
+                items: BTreeMap::new(),
+            })
+            .collect());
+    }
+
+    // `var[,var…] (in|from|matching) list`; the variable list may be empty.
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    let Some(kw_pos) = words.iter().position(|w| is_keyword(w)) else {
+        return Err(SubmitErrorKind::BadQueue(format!(
+            "expected \"queue [N] [var] in|from (items)\", found \"{rest}\""
+        )));
+    };
+    let kw = words[kw_pos].to_ascii_lowercase();
+    let var_text = words[..kw_pos].join(" ");
+    let mut var_names: Vec<String> = var_text
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    for v in &var_names {
+        if !is_identifier(v) {
+            return Err(SubmitErrorKind::BadQueue(format!(
+                "\"{v}\" is not a variable name"
+            )));
+        }
+        if BUILTINS.contains(&v.to_ascii_lowercase().as_str()) {
+            return Err(SubmitErrorKind::BuiltinRedefined(v.clone()));
+        }
+    }
+    if var_names.is_empty() {
+        var_names.push("Item".to_string());
+    }
+    if kw == "matching" {
+        return Err(SubmitErrorKind::Unsupported(
+            "\"queue … matching\" (file globbing) is not supported; list the items".into(),
+        ));
+    }
+    // The list starts after the keyword.
+    let kw_offset = keyword_offset(rest, kw_pos);
+    let list = rest[kw_offset + kw.len()..].trim();
+    let Some(after_paren) = list.strip_prefix('(') else {
+        return Err(SubmitErrorKind::Unsupported(format!(
+            "\"queue … {kw} FILE\" is not supported; give the items in parentheses"
+        )));
+    };
+    let items: Vec<String> = if let Some(close) = after_paren.find(')') {
+        if !after_paren[close + 1..].trim().is_empty() {
+            return Err(SubmitErrorKind::BadQueue(
+                "unexpected text after \")\"".into(),
+            ));
+        }
+        split_inline_items(&after_paren[..close])
+    } else {
+        // Multi-line list: one item per line until a line starting with ')'.
+        let mut items = split_inline_items(after_paren);
+        let mut closed = false;
+        while *i < lines.len() {
+            let l = lines[*i].1.trim();
+            *i += 1;
+            if l.starts_with(')') {
+                closed = true;
+                break;
+            }
+            if !l.is_empty() && !l.starts_with('#') {
+                items.push(l.to_string());
+            }
+        }
+        if !closed {
+            return Err(SubmitErrorKind::BadQueue(
+                "item list is missing its closing \")\"".into(),
+            ));
+        }
+        items
+    };
+
+    let mut procs = Vec::new();
+    for (idx, item) in items.iter().enumerate() {
+        let mut bound = BTreeMap::new();
+        if var_names.len() == 1 {
+            bound.insert(var_names[0].to_ascii_lowercase(), item.clone());
+        } else {
+            let fields: Vec<&str> = item
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .filter(|s| !s.is_empty())
+                .collect();
+            for (vi, name) in var_names.iter().enumerate() {
+                let val = if vi + 1 == var_names.len() {
+                    fields.get(vi..).map(|f| f.join(" ")).unwrap_or_default()
+                } else {
+                    fields.get(vi).map(|s| s.to_string()).unwrap_or_default()
+                };
+                bound.insert(name.to_ascii_lowercase(), val);
+            }
+        }
+        let item_index = u32::try_from(idx).unwrap_or(u32::MAX);
+        for step in 0..count {
+            procs.push(ProcBinding {
+                step,
+                item_index,
+                items: bound.clone(),
+            });
+        }
+        if procs.len() as u64 > MAX_PROCS {
+            return Err(SubmitErrorKind::BadQueue(format!(
+                "more than {MAX_PROCS} jobs in one submission"
+            )));
+        }
+    }
+    Ok(procs)
+}
+
+/// Byte offset of the `n`th whitespace-separated word of `s`.
+fn keyword_offset(s: &str, n: usize) -> usize {
+    let mut seen = 0;
+    let mut in_word = false;
+    for (off, c) in s.char_indices() {
+        if c.is_whitespace() {
+            in_word = false;
+        } else if !in_word {
+            if seen == n {
+                return off;
+            }
+            seen += 1;
+            in_word = true;
+        }
+    }
+    s.len()
+}
+
+/// Items of an inline list: comma-separated if there is a comma, else
+/// whitespace-separated.
+fn split_inline_items(s: &str) -> Vec<String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Vec::new();
+    }
+    if s.contains(',') {
+        s.split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .map(str::to_string)
+            .collect()
+    } else {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+}
+
+/// Lower-case names used as `$(name)` or `$(name:default)` anywhere.
+fn referenced_macros(assignments: &[Assignment], batches: &[QueueBatch]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut scan = |s: &str| {
+        let mut rest = s;
+        while let Some(p) = rest.find("$(") {
+            let after = &rest[p + 2..];
+            let end = after.find([')', ':']).unwrap_or(after.len());
+            out.insert(after[..end].trim().to_ascii_lowercase());
+            rest = after;
+        }
+    };
+    for a in assignments {
+        scan(&a.value);
+    }
+    for b in batches {
+        for p in &b.procs {
+            for v in p.items.values() {
+                scan(v);
+            }
+        }
+    }
+    out
+}
+
+/// Names used as `$ENV(NAME)`.
+fn referenced_env(assignments: &[Assignment]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for a in assignments {
+        let mut rest = a.value.as_str();
+        while let Some(p) = rest.find("$ENV(") {
+            let after = &rest[p + 5..];
+            let end = after.find([')', ':']).unwrap_or(after.len());
+            out.insert(after[..end].trim().to_string());
+            rest = after;
+        }
+    }
+    out
+}
+
+/// The closest known key, if close enough to be a plausible typo.
+fn suggest(name: &str) -> Option<String> {
+    let limit = (name.len() / 3).max(2);
+    KNOWN_KEYS
+        .iter()
+        .map(|k| (edit_distance(name, k), *k))
+        .filter(|(d, _)| *d <= limit)
+        .min()
+        .map(|(_, k)| k.to_string())
+}
+
+/// Damerau-Levenshtein distance (optimal string alignment), so that a swap
+/// of two letters counts as one edit.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// Per-proc built-in macro values.
+struct Builtins<'a> {
+    cluster: u64,
+    process: u32,
+    binding: &'a ProcBinding,
+}
+
+/// Macro expansion over one snapshot of the variable table.
+struct Expander<'a> {
+    vars: &'a BTreeMap<String, Assignment>,
+    env: &'a BTreeMap<String, String>,
+    /// `None` while parsing `queue` counts, where no proc exists yet.
+    builtins: Option<Builtins<'a>>,
+}
+
+impl Expander<'_> {
+    fn lookup(&self, lower: &str) -> Option<String> {
+        if lower == "dollar" {
+            return Some("$".into());
+        }
+        if let Some(b) = &self.builtins {
+            let v = match lower {
+                "cluster" | "clusterid" => Some(b.cluster.to_string()),
+                "process" | "procid" => Some(b.process.to_string()),
+                "step" => Some(b.binding.step.to_string()),
+                "itemindex" | "row" => Some(b.binding.item_index.to_string()),
+                _ => b.binding.items.get(lower).cloned(),
+            };
+            if v.is_some() {
+                return v;
+            }
+        }
+        self.vars.get(lower).map(|a| a.value.clone())
+    }
+
+    /// Expands every macro in `s`.
+    fn expand(&self, s: &str, depth: usize) -> Result<String, SubmitErrorKind> {
+        if depth > MAX_DEPTH {
+            return Err(SubmitErrorKind::RecursiveMacro(s.to_string()));
+        }
+        let mut out = String::with_capacity(s.len());
+        let mut rest = s;
+        while let Some(p) = rest.find('$') {
+            out.push_str(&rest[..p]);
+            let tail = &rest[p..];
+            if let Some(after) = tail.strip_prefix("$$(") {
+                // Match-time substitution: copied through for the matchmaker.
+                let end = after
+                    .find(')')
+                    .ok_or_else(|| SubmitErrorKind::BadMacro(format!("unclosed \"{tail}\"")))?;
+                out.push_str(&tail[..3 + end + 1]);
+                rest = &after[end + 1..];
+            } else if let Some(after) = tail.strip_prefix("$ENV(") {
+                let end = after
+                    .find(')')
+                    .ok_or_else(|| SubmitErrorKind::BadMacro(format!("unclosed \"{tail}\"")))?;
+                let (name, default) = split_default(&after[..end]);
+                match self.env.get(name) {
+                    Some(v) => out.push_str(v),
+                    None => match default {
+                        Some(d) => out.push_str(&self.expand(d, depth + 1)?),
+                        None => return Err(SubmitErrorKind::UndefinedEnv(name.to_string())),
+                    },
+                }
+                rest = &after[end + 1..];
+            } else if let Some(after) = tail.strip_prefix("$(") {
+                let end = after
+                    .find(')')
+                    .ok_or_else(|| SubmitErrorKind::BadMacro(format!("unclosed \"{tail}\"")))?;
+                let (name, default) = split_default(&after[..end]);
+                if !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+                    || name.is_empty()
+                {
+                    return Err(SubmitErrorKind::BadMacro(format!("$({})", &after[..end])));
+                }
+                let lower = name.to_ascii_lowercase();
+                match self.lookup(&lower) {
+                    Some(v) => {
+                        let expanded = self.expand(&v, depth + 1).map_err(|e| match e {
+                            SubmitErrorKind::RecursiveMacro(_) => {
+                                SubmitErrorKind::RecursiveMacro(name.to_string())
+                            }
+                            other => other,
+                        })?;
+                        out.push_str(&expanded);
+                    }
+                    None => match default {
+                        Some(d) => out.push_str(&self.expand(d, depth + 1)?),
+                        None => return Err(SubmitErrorKind::UndefinedMacro(name.to_string())),
+                    },
+                }
+                rest = &after[end + 1..];
+            } else {
+                out.push('$');
+                rest = &tail[1..];
+            }
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+}
+
+fn split_default(s: &str) -> (&str, Option<&str>) {
+    match s.split_once(':') {
+        Some((n, d)) => (n.trim(), Some(d)),
+        None => (s.trim(), None),
+    }
+}
+
+/// Builds one proc's description, reporting bad values against the line of
+/// their assignment. Returns `None` if any error was found.
+fn build_description(
+    ex: &Expander<'_>,
+    queue_line: usize,
+    owner: &str,
+    errs: &mut ErrorSink,
+) -> Option<JobDescription> {
+    let before = errs.errors.len();
+    let mut d = JobDescription::new(owner, "");
+    let mut getenv_all = false;
+    let mut getenv_names: Vec<String> = Vec::new();
+    let mut explicit_env = BTreeMap::new();
+
+    for (key, a) in ex.vars {
+        let value = match ex.expand(&a.value, 0) {
+            Ok(v) => v.trim().to_string(),
+            Err(kind) => {
+                errs.push(a.line, kind);
+                continue;
+            }
+        };
+        let mut bad = |reason: String| {
+            errs.push(
+                a.line,
+                SubmitErrorKind::BadValue {
+                    key: a.name.clone(),
+                    reason,
+                },
+            )
+        };
+        if let Some(attr) = custom_attr_name(&a.name) {
+            if value.is_empty() {
+                bad("a custom attribute needs an expression".into());
+            } else {
+                d.custom_attrs.insert(attr.to_string(), value);
+            }
+            continue;
+        }
+        let opt = |v: &str| (!v.is_empty()).then(|| v.to_string());
+        match key.as_str() {
+            "universe" => {
+                if !value.eq_ignore_ascii_case("vanilla") {
+                    errs.push(
+                        a.line,
+                        SubmitErrorKind::Unsupported(format!(
+                            "universe \"{value}\" is not supported (Gleaner runs vanilla jobs only)"
+                        )),
+                    );
+                } else {
+                    d.universe = Universe::Vanilla;
+                }
+            }
+            "executable" => {
+                if value.is_empty() {
+                    bad("empty".into());
+                } else {
+                    d.executable = value;
+                }
+            }
+            "arguments" => match parse_arguments(&value) {
+                Ok(v) => d.arguments = v,
+                Err(e) => bad(e.to_string()),
+            },
+            "environment" => match parse_environment(&value) {
+                Ok(v) => explicit_env = v,
+                Err(e) => bad(e.to_string()),
+            },
+            "getenv" => match parse_bool(&value) {
+                Some(b) => getenv_all = b,
+                None => {
+                    // HTCondor also accepts a list of variable names.
+                    getenv_names = split_list(&value);
+                    if getenv_names.iter().any(|n| !is_identifier(n)) {
+                        bad("expected true, false or a list of variable names".into());
+                    }
+                }
+            },
+            "input" => d.input = opt(&value),
+            "output" => d.output = opt(&value),
+            "error" => d.error = opt(&value),
+            "log" => d.log = opt(&value),
+            "initialdir" | "iwd" => d.iwd = opt(&value),
+            "should_transfer_files" => match value.to_ascii_uppercase().as_str() {
+                "YES" | "TRUE" => d.should_transfer_files = ShouldTransferFiles::Yes,
+                "NO" | "FALSE" => d.should_transfer_files = ShouldTransferFiles::No,
+                "IF_NEEDED" => d.should_transfer_files = ShouldTransferFiles::IfNeeded,
+                _ => bad(format!("\"{value}\" (expected YES, NO or IF_NEEDED)")),
+            },
+            "when_to_transfer_output" => match value.to_ascii_uppercase().as_str() {
+                "ON_EXIT" => d.when_to_transfer_output = WhenToTransferOutput::OnExit,
+                "ON_EXIT_OR_EVICT" => {
+                    d.when_to_transfer_output = WhenToTransferOutput::OnExitOrEvict
+                }
+                "ON_SUCCESS" => d.when_to_transfer_output = WhenToTransferOutput::OnSuccess,
+                _ => bad(format!(
+                    "\"{value}\" (expected ON_EXIT, ON_EXIT_OR_EVICT or ON_SUCCESS)"
+                )),
+            },
+            "transfer_executable" => match parse_bool(&value) {
+                Some(b) => d.transfer_executable = b,
+                None => bad(format!("\"{value}\" is not true or false")),
+            },
+            "transfer_input_files" => d.transfer_input_files = split_list(&value),
+            "transfer_output_files" => d.transfer_output_files = Some(split_list(&value)),
+            "transfer_checkpoint_files" => d.transfer_checkpoint_files = split_list(&value),
+            "concurrency_limits" => d.concurrency_limits = split_list(&value),
+            "request_cpus" => match value.parse::<u32>() {
+                Ok(n) if n >= 1 => d.request_cpus = n,
+                _ => bad(format!("\"{value}\" is not a positive whole number")),
+            },
+            "request_gpus" => match value.parse::<u32>() {
+                Ok(n) => d.request_gpus = n,
+                _ => bad(format!("\"{value}\" is not a whole number")),
+            },
+            "request_memory" => match parse_size(&value, MIB, MIB) {
+                Ok(n) => d.request_memory_mb = Some(n),
+                Err(r) => bad(r),
+            },
+            "request_disk" => match parse_size(&value, KIB, KIB) {
+                Ok(n) => d.request_disk_kb = Some(n),
+                Err(r) => bad(r),
+            },
+            "requirements" => d.requirements = opt(&value),
+            "rank" => d.rank = opt(&value),
+            "checkpoint_exit_code" => match value.parse::<i32>() {
+                Ok(n) if (0..=255).contains(&n) => d.checkpoint_exit_code = Some(n),
+                _ => bad(format!("\"{value}\" is not an exit code (0-255)")),
+            },
+            "max_retries" => match value.parse::<u32>() {
+                Ok(n) => d.max_retries = Some(n),
+                _ => bad(format!("\"{value}\" is not a whole number")),
+            },
+            "nice_user" => match parse_bool(&value) {
+                Some(b) => d.nice_user = b,
+                None => bad(format!("\"{value}\" is not true or false")),
+            },
+            "accounting_group" => d.accounting_group = opt(&value),
+            "batch_name" => d.batch_name = opt(&value),
+            "priority" => match value.parse::<i32>() {
+                Ok(n) => d.priority = n,
+                _ => bad(format!("\"{value}\" is not a whole number")),
+            },
+            // User macros: used only through $(…).
+            _ => {}
+        }
+    }
+
+    // The submitter's environment first, explicit `environment` on top.
+    if getenv_all {
+        d.environment = ex.env.clone();
+    } else {
+        for n in &getenv_names {
+            if let Some(v) = ex.env.get(n) {
+                d.environment.insert(n.clone(), v.clone());
+            }
+        }
+    }
+    d.environment.extend(explicit_env);
+
+    if d.executable.is_empty() && !ex.vars.contains_key("executable") {
+        errs.push(queue_line, SubmitErrorKind::MissingExecutable);
+    }
+    (errs.errors.len() == before).then_some(d)
+}
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * 1024;
+
+/// Parses `2GB`, `512 MB`, `1.5G`, `100` (in `default_unit` bytes) into a
+/// whole number of `target_unit` bytes, rounding up. Units are binary, as in
+/// HTCondor.
+pub fn parse_size(value: &str, default_unit: u64, target_unit: u64) -> Result<u64, String> {
+    let v = value.trim();
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (num, unit) = (&v[..split], v[split..].trim());
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("\"{value}\" is not a size (e.g. 512MB, 2GB)"))?;
+    let mult = match unit.to_ascii_uppercase().as_str() {
+        "" => default_unit,
+        "B" => 1,
+        "K" | "KB" | "KIB" => KIB,
+        "M" | "MB" | "MIB" => MIB,
+        "G" | "GB" | "GIB" => 1024 * MIB,
+        "T" | "TB" | "TIB" => 1024 * 1024 * MIB,
+        _ => return Err(format!("unknown unit \"{unit}\" (use K, M, G or T)")),
+    };
+    let bytes = n * mult as f64;
+    let units = (bytes / target_unit as f64).ceil();
+    if !units.is_finite() || units < 0.0 || units >= u64::MAX as f64 {
+        return Err(format!("\"{value}\" is out of range"));
+    }
+    Ok(units as u64)
+}
+
+fn parse_bool(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "yes" | "1" | "t" | "y" => Some(true),
+        "false" | "no" | "0" | "f" | "n" => Some(false),
+        _ => None,
+    }
+}
+
+/// A comma- (or whitespace-) separated file or name list.
+fn split_list(v: &str) -> Vec<String> {
+    v.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_distance_counts_swaps_once() {
+        assert_eq!(edit_distance("exectuable", "executable"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("log", "log"), 0);
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("2GB", MIB, MIB), Ok(2048));
+        assert_eq!(parse_size("512", MIB, MIB), Ok(512));
+        assert_eq!(parse_size("1.5 G", MIB, MIB), Ok(1536));
+        assert_eq!(parse_size("1MB", KIB, KIB), Ok(1024));
+        assert_eq!(parse_size("1", KIB, KIB), Ok(1));
+        assert!(parse_size("lots", MIB, MIB).is_err());
+        assert!(parse_size("5 parsecs", MIB, MIB).is_err());
+    }
+}

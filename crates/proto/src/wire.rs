@@ -1,1 +1,315 @@
-//! (being written)
+//! Versioned HTTP/JSON messages between Gleaner's daemons and the CLI.
+//!
+//! The message flow follows Mutka 1988 §5 (and the thesis summary §1.2):
+//!
+//! 1. Every station periodically sends a [`StationAd`] to the coordinator
+//!    (`POST /v1/advertise`): its availability (AV/NA), resources, and its
+//!    demand (waiting background jobs). This doubles as the coordinator's
+//!    poll; the coordinator keeps no durable state about stations.
+//! 2. The coordinator answers with an [`AdvertiseReply`]: hosts granted to
+//!    this station and preemptions (give a host back). It never picks jobs.
+//! 3. The home station picks one of its idle jobs and sends a
+//!    [`PlacementRequest`] to the granted host (`POST /v1/place`); the host
+//!    answers with a [`PlacementResponse`].
+//! 4. The host reports job progress to the home station's shadow endpoint
+//!    with [`JobStatusReport`]s (`POST /v1/jobs/{id}/status`).
+//!
+//! Every request body carries [`PROTOCOL_VERSION`]; a receiver rejects other
+//! major versions with [`ErrorCode::VersionMismatch`]. Fields added later
+//! must be optional (`#[serde(default)]`) so that minor additions stay
+//! compatible. Errors are returned as [`ErrorBody`] with an HTTP status from
+//! [`ErrorCode::http_status`]. Authentication travels separately as an
+//! `Authorization: Bearer` token (see [`crate::auth`]).
+
+use crate::job::{JobDescription, JobEventKind, JobId, JobState};
+use gleaner_core::detector::OwnerState;
+use gleaner_core::time::Time;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The protocol version this build speaks. Bumped on incompatible changes.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Checks the version field of a received message.
+pub fn check_version(received: u32) -> Result<(), ErrorBody> {
+    if received == PROTOCOL_VERSION {
+        Ok(())
+    } else {
+        Err(ErrorBody::new(
+            ErrorCode::VersionMismatch,
+            format!("protocol version {received} is not supported (this side speaks {PROTOCOL_VERSION})"),
+        )
+        .with_field("protocol"))
+    }
+}
+
+fn current_version() -> u32 {
+    PROTOCOL_VERSION
+}
+
+/// A guest job running on the advertising station.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestInfo {
+    pub job: JobId,
+    /// The guest's home station.
+    pub home: String,
+    pub owner: String,
+    /// When it started on this host.
+    pub since: Time,
+    /// Frozen because the owner came back.
+    #[serde(default)]
+    pub suspended: bool,
+}
+
+/// The station's demand for remote capacity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Demand {
+    /// Idle jobs in the station's queue that want a host.
+    pub idle_jobs: u32,
+    /// Jobs of this station currently running elsewhere (hosts it holds).
+    pub remote_jobs: u32,
+}
+
+/// A station's periodic advertisement to the coordinator.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StationAd {
+    #[serde(default = "current_version")]
+    pub protocol: u32,
+    /// Unique station name (normally the host name).
+    pub name: String,
+    /// Base URL of the station's HTTP endpoint, e.g. `https://ws12:9618`.
+    pub address: String,
+    /// Owner availability from the station's detector.
+    pub state: OwnerState,
+    pub cpus: u32,
+    /// Memory available to guests, MiB.
+    pub memory_mb: u64,
+    /// Free disk in the execute directory, KiB (a full disk prevents
+    /// placement, Mutka 1988 §5.3).
+    pub disk_free_kb: u64,
+    /// `X86_64`, `AARCH64`, … as HTCondor's `Arch`.
+    pub arch: String,
+    /// `LINUX`, as HTCondor's `OpSys`.
+    pub opsys: String,
+    /// Relative speed (HTCondor's `Mips`/`KFlops` role); larger is faster.
+    #[serde(default)]
+    pub speed: f64,
+    #[serde(default)]
+    pub running_guests: Vec<GuestInfo>,
+    /// Administrator-defined attributes: name → ClassAd expression text.
+    #[serde(default)]
+    pub attrs: BTreeMap<String, String>,
+    #[serde(default)]
+    pub demand: Demand,
+    /// Never hosts guests (e.g. a laptop that only submits).
+    #[serde(default)]
+    pub submit_only: bool,
+    /// Never submits (a donated machine without users).
+    #[serde(default)]
+    pub execute_only: bool,
+    /// Increases with every ad, so the coordinator can drop stale ones.
+    #[serde(default)]
+    pub sequence: u64,
+    /// Sender's clock when the ad was built.
+    pub sent_at: Time,
+}
+
+/// A host given to a station by the coordinator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    pub host: String,
+    /// The host's base URL for [`PlacementRequest`]s.
+    pub host_address: String,
+    /// Opaque claim the host checks, so that only the grantee can place.
+    pub claim_id: String,
+}
+
+/// A request to give back a host (Up-Down preemption).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Preemption {
+    pub host: String,
+    /// The job to vacate, when the coordinator knows it.
+    #[serde(default)]
+    pub job: Option<JobId>,
+    pub reason: String,
+}
+
+/// The coordinator's answer to a [`StationAd`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdvertiseReply {
+    #[serde(default = "current_version")]
+    pub protocol: u32,
+    #[serde(default)]
+    pub grants: Vec<Grant>,
+    #[serde(default)]
+    pub preemptions: Vec<Preemption>,
+    /// When to advertise next (the thesis's 2-minute poll by default).
+    pub next_advertise_secs: u64,
+}
+
+/// Home station → host: run this job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlacementRequest {
+    #[serde(default = "current_version")]
+    pub protocol: u32,
+    pub job_id: JobId,
+    /// Name of the home station.
+    pub home: String,
+    /// Claim from the coordinator's [`Grant`].
+    pub claim_id: String,
+    pub description: JobDescription,
+    /// Base URL of the shadow on the home station: the host fetches the
+    /// sandbox from it and sends [`JobStatusReport`]s to it.
+    pub shadow: String,
+    /// Name of the checkpoint to restart from, if any.
+    #[serde(default)]
+    pub checkpoint: Option<String>,
+    /// How many times this job has run before.
+    #[serde(default)]
+    pub run_count: u32,
+}
+
+/// Why a host declined a placement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RejectReason {
+    /// The owner is active (station NA).
+    OwnerActive,
+    /// Not enough CPUs, memory or disk.
+    NoResources,
+    /// The claim is unknown, expired or for another station.
+    BadClaim,
+    /// The job's requirements do not match this host.
+    RequirementsUnmet,
+    /// The station is draining or shutting down.
+    Draining,
+}
+
+/// Host → home station: the answer to a [`PlacementRequest`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum PlacementResponse {
+    Accepted {
+        /// The host's name for the guest (its sandbox id).
+        guest_id: String,
+    },
+    Rejected {
+        reason: RejectReason,
+        message: String,
+    },
+}
+
+/// Resource usage of a job so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Usage {
+    pub cpu_secs: f64,
+    pub wall_secs: f64,
+    pub max_rss_mb: u64,
+}
+
+/// Host → home station: something happened to a job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobStatusReport {
+    #[serde(default = "current_version")]
+    pub protocol: u32,
+    pub job_id: JobId,
+    pub host: String,
+    pub event: JobEventKind,
+    /// The state the host believes the job is now in.
+    pub state: JobState,
+    pub at: Time,
+    #[serde(default)]
+    pub detail: String,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+}
+
+/// CLI → station: `glean submit`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmitRequest {
+    #[serde(default = "current_version")]
+    pub protocol: u32,
+    pub submission: crate::submit::ClusterSubmission,
+}
+
+/// Station → CLI: the jobs created by a [`SubmitRequest`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmitResponse {
+    pub cluster: u64,
+    pub jobs: Vec<JobId>,
+}
+
+/// Machine-readable error kinds; each maps to one HTTP status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    BadRequest,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    /// E.g. an illegal job state transition.
+    Conflict,
+    VersionMismatch,
+    Unavailable,
+    Internal,
+}
+
+impl ErrorCode {
+    pub const fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::BadRequest => 400,
+            ErrorCode::Unauthorized => 401,
+            ErrorCode::Forbidden => 403,
+            ErrorCode::NotFound => 404,
+            ErrorCode::Conflict => 409,
+            ErrorCode::VersionMismatch => 426,
+            ErrorCode::Unavailable => 503,
+            ErrorCode::Internal => 500,
+        }
+    }
+}
+
+/// The body of every error response: `{"error": {"code", "message", "field"?}}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    pub code: ErrorCode,
+    pub message: String,
+    /// The offending request field, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl ErrorBody {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ErrorBody {
+            error: ErrorDetail {
+                code,
+                message: message.into(),
+                field: None,
+            },
+        }
+    }
+
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.error.field = Some(field.into());
+        self
+    }
+}
+
+impl std::fmt::Display for ErrorBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.error.field {
+            Some(field) => write!(f, "{:?}: {} ({field})", self.error.code, self.error.message),
+            None => write!(f, "{:?}: {}", self.error.code, self.error.message),
+        }
+    }
+}
+
+impl std::error::Error for ErrorBody {}

@@ -144,7 +144,10 @@ pub struct Hyperexp {
 impl Hyperexp {
     pub fn new(weights: Vec<f64>, means: Vec<f64>) -> Result<Self, SimError> {
         if weights.len() != means.len() || weights.is_empty() {
-            return Err(param("hyperexp", "weights and means must be non-empty and equal length"));
+            return Err(param(
+                "hyperexp",
+                "weights and means must be non-empty and equal length",
+            ));
         }
         if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0))
             || means.iter().any(|m| !(m.is_finite() && *m > 0.0))
@@ -164,7 +167,11 @@ impl Hyperexp {
 
     /// Mean in minutes.
     pub fn mean(&self) -> f64 {
-        self.weights.iter().zip(&self.means).map(|(w, m)| w * m).sum()
+        self.weights
+            .iter()
+            .zip(&self.means)
+            .map(|(w, m)| w * m)
+            .sum()
     }
 
     /// CDF at `t` minutes.
@@ -350,7 +357,11 @@ impl Default for M3 {
         M3 {
             av_means: [3.0, 25.0, 300.0],
             na_means: [7.0, 55.0],
-            av_matrix: [[0.64, 0.345, 0.015], [0.207, 0.52, 0.273], [0.10, 0.42, 0.48]],
+            av_matrix: [
+                [0.64, 0.345, 0.015],
+                [0.207, 0.52, 0.273],
+                [0.10, 0.42, 0.48],
+            ],
             na_matrix: [[0.69, 0.31], [0.659, 0.341]],
             na_floor: 7.0,
         }
@@ -458,7 +469,8 @@ pub enum Model {
     M1(M1),
     M2(M2),
     M3(M3),
-    M4(M4),
+    /// Boxed: M4 carries per-hour tables and is much larger than the others.
+    M4(Box<M4>),
 }
 
 impl Default for Model {
@@ -478,7 +490,7 @@ impl Model {
                 ..M2::default()
             })),
             "m3" => Ok(Model::M3(M3::default())),
-            "m4" => Ok(Model::M4(M4::default())),
+            "m4" => Ok(Model::M4(Box::default())),
             other => Err(param(
                 "model",
                 &format!("unknown availability model {other:?} (known: m1, m2, m2-35, m3, m4)"),
@@ -735,13 +747,21 @@ fn m4_calibrate(m4: &M4, station: u32) -> (f64, f64) {
     let mut r = odds(p) / odds(base_p);
     for _ in 0..3 {
         let a = r.sqrt();
-        let b = solve_na_scale(&m4.base, a, (odds(base_p) * r / (1.0 + odds(base_p) * r)).clamp(0.005, 0.995));
+        let b = solve_na_scale(
+            &m4.base,
+            a,
+            (odds(base_p) * r / (1.0 + odds(base_p) * r)).clamp(0.005, 0.995),
+        );
         let achieved = m4_pilot(m4, a, b);
         let achieved = achieved.clamp(0.005, 0.995);
         r *= odds(p) / odds(achieved);
     }
     let a = r.sqrt();
-    let b = solve_na_scale(&m4.base, a, (odds(base_p) * r / (1.0 + odds(base_p) * r)).clamp(0.005, 0.995));
+    let b = solve_na_scale(
+        &m4.base,
+        a,
+        (odds(base_p) * r / (1.0 + odds(base_p) * r)).clamp(0.005, 0.995),
+    );
     (a, b)
 }
 
@@ -749,7 +769,7 @@ fn m4_calibrate(m4: &M4, station: u32) -> (f64, f64) {
 /// fixed seed, independent of the run seed).
 fn m4_pilot(m4: &M4, a: f64, b: f64) -> f64 {
     let mut g = StationGen {
-        model: Model::M4(m4.clone()),
+        model: Model::M4(Box::new(m4.clone())),
         rng: substream(0x4d34_7069_6c6f_7421, 0),
         now: Time::ZERO,
         next_state: State::Av,
@@ -867,7 +887,10 @@ impl Trace {
             if !header_seen {
                 let want = ["station", "start", "end", "state"];
                 if fields.len() != 4
-                    || fields.iter().zip(want).any(|(a, b)| !a.eq_ignore_ascii_case(b))
+                    || fields
+                        .iter()
+                        .zip(want)
+                        .any(|(a, b)| !a.eq_ignore_ascii_case(b))
                 {
                     return Err(err(
                         no,
@@ -878,7 +901,10 @@ impl Trace {
                 continue;
             }
             if fields.len() != 4 {
-                return Err(err(no, format!("expected 4 fields, found {}", fields.len())));
+                return Err(err(
+                    no,
+                    format!("expected 4 fields, found {}", fields.len()),
+                ));
             }
             let name = fields[0];
             if name.is_empty() {
@@ -1133,7 +1159,12 @@ mod tests {
     fn m4_calibration_hits_targets() {
         let m = M4::default();
         for s in [1u32, 4] {
-            let t = Trace::generate(&Model::M4(m.clone()), 3, s + 1, Time(150 * 86_400_000_000));
+            let t = Trace::generate(
+                &Model::M4(Box::new(m.clone())),
+                3,
+                s + 1,
+                Time(150 * 86_400_000_000),
+            );
             let ivs = &t.stations[s as usize];
             let (mut av, mut tot) = (0u64, 0u64);
             for iv in ivs {
@@ -1164,7 +1195,14 @@ mod tests {
         let c = contiguous(ivs, Time(40));
         assert_eq!(c.len(), 3);
         assert_eq!(c[0].state, State::Na);
-        assert_eq!(c[1], Interval { start: Time(10), end: Time(30), state: State::Av });
+        assert_eq!(
+            c[1],
+            Interval {
+                start: Time(10),
+                end: Time(30),
+                state: State::Av
+            }
+        );
         assert_eq!(c[2].end, Time(40));
     }
 }

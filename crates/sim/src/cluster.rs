@@ -46,9 +46,9 @@
 //!   `l`: the mean coarse utilisation over every idle window the cluster has
 //!   seen so far (0 before the first).
 
+use crate::SimError;
 use crate::engine::{EventId, EventQueue};
 use crate::local_load::{BurstTable, CoarseTrace, FineLoad, WINDOW_SECS};
-use crate::SimError;
 use gleaner_core::detector::{Detector, DetectorConfig, DetectorProfile, OwnerSample};
 use gleaner_core::eviction::{
     Action, Estimates, EvictionLadder, EvictionPolicy, GuestState, ImmediateEvictionConfig,
@@ -140,6 +140,11 @@ pub struct ClusterConfig {
     pub fine: FineModel,
     /// Simulation stops here even if jobs remain (family runs then fail).
     pub horizon: Time,
+    /// Local activity simulated before the jobs are submitted, so that
+    /// detectors and the "idle longest" destination rule have a history
+    /// (the paper's traces start at random offsets, L204). Measurements
+    /// start at submission.
+    pub warmup: Dur,
 }
 
 impl ClusterConfig {
@@ -156,6 +161,7 @@ impl ClusterConfig {
             semi_max_util: 0.5,
             fine: FineModel::Bursts(Arc::new(BurstTable::default_table())),
             horizon: Time::from_secs(48 * 3600),
+            warmup: Dur::from_hours(1),
         }
     }
 }
@@ -199,6 +205,8 @@ pub struct JobRecord {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClusterResult {
     pub jobs: Vec<JobRecord>,
+    /// Submission time: measurements cover `start..end`.
+    pub start: Time,
     /// Simulated time at the end of the run.
     pub end: Time,
     /// Foreign CPU-seconds delivered in the run.
@@ -209,6 +217,9 @@ pub struct ClusterResult {
     pub local_delay: f64,
     /// Events delivered by the engine.
     pub events: u64,
+    /// Local run bursts generated (fine-grained level; drawn in a loop per
+    /// window, not as engine events).
+    pub bursts: u64,
 }
 
 impl ClusterResult {
@@ -219,7 +230,10 @@ impl ClusterResult {
     /// Mean completion time (submission to finish; includes queueing, pauses
     /// and migrations, L210), seconds.
     pub fn avg_completion(&self) -> f64 {
-        mean(self.finished().filter_map(|j| Some(j.finish?.since(j.submit).as_secs_f64())))
+        mean(
+            self.finished()
+                .filter_map(|j| Some(j.finish?.since(j.submit).as_secs_f64())),
+        )
     }
 
     /// Coefficient of variation σ/mean of execution time, first start to
@@ -237,18 +251,18 @@ impl ClusterResult {
         var.sqrt() / m
     }
 
-    /// Completion time of the family's last job (L214), seconds.
+    /// Completion time of the family's last job after submission (L214), seconds.
     pub fn family_time(&self) -> f64 {
         self.finished()
             .filter_map(|j| j.finish)
             .max()
-            .map(|t| t.as_secs_f64())
+            .map(|t| t.since(self.start).as_secs_f64())
             .unwrap_or(0.0)
     }
 
     /// Foreign CPU-seconds per second over the run (L216, L242).
     pub fn throughput(&self) -> f64 {
-        let s = self.end.as_secs_f64();
+        let s = self.end.since(self.start).as_secs_f64();
         if s > 0.0 { self.foreign_cpu / s } else { 0.0 }
     }
 
@@ -295,6 +309,7 @@ enum Ev {
     Done(usize),
     Timer(usize),
     Arrive(usize, usize),
+    Submit,
 }
 
 struct Node {
@@ -344,11 +359,15 @@ pub struct Cluster {
     foreign_cpu: f64,
     local_busy: f64,
     local_delay: f64,
+    bursts: u64,
     mode: JobMode,
+    measure_from: Time,
     measure_until: Time,
 }
 
-const EPS: f64 = 1e-7;
+/// Work below this (CPU-s) counts as done: completion events are rounded
+/// up to whole microseconds, so a tiny remainder must not re-arm forever.
+const EPS: f64 = 1e-5;
 
 impl Cluster {
     /// Builds a run: one node per entry of `loads`; `seed` fixes the
@@ -376,6 +395,12 @@ impl Cluster {
                 (count, work)
             }
         };
+        if count == 0 {
+            return Err(SimError::Param {
+                name: "jobs".into(),
+                msg: "at least one job is needed".into(),
+            });
+        }
         if !(work.is_finite() && work > 0.0) {
             return Err(SimError::Param {
                 name: "work".into(),
@@ -411,9 +436,10 @@ impl Cluster {
                 ep_n: 0,
             })
             .collect();
+        let measure_from = Time::ZERO + cfg.warmup;
         let measure_until = match mode {
             JobMode::Family { .. } => cfg.horizon,
-            JobMode::Constant { duration, .. } => Time::ZERO + duration,
+            JobMode::Constant { duration, .. } => measure_from + duration,
         };
         let mut c = Cluster {
             cfg,
@@ -428,13 +454,13 @@ impl Cluster {
             foreign_cpu: 0.0,
             local_busy: 0.0,
             local_delay: 0.0,
+            bursts: 0,
             mode,
+            measure_from,
             measure_until,
         };
-        for _ in 0..count {
-            c.submit(work);
-        }
         c.q.schedule(Time::ZERO, Ev::Tick);
+        c.q.schedule(measure_from, Ev::Submit);
         Ok(c)
     }
 
@@ -485,8 +511,17 @@ impl Cluster {
                     self.place(j, d, now);
                     self.dispatch(now);
                 }
+                Ev::Submit => {
+                    let (JobMode::Family { count, work } | JobMode::Constant { count, work, .. }) =
+                        self.mode;
+                    for _ in 0..count {
+                        self.submit(work);
+                    }
+                    self.dispatch(now);
+                }
             }
             if matches!(self.mode, JobMode::Family { .. })
+                && !self.jobs.is_empty()
                 && self.jobs.iter().all(|j| j.finish.is_some())
             {
                 break;
@@ -526,11 +561,13 @@ impl Cluster {
             .collect();
         Ok(ClusterResult {
             jobs,
+            start: self.measure_from,
             end,
             foreign_cpu: self.foreign_cpu,
             local_busy: self.local_busy,
             local_delay: self.local_delay,
             events: self.q.delivered(),
+            bursts: self.bursts,
         })
     }
 
@@ -553,7 +590,8 @@ impl Cluster {
             }
         }
         self.dispatch(now);
-        self.q.schedule(now + Dur::from_secs_f64(WINDOW_SECS), Ev::Tick);
+        self.q
+            .schedule(now + Dur::from_secs_f64(WINDOW_SECS), Ev::Tick);
     }
 
     /// Reads window `k`'s coarse sample and draws its fine-grained load.
@@ -595,13 +633,14 @@ impl Cluster {
         let (busy, bursts) = match n.fine.as_mut() {
             Some(f) => {
                 let w = f.window(s.cpu, &mut n.rng);
+                self.bursts += u64::from(w.bursts);
                 (w.busy, f64::from(w.bursts))
             }
             None => (s.cpu * WINDOW_SECS, 0.0),
         };
         n.rate = ((WINDOW_SECS - busy - bursts * t_cs) / WINDOW_SECS).max(0.0);
         n.cs_rate = bursts * t_cs / WINDOW_SECS;
-        if now < self.measure_until {
+        if now >= self.measure_from && now < self.measure_until {
             self.local_busy += busy;
         }
     }
@@ -692,7 +731,8 @@ impl Cluster {
             let secs = job.remaining / rate;
             // Beyond the next window the rate changes anyway; the tick re-arms.
             if secs <= WINDOW_SECS {
-                job.done_ev = Some(self.q.schedule(now + Dur::from_secs_f64(secs), Ev::Done(j)));
+                let at = now + Dur::from_micros(((secs * 1e6).ceil() as u64).max(1));
+                job.done_ev = Some(self.q.schedule(at, Ev::Done(j)));
             }
         }
         let deadline = job.ladder.next_deadline();
@@ -776,9 +816,13 @@ impl Cluster {
             let est = self.estimates(i);
             self.jobs[j].ladder.on_estimates(now, est);
         }
-        self.call(j, now, LadderEvent::Placed {
-            owner_active: active,
-        });
+        self.call(
+            j,
+            now,
+            LadderEvent::Placed {
+                owner_active: active,
+            },
+        );
     }
 
     fn finish(&mut self, j: usize, now: Time) {
@@ -854,17 +898,33 @@ impl Cluster {
 }
 
 /// Per-node loads from synthetic traces: node `i` gets its own machine
-/// trace of `samples` windows generated from substream `(seed, i)`.
+/// trace of `samples` windows generated from substream `(seed, i)`. The
+/// machines' activity quantiles are stratified (one per `1/nodes` slice,
+/// shuffled over nodes) so every pool has the calibrated average activity.
 pub fn synthetic_loads(
     nodes: usize,
     samples: usize,
     params: &crate::local_load::SyntheticParams,
     seed: u64,
 ) -> Result<Vec<NodeLoad>, SimError> {
+    use gleaner_core::rng::Rng;
+    let mut rng = substream(seed, 0x5747);
+    let mut slots: Vec<usize> = (0..nodes).collect();
+    for i in (1..slots.len()).rev() {
+        let k = rng.random_range(0..=i);
+        slots.swap(i, k);
+    }
     (0..nodes)
         .map(|i| {
             let mut rng = substream(seed, i as u64);
-            let t = crate::local_load::synthetic_trace(&format!("syn{i}"), params, samples, &mut rng)?;
+            let q = (slots[i] as f64 + rng.random::<f64>()) / nodes as f64;
+            let t = crate::local_load::synthetic_trace_at(
+                &format!("syn{i}"),
+                params,
+                q,
+                samples,
+                &mut rng,
+            )?;
             Ok(NodeLoad {
                 trace: Arc::new(t),
                 offset: 0,

@@ -141,8 +141,9 @@ pub struct TraceStats {
 
 /// Computes [`TraceStats`] over all samples of `traces`.
 pub fn trace_stats(traces: &[CoarseTrace], config: &DetectorConfig) -> TraceStats {
-    let (mut n, mut nonidle, mut nonidle_low, mut low, mut mid, mut high, mut kb, mut cpu) =
-        (0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0.0f64);
+    let (mut n, mut nonidle, mut nonidle_low, mut low, mut mid, mut high, mut kb, mut cpu) = (
+        0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0.0f64,
+    );
     for t in traces {
         for (s, idle) in t.samples.iter().zip(t.idle_flags(config)) {
             n += 1;
@@ -190,8 +191,12 @@ pub fn trace_stats(traces: &[CoarseTrace], config: &DetectorConfig) -> TraceStat
 pub struct Regime {
     /// Target long-run fraction of time spent in this regime.
     pub share: f64,
-    /// Mean sojourn (exponential), seconds.
+    /// Mean sojourn, seconds.
     pub mean_secs: f64,
+    /// Squared coefficient of variation of the sojourn: 1 = exponential,
+    /// above 1 a balanced-means H2 (heavy-ish tail, so a machine idle for
+    /// long tends to stay idle, as the paper's predictor assumes, L81).
+    pub cv2: f64,
     /// CPU utilisation range `[lo, hi)` of the regime; each sojourn picks a
     /// level uniformly in it and each sample jitters ±`jitter` around it.
     pub cpu_lo: f64,
@@ -215,6 +220,18 @@ pub struct Regime {
 #[derive(Clone, Debug, PartialEq)]
 pub struct SyntheticParams {
     pub regimes: Vec<Regime>,
+    /// Machine-to-machine heterogeneity: each machine multiplies the shares
+    /// of every regime but the first (the "owner away" regime) by a factor
+    /// drawn uniformly from `[1 − spread, 1 + spread]`, and the first regime
+    /// takes the rest. Real pools mix heavily and lightly used machines
+    /// (Mutka & Livny found the same); 0 makes all machines alike. The
+    /// pool-wide averages are unchanged in expectation.
+    pub spread: f64,
+    /// Extra concentration of CPU-heavy regimes (`cpu_lo ≥ 0.10`) on the
+    /// more active machines: their shares scale by `(k+1)·a^k` for activity
+    /// quantile `a` (mean 1 over the pool), instead of the linear factor.
+    /// With `k = 0` they follow `spread` like the others.
+    pub cpu_skew: f64,
 }
 
 impl Default for SyntheticParams {
@@ -223,8 +240,9 @@ impl Default for SyntheticParams {
             regimes: vec![
                 // Owner away: background daemons only.
                 Regime {
-                    share: 0.555,
-                    mean_secs: 1500.0,
+                    share: 0.525,
+                    mean_secs: 3000.0,
+                    cv2: 4.0,
                     cpu_lo: 0.0,
                     cpu_hi: 0.04,
                     jitter: 0.01,
@@ -232,8 +250,9 @@ impl Default for SyntheticParams {
                 },
                 // Owner at the console, editing/reading: keyboard, low CPU.
                 Regime {
-                    share: 0.245,
+                    share: 0.275,
                     mean_secs: 420.0,
+                    cv2: 1.0,
                     cpu_lo: 0.0,
                     cpu_hi: 0.08,
                     jitter: 0.01,
@@ -243,6 +262,7 @@ impl Default for SyntheticParams {
                 Regime {
                     share: 0.13,
                     mean_secs: 150.0,
+                    cv2: 1.0,
                     cpu_lo: 0.12,
                     cpu_hi: 0.78,
                     jitter: 0.05,
@@ -252,12 +272,15 @@ impl Default for SyntheticParams {
                 Regime {
                     share: 0.07,
                     mean_secs: 300.0,
+                    cv2: 1.0,
                     cpu_lo: 0.82,
                     cpu_hi: 1.0,
                     jitter: 0.03,
                     keyboard: 0.1,
                 },
             ],
+            spread: 0.6,
+            cpu_skew: 4.0,
         }
     }
 }
@@ -272,10 +295,18 @@ impl SyntheticParams {
             return Err(bad("at least one regime is needed"));
         }
         for r in &self.regimes {
-            let finite = [r.share, r.mean_secs, r.cpu_lo, r.cpu_hi, r.jitter, r.keyboard]
-                .iter()
-                .all(|v| v.is_finite());
-            if !finite || r.share < 0.0 || r.mean_secs <= 0.0 {
+            let finite = [
+                r.share,
+                r.mean_secs,
+                r.cpu_lo,
+                r.cpu_hi,
+                r.jitter,
+                r.keyboard,
+                r.cv2,
+            ]
+            .iter()
+            .all(|v| v.is_finite());
+            if !finite || r.share < 0.0 || r.mean_secs <= 0.0 || r.cv2 < 0.0 {
                 return Err(bad("shares must be ≥ 0 and mean sojourns > 0"));
             }
             if !(0.0..=1.0).contains(&r.cpu_lo) || !(r.cpu_lo..=1.0).contains(&r.cpu_hi) {
@@ -287,6 +318,12 @@ impl SyntheticParams {
         }
         if self.regimes.iter().map(|r| r.share).sum::<f64>() <= 0.0 {
             return Err(bad("shares sum to zero"));
+        }
+        if !(0.0..=1.0).contains(&self.spread) {
+            return Err(bad("spread must be in [0, 1]"));
+        }
+        if !(self.cpu_skew.is_finite() && self.cpu_skew >= 0.0) {
+            return Err(bad("cpu_skew must be ≥ 0"));
         }
         Ok(())
     }
@@ -303,7 +340,62 @@ pub fn synthetic_trace(
     n_samples: usize,
     rng: &mut PolicyRng,
 ) -> Result<CoarseTrace, SimError> {
+    let activity = rng.random::<f64>();
+    synthetic_trace_at(machine, params, activity, n_samples, rng)
+}
+
+/// Like [`synthetic_trace`], with the machine's activity quantile given:
+/// `activity` in `[0, 1]` maps to the share factor `1 + spread·(2·activity − 1)`
+/// (0 = the quietest machine of the pool). Pools built with stratified
+/// quantiles have the configured average activity exactly.
+pub fn synthetic_trace_at(
+    machine: &str,
+    params: &SyntheticParams,
+    activity: f64,
+    n_samples: usize,
+    rng: &mut PolicyRng,
+) -> Result<CoarseTrace, SimError> {
     params.validate()?;
+    // This machine's activity level (see `SyntheticParams::spread`).
+    let a = if activity.is_finite() {
+        activity.clamp(0.0, 1.0)
+    } else {
+        0.5
+    };
+    let linear = 1.0 + params.spread * (2.0 * a - 1.0);
+    let k = params.cpu_skew;
+    let skewed = (k + 1.0) * a.powf(k);
+    let factor = |r: &Regime| if r.cpu_lo >= 0.10 { skewed } else { linear };
+    let total_share: f64 = params.regimes.iter().map(|r| r.share).sum();
+    let active: f64 = params
+        .regimes
+        .iter()
+        .skip(1)
+        .map(|r| r.share * factor(r))
+        .sum();
+    let scale_active = if active > total_share {
+        total_share / active
+    } else {
+        1.0
+    };
+    let regimes: Vec<Regime> = params
+        .regimes
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Regime {
+            share: if i == 0 {
+                (total_share - active * scale_active).max(0.0)
+            } else {
+                r.share * factor(r) * scale_active
+            },
+            ..*r
+        })
+        .collect();
+    let params = &SyntheticParams {
+        regimes,
+        spread: 0.0,
+        cpu_skew: 0.0,
+    };
     let weights: Vec<f64> = params
         .regimes
         .iter()
@@ -334,7 +426,7 @@ pub fn synthetic_trace(
     }
     while samples.len() < n_samples {
         let r = params.regimes[cur];
-        let sojourn = exp_sample(rng, r.mean_secs);
+        let sojourn = BurstDist::fit(r.mean_secs, r.cv2 * r.mean_secs * r.mean_secs).sample(rng);
         let n = ((sojourn / WINDOW_SECS).round() as usize).max(1);
         let level = r.cpu_lo + rng.random::<f64>() * (r.cpu_hi - r.cpu_lo);
         for _ in 0..n {
@@ -397,7 +489,10 @@ pub fn parse_coarse_csv(text: &str, label: &str) -> Result<Vec<CoarseTrace>, Sim
             continue;
         };
         if cols.len() != 4 {
-            return Err(err(line_no, format!("expected 4 columns, got {}", cols.len())));
+            return Err(err(
+                line_no,
+                format!("expected 4 columns, got {}", cols.len()),
+            ));
         }
         let time: f64 = cols[1]
             .parse()
@@ -654,10 +749,16 @@ impl BurstTable {
                 )));
             }
             if i + 1 < n && l.run_mean <= 0.0 {
-                return Err(bad(format!("level {} %: run mean must be > 0", l.util * 100.0)));
+                return Err(bad(format!(
+                    "level {} %: run mean must be > 0",
+                    l.util * 100.0
+                )));
             }
             if i > 0 && l.idle_mean <= 0.0 {
-                return Err(bad(format!("level {} %: idle mean must be > 0", l.util * 100.0)));
+                return Err(bad(format!(
+                    "level {} %: idle mean must be > 0",
+                    l.util * 100.0
+                )));
             }
         }
         Ok(BurstTable { levels, calibrate })
@@ -707,7 +808,10 @@ impl BurstTable {
                 continue;
             }
             if cols.len() != 5 {
-                return Err(err(line_no, format!("expected 5 columns, got {}", cols.len())));
+                return Err(err(
+                    line_no,
+                    format!("expected 5 columns, got {}", cols.len()),
+                ));
             }
             let mut v = [0.0f64; 5];
             for (k, c) in cols.iter().enumerate() {
@@ -745,7 +849,11 @@ impl BurstTable {
     /// `calibrate` is set. Variances follow their mean with the interpolated
     /// squared coefficient of variation.
     pub fn params_at(&self, u: f64) -> LevelParams {
-        let u = if u.is_finite() { u.clamp(0.0, 1.0) } else { 0.0 };
+        let u = if u.is_finite() {
+            u.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
         let n = self.levels.len();
         let mut k = 0;
         while k + 2 < n && self.levels[k + 1].util < u {
@@ -769,14 +877,26 @@ impl BurstTable {
         let (run_mean, idle_mean);
         if b_run_edge && !self.calibrate {
             // Last segment: idle side interpolates, run side from identity.
-            let im = if a_idle_edge { a.idle_mean } else { lerp(a.idle_mean, b.idle_mean) };
+            let im = if a_idle_edge {
+                a.idle_mean
+            } else {
+                lerp(a.idle_mean, b.idle_mean)
+            };
             idle_mean = im;
             run_mean = if u < 1.0 { im * u / (1.0 - u) } else { 0.0 };
         } else {
-            let rm = if b_run_edge { a.run_mean } else { lerp(a.run_mean, b.run_mean) };
+            let rm = if b_run_edge {
+                a.run_mean
+            } else {
+                lerp(a.run_mean, b.run_mean)
+            };
             run_mean = rm;
             idle_mean = if self.calibrate || a_idle_edge {
-                if u > 0.0 { rm * (1.0 - u) / u } else { f64::INFINITY }
+                if u > 0.0 {
+                    rm * (1.0 - u) / u
+                } else {
+                    f64::INFINITY
+                }
             } else {
                 lerp(a.idle_mean, b.idle_mean)
             };
@@ -843,7 +963,11 @@ impl FineLoad {
 
     /// Generates the next window at coarse utilisation `u`.
     pub fn window(&mut self, u: f64, rng: &mut PolicyRng) -> WindowLoad {
-        let u = if u.is_finite() { u.clamp(0.0, 1.0) } else { 0.0 };
+        let u = if u.is_finite() {
+            u.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
         let mut out = WindowLoad::default();
         if u <= 0.0 {
             self.running = false;
@@ -894,10 +1018,19 @@ mod tests {
 
     #[test]
     fn h2_fit_matches_moments() {
-        for (m, c2) in [(0.01, 1.0), (0.02, 3.0), (0.5, 10.0), (1.0, 0.25), (1.0, 0.0)] {
+        for (m, c2) in [
+            (0.01, 1.0),
+            (0.02, 3.0),
+            (0.5, 10.0),
+            (1.0, 0.25),
+            (1.0, 0.0),
+        ] {
             let d = BurstDist::fit(m, c2 * m * m);
             assert!((d.mean() - m).abs() < 1e-12, "{d:?}");
-            assert!((d.variance() - c2 * m * m).abs() < 1e-9 * m * m + 1e-15, "{d:?}");
+            assert!(
+                (d.variance() - c2 * m * m).abs() < 1e-9 * m * m + 1e-15,
+                "{d:?}"
+            );
         }
         assert_eq!(BurstDist::fit(0.0, 1.0), BurstDist::Zero);
     }

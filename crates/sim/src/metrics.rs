@@ -102,9 +102,11 @@ impl StationAccount {
 
     /// Remote response ratio, mean over remote-finished jobs of `(f−a)/s`.
     pub fn rrr_mean_of_ratios(&self) -> Option<f64> {
-        mean(self.remote_jobs().map(|j| {
-            j.finish.since(j.arrival).as_secs_f64() / j.demand.as_secs_f64().max(1e-6)
-        }))
+        mean(
+            self.remote_jobs().map(|j| {
+                j.finish.since(j.arrival).as_secs_f64() / j.demand.as_secs_f64().max(1e-6)
+            }),
+        )
     }
 
     /// Remote response ratio as `E[f−a] / E[s]` over remote-finished jobs.
@@ -149,8 +151,17 @@ impl StationAccount {
     /// Checkpoint rate: moves after the initial placement per hour of remote
     /// execution (T:L819).
     pub fn checkpoint_rate(&self) -> Option<f64> {
-        let moves: u32 = self.jobs.iter().map(|j| j.placements.saturating_sub(1)).sum();
-        let hours: f64 = self.jobs.iter().map(|j| j.remote_cpu.as_secs_f64()).sum::<f64>() / 3600.0;
+        let moves: u32 = self
+            .jobs
+            .iter()
+            .map(|j| j.placements.saturating_sub(1))
+            .sum();
+        let hours: f64 = self
+            .jobs
+            .iter()
+            .map(|j| j.remote_cpu.as_secs_f64())
+            .sum::<f64>()
+            / 3600.0;
         (hours > 0.0).then(|| moves as f64 / hours)
     }
 }
@@ -203,7 +214,11 @@ pub fn time_in(ivs: &[Interval], s: State, from: Time, to: Time) -> Dur {
 /// last month that starts before `until`; partial months count the covered
 /// part only.
 pub fn monthly_availability(stations: &[Vec<Interval>], until: Time) -> Vec<Vec<f64>> {
-    let months = if until == Time::ZERO { 0 } else { month_of(Time(until.0 - 1)) + 1 };
+    let months = if until == Time::ZERO {
+        0
+    } else {
+        month_of(Time(until.0 - 1)) + 1
+    };
     stations
         .iter()
         .map(|ivs| {
@@ -406,11 +421,12 @@ fn constrained_ls(pts: &[(Vec<f64>, f64)], idx: &[usize]) -> Option<Vec<f64>> {
             return None;
         }
         a.swap(c, piv);
-        for r in 0..d {
+        let pivot_row = a[c].clone();
+        for (r, row) in a.iter_mut().enumerate() {
             if r != c {
-                let f = a[r][c] / a[c][c];
-                for q in c..=d {
-                    a[r][q] -= f * a[c][q];
+                let f = row[c] / pivot_row[c];
+                for (x, p) in row.iter_mut().zip(&pivot_row).skip(c) {
+                    *x -= f * p;
                 }
             }
         }
@@ -677,7 +693,7 @@ mod tests {
     #[test]
     fn hourly_and_system_utilisation() {
         // Hour 0: NA 5 min (bin 0), hour 1: NA 60 min (bin 9).
-        let st = vec![vec![
+        let st = [vec![
             iv(0, 55, State::Av),
             iv(55, 60, State::Na),
             iv(60, 120, State::Na),
@@ -712,7 +728,9 @@ mod tests {
             weights: vec![0.32, 0.44, 0.24],
             means: vec![3.0, 25.0, 300.0],
         };
-        let e: Vec<(f64, f64)> = (0..600).map(|t| (t as f64, truth.cdf(t as f64 + 1.0))).collect();
+        let e: Vec<(f64, f64)> = (0..600)
+            .map(|t| (t as f64, truth.cdf(t as f64 + 1.0)))
+            .collect();
         let fit = fit_weights(&e, &truth.means, 0.0).unwrap();
         for (a, b) in fit.weights.iter().zip(&truth.weights) {
             assert!((a - b).abs() < 1e-6, "{:?}", fit.weights);
@@ -747,7 +765,11 @@ mod tests {
     #[test]
     fn longest_gap_with_few_available_stations() {
         let st = vec![
-            vec![iv(0, 10, State::Av), iv(10, 30, State::Na), iv(30, 60, State::Av)],
+            vec![
+                iv(0, 10, State::Av),
+                iv(10, 30, State::Na),
+                iv(30, 60, State::Av),
+            ],
             vec![iv(0, 20, State::Na), iv(20, 60, State::Av)],
         ];
         let until = Time::from_secs(3600);

@@ -73,11 +73,22 @@ fn range(vals: impl Iterator<Item = f64>, force_zero: bool) -> (f64, f64) {
         hi = hi.max(0.0);
     }
     if hi - lo < 1e-12 {
-        let pad = if hi.abs() > 1e-12 { hi.abs() * 0.1 } else { 1.0 };
+        let pad = if hi.abs() > 1e-12 {
+            hi.abs() * 0.1
+        } else {
+            1.0
+        };
         return (lo - pad, hi + pad);
     }
     let pad = (hi - lo) * 0.05;
-    (if force_zero && lo >= 0.0 { lo } else { lo - pad }, hi + pad)
+    (
+        if force_zero && lo >= 0.0 {
+            lo
+        } else {
+            lo - pad
+        },
+        hi + pad,
+    )
 }
 
 /// Writes a line chart with markers to `path` (SVG). The y axis includes 0.
@@ -88,8 +99,14 @@ pub fn line_chart(
     y_label: &str,
     series: &[Series],
 ) -> Result<(), SimError> {
-    let (x0, x1) = range(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)), false);
-    let (y0, y1) = range(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)), true);
+    let (x0, x1) = range(
+        series.iter().flat_map(|s| s.points.iter().map(|p| p.0)),
+        false,
+    );
+    let (y0, y1) = range(
+        series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
+        true,
+    );
     let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| plot_err(path, e))?;
     let mut chart = ChartBuilder::on(&root)

@@ -131,10 +131,8 @@ impl JobSource {
                 mean_interarrival,
                 demand,
             } => {
-                let gap = Dur::from_secs_f64(exp_sample(
-                    &mut self.rng,
-                    mean_interarrival.as_secs_f64(),
-                ));
+                let gap =
+                    Dur::from_secs_f64(exp_sample(&mut self.rng, mean_interarrival.as_secs_f64()));
                 Some(NewJob {
                     arrival: now + gap,
                     demand: demand.draw(&mut self.rng),

@@ -53,7 +53,13 @@ fn m2_matches_r_gen_5() {
         nl[na_label(*x)] += 1;
     }
     let f = |c: usize| 100.0 * c as f64 / n as f64;
-    for (got, want) in [(f(al[0]), 44.4), (f(al[1]), 34.7), (f(al[2]), 20.9), (f(nl[0]), 74.8), (f(nl[1]), 25.2)] {
+    for (got, want) in [
+        (f(al[0]), 44.4),
+        (f(al[1]), 34.7),
+        (f(al[2]), 20.9),
+        (f(nl[0]), 74.8),
+        (f(nl[1]), 25.2),
+    ] {
         assert!((got - want).abs() < 0.5, "label {got} vs {want}");
     }
     // sup |ECDF − F| < 0.01 on a grid (AV: Eq. 2; NA: clamp at 7).
@@ -122,7 +128,11 @@ fn m1_and_m3_means_and_m3_correlation() {
             ll += usize::from(w[1] == 2);
         }
     }
-    assert!(ll as f64 / l as f64 > long + 0.1, "P(L|L) {} vs P(L) {long}", ll as f64 / l as f64);
+    assert!(
+        ll as f64 / l as f64 > long + 0.1,
+        "P(L|L) {} vs P(L) {long}",
+        ll as f64 / l as f64
+    );
 }
 
 #[test]

@@ -7,7 +7,12 @@ use gleaner_sim::availability::{Model, State, Trace};
 #[test]
 fn export_then_import_is_exact() {
     let dir = tempfile::tempdir().unwrap();
-    let t = Trace::generate(&Model::parse("m3").unwrap(), 9, 5, Time(10 * 86_400_000_000));
+    let t = Trace::generate(
+        &Model::parse("m3").unwrap(),
+        9,
+        5,
+        Time(10 * 86_400_000_000),
+    );
     let p = dir.path().join("t.csv");
     t.write_csv(&p).unwrap();
     let back = Trace::load(&p).unwrap();
@@ -16,7 +21,11 @@ fn export_then_import_is_exact() {
     let p2 = dir.path().join("t2.csv");
     back.write_csv(&p2).unwrap();
     assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(&p2).unwrap());
-    assert!(std::fs::read_to_string(&p).unwrap().starts_with("station,start,end,state\n"));
+    assert!(
+        std::fs::read_to_string(&p)
+            .unwrap()
+            .starts_with("station,start,end,state\n")
+    );
 }
 
 #[test]
@@ -60,8 +69,15 @@ fn errors_name_the_file_and_line() {
     let (_, l, _) = err_of("station,start,end,state\na,0,10\n");
     assert_eq!(l, 2);
     // The Display form carries file and line too.
-    let e = Trace::parse("station,start,end,state\n\nx,1,2,AV\nx,1.5,3,NA\n".as_bytes(), "f.csv").unwrap_err();
-    assert_eq!(e.to_string().split(':').take(2).collect::<Vec<_>>(), vec!["f.csv", " line 4"]);
+    let e = Trace::parse(
+        "station,start,end,state\n\nx,1,2,AV\nx,1.5,3,NA\n".as_bytes(),
+        "f.csv",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string().split(':').take(2).collect::<Vec<_>>(),
+        vec!["f.csv", " line 4"]
+    );
     // Missing file.
     let e = Trace::load(std::path::Path::new("/nonexistent/x.csv")).unwrap_err();
     assert!(e.to_string().contains("/nonexistent/x.csv"));

@@ -4,8 +4,8 @@
 use gleaner_core::detector::DetectorProfile;
 use gleaner_core::rng::{seeded, substream};
 use gleaner_sim::local_load::{
-    BurstTable, CoarseSample, CoarseTrace, FineLoad, SyntheticParams, WINDOW_SECS,
-    load_coarse_csv, synthetic_trace, trace_stats, write_coarse_csv,
+    BurstTable, CoarseSample, CoarseTrace, FineLoad, SyntheticParams, WINDOW_SECS, load_coarse_csv,
+    synthetic_trace, synthetic_trace_at, trace_stats, write_coarse_csv,
 };
 use std::sync::Arc;
 
@@ -28,7 +28,10 @@ fn generated_utilisation_matches_coarse_input_per_level() {
             bursts += u64::from(w.bursts);
         }
         let got = busy / (windows as f64 * WINDOW_SECS);
-        assert!((got - u).abs() < 0.01 + 0.02 * u, "level {u}: generated {got}");
+        assert!(
+            (got - u).abs() < 0.01 + 0.02 * u,
+            "level {u}: generated {got}"
+        );
         if u > 0.0 && u < 1.0 {
             assert!(bursts > 0, "level {u}: no run bursts");
         }
@@ -52,12 +55,20 @@ fn generated_utilisation_tracks_a_changing_trace() {
         by_bin[b].1 += w.busy / WINDOW_SECS;
         by_bin[b].2 += 1;
     }
-    let (tin, tout): (f64, f64) = by_bin.iter().fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
-    assert!((tin - tout).abs() / tin < 0.02, "mean in {tin} vs out {tout}");
+    let (tin, tout): (f64, f64) = by_bin
+        .iter()
+        .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+    assert!(
+        (tin - tout).abs() / tin < 0.02,
+        "mean in {tin} vs out {tout}"
+    );
     for (k, (i, o, n)) in by_bin.iter().enumerate() {
         if *n > 2000 {
             let (mi, mo) = (i / *n as f64, o / *n as f64);
-            assert!((mi - mo).abs() < 0.02, "decile {k}: coarse {mi} vs generated {mo}");
+            assert!(
+                (mi - mo).abs() < 0.02,
+                "decile {k}: coarse {mi} vs generated {mo}"
+            );
         }
     }
 }
@@ -68,8 +79,12 @@ fn generated_utilisation_tracks_a_changing_trace() {
 #[test]
 fn synthetic_traces_match_berkeley_statistics() {
     let p = SyntheticParams::default();
-    let traces: Vec<CoarseTrace> = (0..16)
-        .map(|i| synthetic_trace(&format!("m{i}"), &p, 43_200, &mut substream(9, i)).unwrap())
+    let n = 128;
+    let traces: Vec<CoarseTrace> = (0..n)
+        .map(|i| {
+            let q = (i as f64 + 0.5) / n as f64;
+            synthetic_trace_at(&format!("m{i}"), &p, q, 21_600, &mut substream(9, i)).unwrap()
+        })
         .collect();
     let st = trace_stats(&traces, &DetectorProfile::LingerLonger.config());
     eprintln!("{st:?}");
@@ -88,13 +103,23 @@ fn coarse_csv_round_trip_and_errors() {
     let t = CoarseTrace {
         machine: "ws1".into(),
         samples: vec![
-            CoarseSample { cpu: 0.25, keyboard: true },
-            CoarseSample { cpu: 0.0, keyboard: false },
+            CoarseSample {
+                cpu: 0.25,
+                keyboard: true,
+            },
+            CoarseSample {
+                cpu: 0.0,
+                keyboard: false,
+            },
         ],
     };
     write_coarse_csv(std::slice::from_ref(&t), &path).unwrap();
     assert_eq!(load_coarse_csv(&path).unwrap(), vec![t]);
-    std::fs::write(&path, "machine,time_s,cpu,keyboard\nws1,0,0.5,1\nws1,2,zz,0\n").unwrap();
+    std::fs::write(
+        &path,
+        "machine,time_s,cpu,keyboard\nws1,0,0.5,1\nws1,2,zz,0\n",
+    )
+    .unwrap();
     let e = load_coarse_csv(&path).unwrap_err().to_string();
     assert!(e.contains("line 3") && e.contains("t.csv"), "{e}");
 }

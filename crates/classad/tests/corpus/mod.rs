@@ -174,11 +174,17 @@ pub fn gen_expr(rng: &mut Rng, depth: usize) -> String {
         }
         10 => {
             let inner = gen_expr(rng, depth - 1);
-            match rng.below(4) {
+            match rng.below(6) {
                 0 => format!("[p = {inner}; q = p].q"),
                 1 => format!("[p = {inner}].p"),
                 2 => format!("[a = {inner}; p = a + 1].p"),
-                _ => format!("[p = {inner}][\"P\"]"),
+                3 => format!("[p = {inner}][\"P\"]"),
+                // Shadow MY attributes so that scope resolution inside nested ads is exercised.
+                _ => format!(
+                    "[a = {}; s = {}; p = {inner}].p",
+                    gen_leaf(rng),
+                    gen_leaf(rng)
+                ),
             }
         }
         _ => {

@@ -17,9 +17,8 @@ use super::{Check, ExperimentOpts, ExperimentReport};
 use crate::SimError;
 use crate::availability::{Interval, MONTH_NAMES, Model, Source, State, Trace, month_start};
 use crate::metrics::{
-    LabelStats, cov, ecdf_lt_t_plus_1, fit_weights, hourly_utilisation, label_stats,
-    lengths_mins, longest_with_fewer_av, max_deviation, mean, monthly_availability,
-    system_utilisation,
+    LabelStats, cov, ecdf_lt_t_plus_1, fit_weights, hourly_utilisation, label_stats, lengths_mins,
+    longest_with_fewer_av, max_deviation, mean, monthly_availability, system_utilisation,
 };
 use crate::plot::{self, BarGroup, Series};
 use gleaner_core::time::{Dur, Time};
@@ -91,7 +90,11 @@ pub struct Profile {
 /// The paper's observation windows: 5 months for stations 1–11, 3 months
 /// (Sep–Nov) for stations 12 and 13 (P:L142).
 fn observed_until(station: usize, full: Time) -> Time {
-    if station >= 11 { month_start(3).min(full) } else { full }
+    if station >= 11 {
+        month_start(3).min(full)
+    } else {
+        full
+    }
 }
 
 /// Computes the profile of `trace` observed over `[0, horizon)`.
@@ -99,7 +102,13 @@ fn observed_until(station: usize, full: Time) -> Time {
 pub fn profile(label: &str, trace: &Trace, horizon: Time, paper_windows: bool) -> Profile {
     let n = trace.stations.len();
     let ends: Vec<Time> = (0..n)
-        .map(|s| if paper_windows { observed_until(s, horizon) } else { horizon })
+        .map(|s| {
+            if paper_windows {
+                observed_until(s, horizon)
+            } else {
+                horizon
+            }
+        })
         .collect();
     let stations: Vec<Vec<Interval>> = (0..n).map(|s| trace.contiguous(s, ends[s])).collect();
     // Table 1.
@@ -116,7 +125,9 @@ pub fn profile(label: &str, trace: &Trace, horizon: Time, paper_windows: bool) -
         .map(|m| mean(monthly.iter().map(|r| r[m])).unwrap_or(f64::NAN))
         .collect();
     // Table 2.
-    let table2: Vec<[f64; 10]> = (0..n).map(|s| hourly_utilisation(&stations[s], ends[s])).collect();
+    let table2: Vec<[f64; 10]> = (0..n)
+        .map(|s| hourly_utilisation(&stations[s], ends[s]))
+        .collect();
     let mut table2_avg = [0.0; 10];
     for (b, v) in table2_avg.iter_mut().enumerate() {
         *v = mean(table2.iter().map(|r| r[b])).unwrap_or(f64::NAN);
@@ -157,8 +168,7 @@ pub fn profile(label: &str, trace: &Trace, horizon: Time, paper_windows: bool) -
         .as_ref()
         .map(|h| max_deviation(&na_e, |t| if t < 7.0 { 0.0 } else { h.cdf(t) }, 7.0))
         .unwrap_or((f64::NAN, f64::NAN));
-    let longest = [1usize, 2, 3]
-        .map(|k| longest_with_fewer_av(&full, k, horizon).as_mins_f64());
+    let longest = [1usize, 2, 3].map(|k| longest_with_fewer_av(&full, k, horizon).as_mins_f64());
     let (mut av_t, mut tot) = (0u64, 0u64);
     for v in &stations {
         for iv in v {
@@ -183,12 +193,20 @@ pub fn profile(label: &str, trace: &Trace, horizon: Time, paper_windows: bool) -
         mean_na: mean(na_len.iter().copied()).unwrap_or(f64::NAN),
         labels: label_stats(&inner),
         longest,
-        overall_av: if tot == 0 { f64::NAN } else { 100.0 * av_t as f64 / tot as f64 },
+        overall_av: if tot == 0 {
+            f64::NAN
+        } else {
+            100.0 * av_t as f64 / tot as f64
+        },
     }
 }
 
 fn f2(x: f64) -> String {
-    if x.is_finite() { format!("{x:.2}") } else { String::new() }
+    if x.is_finite() {
+        format!("{x:.2}")
+    } else {
+        String::new()
+    }
 }
 
 fn write(dir: &Path, name: &str, text: &str, files: &mut Vec<PathBuf>) -> Result<(), SimError> {
@@ -230,7 +248,8 @@ fn tables_csv(p: &Profile) -> (String, String, String) {
     }
     let cells: Vec<String> = p.table2_avg.iter().map(|v| f2(*v)).collect();
     let _ = writeln!(t2, "average,{}", cells.join(","));
-    let mut t3 = String::from("utilisation,su60,su30,su10,su1,paper_su60,paper_su30,paper_su10,paper_su1\n");
+    let mut t3 =
+        String::from("utilisation,su60,su30,su10,su1,paper_su60,paper_su30,paper_su10,paper_su1\n");
     for b in 0..10 {
         let _ = writeln!(
             t3,
@@ -250,12 +269,18 @@ fn tables_csv(p: &Profile) -> (String, String, String) {
 }
 
 fn w(v: &[f64]) -> String {
-    v.iter().map(|x| format!("{x:.3}")).collect::<Vec<_>>().join("/")
+    v.iter()
+        .map(|x| format!("{x:.3}"))
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 fn summary(profiles: &[Profile], seed: u64, days: f64) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# Availability profile (Mutka & Livny 1987a; Mutka 1988 Ch. 3)\n");
+    let _ = writeln!(
+        s,
+        "# Availability profile (Mutka & Livny 1987a; Mutka 1988 Ch. 3)\n"
+    );
     let _ = writeln!(
         s,
         "13 stations, {days:.0} days from Monday 1 Sep (stations 12–13 observed Sep–Nov only, as in P:L142); seed {seed}. Paper values from P Tables 1–3 (P:L243–326) and Eq. 2/3 (P:L184, L190).\n"
@@ -276,52 +301,97 @@ fn summary(profiles: &[Profile], seed: u64, days: f64) -> String {
         r
     };
     let lines = [
-        row("System availability (mean of System row) %", "71 (70–74)", &|p| {
-            format!("{:.1}", mean(p.system.iter().copied()).unwrap_or(f64::NAN))
+        row(
+            "System availability (mean of System row) %",
+            "71 (70–74)",
+            &|p| format!("{:.1}", mean(p.system.iter().copied()).unwrap_or(f64::NAN)),
+        ),
+        row("Time-weighted availability %", "≈ 70–71", &|p| {
+            format!("{:.1}", p.overall_av)
         }),
-        row("Time-weighted availability %", "≈ 70–71", &|p| format!("{:.1}", p.overall_av)),
-        row("Mean AV / NA interval (min)", "≈ 100 / 40 (S:L156); Eq. 2/3 means 84 / 24.3", &|p| {
-            format!("{:.1} / {:.1}", p.mean_av, p.mean_na)
-        }),
-        row("Table 2 Average: hours NA < 10 % / ≥ 90 %", "53 / 21", &|p| {
-            format!("{:.1} / {:.1}", p.table2_avg[0], p.table2_avg[9])
-        }),
+        row(
+            "Mean AV / NA interval (min)",
+            "≈ 100 / 40 (S:L156); Eq. 2/3 means 84 / 24.3",
+            &|p| format!("{:.1} / {:.1}", p.mean_av, p.mean_na),
+        ),
+        row(
+            "Table 2 Average: hours NA < 10 % / ≥ 90 %",
+            "53 / 21",
+            &|p| format!("{:.1} / {:.1}", p.table2_avg[0], p.table2_avg[9]),
+        ),
         row("SU_60 < 40 % (cumulative)", "78.5", &|p| {
             format!("{:.1}", p.table3[0][..4].iter().sum::<f64>())
         }),
-        row("SU_60 ≥ 50 %", "12.8", &|p| format!("{:.1}", p.table3[0][5..].iter().sum::<f64>())),
-        row("Fitted AV weights (3/25/300)", "0.32/0.44/0.24", &|p| w(&p.av_weights)),
-        row("AV fit max dev. below/above beyond 5 min", "2.5 % / 1.0 %", &|p| {
-            format!("{:.1} % / {:.1} %", 100.0 * p.av_dev.0, 100.0 * p.av_dev.1)
+        row("SU_60 ≥ 50 %", "12.8", &|p| {
+            format!("{:.1}", p.table3[0][5..].iter().sum::<f64>())
         }),
-        row("Fitted NA weights (7/55, floor 7)", "0.68/0.32", &|p| w(&p.na_weights)),
-        row("NA fit max dev. below/above beyond 7 min", "1.0 % / 1.5 %", &|p| {
-            format!("{:.1} % / {:.1} %", 100.0 * p.na_dev.0, 100.0 * p.na_dev.1)
+        row("Fitted AV weights (3/25/300)", "0.32/0.44/0.24", &|p| {
+            w(&p.av_weights)
         }),
+        row(
+            "AV fit max dev. below/above beyond 5 min",
+            "2.5 % / 1.0 %",
+            &|p| format!("{:.1} % / {:.1} %", 100.0 * p.av_dev.0, 100.0 * p.av_dev.1),
+        ),
+        row("Fitted NA weights (7/55, floor 7)", "0.68/0.32", &|p| {
+            w(&p.na_weights)
+        }),
+        row(
+            "NA fit max dev. below/above beyond 7 min",
+            "1.0 % / 1.5 %",
+            &|p| format!("{:.1} % / {:.1} %", 100.0 * p.na_dev.0, 100.0 * p.na_dev.1),
+        ),
         row("AV labels S/M/L %", "41/36/23", &|p| {
-            format!("{:.0}/{:.0}/{:.0}", 100.0 * p.labels.av[0], 100.0 * p.labels.av[1], 100.0 * p.labels.av[2])
+            format!(
+                "{:.0}/{:.0}/{:.0}",
+                100.0 * p.labels.av[0],
+                100.0 * p.labels.av[1],
+                100.0 * p.labels.av[2]
+            )
         }),
         row("NA labels S/L %", "74/26", &|p| {
-            format!("{:.0}/{:.0}", 100.0 * p.labels.na[0], 100.0 * p.labels.na[1])
+            format!(
+                "{:.0}/{:.0}",
+                100.0 * p.labels.na[0],
+                100.0 * p.labels.na[1]
+            )
         }),
         row("AV→AV diagonal S/M/L", "0.64/0.52/0.48", &|p| {
-            format!("{:.2}/{:.2}/{:.2}", p.labels.av_av[0][0], p.labels.av_av[1][1], p.labels.av_av[2][2])
+            format!(
+                "{:.2}/{:.2}/{:.2}",
+                p.labels.av_av[0][0], p.labels.av_av[1][1], p.labels.av_av[2][2]
+            )
         }),
-        row("corr(AV, next NA)", "very small positive", &|p| format!("{:.3}", p.labels.corr_av_na)),
-        row("Longest period with 0 / <2 / <3 AV stations (min)", "10 / 25 / 120", &|p| {
-            format!("{:.0} / {:.0} / {:.0}", p.longest[0], p.longest[1], p.longest[2])
+        row("corr(AV, next NA)", "very small positive", &|p| {
+            format!("{:.3}", p.labels.corr_av_na)
         }),
+        row(
+            "Longest period with 0 / <2 / <3 AV stations (min)",
+            "10 / 25 / 120",
+            &|p| {
+                format!(
+                    "{:.0} / {:.0} / {:.0}",
+                    p.longest[0], p.longest[1], p.longest[2]
+                )
+            },
+        ),
     ];
     for l in lines {
         let _ = writeln!(s, "{l}");
     }
     for p in profiles {
         let _ = writeln!(s, "\n## {} — Table 1 analogue (% AV)\n", p.label);
-        let _ = writeln!(s, "| Station | Sep | Oct | Nov | Dec | Jan | Paper avg | Ours avg |");
+        let _ = writeln!(
+            s,
+            "| Station | Sep | Oct | Nov | Dec | Jan | Paper avg | Ours avg |"
+        );
         let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
         for (i, r) in p.monthly.iter().enumerate() {
-            let cells: Vec<String> = (0..5).map(|m| r.get(m).map_or(String::new(), |v| f2(*v))).collect();
-            let paper = mean(PAPER_TABLE1.get(i).map_or(vec![], |x| x.to_vec())).unwrap_or(f64::NAN);
+            let cells: Vec<String> = (0..5)
+                .map(|m| r.get(m).map_or(String::new(), |v| f2(*v)))
+                .collect();
+            let paper =
+                mean(PAPER_TABLE1.get(i).map_or(vec![], |x| x.to_vec())).unwrap_or(f64::NAN);
             let _ = writeln!(
                 s,
                 "| {} | {} | {:.0} | {:.1} |",
@@ -332,13 +402,26 @@ fn summary(profiles: &[Profile], seed: u64, days: f64) -> String {
             );
         }
         let sys: Vec<String> = p.system.iter().take(5).map(|v| f2(*v)).collect();
-        let _ = writeln!(s, "| System | {} | 71 | {:.1} |", sys.join(" | "), mean(p.system.iter().copied()).unwrap_or(f64::NAN));
-        let _ = writeln!(s, "\nTable 2 Average row (ours vs paper, % of hours per NA-share bin):\n");
+        let _ = writeln!(
+            s,
+            "| System | {} | 71 | {:.1} |",
+            sys.join(" | "),
+            mean(p.system.iter().copied()).unwrap_or(f64::NAN)
+        );
+        let _ = writeln!(
+            s,
+            "\nTable 2 Average row (ours vs paper, % of hours per NA-share bin):\n"
+        );
         let _ = writeln!(s, "| | {} |", BIN_LABELS.join(" | "));
         let _ = writeln!(s, "|---|{}", "---|".repeat(10));
         let ours: Vec<String> = p.table2_avg.iter().map(|v| format!("{v:.1}")).collect();
         let paper: Vec<String> = PAPER_TABLE2_AVG.iter().map(|v| format!("{v:.0}")).collect();
-        let _ = writeln!(s, "| ours | {} |\n| paper | {} |", ours.join(" | "), paper.join(" | "));
+        let _ = writeln!(
+            s,
+            "| ours | {} |\n| paper | {} |",
+            ours.join(" | "),
+            paper.join(" | ")
+        );
         let _ = writeln!(s, "\nTable 3 (SU_l, % of windows; ours / paper):\n");
         let _ = writeln!(s, "| p | SU_60 | SU_30 | SU_10 | SU_1 |");
         let _ = writeln!(s, "|---|---|---|---|---|");
@@ -373,7 +456,11 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
     let t0 = Instant::now();
     let horizon = month_start(5); // Sep–Jan, 153 days
     let mut traces: Vec<(String, Trace, Time, bool)> = Vec::new();
-    match Source::from_opts(opts.trace.as_deref(), opts.model.as_deref(), Model::default())? {
+    match Source::from_opts(
+        opts.trace.as_deref(),
+        opts.model.as_deref(),
+        Model::default(),
+    )? {
         Source::Trace(t) => {
             let end = t.end();
             traces.push(("trace".into(), (*t).clone(), end, false));
@@ -398,7 +485,11 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
         opts.progress.message(&format!("profile: {label}"));
         events += trace.stations.iter().map(|v| v.len() as u64).sum::<u64>();
         let p = profile(label, trace, *until, *paper_windows);
-        let tag = label.split_whitespace().next().unwrap_or("trace").to_string();
+        let tag = label
+            .split_whitespace()
+            .next()
+            .unwrap_or("trace")
+            .to_string();
         let (t1, t2, t3) = tables_csv(&p);
         write(&opts.out, &format!("table1_{tag}.csv"), &t1, &mut files)?;
         write(&opts.out, &format!("table2_{tag}.csv"), &t2, &mut files)?;
@@ -413,8 +504,14 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
             "% of hours",
             &cats,
             &[
-                BarGroup { name: label.clone(), values: p.table3[0].to_vec() },
-                BarGroup { name: "paper".into(), values: PAPER_TABLE3[0].to_vec() },
+                BarGroup {
+                    name: label.clone(),
+                    values: p.table3[0].to_vec(),
+                },
+                BarGroup {
+                    name: "paper".into(),
+                    values: PAPER_TABLE3[0].to_vec(),
+                },
             ],
         )?;
         files.push(PathBuf::from(name));
@@ -426,20 +523,36 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
             "% of hours",
             &cats,
             &[
-                BarGroup { name: label.clone(), values: p.table2_avg.to_vec() },
-                BarGroup { name: "paper".into(), values: PAPER_TABLE2_AVG.to_vec() },
+                BarGroup {
+                    name: label.clone(),
+                    values: p.table2_avg.to_vec(),
+                },
+                BarGroup {
+                    name: "paper".into(),
+                    values: PAPER_TABLE2_AVG.to_vec(),
+                },
             ],
         )?;
         files.push(PathBuf::from(name));
-        let stations: Vec<Vec<Interval>> = (0..trace.stations.len()).map(|s| trace.contiguous(s, *until)).collect();
+        let stations: Vec<Vec<Interval>> = (0..trace.stations.len())
+            .map(|s| trace.contiguous(s, *until))
+            .collect();
         let eq2 = crate::availability::M2::default();
         for (st, kind, model_cdf) in [
-            (State::Av, "av", Box::new(move |t: f64| eq2.av().cdf(t)) as Box<dyn Fn(f64) -> f64>),
+            (
+                State::Av,
+                "av",
+                Box::new(move |t: f64| eq2.av().cdf(t)) as Box<dyn Fn(f64) -> f64>,
+            ),
             (
                 State::Na,
                 "na",
                 Box::new(|t: f64| {
-                    if t < 7.0 { 0.0 } else { crate::availability::M2::default().na_raw().cdf(t) }
+                    if t < 7.0 {
+                        0.0
+                    } else {
+                        crate::availability::M2::default().na_raw().cdf(t)
+                    }
                 }),
             ),
         ] {
@@ -447,12 +560,19 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
             let name = format!("ecdf_{kind}_{tag}.svg");
             plot::line_chart(
                 &opts.out.join(&name),
-                &format!("{} interval lengths, {label} (\"< t+1\" ECDF) vs Eq. {}", kind.to_uppercase(), if kind == "av" { 2 } else { 3 }),
+                &format!(
+                    "{} interval lengths, {label} (\"< t+1\" ECDF) vs Eq. {}",
+                    kind.to_uppercase(),
+                    if kind == "av" { 2 } else { 3 }
+                ),
                 "t (minutes)",
                 "fraction < t+1",
                 &[
                     Series::new(label.clone(), e.clone()),
-                    Series::new("paper equation", e.iter().map(|&(t, _)| (t, model_cdf(t + 1.0))).collect()),
+                    Series::new(
+                        "paper equation",
+                        e.iter().map(|&(t, _)| (t, model_cdf(t + 1.0))).collect(),
+                    ),
                 ],
             )?;
             files.push(PathBuf::from(name));
@@ -461,30 +581,51 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
         opts.progress.advance(1);
     }
     // Fits and labels across models.
-    let mut fits = String::from("model,av_w3,av_w25,av_w300,av_dev_below,av_dev_above,na_w7,na_w55,na_dev_below,na_dev_above,mean_av_min,mean_na_min,av_short,av_medium,av_long,na_short,na_long,avav_ss,avav_mm,avav_ll,nana_ss,nana_ll,corr_av_na,longest_0_min,longest_lt2_min,longest_lt3_min,overall_av_pct\n");
+    let mut fits = String::from(
+        "model,av_w3,av_w25,av_w300,av_dev_below,av_dev_above,na_w7,na_w55,na_dev_below,na_dev_above,mean_av_min,mean_na_min,av_short,av_medium,av_long,na_short,na_long,avav_ss,avav_mm,avav_ll,nana_ss,nana_ll,corr_av_na,longest_0_min,longest_lt2_min,longest_lt3_min,overall_av_pct\n",
+    );
     for p in &profiles {
         let g = |v: &Vec<f64>, i: usize| v.get(i).copied().unwrap_or(f64::NAN);
         let _ = writeln!(
             fits,
             "{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.2},{:.2},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.1},{:.1},{:.1},{:.2}",
             p.label.replace(',', ";"),
-            g(&p.av_weights, 0), g(&p.av_weights, 1), g(&p.av_weights, 2),
-            p.av_dev.0, p.av_dev.1,
-            g(&p.na_weights, 0), g(&p.na_weights, 1),
-            p.na_dev.0, p.na_dev.1,
-            p.mean_av, p.mean_na,
-            p.labels.av[0], p.labels.av[1], p.labels.av[2],
-            p.labels.na[0], p.labels.na[1],
-            p.labels.av_av[0][0], p.labels.av_av[1][1], p.labels.av_av[2][2],
-            p.labels.na_na[0][0], p.labels.na_na[1][1],
+            g(&p.av_weights, 0),
+            g(&p.av_weights, 1),
+            g(&p.av_weights, 2),
+            p.av_dev.0,
+            p.av_dev.1,
+            g(&p.na_weights, 0),
+            g(&p.na_weights, 1),
+            p.na_dev.0,
+            p.na_dev.1,
+            p.mean_av,
+            p.mean_na,
+            p.labels.av[0],
+            p.labels.av[1],
+            p.labels.av[2],
+            p.labels.na[0],
+            p.labels.na[1],
+            p.labels.av_av[0][0],
+            p.labels.av_av[1][1],
+            p.labels.av_av[2][2],
+            p.labels.na_na[0][0],
+            p.labels.na_na[1][1],
             p.labels.corr_av_na,
-            p.longest[0], p.longest[1], p.longest[2],
+            p.longest[0],
+            p.longest[1],
+            p.longest[2],
             p.overall_av
         );
     }
     write(&opts.out, "fits.csv", &fits, &mut files)?;
     let days = traces.first().map_or(0.0, |t| t.2.as_secs_f64() / 86_400.0);
-    write(&opts.out, "summary.md", &summary(&profiles, opts.seed, days), &mut files)?;
+    write(
+        &opts.out,
+        "summary.md",
+        &summary(&profiles, opts.seed, days),
+        &mut files,
+    )?;
     // Checks: what the models are designed to reproduce.
     let mut checks = Vec::new();
     for p in &profiles {
@@ -493,17 +634,26 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
             checks.push(Check {
                 name: format!("{}: fitted AV weights ≈ Eq. 2 (±0.03)", p.label),
                 passed: p.av_weights.len() == 3
-                    && p.av_weights.iter().zip([0.32, 0.44, 0.24]).all(|(a, b)| (a - b).abs() <= 0.03),
+                    && p.av_weights
+                        .iter()
+                        .zip([0.32, 0.44, 0.24])
+                        .all(|(a, b)| (a - b).abs() <= 0.03),
                 detail: w(&p.av_weights),
             });
             checks.push(Check {
                 name: format!("{}: fitted NA weights ≈ Eq. 3 (±0.03)", p.label),
                 passed: p.na_weights.len() == 2
-                    && p.na_weights.iter().zip([0.68, 0.32]).all(|(a, b)| (a - b).abs() <= 0.03),
+                    && p.na_weights
+                        .iter()
+                        .zip([0.68, 0.32])
+                        .all(|(a, b)| (a - b).abs() <= 0.03),
                 detail: w(&p.na_weights),
             });
             checks.push(Check {
-                name: format!("{}: time-weighted availability ≈ 77.6 % (known gap B3, ±2.5 pp)", p.label),
+                name: format!(
+                    "{}: time-weighted availability ≈ 77.6 % (known gap B3, ±2.5 pp)",
+                    p.label
+                ),
                 passed: (p.overall_av - 77.6).abs() <= 2.5,
                 detail: format!("{:.1} %", p.overall_av),
             });

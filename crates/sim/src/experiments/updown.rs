@@ -24,7 +24,9 @@
 //!   (re)starts are free.
 //! - The allocator runs `on_interval` then `allocate` at every
 //!   SchedInterval tick, and `allocate` at every capacity event: a host
-//!   becoming AV and a remote job completing (T:L629, L643; resolution A4).
+//!   becoming AV, a remote job completing (T:L629, L643; resolution A4), and
+//!   — our reading of "new capacity becomes available" — an owner's local
+//!   job finishing and leaving its AV host idle.
 //!   Preemption vacates the guest back to its owner's queue.
 //!
 //! # Accounting conventions (spec §2.5 open points)
@@ -43,8 +45,7 @@ use crate::metrics::{JobRecord, StationAccount, group_mean, mean};
 use crate::plot::{self, Series};
 use crate::workload::{Demand, JobSource, StationWorkload};
 use gleaner_core::alloc::{
-    Allocator, AllocatorConfig, AllocatorKind, Decision, NodeId, PoolView, StationDemand,
-    StationId,
+    Allocator, AllocatorConfig, AllocatorKind, Decision, NodeId, PoolView, StationDemand, StationId,
 };
 use gleaner_core::rng::substream;
 use gleaner_core::time::{Dur, Time};
@@ -367,7 +368,8 @@ impl Sim {
             let want = !st.queue.is_empty();
             let nodes = st.remote as f64;
             let wait = if want && st.remote == 0 { 1.0 } else { 0.0 };
-            st.acct.accrue(dt, nodes, if want { 1.0 } else { 0.0 }, wait);
+            st.acct
+                .accrue(dt, nodes, if want { 1.0 } else { 0.0 }, wait);
         }
         st.last = now;
     }
@@ -586,7 +588,11 @@ impl Sim {
             self.enqueue(id, false);
         }
         self.settle(work);
-        if remote {
+        // Capacity events: a remote completion frees its node; a local
+        // completion that leaves the owner's host idle turns it into free
+        // capacity, just as NA→AV does.
+        let freed_local = loc == Loc::Local && self.free.pos[owner as usize] != NONE;
+        if remote || freed_local {
             self.allocate();
         }
     }
@@ -1020,10 +1026,15 @@ pub fn sweep_config(opts: &ExperimentOpts) -> Result<SweepConfig, SimError> {
     }
     Ok(SweepConfig {
         ks,
-        seeds: (0..u64::from(seeds)).map(|i| opts.seed.wrapping_add(i)).collect(),
+        seeds: (0..u64::from(seeds))
+            .map(|i| opts.seed.wrapping_add(i))
+            .collect(),
         horizon,
         availability,
-        allocators: POLICIES.iter().map(|&k| AllocatorConfig::default_for(k)).collect(),
+        allocators: POLICIES
+            .iter()
+            .map(|&k| AllocatorConfig::default_for(k))
+            .collect(),
         threads: default_threads(),
     })
 }
@@ -1036,7 +1047,7 @@ fn f6(x: f64) -> String {
     }
 }
 
-fn point<'a>(pts: &'a [SweepPoint], p: AllocatorKind, k: u32) -> Option<&'a SweepPoint> {
+fn point(pts: &[SweepPoint], p: AllocatorKind, k: u32) -> Option<&SweepPoint> {
     pts.iter().find(|x| x.policy == p && x.heavy_jobs == k)
 }
 
@@ -1094,7 +1105,10 @@ pub fn checks(pts: &[SweepPoint]) -> Vec<Check> {
     let mut worst = (0.0f64, String::new());
     for p in pts {
         if p.mean.heavy_wait_frac > worst.0 || worst.1.is_empty() {
-            worst = (p.mean.heavy_wait_frac, format!("{} K={}", p.policy.name(), p.heavy_jobs));
+            worst = (
+                p.mean.heavy_wait_frac,
+                format!("{} K={}", p.policy.name(), p.heavy_jobs),
+            );
         }
     }
     out.push(Check {
@@ -1184,7 +1198,12 @@ pub fn csv_runs(pts: &[SweepPoint], seeds: &[u64]) -> String {
     s
 }
 
-fn write_file(dir: &Path, name: &str, text: &str, files: &mut Vec<PathBuf>) -> Result<(), SimError> {
+fn write_file(
+    dir: &Path,
+    name: &str,
+    text: &str,
+    files: &mut Vec<PathBuf>,
+) -> Result<(), SimError> {
     let p = dir.join(name);
     std::fs::write(&p, text).map_err(|e| SimError::io(&p, e))?;
     files.push(PathBuf::from(name));
@@ -1206,15 +1225,50 @@ fn series(pts: &[SweepPoint], f: impl Fn(&RunSummary) -> f64) -> Vec<Series> {
         .collect()
 }
 
+/// (file, title, y label, value).
+type Fig = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&RunSummary) -> f64,
+);
+
 fn plots(dir: &Path, pts: &[SweepPoint], files: &mut Vec<PathBuf>) -> Result<(), SimError> {
     let x = "NumPermanent(HeavyStation)";
-    let figs: [(&str, &str, &str, fn(&RunSummary) -> f64); 6] = [
-        ("fig4_3_light_rcwr.svg", "Fig. 4.3 analogue: RCWR of LightStations", "remote cycle wait ratio", |r| r.light_rcwr),
-        ("fig4_4_medium_rcwr.svg", "Fig. 4.4 analogue: RCWR of MediumStation", "remote cycle wait ratio", |r| r.medium_rcwr),
-        ("fig4_5_light_rcp.svg", "Fig. 4.5 analogue: remote cycle % of LightStations", "remote cycle percentage", |r| r.light_rcp),
-        ("fig4_6_light_rrr.svg", "Fig. 4.6 analogue: remote response ratio of LightStations", "mean (f−a)/s of remote-finished jobs", |r| r.light_rrr),
-        ("heavy_wait.svg", "HeavyStation wait (fraction of time)", "wait fraction", |r| r.heavy_wait_frac),
-        ("throughput.svg", "Completed jobs per run", "jobs", |r| r.jobs_completed),
+    let figs: [Fig; 6] = [
+        (
+            "fig4_3_light_rcwr.svg",
+            "Fig. 4.3 analogue: RCWR of LightStations",
+            "remote cycle wait ratio",
+            |r| r.light_rcwr,
+        ),
+        (
+            "fig4_4_medium_rcwr.svg",
+            "Fig. 4.4 analogue: RCWR of MediumStation",
+            "remote cycle wait ratio",
+            |r| r.medium_rcwr,
+        ),
+        (
+            "fig4_5_light_rcp.svg",
+            "Fig. 4.5 analogue: remote cycle % of LightStations",
+            "remote cycle percentage",
+            |r| r.light_rcp,
+        ),
+        (
+            "fig4_6_light_rrr.svg",
+            "Fig. 4.6 analogue: remote response ratio of LightStations",
+            "mean (f−a)/s of remote-finished jobs",
+            |r| r.light_rrr,
+        ),
+        (
+            "heavy_wait.svg",
+            "HeavyStation wait (fraction of time)",
+            "wait fraction",
+            |r| r.heavy_wait_frac,
+        ),
+        ("throughput.svg", "Completed jobs per run", "jobs", |r| {
+            r.jobs_completed
+        }),
     ];
     for (name, title, y, f) in figs {
         plot::line_chart(&dir.join(name), title, x, y, &series(pts, f))?;
@@ -1231,7 +1285,10 @@ fn summary_md(
     secs: f64,
 ) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# Up-Down vs Random vs Round-Robin (Mutka 1988 §4.4.3)\n");
+    let _ = writeln!(
+        s,
+        "# Up-Down vs Random vs Round-Robin (Mutka 1988 §4.4.3)\n"
+    );
     let _ = writeln!(
         s,
         "Setup: Table 4.4 pool (11 light stations, arrive 2000 min; 1 medium, 2 permanent jobs; 1 heavy, K permanent jobs; servemean 5 h; SchedInterval 10 min; JobTransferCost 1 min). Availability: {}. Horizon {:.0} days per run, seeds {:?}, K = {:?}.\n",
@@ -1250,14 +1307,21 @@ fn summary_md(
     );
     let _ = writeln!(s, "## Checks (spec mutka-livny-1987.md §3.2, B6)\n");
     for c in checks {
-        let _ = writeln!(s, "- [{}] {} — {}", if c.passed { "x" } else { " " }, c.name, c.detail);
+        let _ = writeln!(
+            s,
+            "- [{}] {} — {}",
+            if c.passed { "x" } else { " " },
+            c.name,
+            c.detail
+        );
     }
     let _ = writeln!(s, "\n## Ours beside the paper\n");
     let _ = writeln!(s, "| Quantity | Paper (T:L711–744) | Ours |");
     let _ = writeln!(s, "|---|---|---|");
     let kmin = cfg.ks.first().copied().unwrap_or(2);
     let kmax = cfg.ks.last().copied().unwrap_or(13);
-    let g = |p, k, f: fn(&RunSummary) -> f64| point(pts, p, k).map(|x| f(&x.mean)).unwrap_or(f64::NAN);
+    let g =
+        |p, k, f: fn(&RunSummary) -> f64| point(pts, p, k).map(|x| f(&x.mean)).unwrap_or(f64::NAN);
     for p in POLICIES {
         let paper = match p {
             AllocatorKind::UpDown => "≈ 54 %, steady",
@@ -1273,7 +1337,11 @@ fn summary_md(
         );
     }
     for p in POLICIES {
-        let paper = if p == AllocatorKind::UpDown { "nearly constant" } else { "significant loss" };
+        let paper = if p == AllocatorKind::UpDown {
+            "nearly constant"
+        } else {
+            "significant loss"
+        };
         let _ = writeln!(
             s,
             "| Light RCWR, {} (K={kmin} → K={kmax}) | {paper} | {:.3} → {:.3} |",
@@ -1283,7 +1351,11 @@ fn summary_md(
         );
     }
     for p in POLICIES {
-        let paper = if p == AllocatorKind::UpDown { "steady" } else { "suffers" };
+        let paper = if p == AllocatorKind::UpDown {
+            "steady"
+        } else {
+            "suffers"
+        };
         let _ = writeln!(
             s,
             "| Medium RCWR, {} (K={kmin} → K={kmax}) | {paper} | {:.3} → {:.3} |",
@@ -1295,7 +1367,11 @@ fn summary_md(
     let _ = writeln!(
         s,
         "| Heavy wait (max over policies and K) | ≈ 0 | {:.2} % |",
-        100.0 * pts.iter().map(|p| p.mean.heavy_wait_frac).fold(0.0, f64::max)
+        100.0
+            * pts
+                .iter()
+                .map(|p| p.mean.heavy_wait_frac)
+                .fold(0.0, f64::max)
     );
     let u = g(AllocatorKind::UpDown, kmax, |r| r.light_rrr);
     let ra = g(AllocatorKind::Random, kmax, |r| r.light_rrr);
@@ -1341,7 +1417,8 @@ fn summary_md(
 pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
     let t0 = Instant::now();
     let cfg = sweep_config(opts)?;
-    opts.progress.message("updown: simulating the Table 4.4 pool");
+    opts.progress
+        .message("updown: simulating the Table 4.4 pool");
     let pts = sweep(&cfg, opts.progress.as_ref())?;
     let events: u64 = pts
         .iter()
@@ -1352,7 +1429,12 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
     let checks = checks(&pts);
     let mut files = Vec::new();
     write_file(&opts.out, "updown.csv", &csv_means(&pts), &mut files)?;
-    write_file(&opts.out, "updown_runs.csv", &csv_runs(&pts, &cfg.seeds), &mut files)?;
+    write_file(
+        &opts.out,
+        "updown_runs.csv",
+        &csv_runs(&pts, &cfg.seeds),
+        &mut files,
+    )?;
     plots(&opts.out, &pts, &mut files)?;
     write_file(
         &opts.out,
