@@ -75,8 +75,8 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
         model: args.model.clone(),
         progress: Arc::new(Bar(bar.clone())),
     };
-    let report = experiments::run(&args.name, &opts)
-        .with_context(|| format!("experiment {}", args.name))?;
+    let report =
+        experiments::run(&args.name, &opts).with_context(|| format!("experiment {}", args.name))?;
     bar.finish_and_clear();
 
     println!(

@@ -12,7 +12,11 @@ fn classad_eval_uses_target_ad_and_prints_classad_syntax() {
     let ad = dir.path().join("machine.ad");
     std::fs::write(&ad, "Memory = 2048\nArch = \"X86_64\"\n").unwrap();
     let out = glean()
-        .args(["classad", "eval", "TARGET.Memory >= 1024 && Arch == \"x86_64\""])
+        .args([
+            "classad",
+            "eval",
+            "TARGET.Memory >= 1024 && Arch == \"x86_64\"",
+        ])
         .arg("--target")
         .arg(&ad)
         .output()

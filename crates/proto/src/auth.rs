@@ -140,7 +140,10 @@ impl PoolKey {
                 .collect();
             return PoolKey::from_slice(&bytes);
         }
-        let b64 = body.trim_end_matches('=').replace('+', "-").replace('/', "_");
+        let b64 = body
+            .trim_end_matches('=')
+            .replace('+', "-")
+            .replace('/', "_");
         match URL_SAFE_NO_PAD.decode(b64.as_bytes()) {
             Ok(bytes) => PoolKey::from_slice(&bytes),
             Err(_) => Err(KeyError::BadEncoding),
@@ -208,7 +211,8 @@ impl PoolKey {
         let json = URL_SAFE_NO_PAD
             .decode(payload.as_bytes())
             .map_err(|_| TokenError::Malformed("claims are not base64url"))?;
-        serde_json::from_slice(&json).map_err(|_| TokenError::Malformed("claims are not valid JSON"))
+        serde_json::from_slice(&json)
+            .map_err(|_| TokenError::Malformed("claims are not valid JSON"))
     }
 }
 

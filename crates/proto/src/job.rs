@@ -195,7 +195,9 @@ pub fn parse_arguments(value: &str) -> Result<Vec<String>, ArgsError> {
         let inner = new_style_body(rest)?;
         split_new_style(&inner)
     } else {
-        Ok(v.split_whitespace().map(|t| t.replace("\\\"", "\"")).collect())
+        Ok(v.split_whitespace()
+            .map(|t| t.replace("\\\"", "\""))
+            .collect())
     }
 }
 

@@ -140,7 +140,9 @@ impl fmt::Display for SubmitError {
 impl std::error::Error for SubmitError {}
 
 /// The kinds of submit-file problems.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, thiserror::Error)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, thiserror::Error,
+)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SubmitErrorKind {
     #[error("unknown command \"{name}\"{}", suggestion.as_ref().map(|s| format!(" (did you mean \"{s}\"?)")).unwrap_or_default())]
@@ -279,6 +281,8 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
     // Every assignment ever made, for the unknown-key check.
     let mut all_assignments: Vec<Assignment> = Vec::new();
     let mut batches: Vec<QueueBatch> = Vec::new();
+    // `queue` lines may use macros too (`queue $(n)`).
+    let mut queue_lines: Vec<String> = Vec::new();
     let mut total_procs: u64 = 0;
 
     let mut i = 0;
@@ -290,6 +294,7 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
             continue;
         }
         if let Some(rest) = strip_keyword(t, "queue") {
+            queue_lines.push(rest.to_string());
             match parse_queue(rest, &lines, &mut i, &vars, &ctx.env) {
                 Ok(procs) => {
                     total_procs = total_procs.saturating_add(procs.len() as u64);
@@ -325,7 +330,10 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
             }
             format!("+{}", attr.to_ascii_lowercase())
         } else {
-            if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+            if key.is_empty()
+                || !key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
             {
                 errs.push(line_no, SubmitErrorKind::Malformed(t.to_string()));
                 continue;
@@ -347,7 +355,7 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
     }
 
     // A key that is neither known nor referenced is most likely a typo.
-    let referenced = referenced_macros(&all_assignments, &batches);
+    let referenced = referenced_macros(&all_assignments, &batches, &queue_lines);
     for a in &all_assignments {
         let lower = a.name.to_ascii_lowercase();
         if custom_attr_name(&a.name).is_some()
@@ -683,7 +691,11 @@ fn split_inline_items(s: &str) -> Vec<String> {
 }
 
 /// Lower-case names used as `$(name)` or `$(name:default)` anywhere.
-fn referenced_macros(assignments: &[Assignment], batches: &[QueueBatch]) -> BTreeSet<String> {
+fn referenced_macros(
+    assignments: &[Assignment],
+    batches: &[QueueBatch],
+    queue_lines: &[String],
+) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let mut scan = |s: &str| {
         let mut rest = s;
@@ -696,6 +708,9 @@ fn referenced_macros(assignments: &[Assignment], batches: &[QueueBatch]) -> BTre
     };
     for a in assignments {
         scan(&a.value);
+    }
+    for q in queue_lines {
+        scan(q);
     }
     for b in batches {
         for p in &b.procs {
@@ -742,13 +757,15 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for (i, row) in d.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        d[0][j] = j;
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 v = v.min(d[i - 2][j - 2] + 1);
             }
@@ -903,6 +920,8 @@ fn build_description(
         if let Some(attr) = custom_attr_name(&a.name) {
             if value.is_empty() {
                 bad("a custom attribute needs an expression".into());
+            } else if let Err(reason) = check_expression(&value) {
+                bad(reason);
             } else {
                 d.custom_attrs.insert(attr.to_string(), value);
             }
@@ -992,8 +1011,15 @@ fn build_description(
                 Ok(n) => d.request_disk_kb = Some(n),
                 Err(r) => bad(r),
             },
-            "requirements" => d.requirements = opt(&value),
-            "rank" => d.rank = opt(&value),
+            "requirements" | "rank" => {
+                if let Err(reason) = check_expression(&value) {
+                    bad(reason);
+                } else if key == "rank" {
+                    d.rank = opt(&value);
+                } else {
+                    d.requirements = opt(&value);
+                }
+            }
             "checkpoint_exit_code" => match value.parse::<i32>() {
                 Ok(n) if (0..=255).contains(&n) => d.checkpoint_exit_code = Some(n),
                 _ => bad(format!("\"{value}\" is not an exit code (0-255)")),
@@ -1033,6 +1059,33 @@ fn build_description(
         errs.push(queue_line, SubmitErrorKind::MissingExecutable);
     }
     (errs.errors.len() == before).then_some(d)
+}
+
+/// Checks that a ClassAd expression parses, so that a typo in
+/// `requirements` is reported at submit time with its line rather than
+/// leaving the job unmatched forever. `$$(attr)` placeholders are filled in
+/// at match time, so they are replaced by a neutral literal for the check.
+fn check_expression(text: &str) -> Result<(), String> {
+    if text.is_empty() {
+        return Ok(());
+    }
+    let mut probe = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(p) = rest.find("$$(") {
+        probe.push_str(&rest[..p]);
+        let after = &rest[p + 3..];
+        match after.find(')') {
+            Some(end) => {
+                probe.push_str("undefined");
+                rest = &after[end + 1..];
+            }
+            None => return Err("unclosed $$(".into()),
+        }
+    }
+    probe.push_str(rest);
+    gleaner_classad::parse_expr(&probe)
+        .map(|_| ())
+        .map_err(|e| format!("not a valid expression: {e}"))
 }
 
 const KIB: u64 = 1024;

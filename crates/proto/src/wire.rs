@@ -37,7 +37,9 @@ pub fn check_version(received: u32) -> Result<(), ErrorBody> {
     } else {
         Err(ErrorBody::new(
             ErrorCode::VersionMismatch,
-            format!("protocol version {received} is not supported (this side speaks {PROTOCOL_VERSION})"),
+            format!(
+                "protocol version {received} is not supported (this side speaks {PROTOCOL_VERSION})"
+            ),
         )
         .with_field("protocol"))
     }

@@ -36,7 +36,7 @@ fn full_file_with_every_key() {
 # A complete vanilla job.
 Universe       = vanilla
 Executable     = /usr/bin/sim
-Arguments      = "--seed $(Process) 'two words' it''s"
+Arguments      = "--seed $(Process) 'two words' 'it''s'"
 Environment    = "A=1 B='x y'"
 input          = in.dat
 output         = out.$(Cluster).$(Process)
@@ -81,9 +81,15 @@ queue 2
     assert_eq!(j.log.as_deref(), Some("sim.log"));
     assert_eq!(j.iwd.as_deref(), Some("run1"));
     assert_eq!(j.should_transfer_files, ShouldTransferFiles::IfNeeded);
-    assert_eq!(j.when_to_transfer_output, WhenToTransferOutput::OnExitOrEvict);
+    assert_eq!(
+        j.when_to_transfer_output,
+        WhenToTransferOutput::OnExitOrEvict
+    );
     assert_eq!(j.transfer_input_files, vec!["a.txt", "b.txt", "c.txt"]);
-    assert_eq!(j.transfer_output_files, Some(vec!["result.dat".to_string()]));
+    assert_eq!(
+        j.transfer_output_files,
+        Some(vec!["result.dat".to_string()])
+    );
     assert_eq!(j.request_cpus, 2);
     assert_eq!(j.request_memory_mb, Some(2048));
     assert_eq!(j.request_disk_kb, Some(512 * 1024));
@@ -127,8 +133,10 @@ fn minimal_file_uses_defaults() {
 
 #[test]
 fn queue_n_expands_process_and_cluster_later() {
-    let sub = parse("executable = a.out\narguments = $(Process) $(ProcId) $(Cluster).$(ClusterId)\nqueue 5\n")
-        .unwrap();
+    let sub = parse(
+        "executable = a.out\narguments = $(Process) $(ProcId) $(Cluster).$(ClusterId)\nqueue 5\n",
+    )
+    .unwrap();
     assert_eq!(sub.proc_count(), 5);
     for cluster in [7u64, 123_456] {
         let jobs = sub.expand(cluster).unwrap();
@@ -144,7 +152,8 @@ fn queue_n_expands_process_and_cluster_later() {
 
 #[test]
 fn keys_are_case_insensitive_and_macros_too() {
-    let sub = parse("EXECUTABLE = x\nMyVar = hello\nArguments = $(myvar) $(MYVAR)\nQueue\n").unwrap();
+    let sub =
+        parse("EXECUTABLE = x\nMyVar = hello\nArguments = $(myvar) $(MYVAR)\nQueue\n").unwrap();
     let j = &sub.expand(1).unwrap()[0];
     assert_eq!(j.arguments, vec!["hello", "hello"]);
 }
@@ -189,7 +198,10 @@ fn getenv_copies_environment_under_explicit_entries() {
     let text = "executable = x\ngetenv = true\nenvironment = HOME=/tmp;X=1\nqueue\n";
     let j = &parse(text).unwrap().expand(1).unwrap()[0];
     assert_eq!(j.environment.get("HOME").map(String::as_str), Some("/tmp"));
-    assert_eq!(j.environment.get("DATA").map(String::as_str), Some("/data/run7"));
+    assert_eq!(
+        j.environment.get("DATA").map(String::as_str),
+        Some("/data/run7")
+    );
     assert_eq!(j.environment.get("X").map(String::as_str), Some("1"));
 }
 
@@ -203,12 +215,13 @@ fn match_time_macros_and_dollar_pass_through() {
 
 #[test]
 fn queue_in_and_from_lists() {
-    let text = "executable = x\narguments = $(name) $(Step) $(ItemIndex)\nqueue 2 name in (alpha, beta)\n";
+    let text =
+        "executable = x\narguments = $(name) $(Step) $(ItemIndex)\nqueue 2 name in (alpha, beta)\n";
     let jobs = parse(text).unwrap().expand(1).unwrap();
     let args: Vec<String> = jobs.iter().map(|j| j.arguments.join(" ")).collect();
     assert_eq!(args, vec!["alpha 0 0", "alpha 1 0", "beta 0 1", "beta 1 1"]);
 
-    let text = "executable = x\narguments = $(a) $(b)\nqueue a, b from (\n  1 one\n  # comment\n  2 two words\n)\noutput = after\nqueue\n";
+    let text = "executable = x\narguments = $(a) $(b)\nqueue a, b from (\n  1 one\n  # comment\n  2 two words\n)\narguments = z\noutput = after\nqueue\n";
     let jobs = parse(text).unwrap().expand(1).unwrap();
     assert_eq!(jobs.len(), 3);
     assert_eq!(jobs[0].arguments, vec!["1", "one"]);
@@ -223,13 +236,17 @@ fn queue_in_and_from_lists() {
 
 #[test]
 fn queue_count_may_be_a_macro() {
-    let jobs = parse("n = 3\nexecutable = x\nqueue $(n)\n").unwrap().expand(1).unwrap();
+    let jobs = parse("n = 3\nexecutable = x\nqueue $(n)\n")
+        .unwrap()
+        .expand(1)
+        .unwrap();
     assert_eq!(jobs.len(), 3);
 }
 
 #[test]
 fn unknown_command_with_suggestion_and_exact_message() {
-    let e = errors("# header\n\n\nuniverse = vanilla\nqueue_later = 1\n\nexectuable = /bin/x\nqueue\n");
+    let e =
+        errors("# header\n\n\nuniverse = vanilla\nqueue_later = 1\n\nexectuable = /bin/x\nqueue\n");
     let msgs: Vec<String> = e.0.iter().map(|e| e.to_string()).collect();
     assert!(
         msgs.contains(
@@ -238,7 +255,10 @@ fn unknown_command_with_suggestion_and_exact_message() {
         "{msgs:?}"
     );
     // Unrelated unknown key: no suggestion.
-    assert!(msgs.iter().any(|m| m.starts_with("job.sub:5: unknown command \"queue_later\"")));
+    assert!(
+        msgs.iter()
+            .any(|m| m.starts_with("job.sub:5: unknown command \"queue_later\""))
+    );
 }
 
 #[test]
@@ -269,6 +289,21 @@ queue
 }
 
 #[test]
+fn expressions_are_syntax_checked() {
+    let e = errors(
+        "executable = x\nrequirements = (Memory > 1024\nrank = KFlops +\n+Good = \"ok\"\n+Bad = 1 +* 2\nqueue\n",
+    );
+    assert_eq!(lines_of(&e), vec![2, 3, 5], "{e}");
+    assert!(
+        e.to_string()
+            .contains("invalid value for requirements: not a valid expression")
+    );
+    // Match-time macros are allowed inside expressions.
+    parse("executable = x\nrequirements = Arch == $$(Arch) && Name =!= \"$$(Name)\"\nqueue\n")
+        .unwrap();
+}
+
+#[test]
 fn errors_in_procs_are_reported_once() {
     let e = errors("executable = x\nrequest_cpus = $(Process)\nqueue 3\n");
     // Proc 0 gives request_cpus = 0 (invalid); 1 and 2 are fine.
@@ -281,7 +316,10 @@ fn errors_in_procs_are_reported_once() {
 fn missing_pieces() {
     let e = errors("executable = x\n");
     assert_eq!(e.0[0].kind, SubmitErrorKind::NoQueue);
-    assert_eq!(e.0[0].to_string(), "job.sub: no queue statement: nothing to submit");
+    assert_eq!(
+        e.0[0].to_string(),
+        "job.sub: no queue statement: nothing to submit"
+    );
 
     let e = errors("arguments = 1\nqueue\n");
     assert_eq!(e.0[0].kind, SubmitErrorKind::MissingExecutable);
@@ -302,11 +340,15 @@ fn missing_pieces() {
 fn recursive_and_builtin_macros_are_errors() {
     let e = errors("a = $(b)\nb = $(a)\nexecutable = $(a)\nqueue\n");
     assert!(
-        e.0.iter().any(|e| matches!(e.kind, SubmitErrorKind::RecursiveMacro(_))),
+        e.0.iter()
+            .any(|e| matches!(e.kind, SubmitErrorKind::RecursiveMacro(_))),
         "{e}"
     );
     let e = errors("Process = 3\nexecutable = x\nqueue\n");
-    assert_eq!(e.0[0].kind, SubmitErrorKind::BuiltinRedefined("Process".into()));
+    assert_eq!(
+        e.0[0].kind,
+        SubmitErrorKind::BuiltinRedefined("Process".into())
+    );
 }
 
 #[test]

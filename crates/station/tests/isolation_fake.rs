@@ -448,3 +448,27 @@ fn layout_detection_from_a_mountinfo_file() {
     assert!(CgroupLayout::detect_from(&p).is_err());
     assert!(CgroupLayout::detect_from(&tmp.path().join("nope")).is_err());
 }
+
+#[test]
+fn sandbox_is_private_and_refuses_symlinks() {
+    use gleaner_station::isolation::prepare_sandbox;
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let sb = tmp.path().join("a/b/sandbox");
+    prepare_sandbox(&sb, None).unwrap();
+    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&sb), 0o700);
+    // Ancestors keep the default mode so the guest can reach its sandbox.
+    assert_ne!(mode(&tmp.path().join("a/b")), 0o700);
+    fs::set_permissions(&sb, fs::Permissions::from_mode(0o755)).unwrap();
+    prepare_sandbox(&sb, None).unwrap();
+    assert_eq!(mode(&sb), 0o700);
+    let target = tmp.path().join("target");
+    fs::create_dir(&target).unwrap();
+    let link = tmp.path().join("link");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let e = prepare_sandbox(&link, None).unwrap_err().to_string();
+    assert!(e.contains("link"), "{e}");
+    fs::write(tmp.path().join("file"), "").unwrap();
+    assert!(prepare_sandbox(&tmp.path().join("file"), None).is_err());
+}

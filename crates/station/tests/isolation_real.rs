@@ -17,29 +17,74 @@ use gleaner_station::isolation::{
     GuestUser, KillMethod, MemoryBounds, RemoveOnDrop,
 };
 use std::fs;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Real-process tests run one at a time: they measure CPU shares, and
-/// several busy loops of our own would be the noisiest neighbour.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Real-process tests run one at a time, also across test processes
+/// (nextest runs each test in its own process): they measure CPU shares, and
+/// our own busy loops would be the noisiest neighbour. `flock` on a shared
+/// file; released when the file closes, even if the test process dies.
+fn serial_lock() -> std::fs::File {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/gleaner-station-real-tests.lock")
+        .unwrap();
+    // SAFETY: flock on a descriptor we own.
+    assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
+    f
+}
 
-/// Skip (return `None`, printing why) unless root with cgroups mounted.
-fn setup(name: &str, parent_idle: bool) -> Option<Parent> {
-    let lock = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+fn layout_or_skip(name: &str) -> Option<CgroupLayout> {
     if !nix::unistd::geteuid().is_root() {
         eprintln!("SKIP {name}: needs root");
         return None;
     }
-    let layout = match CgroupLayout::detect() {
-        Ok(l) => l,
+    match CgroupLayout::detect() {
+        Ok(l) => Some(l),
         Err(e) => {
             eprintln!("SKIP {name}: no cgroup hierarchy: {e}");
-            return None;
+            None
         }
+    }
+}
+
+/// Remove test parents left by test processes that died (SIGKILL, power
+/// loss) before their guards ran.
+fn sweep_stale(layout: &CgroupLayout) {
+    let Ok(m) = CgroupManager::new(CgroupConfig::new(layout.clone())) else {
+        return;
     };
+    for root in m.roots() {
+        let Ok(rd) = fs::read_dir(root) else { continue };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            let Some(rest) = name.strip_prefix("gleaner-test-") else {
+                continue;
+            };
+            let pid = rest.split('-').next().unwrap_or("");
+            if Path::new("/proc").join(pid).exists() {
+                continue;
+            }
+            let mut c = CgroupConfig::new(layout.clone());
+            c.parent = name.clone();
+            if let Ok(stale) = CgroupManager::new(c) {
+                eprintln!("removing stale {name}");
+                drop(Parent(stale, None));
+            }
+        }
+    }
+}
+
+/// Skip (return `None`, printing why) unless root with cgroups mounted.
+fn setup(name: &str, parent_idle: bool) -> Option<Parent> {
+    let layout = layout_or_skip(name)?;
+    let lock = serial_lock();
+    sweep_stale(&layout);
     let mut c = CgroupConfig::new(layout);
     c.parent = format!("gleaner-test-{}-{name}", std::process::id());
     // An idle guest starves whenever anything else wants the CPU (other
@@ -47,7 +92,7 @@ fn setup(name: &str, parent_idle: bool) -> Option<Parent> {
     // the guest to make progress run it at normal priority.
     c.parent_idle = parent_idle;
     match CgroupManager::new(c) {
-        Ok(m) => Some(Parent(m, lock)),
+        Ok(m) => Some(Parent(m, Some(lock))),
         Err(e) => {
             eprintln!("SKIP {name}: {e}");
             None
@@ -55,11 +100,9 @@ fn setup(name: &str, parent_idle: bool) -> Option<Parent> {
     }
 }
 
-/// Removes every guest group and the parent subtree on drop.
-struct Parent(
-    CgroupManager,
-    #[allow(dead_code)] std::sync::MutexGuard<'static, ()>,
-);
+/// Removes every guest group and the parent subtree on drop (then releases
+/// the serial lock).
+struct Parent(CgroupManager, #[allow(dead_code)] Option<std::fs::File>);
 
 impl Drop for Parent {
     fn drop(&mut self) {
@@ -413,4 +456,43 @@ fn real_memory_bounds_and_guest_usage() {
     eprintln!("guest used {used:?} in 0.5 s; parent total {total:?}");
     assert!(used > Duration::from_millis(100));
     assert!(total >= used);
+}
+
+#[test]
+fn real_busy_guest_is_subtracted_from_owner_load() {
+    use gleaner_station::owner::{CpuMeter, NoGuests};
+    let Some(parent) = setup("ownerload", false) else {
+        return;
+    };
+    let m = &parent.0;
+    let dir = sandbox("glload");
+    let guest = start_busy(m, "burn", dir.path());
+    std::thread::sleep(Duration::from_millis(100));
+    // Two meters over the same interval: one blind to guests, one reading
+    // the guests' parent group (Mutka 1988 L351: owner load only).
+    let mut blind = CpuMeter::new("/proc", Box::new(NoGuests));
+    let mut aware = CpuMeter::new("/proc", Box::new(m.clone()));
+    let t0 = Instant::now();
+    blind.sample_at(t0).unwrap();
+    aware.sample_at(t0).unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    let t1 = Instant::now();
+    let b = blind.sample_at(t1).unwrap().unwrap();
+    let a = aware.sample_at(t1).unwrap().unwrap();
+    eprintln!(
+        "blind owner {:.3}, aware owner {:.3}, guest {:.3} of {} CPUs",
+        b.owner,
+        a.owner,
+        a.guest,
+        aware.ncpu()
+    );
+    drop(guest);
+    assert!(a.guest > 0.2, "guest share {:.3}", a.guest);
+    assert!(
+        (b.owner - a.owner - a.guest).abs() < 0.1,
+        "blind {:.3} - aware {:.3} != guest {:.3}",
+        b.owner,
+        a.owner,
+        a.guest
+    );
 }

@@ -5,7 +5,7 @@ use gleaner_core::detector::OwnerSample;
 use gleaner_core::time::Dur;
 use gleaner_station::owner::{
     CpuMeter, EvdevSource, GuestCpuUsage, MinIdle, NoGuests, OwnerMonitor, OwnerPaths,
-    OwnerReading, read_loadavg, read_proc_stat,
+    OwnerReading, SessionCheck, read_loadavg, read_proc_stat,
 };
 use std::fs;
 use std::path::Path;
@@ -196,6 +196,41 @@ fn monitor_reading_maps_to_detector_sample() {
 }
 
 #[test]
+fn other_users_sessions_read_as_owned() {
+    let dir = tempfile::tempdir().unwrap();
+    let proc_ = dir.path();
+    let pid = |pid: u32, loginuid: &str| {
+        let d = proc_.join(pid.to_string());
+        fs::create_dir_all(&d).unwrap();
+        fs::write(d.join("loginuid"), loginuid).unwrap();
+    };
+    pid(1, "4294967295"); // never logged in
+    pid(200, "65534"); // the guest user: ignored
+    fs::create_dir_all(proc_.join("self")).unwrap(); // not a pid
+    fs::write(proc_.join("loadavg"), "0.00 0.00 0.00 1/1 1\n").unwrap();
+    write_stat(proc_, 0, 0, 0);
+    let check = SessionCheck::new(proc_, [65534]);
+    assert_eq!(check.sessions().unwrap(), Vec::<u32>::new());
+    let mut mon = OwnerMonitor::new(
+        MinIdle::new(),
+        meter(proc_, NoGuests),
+        OwnerPaths {
+            procfs: proc_.to_path_buf(),
+            sysfs: proc_.join("nosys"),
+        },
+    )
+    .with_sessions(check);
+    let r = mon.read(SystemTime::now());
+    assert!(r.other_sessions.is_empty());
+    assert_eq!(r.to_sample().since_input, None);
+    pid(300, "1001"); // someone logged in over ssh
+    pid(301, "1001");
+    let r = mon.read(SystemTime::now());
+    assert_eq!(r.other_sessions, vec![1001]);
+    assert_eq!(r.to_sample().since_input, Some(Dur::ZERO));
+}
+
+#[test]
 fn reading_to_sample_is_plain() {
     let r = OwnerReading {
         owner_cpu: Some(0.001),
@@ -204,6 +239,7 @@ fn reading_to_sample_is_plain() {
         load_avg_raw: Some(1.0),
         owner_load_avg: Some(0.1),
         on_battery: false,
+        other_sessions: vec![],
     };
     assert_eq!(
         r.to_sample(),

@@ -3,8 +3,9 @@
 //! a fake logind, a fake `busctl`, fake sysfs power supplies.
 
 use gleaner_station::owner::{
-    BusctlLogind, EvdevSource, FileSource, INPUT_EVENT_SIZE, IdleSource, InputEvent, LogindIdle,
-    LogindQuery, LogindSource, MinIdle, OwnerError, TtySource, read_power_state,
+    BusctlLogind, EvdevSource, FileSource, INPUT_EVENT_SIZE, IdleSource, InputEvent,
+    InterruptsSource, LogindIdle, LogindQuery, LogindSource, MinIdle, OwnerError, TtySource,
+    read_power_state,
 };
 use std::fs::{self, File, FileTimes, OpenOptions};
 use std::io::Write;
@@ -127,7 +128,8 @@ fn evdev_fifo_wakes_the_waiter_within_milliseconds() {
     let p = dir.path().join("event0");
     mkfifo(&p);
     let mut idle = MinIdle::new().with(EvdevSource::with_dir(dir.path()));
-    assert_eq!(idle.last_activity(SystemTime::now()), None);
+    // Prime: the device is known, no event yet (idle since the watch began).
+    assert!(idle.last_activity(SystemTime::now()).is_some());
     let p2 = p.clone();
     let writer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(150));
@@ -156,6 +158,7 @@ fn wait_activity_times_out_without_activity() {
     let p = dir.path().join("event0");
     mkfifo(&p);
     let mut idle = MinIdle::new().with(EvdevSource::with_dir(dir.path()));
+    idle.last_activity(SystemTime::now());
     let t0 = Instant::now();
     let got = idle
         .wait_activity(Duration::from_millis(200), Duration::from_millis(50))
@@ -431,4 +434,44 @@ fn power_supply_states() {
     supply("AC", &[("online", "1")]);
     supply("BAT0", &[("status", "Discharging")]);
     assert!(read_power_state(dir.path()).unwrap().on_battery);
+}
+
+#[test]
+fn interrupts_source_detects_keyboard_irq_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("interrupts");
+    let write = |kbd: u64| {
+        fs::write(
+            &p,
+            format!(
+                "           CPU0       CPU1\n  1:  {kbd}  0   IO-APIC   1-edge      i8042\n 24:  500  700   PCI-MSI 65536-edge      virtio0\n"
+            ),
+        )
+        .unwrap()
+    };
+    let started = SystemTime::now();
+    write(10);
+    let mut s = InterruptsSource::new(dir.path());
+    let t0 = started + Duration::from_secs(100);
+    // First reading: idle since we started watching.
+    assert!(s.last_activity(t0).unwrap().unwrap() <= t0);
+    // Other interrupts do not count.
+    assert!(s.last_activity(t0).unwrap().unwrap() < t0);
+    write(11);
+    let t1 = t0 + Duration::from_secs(5);
+    assert_eq!(s.last_activity(t1).unwrap(), Some(t1));
+    assert_eq!(
+        s.last_activity(t1 + Duration::from_secs(5)).unwrap(),
+        Some(t1)
+    );
+    // The real file on this machine has no keyboard line (virtio only,
+    // platform.md §1.6): no information, no error.
+    let mut real = InterruptsSource::new("/proc");
+    let r = real.last_activity(SystemTime::now()).unwrap();
+    if !fs::read_to_string("/proc/interrupts")
+        .unwrap()
+        .contains("i8042")
+    {
+        assert_eq!(r, None);
+    }
 }

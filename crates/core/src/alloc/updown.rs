@@ -20,7 +20,7 @@ use super::{
 };
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
-use std::cmp::Ordering;
+use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
 /// What an index function may look at when computing one station's step.
@@ -199,6 +199,46 @@ pub struct UpDown {
     /// SI indexed by station id; ids never seen read as 0 (the initial value).
     si: Vec<f64>,
     seen: Vec<bool>,
+    scratch: HolderCounts,
+}
+
+/// Per-station node counts for one pass, reset in O(1) by bumping a
+/// generation number instead of clearing the table.
+#[derive(Debug, Default)]
+struct HolderCounts {
+    generation: u32,
+    stamp: Vec<u32>,
+    count: Vec<u32>,
+}
+
+impl HolderCounts {
+    fn next_generation(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // Wrapped: stale stamps could collide, so clear once.
+            self.stamp.iter_mut().for_each(|s| *s = 0);
+            self.generation = 1;
+        }
+    }
+    fn add(&mut self, station: StationId) {
+        let i = station as usize;
+        if self.stamp.len() <= i {
+            self.stamp.resize(i + 1, 0);
+            self.count.resize(i + 1, 0);
+        }
+        if self.stamp[i] != self.generation {
+            self.stamp[i] = self.generation;
+            self.count[i] = 0;
+        }
+        self.count[i] += 1;
+    }
+    fn count(&self, station: StationId) -> u32 {
+        let i = station as usize;
+        match self.stamp.get(i) {
+            Some(&g) if g == self.generation => self.count[i],
+            _ => 0,
+        }
+    }
 }
 
 impl UpDown {
@@ -209,6 +249,7 @@ impl UpDown {
             functions,
             si: Vec::new(),
             seen: Vec::new(),
+            scratch: HolderCounts::default(),
         }
     }
 
@@ -219,6 +260,7 @@ impl UpDown {
             functions,
             si: Vec::new(),
             seen: Vec::new(),
+            scratch: HolderCounts::default(),
         }
     }
 
@@ -337,6 +379,33 @@ fn cmp_si(a: f64, b: f64) -> Ordering {
         .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
 }
 
+/// A station of S2: smallest index first, then its random tie-break key.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    si: f64,
+    key: u64,
+    station: StationId,
+    waiting: u32,
+}
+impl PartialEq for Candidate {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Candidate {}
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Candidate {
+    fn cmp(&self, o: &Self) -> Ordering {
+        cmp_si(self.si, o.si)
+            .then(self.key.cmp(&o.key))
+            .then(self.station.cmp(&o.station))
+    }
+}
+
 /// A holder in the max-heap of Phase 2: largest index first, random tie-break.
 struct Holder {
     si: f64,
@@ -380,48 +449,86 @@ impl Allocator for UpDown {
         }
         let mut out = Vec::new();
 
+        // Nodes held per station before this pass (the bag S1), counted in a
+        // reusable generation-stamped table: O(|held|), no allocation sized
+        // to the pool (the simulator runs ~10^5 passes over 10^4 stations).
+        self.scratch.next_generation();
+        for &(_, h) in view.held {
+            self.scratch.add(h);
+        }
+        let preempt_with_nodes = self.config.preempt_with_nodes;
+
         // S2: stations with waiting jobs, smallest SI first. Ties are broken
         // uniformly at random (L645) by an i.i.d. random key per station.
-        let mut s2: Vec<(f64, u64, StationId, u32)> = view
-            .stations
-            .iter()
-            .filter(|d| d.waiting > 0)
-            .map(|d| (self.index(d.station), rng.next_u64(), d.station, d.waiting))
-            .collect();
-        if s2.is_empty() {
+        // S2 is kept as two min-heaps, heapified in O(|S2|): stations that
+        // may preempt in Phase 2 (A2: they hold no node) and the rest. Most
+        // passes, triggered by one capacity event, need only a few entries.
+        let mut may_preempt: BinaryHeap<Reverse<Candidate>> = BinaryHeap::new();
+        let mut others: BinaryHeap<Reverse<Candidate>> = BinaryHeap::new();
+        for d in view.stations.iter().filter(|d| d.waiting > 0) {
+            let c = Candidate {
+                si: self.index(d.station),
+                key: rng.next_u64(),
+                station: d.station,
+                waiting: d.waiting,
+            };
+            if preempt_with_nodes || self.scratch.count(d.station) == 0 {
+                may_preempt.push(Reverse(c));
+            } else {
+                others.push(Reverse(c));
+            }
+        }
+        if may_preempt.is_empty() && others.is_empty() {
             return out;
         }
-        s2.sort_unstable_by(|a, b| cmp_si(a.0, b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        // Pops the smallest of both heaps: S2 in ascending order.
+        fn pop_min(
+            a: &mut BinaryHeap<Reverse<Candidate>>,
+            b: &mut BinaryHeap<Reverse<Candidate>>,
+        ) -> Option<Candidate> {
+            match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if y.0 < x.0 => b.pop().map(|r| r.0),
+                (Some(_), _) => a.pop().map(|r| r.0),
+                (None, _) => b.pop().map(|r| r.0),
+            }
+        }
 
         // Phase 1: free nodes, in random order (A9), to the lowest indices.
         let mut free: Vec<NodeId> = view.free_nodes.to_vec();
-        let mut granted = vec![0u32; s2.len()];
-        let mut next_free = 0usize;
+        // Stations of S2 not served in Phase 1, in ascending order, for Phase 2.
+        let mut leftover: std::vec::IntoIter<Candidate> = Vec::new().into_iter();
         match self.config.per_pass {
             PerPass::One => {
-                let k = free.len().min(s2.len());
+                let k = free.len().min(may_preempt.len() + others.len());
                 partial_shuffle(&mut free, k, rng);
-                for (slot, s) in s2.iter().enumerate().take(k) {
-                    out.push(Decision::Grant {
-                        node: free[slot],
-                        to: s.2,
-                    });
-                    granted[slot] = 1;
+                for &node in free.iter().take(k) {
+                    if let Some(c) = pop_min(&mut may_preempt, &mut others) {
+                        out.push(Decision::Grant {
+                            node,
+                            to: c.station,
+                        });
+                    }
                 }
             }
             PerPass::UntilSatisfied => {
+                let mut order: Vec<Candidate> = Vec::new();
+                while let Some(c) = pop_min(&mut may_preempt, &mut others) {
+                    order.push(c);
+                }
                 let k = free.len();
                 partial_shuffle(&mut free, k, rng);
+                let mut granted = vec![0u32; order.len()];
+                let mut next_free = 0usize;
                 'rounds: loop {
                     let mut progressed = false;
-                    for (slot, s) in s2.iter().enumerate() {
+                    for (slot, c) in order.iter().enumerate() {
                         if next_free == free.len() {
                             break 'rounds;
                         }
-                        if granted[slot] < s.3 {
+                        if granted[slot] < c.waiting {
                             out.push(Decision::Grant {
                                 node: free[next_free],
-                                to: s.2,
+                                to: c.station,
                             });
                             next_free += 1;
                             granted[slot] += 1;
@@ -432,83 +539,105 @@ impl Allocator for UpDown {
                         break;
                     }
                 }
+                leftover = order
+                    .into_iter()
+                    .zip(granted)
+                    .filter(|(c, g)| {
+                        *g == 0 && (preempt_with_nodes || self.scratch.count(c.station) == 0)
+                    })
+                    .map(|(c, _)| c)
+                    .collect::<Vec<_>>()
+                    .into_iter();
             }
         }
         // Phase 2: preemption. Candidates are the stations still in S2 (not
         // served in Phase 1) that hold no node (A2), smallest SI first. S1 is
         // the bag of nodes held *before* this pass, so a node granted in
         // Phase 1 cannot be taken back in the same round (L645).
-        if view.held.is_empty() || granted.iter().all(|&g| g > 0) {
+        if view.held.is_empty() || (may_preempt.is_empty() && leftover.as_slice().is_empty()) {
             return out;
         }
 
-        // Group held nodes by holder with a counting sort (O(n)).
-        let max_holder = view.held.iter().map(|&(_, h)| h).max().unwrap_or(0) as usize;
-        let mut start = vec![0u32; max_holder + 2];
-        for &(_, h) in view.held {
-            start[h as usize + 1] += 1;
-        }
-        for i in 1..start.len() {
-            start[i] += start[i - 1];
-        }
-        let mut fill = start.clone();
-        let mut nodes_by_holder = vec![0 as NodeId; view.held.len()];
-        for &(n, h) in view.held {
-            nodes_by_holder[fill[h as usize] as usize] = n;
-            fill[h as usize] += 1;
-        }
-        let held_before = |st: StationId| -> u32 {
-            let i = st as usize;
-            if i <= max_holder {
-                start[i + 1] - start[i]
-            } else {
-                0
-            }
+        // Only stations that may preempt are left in `may_preempt` (One) or
+        // `leftover` (UntilSatisfied), already in ascending order.
+        let mut next_candidate = || -> Option<(f64, StationId)> {
+            let c = match may_preempt.pop() {
+                Some(Reverse(c)) => c,
+                None => leftover.next()?,
+            };
+            Some((c.si, c.station))
         };
-        // remaining[h] = nodes of h still in S1.
-        let mut remaining: Vec<u32> = (0..=max_holder).map(|h| start[h + 1] - start[h]).collect();
-        let mut heap: BinaryHeap<Holder> = (0..=max_holder)
-            .filter(|&h| remaining[h] > 0)
-            .map(|h| Holder {
-                si: self.index(h as StationId),
-                key: rng.next_u64(),
-                station: h as StationId,
+        let Some(first) = next_candidate() else {
+            return out;
+        };
+        let best_si = first.0;
+        // Only holders whose index is strictly above the best candidate's
+        // can ever be preempted (L651), so S1 is reduced to them up front.
+        let mut victims: Vec<(StationId, NodeId)> = view
+            .held
+            .iter()
+            .filter(|&&(_, h)| cmp_si(self.index(h), best_si) == Ordering::Greater)
+            .map(|&(n, h)| (h, n))
+            .collect();
+        if victims.is_empty() {
+            return out;
+        }
+        victims.sort_unstable();
+        // Group by holder: runs of equal station ids.
+        let mut groups: Vec<(StationId, usize, usize)> = Vec::new(); // (holder, start, remaining)
+        let mut i = 0;
+        while i < victims.len() {
+            let h = victims[i].0;
+            let mut j = i + 1;
+            while j < victims.len() && victims[j].0 == h {
+                j += 1;
+            }
+            groups.push((h, i, j - i));
+            i = j;
+        }
+        let mut heap: BinaryHeap<(Holder, usize)> = groups
+            .iter()
+            .enumerate()
+            .map(|(g, &(h, _, _))| {
+                (
+                    Holder {
+                        si: self.index(h),
+                        key: rng.next_u64(),
+                        station: h,
+                    },
+                    g,
+                )
             })
             .collect();
 
-        let candidates = s2
-            .iter()
-            .zip(&granted)
-            .filter(|(_, g)| **g == 0)
-            .map(|(s, _)| (s.0, s.2))
-            .filter(|&(_, st)| self.config.preempt_with_nodes || held_before(st) == 0);
-        for (si_s, s) in candidates {
-            let Some(top) = heap.peek() else { break };
+        let mut candidate = Some(first);
+        while let Some((si_s, s)) = candidate.take() {
+            let Some((top, g)) = heap.peek() else { break };
             if cmp_si(si_s, top.si) != Ordering::Less || top.station == s {
                 // Preempt only when SI[s] < SI[t] strictly (L651).
                 break;
             }
-            let t = top.station as usize;
-            if remaining[t] == 0 {
+            let g = *g;
+            let (t, base, remaining) = groups[g];
+            if remaining == 0 {
                 // Only reachable with S1Update::AsPrinted: the printed update
                 // keeps a victim with nothing left to take, which ends the pass.
                 break;
             }
             // A6: a random node of the victim.
-            let base = start[t] as usize;
-            let len = remaining[t] as usize;
-            let pick = base + uniform_below(rng, len as u64) as usize;
-            let node = nodes_by_holder[pick];
-            nodes_by_holder.swap(pick, base + len - 1);
-            remaining[t] -= 1;
+            let pick = base + uniform_below(rng, remaining as u64) as usize;
+            let node = victims[pick].1;
+            victims.swap(pick, base + remaining - 1);
+            groups[g].2 -= 1;
             out.push(Decision::Preempt {
                 node,
-                from: t as StationId,
+                from: t,
                 to: s,
             });
-            if self.config.s1_update == S1Update::RemoveTarget && remaining[t] == 0 {
+            if self.config.s1_update == S1Update::RemoveTarget && groups[g].2 == 0 {
                 heap.pop();
             }
+            candidate = next_candidate();
         }
         out
     }

@@ -12,6 +12,9 @@
 //! with the paper's fixed means (AV 3/25/300, NA 7/55 with the 7-minute
 //! floor), label statistics and the longest low-availability periods, and
 //! put them beside the published values.
+//!
+//! `opts.quick` changes nothing (the whole experiment takes well under a
+//! second); `opts.seeds` is ignored: one trace per model from `opts.seed`.
 
 use super::{Check, ExperimentOpts, ExperimentReport};
 use crate::SimError;

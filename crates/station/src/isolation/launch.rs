@@ -155,11 +155,20 @@ pub fn prepare_sandbox(dir: &Path, user: Option<GuestUser>) -> Result<(), Isolat
         }
         Err(e) => return Err(IsolationError::io(dir, e)),
     }
+    // chown/chmod through a descriptor opened with O_NOFOLLOW: a guest that
+    // swapped its old sandbox for a symlink (to /etc, say) between the check
+    // above and here must not get the target chowned to it. The sandboxes'
+    // parent directory must not be writable by guests.
+    let d = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir)
+        .map_err(|e| IsolationError::io(dir, e))?;
     if let Some(u) = user {
-        std::os::unix::fs::chown(dir, Some(u.uid), Some(u.gid))
+        std::os::unix::fs::fchown(&d, Some(u.uid), Some(u.gid))
             .map_err(|e| IsolationError::io(dir, e))?;
     }
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    d.set_permissions(std::fs::Permissions::from_mode(0o700))
         .map_err(|e| IsolationError::io(dir, e))
 }
 

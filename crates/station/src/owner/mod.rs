@@ -8,6 +8,7 @@
 //!   `KeyboardIdle` does (`condor_sysapi/idle_time.cpp`; spec `anchors.md`
 //!   §1.2, `platform.md` §4). Sources: [`EvdevSource`] (`/dev/input/event*`),
 //!   [`TtySource`] (tty/pty atime), [`LogindSource`] (logind `IdleSinceHint`),
+//!   [`InterruptsSource`] (`/proc/interrupts`, Condor's PS/2 fallback),
 //!   [`FileSource`] (file/FIFO for tests and integrations).
 //! - **owner CPU load**: `/proc/stat` deltas minus what the guests used
 //!   ([`CpuMeter`]), so a busy guest never makes the station look owned
@@ -25,18 +26,22 @@
 
 mod evdev;
 mod file;
+mod interrupts;
 mod load;
 mod logind;
 mod power;
+mod sessions;
 mod tty;
 
 pub use evdev::{EvdevSource, INPUT_EVENT_SIZE, InputEvent};
 pub use file::FileSource;
+pub use interrupts::InterruptsSource;
 pub use load::{
     CpuMeter, CpuTimes, GuestCpuUsage, LoadAvg, NoGuests, read_loadavg, read_proc_stat,
 };
 pub use logind::{BusctlLogind, LogindIdle, LogindQuery, LogindSource};
 pub use power::{PowerState, read_power_state};
+pub use sessions::SessionCheck;
 pub use tty::{TtySource, default_tty_patterns};
 
 use gleaner_core::detector::OwnerSample;
@@ -183,6 +188,9 @@ impl MinIdle {
 
     /// Block up to `timeout` until some source reports activity newer than
     /// anything seen before. Returns the activity time, or `None` on timeout.
+    /// "Seen before" means by an earlier reading: call
+    /// [`MinIdle::last_activity`] once first, or the first information any
+    /// source has counts as new.
     ///
     /// Sources without descriptors (tty atime, logind) are re-checked every
     /// `poll_interval` while waiting, so this also serves them, just slower.
@@ -223,7 +231,7 @@ impl MinIdle {
 }
 
 /// Reading of everything the owner monitor measures, in the station's terms.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct OwnerReading {
     /// Owner CPU as a fraction of the whole machine, guests excluded; `None`
     /// on the first reading (a delta needs two).
@@ -239,15 +247,19 @@ pub struct OwnerReading {
     pub owner_load_avg: Option<f64>,
     /// Running on battery (optional extra: treated as owned).
     pub on_battery: bool,
+    /// Login uids of other users' sessions (optional extra, see
+    /// [`SessionCheck`]; treated as owned when non-empty).
+    pub other_sessions: Vec<u32>,
 }
 
 impl OwnerReading {
-    /// Map to the core detector's input. On battery the station reads as
-    /// owner-present (input "now"): guests should not drain a laptop.
+    /// Map to the core detector's input. On battery, or with another
+    /// user's session open, the station reads as owner-present (input
+    /// "now"): guests should not drain a laptop or slow someone's login.
     /// A missing CPU delta (first reading) reads as busy, the conservative
     /// choice: NaN counts as busy in the detector.
     pub fn to_sample(&self) -> OwnerSample {
-        let since_input = if self.on_battery {
+        let since_input = if self.on_battery || !self.other_sessions.is_empty() {
             Some(Dur::ZERO)
         } else {
             self.since_input
@@ -283,6 +295,7 @@ pub struct OwnerMonitor {
     pub cpu: CpuMeter,
     paths: OwnerPaths,
     check_power: bool,
+    sessions: Option<SessionCheck>,
 }
 
 impl OwnerMonitor {
@@ -292,7 +305,14 @@ impl OwnerMonitor {
             cpu,
             paths,
             check_power: true,
+            sessions: None,
         }
+    }
+
+    /// Treat other users' login sessions as owner presence.
+    pub fn with_sessions(mut self, check: SessionCheck) -> Self {
+        self.sessions = Some(check);
+        self
     }
 
     /// Disable the on-battery check (desktops with odd power-supply drivers).
@@ -327,6 +347,13 @@ impl OwnerMonitor {
                     false
                 }
             };
+        let other_sessions = match &self.sessions {
+            Some(c) => c.sessions().unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "session scan failed");
+                Vec::new()
+            }),
+            None => Vec::new(),
+        };
         let owner_load_avg = load.map(|l| (l.one - self.cpu.guest_load()).max(0.0));
         OwnerReading {
             owner_cpu: cpu.map(|c| c.owner),
@@ -335,6 +362,7 @@ impl OwnerMonitor {
             load_avg_raw: load.map(|l| l.one),
             owner_load_avg,
             on_battery,
+            other_sessions,
         }
     }
 }
