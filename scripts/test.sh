@@ -9,10 +9,11 @@ if ! python3 -c "import classad2" >/dev/null 2>&1 && ! python3 -c "import classa
     python3 -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
 fi
 
+# nextest does not run doctests, so run them first; the suite's summary
+# line stays the last thing printed.
+cargo test --workspace --doc --quiet
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --no-fail-fast
 else
     cargo test --workspace --no-fail-fast
 fi
-# nextest does not run doctests.
-cargo test --workspace --doc --quiet
