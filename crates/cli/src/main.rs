@@ -5,7 +5,11 @@
 //! the file, line or field that caused them.
 
 mod classad;
+mod daemons;
+mod demo;
+mod jobs;
 mod sim;
+mod up;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -29,6 +33,27 @@ enum Command {
     /// Work with ClassAd expressions (requirements, rank, station policies).
     #[command(name = "classad")]
     ClassAd(classad::ClassAdArgs),
+    /// Run the pool's coordinator (collects station ads, runs the allocator,
+    /// grants and preempts nodes).
+    Coordinator(daemons::CoordinatorArgs),
+    /// Run a station daemon (owner monitor, job queue, shadow, starter).
+    Station(daemons::StationArgs),
+    /// Queue the jobs of a submit description (condor_submit).
+    Submit(jobs::SubmitArgs),
+    /// Show the job queue (condor_q).
+    Q(jobs::QArgs),
+    /// Show the pool's stations (condor_status).
+    Status(jobs::StatusArgs),
+    /// Remove jobs (condor_rm).
+    Rm(jobs::ActionArgs),
+    /// Hold jobs (condor_hold).
+    Hold(jobs::ActionArgs),
+    /// Release held jobs (condor_release).
+    Release(jobs::ActionArgs),
+    /// Show finished jobs (condor_history).
+    History(jobs::HistoryArgs),
+    /// Start a personal pool on this machine (a coordinator and N stations).
+    Up(up::UpArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +68,16 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
         Command::ClassAd(args) => classad::run(args),
+        Command::Coordinator(args) => daemons::coordinator(args),
+        Command::Station(args) => daemons::station(args),
+        Command::Submit(args) => jobs::submit(args),
+        Command::Q(args) => jobs::q(args),
+        Command::Status(args) => jobs::status(args),
+        Command::Rm(args) => jobs::rm(args),
+        Command::Hold(args) => jobs::hold(args),
+        Command::Release(args) => jobs::release(args),
+        Command::History(args) => jobs::history(args),
+        Command::Up(args) => up::up(args),
     };
     match result {
         Ok(code) => code,

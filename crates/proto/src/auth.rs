@@ -162,6 +162,10 @@ impl PoolKey {
     pub fn sign(&self, claims: &Claims) -> String {
         // Serialising a struct of strings and integers cannot fail.
         let json = serde_json::to_vec(claims).unwrap_or_default();
+        self.sign_payload(&json)
+    }
+
+    fn sign_payload(&self, json: &[u8]) -> String {
         let payload = URL_SAFE_NO_PAD.encode(json);
         let mut mac = self.mac();
         mac.update(payload.as_bytes());
@@ -188,6 +192,50 @@ impl PoolKey {
 
     /// Verifies the signature only (for listing tokens, expired or not).
     pub fn verify_signature(&self, token: &str) -> Result<Claims, TokenError> {
+        let json = self.verified_payload(token)?;
+        serde_json::from_slice(&json)
+            .map_err(|_| TokenError::Malformed("claims are not valid JSON"))
+    }
+
+    /// Signs a claim ticket: the `claim_id` of a [`crate::wire::Grant`].
+    pub fn sign_claim(&self, ticket: &ClaimTicket) -> String {
+        // Serialising a struct of strings and integers cannot fail.
+        let json = serde_json::to_vec(ticket).unwrap_or_default();
+        self.sign_payload(&json)
+    }
+
+    /// Verifies a claim id presented in a placement: signature, expiry, and
+    /// that it was issued for this `host`. The caller still compares
+    /// [`ClaimTicket::home`] with the placing station.
+    pub fn verify_claim(
+        &self,
+        claim_id: &str,
+        host: &str,
+        now_secs: u64,
+    ) -> Result<ClaimTicket, ClaimError> {
+        let json = self.verified_payload(claim_id)?;
+        // `deny_unknown_fields` on both structs keeps a user token from
+        // passing as a claim and the other way round.
+        let ticket: ClaimTicket = serde_json::from_slice(&json)
+            .map_err(|_| TokenError::Malformed("not a claim ticket"))?;
+        if now_secs >= ticket.expires_at {
+            return Err(TokenError::Expired {
+                expired_at: ticket.expires_at,
+                now: now_secs,
+            }
+            .into());
+        }
+        if ticket.host != host {
+            return Err(ClaimError::WrongHost {
+                claimed: ticket.host,
+                actual: host.to_string(),
+            });
+        }
+        Ok(ticket)
+    }
+
+    /// Checks the MAC of `token` and returns its decoded payload.
+    fn verified_payload(&self, token: &str) -> Result<Vec<u8>, TokenError> {
         let token = token.trim();
         if token.len() > MAX_TOKEN_LEN {
             return Err(TokenError::Malformed("too long"));
@@ -208,11 +256,127 @@ impl PoolKey {
         mac.update(payload.as_bytes());
         mac.verify_slice(&sig)
             .map_err(|_| TokenError::BadSignature)?;
-        let json = URL_SAFE_NO_PAD
+        URL_SAFE_NO_PAD
             .decode(payload.as_bytes())
-            .map_err(|_| TokenError::Malformed("claims are not base64url"))?;
-        serde_json::from_slice(&json)
-            .map_err(|_| TokenError::Malformed("claims are not valid JSON"))
+            .map_err(|_| TokenError::Malformed("claims are not base64url"))
+    }
+}
+
+/// The signed content of a claim id: the coordinator lets `home` place one
+/// job on `host` until `expires_at`. A host verifies it with the pool key
+/// alone ([`PoolKey::verify_claim`]), without asking the coordinator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimTicket {
+    /// Always `"claim"`, so a ticket can never be mistaken for [`Claims`].
+    pub kind: String,
+    pub host: String,
+    pub home: String,
+    /// Seconds since the UNIX epoch.
+    pub issued_at: u64,
+    /// Seconds since the UNIX epoch.
+    pub expires_at: u64,
+    /// Unique per grant, so that two claims for the same pair differ.
+    pub nonce: String,
+}
+
+impl ClaimTicket {
+    pub const KIND: &'static str = "claim";
+
+    pub fn new(
+        host: impl Into<String>,
+        home: impl Into<String>,
+        issued_at: u64,
+        expires_at: u64,
+        nonce: impl Into<String>,
+    ) -> Self {
+        ClaimTicket {
+            kind: Self::KIND.to_string(),
+            host: host.into(),
+            home: home.into(),
+            issued_at,
+            expires_at,
+            nonce: nonce.into(),
+        }
+    }
+}
+
+/// Why a claim id was rejected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ClaimError {
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    #[error("claim was issued for host {claimed:?}, not {actual:?}")]
+    WrongHost { claimed: String, actual: String },
+}
+
+/// Why the pool key file could not be read or created.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyFileError {
+    #[error("pool key file {path}: {source}")]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("pool key file {path}: {source}")]
+    Key {
+        path: std::path::PathBuf,
+        source: KeyError,
+    },
+    #[error(
+        "pool key file {path} is readable by group or others (mode {mode:o}); run `chmod 600 {path}`"
+    )]
+    Permissive { path: std::path::PathBuf, mode: u32 },
+}
+
+/// Loads the pool key from `path`, or creates it there with 32 bytes from
+/// the OS RNG (`/dev/urandom`) and mode 0600 if it does not exist yet.
+///
+/// A key file that group or others may read is refused: whoever reads it
+/// can mint daemon tokens and claims.
+pub fn load_or_create_pool_key(path: &std::path::Path) -> Result<PoolKey, KeyFileError> {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let io = |source| KeyFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) => {
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                return Err(KeyFileError::Permissive {
+                    path: path.to_path_buf(),
+                    mode,
+                });
+            }
+            let text = std::fs::read_to_string(path).map_err(io)?;
+            PoolKey::from_file_str(&text).map_err(|source| KeyFileError::Key {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut bytes = [0u8; KEY_LEN];
+            std::fs::File::open("/dev/urandom")
+                .and_then(|mut f| f.read_exact(&mut bytes))
+                .map_err(io)?;
+            let key = PoolKey::from_bytes(bytes);
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(io)?;
+            }
+            // create_new: never overwrite a key another process just wrote.
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+                .map_err(io)?;
+            f.write_all(key.to_file_string().as_bytes()).map_err(io)?;
+            f.sync_all().map_err(io)?;
+            Ok(key)
+        }
+        Err(e) => Err(io(e)),
     }
 }
 

@@ -4,9 +4,11 @@
 //! - [`job`]: job descriptions and job states.
 //! - [`auth`]: tokens signed with the pool's key.
 //! - [`wire`]: versioned HTTP/JSON messages between daemons and from the CLI.
+//! - [`api`]: bodies of the station's user and shadow APIs.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![forbid(unsafe_code)]
 
+pub mod api;
 pub mod auth;
 pub mod job;
 pub mod submit;

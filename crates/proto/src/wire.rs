@@ -148,6 +148,82 @@ pub struct AdvertiseReply {
     pub preemptions: Vec<Preemption>,
     /// When to advertise next (the thesis's 2-minute poll by default).
     pub next_advertise_secs: u64,
+    /// For a host: the claims currently valid on it, so it can expect the
+    /// placements (each claim id also verifies on its own with the pool key).
+    #[serde(default)]
+    pub claims: Vec<ClaimNotice>,
+}
+
+/// One claim that a home station holds on the advertising host.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimNotice {
+    pub claim_id: String,
+    /// The station allowed to place with this claim.
+    pub home: String,
+    /// Seconds since the UNIX epoch.
+    pub expires_at: u64,
+}
+
+/// Coordinator → CLI: `GET /v1/pool`, the stations the coordinator knows.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PoolStatus {
+    #[serde(default)]
+    pub stations: Vec<StationStatus>,
+}
+
+/// One station of [`PoolStatus`], from its latest advertisement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StationStatus {
+    pub name: String,
+    pub address: String,
+    pub state: OwnerState,
+    pub cpus: u32,
+    pub memory_mb: u64,
+    pub disk_free_kb: u64,
+    /// Guests running on this station.
+    #[serde(default)]
+    pub guests: u32,
+    #[serde(default)]
+    pub idle_jobs: u32,
+    #[serde(default)]
+    pub remote_jobs: u32,
+    #[serde(default)]
+    pub submit_only: bool,
+    #[serde(default)]
+    pub execute_only: bool,
+    /// Seconds since the coordinator last heard from the station.
+    pub last_seen_secs: f64,
+}
+
+/// Coordinator → CLI: `GET /v1/userprio`, the Up-Down table.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserPrio {
+    /// The allocator in use (`updown`, `random`, `roundrobin`); only
+    /// Up-Down has indices, the others report 0.
+    pub allocator: String,
+    #[serde(default)]
+    pub stations: Vec<UserPrioEntry>,
+}
+
+/// One row of [`UserPrio`]: a smaller `si` means a higher priority.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UserPrioEntry {
+    pub station: String,
+    /// Schedule index SI (Mutka 1988 Table 4.3).
+    pub si: f64,
+    /// Remote nodes the station holds now (its guests on other hosts).
+    #[serde(default)]
+    pub nodes_held: u32,
+    /// Idle jobs waiting for a node.
+    #[serde(default)]
+    pub waiting: u32,
+    /// Wants nodes: waiting or running remotely (resolution A5).
+    #[serde(default)]
+    pub wants: bool,
+    /// Whether the station currently advertises (false: only its index is
+    /// remembered).
+    #[serde(default)]
+    pub known: bool,
 }
 
 /// Home station → host: run this job.

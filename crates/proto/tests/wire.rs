@@ -76,6 +76,7 @@ fn replies_and_placements_round_trip() {
             reason: "up-down".into(),
         }],
         next_advertise_secs: 120,
+        claims: vec![],
     };
     let s = serde_json::to_string(&r).unwrap();
     assert_eq!(serde_json::from_str::<AdvertiseReply>(&s).unwrap(), r);

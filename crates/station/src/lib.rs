@@ -10,6 +10,8 @@
 //! - [`queue`]: the durable local job queue in SQLite with its event history.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod client;
+pub mod daemon;
 pub mod isolation;
 pub mod owner;
 pub mod queue;

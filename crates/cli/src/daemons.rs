@@ -1,0 +1,125 @@
+//! `glean coordinator`: run the pool's coordinator in the foreground.
+
+use anyhow::Context;
+use clap::Args;
+use gleaner_coordinator::CoordinatorConfig;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct CoordinatorArgs {
+    /// TOML configuration file (see docs/configuration.md); defaults apply
+    /// for everything it leaves out.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Address to listen on, overriding the configuration.
+    #[arg(long)]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Directory for the durable fairness state, overriding the configuration.
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// Pool key file (created on first start), overriding the configuration.
+    #[arg(long)]
+    pub pool_key: Option<PathBuf>,
+}
+
+/// Resolves when the process is asked to stop (Ctrl-C or SIGTERM).
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}
+
+pub fn coordinator(args: CoordinatorArgs) -> anyhow::Result<ExitCode> {
+    let mut config = match &args.config {
+        Some(path) => CoordinatorConfig::load(path)
+            .with_context(|| format!("configuration {}", path.display()))?,
+        None => CoordinatorConfig::default(),
+    };
+    if let Some(l) = args.listen {
+        config.listen = l;
+    }
+    if let Some(d) = args.state_dir {
+        config.state_dir = d;
+    }
+    if let Some(k) = args.pool_key {
+        config.pool_key = k;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(gleaner_coordinator::run(config, shutdown_signal()))
+        .context("coordinator")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args, Debug)]
+pub struct StationArgs {
+    /// TOML configuration file (see docs/configuration.md).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Station name, overriding the configuration.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Address to listen on, overriding the configuration.
+    #[arg(long)]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Coordinator base URL, overriding the configuration.
+    #[arg(long)]
+    pub coordinator: Option<String>,
+    /// State directory (queue database and spool), overriding the configuration.
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// Pool key file, overriding the configuration.
+    #[arg(long)]
+    pub pool_key: Option<PathBuf>,
+}
+
+/// `glean station`: run a station daemon (owner monitor, job queue, local
+/// scheduler, shadow and starter) in the foreground.
+pub fn station(args: StationArgs) -> anyhow::Result<ExitCode> {
+    use gleaner_station::daemon::{config::StationConfig, run};
+    let mut config = match &args.config {
+        Some(path) => StationConfig::load(path)
+            .with_context(|| format!("configuration {}", path.display()))?,
+        None => StationConfig::default(),
+    };
+    if let Some(n) = args.name {
+        config.name = n;
+    }
+    if let Some(l) = args.listen {
+        config.listen = l;
+    }
+    if let Some(c) = args.coordinator {
+        config.coordinator = c;
+    }
+    if let Some(d) = args.state_dir {
+        config.state_dir = d;
+    }
+    if let Some(k) = args.pool_key {
+        config.pool_key = k;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(run(config, shutdown_signal()))
+        .context("station")?;
+    Ok(ExitCode::SUCCESS)
+}

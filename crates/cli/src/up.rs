@@ -1,0 +1,317 @@
+//! `glean up --stations N`: a personal pool on this machine.
+//!
+//! Starts one coordinator and N stations as child processes of this one,
+//! with all state under `$GLEAN_HOME` (default `~/.glean`), and keeps them
+//! running until interrupted. It writes what the other commands need to
+//! find the pool (`pool.toml`, the user's `token`), so `glean submit`,
+//! `glean q` and friends work against it with no flags.
+//!
+//! Layout:
+//! ```text
+//! $GLEAN_HOME/pool.key                 the pool's signing key (0600)
+//! $GLEAN_HOME/token, admin.token       bearer tokens for this user (0600)
+//! $GLEAN_HOME/pool.toml                station and coordinator URLs
+//! $GLEAN_HOME/coordinator/             config, fairness state, log
+//! $GLEAN_HOME/stations/stationK/       config, queue, spool, log, `owner` file
+//! ```
+//! Each station's owner activity comes from its `owner` file (write
+//! `active` or `idle` into it), so owner returns can be replayed by hand
+//! or by scripts.
+
+use anyhow::{Context, bail};
+use clap::Args;
+use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+pub struct UpArgs {
+    /// Number of stations to start.
+    #[arg(long, default_value_t = 4)]
+    pub stations: u32,
+    /// Pool directory (default: $GLEAN_HOME, else ~/.glean).
+    #[arg(long)]
+    pub home: Option<PathBuf>,
+    /// Coordinator port; stations use the following ports.
+    #[arg(long, default_value_t = 9618)]
+    pub port: u16,
+    /// Scheduling interval of the coordinator, seconds (the thesis's Condor
+    /// used 120; a personal pool reacts faster).
+    #[arg(long, default_value_t = 10.0)]
+    pub interval: f64,
+    /// Run a demo workload (two users of different weight, owners coming
+    /// back to their desks), print a summary and stop the pool.
+    #[arg(long)]
+    pub demo: bool,
+}
+
+pub fn glean_home(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(h) = explicit {
+        return Ok(h);
+    }
+    if let Some(h) = std::env::var_os("GLEAN_HOME") {
+        return Ok(PathBuf::from(h));
+    }
+    match std::env::var_os("HOME") {
+        Some(h) => Ok(PathBuf::from(h).join(".glean")),
+        None => bail!("neither $GLEAN_HOME nor $HOME is set; pass --home"),
+    }
+}
+
+fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn token(key: &PoolKey, subject: &str, role: Role) -> String {
+    let issued_at = now_secs();
+    key.sign(&Claims {
+        subject: subject.to_string(),
+        role,
+        issued_at,
+        expires_at: None,
+        token_id: format!("{subject}-{role:?}-{issued_at}").to_lowercase(),
+    })
+}
+
+/// A TOML string literal (paths and names may contain quotes or backslashes).
+fn q(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn wait_listening(addr: SocketAddr, child: &mut Child, what: &str) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if let Some(status) = child.try_wait()? {
+            bail!("{what} exited during start-up ({status}); see its log");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bail!("{what} did not start listening on {addr} within 20 s")
+}
+
+struct Children(Vec<(String, Child)>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        // SIGTERM first so daemons flush their state, then make sure.
+        for (_, c) in &self.0 {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(c.id().to_string())
+                .status();
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for (_, c) in &mut self.0 {
+            while Instant::now() < deadline {
+                if matches!(c.try_wait(), Ok(Some(_))) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
+    if args.stations == 0 {
+        bail!("--stations must be at least 1");
+    }
+    if args.demo && args.stations < 4 {
+        bail!("--demo needs --stations 4 or more");
+    }
+    if !(args.interval.is_finite() && args.interval > 0.0) {
+        bail!("--interval must be a positive number of seconds");
+    }
+    let home = glean_home(args.home)?;
+    std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
+    let key_path = home.join("pool.key");
+    let key = load_or_create_pool_key(&key_path)
+        .with_context(|| format!("pool key {}", key_path.display()))?;
+    let user = std::env::var("USER").unwrap_or_else(|_| "user".to_string());
+    write_private(&home.join("token"), &token(&key, &user, Role::User))?;
+    write_private(&home.join("admin.token"), &token(&key, &user, Role::Admin))?;
+
+    let exe = std::env::current_exe().context("locating the glean binary")?;
+    let coord_addr = SocketAddr::from(([127, 0, 0, 1], args.port));
+    let coord_url = format!("http://{coord_addr}");
+    let advertise = (args.interval / 2.0).clamp(1.0, 60.0).round() as u64;
+
+    let mut children = Children(Vec::new());
+    let cdir = home.join("coordinator");
+    std::fs::create_dir_all(&cdir)?;
+    let ccfg = cdir.join("coordinator.toml");
+    std::fs::write(
+        &ccfg,
+        format!(
+            "listen = {}\nstate_dir = {}\npool_key = {}\nscheduling_interval_secs = {}\n\
+             advertise_period_secs = {advertise}\n",
+            q(&coord_addr.to_string()),
+            q(&cdir.join("state").display().to_string()),
+            q(&key_path.display().to_string()),
+            args.interval
+        ),
+    )?;
+    let mut coord = spawn(&exe, "coordinator", &ccfg, &cdir.join("coordinator.log"))?;
+    wait_listening(coord_addr, &mut coord, "the coordinator")?;
+    children.0.push(("coordinator".into(), coord));
+
+    let mut stations = Vec::new();
+    for k in 0..args.stations {
+        let name = format!("station{k}");
+        let port = args
+            .port
+            .checked_add(2 + k as u16)
+            .context("station port out of range")?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let sdir = home.join("stations").join(&name);
+        std::fs::create_dir_all(&sdir)?;
+        let owner = sdir.join("owner");
+        if !owner.exists() {
+            std::fs::write(&owner, "idle\n")?;
+        }
+        let scfg = sdir.join("station.toml");
+        std::fs::write(
+            &scfg,
+            format!(
+                "name = {}\nlisten = {}\nstate_dir = {}\ncoordinator = {}\npool_key = {}\n\
+                 advertise_secs = {advertise}\nplacement_interval_secs = 1\ncpus = 1\n\
+                 activity = {{ source = \"file\", path = {} }}\n{}",
+                q(&name),
+                q(&addr.to_string()),
+                q(&sdir.join("state").display().to_string()),
+                q(&coord_url),
+                q(&key_path.display().to_string()),
+                q(&owner.display().to_string()),
+                if args.demo {
+                    let p = crate::demo::POLICIES[k as usize % crate::demo::POLICIES.len()];
+                    format!("eviction_policy = {}\n", q(p))
+                } else {
+                    String::new()
+                }
+            ),
+        )?;
+        let mut child = spawn(&exe, "station", &scfg, &sdir.join("station.log"))?;
+        wait_listening(addr, &mut child, &name)?;
+        children.0.push((name.clone(), child));
+        stations.push((name, addr));
+    }
+    let first = stations
+        .first()
+        .map(|(_, a)| format!("http://{a}"))
+        .context("no station")?;
+    std::fs::write(
+        home.join("pool.toml"),
+        format!("station = {}\ncoordinator = {}\n", q(&first), q(&coord_url)),
+    )?;
+
+    println!("Personal pool up in {}", home.display());
+    println!("  coordinator  {coord_url}");
+    for (name, addr) in &stations {
+        println!(
+            "  {name:<12} http://{addr}  (owner activity: {})",
+            home.join("stations").join(name).join("owner").display()
+        );
+    }
+    if args.demo {
+        let urls: Vec<String> = stations
+            .iter()
+            .map(|(_, a)| format!("http://{a}"))
+            .collect();
+        let result = crate::demo::run(
+            &home,
+            &urls,
+            &coord_url,
+            token(&key, "heavy", Role::User),
+            token(&key, "light", Role::User),
+            token(&key, &user, Role::Admin),
+        );
+        // Pool files stay for inspection (glean q/history with --station).
+        println!("stopping the pool");
+        drop(children);
+        result?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("Submit with `glean submit FILE`, watch with `glean q` and `glean status`.");
+    println!("Press Ctrl-C to stop the pool.");
+
+    // Stay up until interrupted or until a daemon dies (then stop all).
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        std::thread::spawn(move || {
+            rt.block_on(async {
+                let _ = tokio::signal::ctrl_c().await;
+            });
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+    }
+    loop {
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            println!("stopping the pool");
+            return Ok(ExitCode::SUCCESS);
+        }
+        for (name, c) in &mut children.0 {
+            if let Some(status) = c.try_wait()? {
+                bail!("{name} exited unexpectedly ({status}); stopping the pool");
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn spawn(exe: &Path, what: &str, config: &Path, log: &Path) -> anyhow::Result<Child> {
+    let out = std::fs::File::create(log).with_context(|| format!("log {}", log.display()))?;
+    let err = out.try_clone()?;
+    Command::new(exe)
+        .arg(what)
+        .arg("--config")
+        .arg(config)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .env(
+            "GLEAN_LOG",
+            std::env::var("GLEAN_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .spawn()
+        .with_context(|| format!("starting {what}"))
+}

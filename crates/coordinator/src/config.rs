@@ -1,0 +1,179 @@
+//! The coordinator's configuration file (TOML).
+
+use gleaner_core::alloc::AllocatorConfig;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::CoordinatorError;
+
+/// Everything `glean coordinator` reads from its TOML file. Every field has a
+/// default, so an empty file is a valid configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CoordinatorConfig {
+    /// Address of the HTTP endpoint. Default `127.0.0.1:9618` (HTCondor's
+    /// collector port, where administrators expect the central manager);
+    /// use `0.0.0.0:9618` to serve other hosts.
+    pub listen: SocketAddr,
+    /// Where the durable fairness state (`fairness.json`: station ids and
+    /// the Up-Down table) lives. Default `/var/lib/gleaner/coordinator`.
+    pub state_dir: PathBuf,
+    /// The pool key file (hex, mode 0600), created on first start if
+    /// missing. Default `/etc/gleaner/pool.key`.
+    pub pool_key: PathBuf,
+    /// Which allocator decides who gets free nodes (default Up-Down with
+    /// resolutions A1–A9 of spec/mutka-livny-1987.md §2.6).
+    pub allocator: AllocatorConfig,
+    /// Seconds between scheduling passes with an index update. Default 120:
+    /// Condor's coordinator polled every 2 minutes (Mutka 1988 L583); the
+    /// thesis simulations used 10 minutes.
+    pub scheduling_interval_secs: f64,
+    /// Seconds between advertisements, told to stations in every reply.
+    /// Default 120, the same 2-minute poll (L583).
+    pub advertise_period_secs: u64,
+    /// Forget a station whose ads stopped for this long. Default: three
+    /// advertise periods.
+    pub station_timeout_secs: Option<f64>,
+    /// After a start, preempt nothing for this long, so that holdings are
+    /// first learnt from the hosts' ads. Default: one advertise period;
+    /// 0 disables the grace.
+    pub startup_grace_secs: Option<f64>,
+    /// Lifetime of a claim id (a grant not used by then lapses). Default:
+    /// three advertise periods, enough for the grantee to hear of the grant
+    /// and the host to report the placement.
+    pub claim_lifetime_secs: Option<u64>,
+    /// How long a node freed by preemption stays reserved for the
+    /// preempting station while the victim vacates. Default: three
+    /// advertise periods (the thesis's 5-minute suspend grace, L841, fits).
+    pub preempt_timeout_secs: Option<f64>,
+    /// Seed of the allocator's RNG (Random allocator, Up-Down ties). `None`
+    /// seeds from the clock.
+    pub seed: Option<u64>,
+    /// Largest request body accepted, bytes. Default 256 KiB.
+    pub max_body_bytes: usize,
+}
+
+impl Default for CoordinatorConfig {
+    fn default() -> Self {
+        CoordinatorConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 9618)),
+            state_dir: PathBuf::from("/var/lib/gleaner/coordinator"),
+            pool_key: PathBuf::from("/etc/gleaner/pool.key"),
+            allocator: AllocatorConfig::default(),
+            scheduling_interval_secs: 120.0,
+            advertise_period_secs: 120,
+            station_timeout_secs: None,
+            startup_grace_secs: None,
+            claim_lifetime_secs: None,
+            preempt_timeout_secs: None,
+            seed: None,
+            max_body_bytes: 256 * 1024,
+        }
+    }
+}
+
+/// The configuration with every derived default filled in.
+#[derive(Clone, Debug)]
+pub(crate) struct Timing {
+    pub interval: Duration,
+    pub advertise_secs: u64,
+    pub station_timeout: Duration,
+    pub startup_grace: Duration,
+    pub claim_lifetime_secs: u64,
+    pub preempt_timeout: Duration,
+}
+
+fn secs(field: &str, v: f64) -> Result<Duration, CoordinatorError> {
+    if v.is_finite() && v > 0.0 && v < 1e9 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(CoordinatorError::Config(format!(
+            "{field} must be a positive number of seconds, got {v}"
+        )))
+    }
+}
+
+impl CoordinatorConfig {
+    /// Parses a TOML configuration.
+    pub fn from_toml_str(text: &str) -> Result<Self, CoordinatorError> {
+        let c: CoordinatorConfig =
+            toml::from_str(text).map_err(|e| CoordinatorError::Config(e.to_string()))?;
+        c.timing()?;
+        Ok(c)
+    }
+
+    /// Reads and parses a TOML configuration file.
+    pub fn load(path: &Path) -> Result<Self, CoordinatorError> {
+        let text = std::fs::read_to_string(path).map_err(|source| CoordinatorError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_toml_str(&text)
+    }
+
+    pub(crate) fn timing(&self) -> Result<Timing, CoordinatorError> {
+        let interval = secs("scheduling_interval_secs", self.scheduling_interval_secs)?;
+        if self.advertise_period_secs == 0 {
+            return Err(CoordinatorError::Config(
+                "advertise_period_secs must be at least 1".into(),
+            ));
+        }
+        if self.max_body_bytes < 1024 {
+            return Err(CoordinatorError::Config(
+                "max_body_bytes must be at least 1024".into(),
+            ));
+        }
+        let period = self.advertise_period_secs as f64;
+        Ok(Timing {
+            interval,
+            advertise_secs: self.advertise_period_secs,
+            station_timeout: secs(
+                "station_timeout_secs",
+                self.station_timeout_secs.unwrap_or(3.0 * period),
+            )?,
+            startup_grace: match self.startup_grace_secs {
+                // Zero is allowed: a test or a fresh pool need not wait.
+                Some(0.0) => Duration::ZERO,
+                Some(v) => secs("startup_grace_secs", v)?,
+                None => Duration::from_secs(self.advertise_period_secs),
+            },
+            claim_lifetime_secs: self
+                .claim_lifetime_secs
+                .unwrap_or(3 * self.advertise_period_secs)
+                .max(1),
+            preempt_timeout: secs(
+                "preempt_timeout_secs",
+                self.preempt_timeout_secs.unwrap_or(3.0 * period),
+            )?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        let c = CoordinatorConfig::from_toml_str("").unwrap();
+        assert_eq!(c, CoordinatorConfig::default());
+        let t = c.timing().unwrap();
+        assert_eq!(t.interval, Duration::from_secs(120));
+        assert_eq!(t.station_timeout, Duration::from_secs(360));
+    }
+
+    #[test]
+    fn fields_parse_and_unknown_ones_are_refused() {
+        let c = CoordinatorConfig::from_toml_str(
+            "listen = \"0.0.0.0:9000\"\nscheduling_interval_secs = 600\nseed = 7\n\
+             [allocator]\nkind = \"random\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.listen.port(), 9000);
+        assert_eq!(c.seed, Some(7));
+        assert!(CoordinatorConfig::from_toml_str("bogus = 1").is_err());
+        assert!(CoordinatorConfig::from_toml_str("scheduling_interval_secs = -1").is_err());
+    }
+}

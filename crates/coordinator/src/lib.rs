@@ -1,0 +1,54 @@
+//! Gleaner's central coordinator (Mutka 1988 §4.3, §5; thesis spec §1.1).
+//!
+//! The coordinator only knows, per station, its availability (AV/NA), its
+//! demand and its Up-Down schedule index; it grants free nodes to home
+//! stations or asks holders to give nodes back. Which job runs, and all job
+//! state, stay on the home stations (L579–585).
+//!
+//! - [`CoordinatorConfig`]: the TOML configuration.
+//! - [`run`]: the daemon behind `glean coordinator`; [`spawn`] and
+//!   [`spawn_for_test`] start it in the background.
+//! - HTTP API: `POST /v1/advertise`, `GET /v1/pool`, `GET /v1/userprio`,
+//!   `GET /v1/health`, each with `Authorization: Bearer <token>`.
+//!
+//! Stations advertise every `advertise_period_secs` (told in each reply),
+//! and a station daemon should also advertise at once when its owner state
+//! changes, a guest finishes or leaves, or new jobs are queued: grants and
+//! preemptions are delivered only in replies to advertisements.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![forbid(unsafe_code)]
+
+mod config;
+mod persist;
+mod pool;
+mod server;
+
+pub use config::CoordinatorConfig;
+pub use persist::{FairnessState, StationEntry};
+pub use server::{RunningCoordinator, run, spawn, spawn_for_test};
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Why the coordinator could not start or keep running.
+#[derive(Debug, thiserror::Error)]
+pub enum CoordinatorError {
+    #[error("configuration: {0}")]
+    Config(String),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("fairness state {path}: {why}")]
+    State { path: PathBuf, why: String },
+    #[error(transparent)]
+    Key(#[from] gleaner_proto::auth::KeyFileError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("server: {0}")]
+    Server(String),
+}

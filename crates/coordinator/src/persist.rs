@@ -1,0 +1,127 @@
+//! The durable fairness state: station ids and the Up-Down table.
+//!
+//! Written after every scheduling interval as `fairness.json` in the state
+//! directory, atomically (temporary file, fsync, rename, fsync of the
+//! directory), so a crash leaves either the old or the new table.
+
+use crate::CoordinatorError;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+const FILE: &str = "fairness.json";
+const VERSION: u32 = 1;
+
+/// One station: its id is its position in [`FairnessState::stations`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StationEntry {
+    pub name: String,
+    /// Schedule index; `None` when the allocator keeps none.
+    #[serde(default)]
+    pub si: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FairnessState {
+    pub version: u32,
+    pub stations: Vec<StationEntry>,
+}
+
+impl FairnessState {
+    pub fn new(stations: Vec<(String, Option<f64>)>) -> Self {
+        FairnessState {
+            version: VERSION,
+            stations: stations
+                .into_iter()
+                .map(|(name, si)| StationEntry { name, si })
+                .collect(),
+        }
+    }
+
+    pub fn path(dir: &Path) -> PathBuf {
+        dir.join(FILE)
+    }
+
+    /// Loads the state, or an empty one if the file does not exist yet.
+    pub fn load(dir: &Path) -> Result<Self, CoordinatorError> {
+        let path = Self::path(dir);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(FairnessState::new(Vec::new()));
+            }
+            Err(source) => return Err(CoordinatorError::Io { path, source }),
+        };
+        let bad = |why: String| CoordinatorError::State {
+            path: path.clone(),
+            why,
+        };
+        let state: FairnessState = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        if state.version != VERSION {
+            return Err(bad(format!("unsupported version {}", state.version)));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for e in &state.stations {
+            if !seen.insert(e.name.as_str()) {
+                return Err(bad(format!("station {:?} listed twice", e.name)));
+            }
+            if e.si.is_some_and(|v| !v.is_finite()) {
+                return Err(bad(format!("station {:?} has a non-finite index", e.name)));
+            }
+        }
+        Ok(state)
+    }
+
+    /// Writes the state atomically.
+    pub fn save(&self, dir: &Path) -> Result<(), CoordinatorError> {
+        let path = Self::path(dir);
+        let tmp = dir.join(format!("{FILE}.tmp"));
+        let io = |p: &Path| {
+            let p = p.to_path_buf();
+            move |source| CoordinatorError::Io { path: p, source }
+        };
+        let json = serde_json::to_vec_pretty(self).map_err(|e| CoordinatorError::State {
+            path: path.clone(),
+            why: e.to_string(),
+        })?;
+        let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
+        f.write_all(&json).map_err(io(&tmp))?;
+        f.sync_all().map_err(io(&tmp))?;
+        drop(f);
+        std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        // Make the rename itself durable.
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io(dir))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(FairnessState::load(dir.path()).unwrap().stations.is_empty());
+        let s = FairnessState::new(vec![("a".into(), Some(-2.0)), ("b".into(), None)]);
+        s.save(dir.path()).unwrap();
+        assert_eq!(FairnessState::load(dir.path()).unwrap(), s);
+    }
+
+    #[test]
+    fn corrupt_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(FairnessState::path(dir.path()), "{\"version\":1,").unwrap();
+        assert!(FairnessState::load(dir.path()).is_err());
+        std::fs::write(
+            FairnessState::path(dir.path()),
+            r#"{"version":1,"stations":[{"name":"a"},{"name":"a"}]}"#,
+        )
+        .unwrap();
+        assert!(FairnessState::load(dir.path()).is_err());
+    }
+}

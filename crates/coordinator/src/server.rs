@@ -1,0 +1,411 @@
+//! The HTTP endpoint (axum) and the scheduling loop.
+
+use crate::CoordinatorError;
+use crate::config::{CoordinatorConfig, Timing};
+use crate::persist::FairnessState;
+use crate::pool::Pool;
+use axum::Json;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
+use gleaner_proto::wire::{ErrorBody, ErrorCode, PROTOCOL_VERSION, StationAd, check_version};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// Longest station or host name accepted (a DNS name's limit).
+const MAX_NAME: usize = 253;
+const MAX_ADDRESS: usize = 2048;
+/// More CPUs or guests than this in one ad is garbage, not a workstation.
+const MAX_CPUS: u32 = 1 << 16;
+
+struct Shared {
+    pool: Mutex<Pool>,
+    key: PoolKey,
+    max_body: usize,
+}
+
+impl Shared {
+    fn pool(&self) -> MutexGuard<'_, Pool> {
+        // A panic while holding the lock leaves a consistent-enough pool
+        // (every mutation is a whole step); keep serving.
+        self.pool.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn wall_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// An error response: status and [`ErrorBody`].
+struct ApiError(StatusCode, ErrorBody);
+
+impl ApiError {
+    fn new(code: ErrorCode, msg: impl Into<String>) -> Self {
+        let status =
+            StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        ApiError(status, ErrorBody::new(code, msg))
+    }
+    fn field(mut self, f: impl Into<String>) -> Self {
+        self.1 = self.1.with_field(f);
+        self
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(self.1)).into_response()
+    }
+}
+
+/// Checks the bearer token (401 if missing, forged or expired); with
+/// `daemon_only`, other roles get 403.
+fn authorize(
+    shared: &Shared,
+    headers: &HeaderMap,
+    peer: SocketAddr,
+    path: &str,
+    daemon_only: bool,
+) -> Result<Claims, ApiError> {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let Some(token) = token else {
+        tracing::warn!(%peer, path, "request without a bearer token refused");
+        return Err(ApiError::new(
+            ErrorCode::Unauthorized,
+            "missing `Authorization: Bearer <token>` header",
+        ));
+    };
+    let claims = shared.key.verify(token, wall_secs()).map_err(|e| {
+        tracing::warn!(%peer, path, error = %e, "request with an invalid token refused");
+        ApiError::new(ErrorCode::Unauthorized, format!("invalid token: {e}"))
+    })?;
+    if daemon_only && claims.role != Role::Daemon {
+        tracing::warn!(%peer, path, subject = %claims.subject, "non-daemon token refused");
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "only daemon tokens may advertise",
+        ));
+    }
+    Ok(claims)
+}
+
+/// Reads and checks a [`StationAd`]: 400 naming the field where possible,
+/// 426 on another protocol version.
+async fn read_ad(body: Body, headers: &HeaderMap, max: usize) -> Result<StationAd, ApiError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(ApiError(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorBody::new(
+                ErrorCode::BadRequest,
+                format!("request body larger than {max} bytes"),
+            ),
+        ));
+    }
+    let bytes = axum::body::to_bytes(body, max).await.map_err(|e| {
+        ApiError::new(
+            ErrorCode::BadRequest,
+            format!("could not read the request body (truncated or over {max} bytes): {e}"),
+        )
+    })?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::new(
+            ErrorCode::BadRequest,
+            format!("body is not valid JSON: {e}"),
+        )
+    })?;
+    // The version is checked before the shape: another version's ad may
+    // legitimately look different.
+    if let Some(p) = value.get("protocol") {
+        let v = p.as_u64().ok_or_else(|| {
+            ApiError::new(ErrorCode::BadRequest, "protocol must be an integer").field("protocol")
+        })?;
+        let v = u32::try_from(v).unwrap_or(u32::MAX);
+        check_version(v).map_err(|e| ApiError(StatusCode::UPGRADE_REQUIRED, e))?;
+    }
+    let ad: StationAd = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let msg = e.inner().to_string();
+        let err = ApiError::new(ErrorCode::BadRequest, format!("invalid station ad: {msg}"));
+        if path != "." {
+            return err.field(path);
+        }
+        // A missing field is reported at its parent: name it from the
+        // message ("missing field `cpus` at line 1 column 20").
+        match msg
+            .strip_prefix("missing field `")
+            .and_then(|r| r.split_once('`'))
+        {
+            Some((field, _)) => err.field(field),
+            None => err,
+        }
+    })?;
+    validate(&ad)?;
+    Ok(ad)
+}
+
+fn validate(ad: &StationAd) -> Result<(), ApiError> {
+    let bad = |field: &str, msg: &str| Err(ApiError::new(ErrorCode::BadRequest, msg).field(field));
+    let name_ok = |n: &str| {
+        !n.is_empty()
+            && n.len() <= MAX_NAME
+            && !n.chars().any(|c| c.is_whitespace() || c.is_control())
+    };
+    if !name_ok(&ad.name) {
+        return bad(
+            "name",
+            "station name must be 1–253 characters without spaces",
+        );
+    }
+    if ad.address.len() > MAX_ADDRESS {
+        return bad("address", "address too long");
+    }
+    if ad.cpus > MAX_CPUS {
+        return bad("cpus", "implausible number of cpus");
+    }
+    if ad.running_guests.len() > MAX_CPUS as usize {
+        return bad("running_guests", "implausible number of guests");
+    }
+    if let Some(i) = ad.running_guests.iter().position(|g| !name_ok(&g.home)) {
+        return bad(
+            &format!("running_guests[{i}].home"),
+            "guest home must be a station name",
+        );
+    }
+    Ok(())
+}
+
+async fn advertise(
+    State(shared): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let claims = authorize(&shared, &headers, peer, "/v1/advertise", true)?;
+    let ad = read_ad(body, &headers, shared.max_body).await.inspect_err(
+        |e| tracing::info!(%peer, subject = %claims.subject, error = %e.1, "bad advertisement"),
+    )?;
+    let reply = shared.pool().advertise(ad, Instant::now(), wall_secs());
+    Ok(Json(reply).into_response())
+}
+
+async fn pool_status(
+    State(shared): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    authorize(&shared, &headers, peer, "/v1/pool", false)?;
+    let status = shared.pool().status(Instant::now());
+    Ok(Json(status).into_response())
+}
+
+async fn userprio(
+    State(shared): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    authorize(&shared, &headers, peer, "/v1/userprio", false)?;
+    let table = shared.pool().userprio();
+    Ok(Json(table).into_response())
+}
+
+async fn health(
+    State(shared): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    authorize(&shared, &headers, peer, "/v1/health", false)?;
+    let stations = shared.pool().status(Instant::now()).stations.len();
+    Ok(Json(serde_json::json!({
+        "status": "ok",
+        "protocol": PROTOCOL_VERSION,
+        "stations": stations,
+    }))
+    .into_response())
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(ErrorCode::NotFound, "no such endpoint")
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/v1/advertise", post(advertise))
+        .route("/v1/pool", get(pool_status))
+        .route("/v1/userprio", get(userprio))
+        .route("/v1/health", get(health))
+        .fallback(not_found)
+        .with_state(shared)
+}
+
+/// A coordinator running in the background (see [`spawn`]).
+pub struct RunningCoordinator {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Result<(), CoordinatorError>>,
+}
+
+impl RunningCoordinator {
+    /// The address the server is bound to.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops serving, writes the fairness state a last time and waits.
+    pub async fn stop(mut self) -> Result<(), CoordinatorError> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        self.wait().await
+    }
+
+    async fn wait(self) -> Result<(), CoordinatorError> {
+        self.task
+            .await
+            .map_err(|e| CoordinatorError::Server(format!("coordinator task failed: {e}")))?
+    }
+}
+
+async fn save(state: FairnessState, dir: PathBuf) -> Result<(), CoordinatorError> {
+    tokio::task::spawn_blocking(move || state.save(&dir))
+        .await
+        .map_err(|e| CoordinatorError::Server(format!("state writer failed: {e}")))?
+}
+
+/// Starts the coordinator: loads (or creates) the pool key and the fairness
+/// state, binds `config.listen` and runs the scheduling loop.
+pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, CoordinatorError> {
+    let timing: Timing = config.timing()?;
+    let key = load_or_create_pool_key(&config.pool_key)?;
+    std::fs::create_dir_all(&config.state_dir).map_err(|source| CoordinatorError::Io {
+        path: config.state_dir.clone(),
+        source,
+    })?;
+    let restored = FairnessState::load(&config.state_dir)?;
+    let seed = config.seed.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+    });
+    let interval = timing.interval;
+    let pool = Pool::new(
+        timing,
+        key.clone(),
+        &config.allocator,
+        seed,
+        &restored,
+        Instant::now(),
+    );
+    let shared = Arc::new(Shared {
+        pool: Mutex::new(pool),
+        key,
+        max_body: config.max_body_bytes,
+    });
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| CoordinatorError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| CoordinatorError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+    tracing::info!(%addr, stations = restored.stations.len(), "coordinator listening");
+
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let (halt_tx, mut halt_rx) = tokio::sync::watch::channel(false);
+    let app = router(shared.clone());
+    let dir = config.state_dir.clone();
+    let task = tokio::spawn(async move {
+        let mut server_halt = halt_rx.clone();
+        let server = tokio::spawn(async move {
+            axum::serve(
+                listener,
+                app.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .with_graceful_shutdown(async move {
+                let _ = server_halt.wait_for(|h| *h).await;
+            })
+            .await
+        });
+        let sched_shared = shared.clone();
+        let sched_dir = dir.clone();
+        let scheduler = tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(interval);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticker.tick().await; // the first tick is immediate
+            loop {
+                tokio::select! {
+                    _ = ticker.tick() => {}
+                    _ = halt_rx.wait_for(|h| *h) => break,
+                }
+                let state = {
+                    let mut pool = sched_shared.pool();
+                    pool.tick(Instant::now(), wall_secs());
+                    pool.fairness()
+                };
+                if let Err(e) = save(state, sched_dir.clone()).await {
+                    tracing::error!(error = %e, "could not write the fairness state");
+                }
+            }
+        });
+        let _ = stop_rx.await;
+        let _ = halt_tx.send(true);
+        let _ = scheduler.await;
+        let served = server.await;
+        let state = shared.pool().fairness();
+        save(state, dir).await?;
+        match served {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(CoordinatorError::Server(e.to_string())),
+            Err(e) => Err(CoordinatorError::Server(e.to_string())),
+        }
+    });
+    Ok(RunningCoordinator {
+        addr,
+        stop: Some(stop_tx),
+        task,
+    })
+}
+
+/// Runs the coordinator until `shutdown` completes (e.g. Ctrl-C), then
+/// writes the fairness state and returns. This is `glean coordinator`.
+pub async fn run(
+    config: CoordinatorConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), CoordinatorError> {
+    let running = spawn(config).await?;
+    shutdown.await;
+    tracing::info!("coordinator shutting down");
+    running.stop().await
+}
+
+/// [`spawn`] on an ephemeral loopback port, for tests (here and in other
+/// crates): `config.listen` is replaced by `127.0.0.1:0`.
+pub async fn spawn_for_test(
+    mut config: CoordinatorConfig,
+) -> Result<RunningCoordinator, CoordinatorError> {
+    config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    spawn(config).await
+}

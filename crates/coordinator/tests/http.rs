@@ -1,0 +1,454 @@
+//! The coordinator over real HTTP on loopback, with fake stations.
+
+use gleaner_coordinator::{CoordinatorConfig, RunningCoordinator, spawn_for_test};
+use gleaner_core::detector::OwnerState;
+use gleaner_core::time::Time;
+use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
+use gleaner_proto::job::JobId;
+use gleaner_proto::wire::{
+    AdvertiseReply, Demand, ErrorBody, ErrorCode, GuestInfo, PoolStatus, StationAd, UserPrio,
+};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn token(key: &PoolKey, subject: &str, role: Role) -> String {
+    key.sign(&Claims {
+        subject: subject.into(),
+        role,
+        issued_at: now_secs(),
+        expires_at: Some(now_secs() + 3600),
+        token_id: format!("t-{subject}"),
+    })
+}
+
+/// A minimal HTTP/1.1 client: one request per connection, so tests can
+/// also send broken requests. Returns the status and body.
+async fn raw(addr: SocketAddr, request: &[u8], close_write: bool) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(request).await.unwrap();
+    if close_write {
+        s.shutdown().await.unwrap();
+    }
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf))
+        .await
+        .ok()?
+        .ok()?;
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let status = text.split(' ').nth(1)?.parse().ok()?;
+    let body = text.split_once("\r\n\r\n")?.1.to_string();
+    Some((status, body))
+}
+
+async fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&str>,
+) -> (u16, String) {
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n");
+    if let Some(t) = token {
+        req.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    }
+    let body = body.unwrap_or("");
+    req.push_str(&format!(
+        "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    ));
+    raw(addr, req.as_bytes(), false).await.unwrap()
+}
+
+struct Pool {
+    _dir: tempfile::TempDir,
+    key: PoolKey,
+    daemon: String,
+    user: String,
+    coord: RunningCoordinator,
+}
+
+fn config(dir: &Path, interval: f64, grace: f64) -> CoordinatorConfig {
+    CoordinatorConfig {
+        state_dir: dir.join("state"),
+        pool_key: dir.join("pool.key"),
+        scheduling_interval_secs: interval,
+        advertise_period_secs: 1,
+        station_timeout_secs: Some(5.0),
+        startup_grace_secs: Some(grace),
+        // Fake hosts never report placements; keep their claims pending.
+        claim_lifetime_secs: Some(600),
+        seed: Some(42),
+        ..CoordinatorConfig::default()
+    }
+}
+
+impl Pool {
+    async fn start(interval: f64, grace: f64) -> Pool {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), interval, grace);
+        Self::start_with(dir, cfg).await
+    }
+
+    async fn start_with(dir: tempfile::TempDir, cfg: CoordinatorConfig) -> Pool {
+        let key = load_or_create_pool_key(&cfg.pool_key).unwrap();
+        let coord = spawn_for_test(cfg).await.unwrap();
+        Pool {
+            daemon: token(&key, "station", Role::Daemon),
+            user: token(&key, "alice", Role::User),
+            key,
+            coord,
+            _dir: dir,
+        }
+    }
+
+    fn addr(&self) -> SocketAddr {
+        self.coord.addr()
+    }
+
+    async fn advertise(&self, ad: &StationAd) -> AdvertiseReply {
+        let body = serde_json::to_string(ad).unwrap();
+        let (status, text) = http(
+            self.addr(),
+            "POST",
+            "/v1/advertise",
+            Some(&self.daemon),
+            Some(&body),
+        )
+        .await;
+        assert_eq!(status, 200, "{text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    async fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> T {
+        let (status, text) = http(self.addr(), "GET", path, Some(&self.user), None).await;
+        assert_eq!(status, 200, "{text}");
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+fn ad(name: &str, state: OwnerState, cpus: u32, idle: u32, guests: &[(JobId, &str)]) -> StationAd {
+    StationAd {
+        protocol: 1,
+        name: name.into(),
+        address: format!("http://{name}:9618"),
+        state,
+        cpus,
+        memory_mb: 1024,
+        disk_free_kb: 1 << 20,
+        arch: "X86_64".into(),
+        opsys: "LINUX".into(),
+        speed: 1.0,
+        running_guests: guests
+            .iter()
+            .map(|(job, home)| GuestInfo {
+                job: *job,
+                home: (*home).into(),
+                owner: "u".into(),
+                since: Time::from_secs(1),
+                suspended: false,
+            })
+            .collect(),
+        attrs: Default::default(),
+        demand: Demand {
+            idle_jobs: idle,
+            remote_jobs: 0,
+        },
+        submit_only: false,
+        execute_only: false,
+        sequence: 0,
+        sent_at: Time::from_secs(1),
+    }
+}
+
+/// A home station that only submits, with `idle` waiting and `remote` running.
+fn home(name: &str, idle: u32, remote: u32) -> StationAd {
+    let mut a = ad(name, OwnerState::Na, 1, idle, &[]);
+    a.submit_only = true;
+    a.demand.remote_jobs = remote;
+    a
+}
+
+fn sleep(ms: u64) -> tokio::time::Sleep {
+    tokio::time::sleep(Duration::from_millis(ms))
+}
+
+#[tokio::test]
+async fn advertise_grant_round_trip_with_verifiable_claims() {
+    let p = Pool::start(0.2, 0.0).await;
+    assert!(p.advertise(&home("a", 3, 0)).await.grants.is_empty());
+    // A host turning up AV is a capacity event: a grant at once (L643).
+    let r = p.advertise(&ad("h1", OwnerState::Av, 2, 0, &[])).await;
+    assert_eq!(r.next_advertise_secs, 1);
+    let r = p.advertise(&home("a", 3, 0)).await;
+    assert_eq!(r.grants.len(), 1);
+    let g = &r.grants[0];
+    assert_eq!(g.host, "h1");
+    assert_eq!(g.host_address, "http://h1:9618");
+    let ticket = p.key.verify_claim(&g.claim_id, "h1", now_secs()).unwrap();
+    assert_eq!(ticket.home, "a");
+    assert!(p.key.verify_claim(&g.claim_id, "h2", now_secs()).is_err());
+    // The host learns which claims may place on it.
+    let r = p.advertise(&ad("h1", OwnerState::Av, 2, 0, &[])).await;
+    assert_eq!(r.claims.len(), 1);
+    assert_eq!(r.claims[0].home, "a");
+    // Within a few intervals the second cpu is granted too, never a third.
+    let mut total = 1;
+    for _ in 0..50 {
+        if total == 2 {
+            break;
+        }
+        sleep(100).await;
+        total += p.advertise(&home("a", 3, 0)).await.grants.len();
+    }
+    assert_eq!(total, 2);
+    for _ in 0..5 {
+        sleep(150).await;
+        total += p.advertise(&home("a", 3, 0)).await.grants.len();
+        p.advertise(&ad("h1", OwnerState::Av, 2, 0, &[])).await;
+    }
+    assert_eq!(total, 2);
+    let status: PoolStatus = p.get("/v1/pool").await;
+    assert_eq!(status.stations.len(), 2);
+    p.coord.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn light_station_gets_the_next_free_node() {
+    // A long grace: no preemption, so the only way to a node is a free one.
+    let p = Pool::start(0.2, 60.0).await;
+    let j = |c, n| JobId::new(c, n);
+    let guests = [(j(1, 0), "heavy"), (j(1, 1), "heavy")];
+    p.advertise(&home("heavy", 10, 2)).await;
+    p.advertise(&home("light", 1, 0)).await;
+    p.advertise(&ad("h", OwnerState::Av, 2, 0, &guests)).await;
+    // Let an interval pass: heavy's index goes up, light's down.
+    let mut ordered = false;
+    for _ in 0..50 {
+        sleep(100).await;
+        p.advertise(&home("heavy", 10, 2)).await;
+        p.advertise(&home("light", 1, 0)).await;
+        p.advertise(&ad("h", OwnerState::Av, 2, 0, &guests)).await;
+        let prio: UserPrio = p.get("/v1/userprio").await;
+        let si = |n: &str| prio.stations.iter().find(|e| e.station == n).unwrap().si;
+        if si("light") < si("heavy") {
+            ordered = true;
+            break;
+        }
+    }
+    assert!(ordered, "no interval ran");
+    // One of heavy's remote jobs finishes: a capacity event.
+    p.advertise(&ad("h", OwnerState::Av, 2, 0, &guests[1..]))
+        .await;
+    let light = p.advertise(&home("light", 1, 0)).await;
+    let heavy = p.advertise(&home("heavy", 10, 1)).await;
+    assert_eq!(light.grants.len(), 1, "{light:?}");
+    assert_eq!(light.grants[0].host, "h");
+    assert!(heavy.grants.is_empty() && heavy.preemptions.is_empty());
+    p.coord.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn na_station_is_never_granted() {
+    let p = Pool::start(0.1, 0.0).await;
+    for _ in 0..5 {
+        p.advertise(&ad("busy", OwnerState::Na, 4, 0, &[])).await;
+        let r = p.advertise(&home("a", 2, 0)).await;
+        assert!(r.grants.is_empty(), "{r:?}");
+        sleep(120).await;
+    }
+    // The owner leaves: the station turns AV and is granted at once.
+    p.advertise(&ad("busy", OwnerState::Av, 4, 0, &[])).await;
+    let r = p.advertise(&home("a", 2, 0)).await;
+    assert_eq!(r.grants.len(), 1);
+    p.coord.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn updown_preempts_heavy_holder_for_waiting_light_station() {
+    let p = Pool::start(0.2, 0.0).await;
+    let guests = [(JobId::new(1, 0), "heavy"), (JobId::new(1, 1), "heavy")];
+    let mut preempted = None;
+    for _ in 0..50 {
+        p.advertise(&ad("h", OwnerState::Av, 2, 0, &guests)).await;
+        p.advertise(&home("light", 1, 0)).await;
+        let r = p.advertise(&home("heavy", 5, 2)).await;
+        if let Some(pre) = r.preemptions.first() {
+            preempted = Some(pre.clone());
+            break;
+        }
+        sleep(100).await;
+    }
+    let pre = preempted.expect("heavy was never asked to give a node back");
+    assert_eq!(pre.host, "h");
+    let job = pre.job.unwrap();
+    assert!(pre.reason.contains("light"), "{}", pre.reason);
+    // Before the victim leaves, nobody is granted the node.
+    assert!(p.advertise(&home("light", 1, 0)).await.grants.is_empty());
+    // The host vacates the job; the reserved node goes to light.
+    let left: Vec<_> = guests.iter().copied().filter(|g| g.0 != job).collect();
+    p.advertise(&ad("h", OwnerState::Av, 2, 0, &left)).await;
+    let light = p.advertise(&home("light", 1, 0)).await;
+    assert_eq!(light.grants.len(), 1, "{light:?}");
+    assert_eq!(light.grants[0].host, "h");
+    assert!(p.advertise(&home("heavy", 6, 1)).await.grants.is_empty());
+    p.coord.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn missing_forged_or_wrong_role_tokens_are_refused() {
+    let p = Pool::start(0.2, 0.0).await;
+    let body = serde_json::to_string(&ad("h", OwnerState::Av, 2, 0, &[])).unwrap();
+    let forged = token(&PoolKey::from_bytes([9; 32]), "station", Role::Daemon);
+    for (tok, want) in [
+        (None, 401),
+        (Some(forged.as_str()), 401),
+        (Some("garbage"), 401),
+        (Some(p.user.as_str()), 403),
+    ] {
+        let (status, text) = http(p.addr(), "POST", "/v1/advertise", tok, Some(&body)).await;
+        assert_eq!(status, want, "{text}");
+        let e: ErrorBody = serde_json::from_str(&text).unwrap();
+        let code = if want == 401 {
+            ErrorCode::Unauthorized
+        } else {
+            ErrorCode::Forbidden
+        };
+        assert_eq!(e.error.code, code);
+    }
+    for path in ["/v1/pool", "/v1/userprio", "/v1/health"] {
+        let (status, _) = http(p.addr(), "GET", path, None, None).await;
+        assert_eq!(status, 401);
+        let (status, _) = http(p.addr(), "GET", path, Some(&forged), None).await;
+        assert_eq!(status, 401);
+    }
+    let status: PoolStatus = p.get("/v1/pool").await;
+    assert!(status.stations.is_empty(), "refused ads changed the pool");
+    p.coord.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn garbage_gets_400_and_the_daemon_keeps_serving() {
+    let p = Pool::start(0.2, 0.0).await;
+    let post = |body: String| {
+        let tok = p.daemon.clone();
+        let addr = p.addr();
+        async move { http(addr, "POST", "/v1/advertise", Some(&tok), Some(&body)).await }
+    };
+    let field = |text: &str| serde_json::from_str::<ErrorBody>(text).unwrap().error.field;
+    let (s, _) = post("this is not json".into()).await;
+    assert_eq!(s, 400);
+    let (s, _) = post("{\"name\": \"a\", ".into()).await;
+    assert_eq!(s, 400);
+    let mut v = serde_json::to_value(ad("a", OwnerState::Av, 1, 0, &[])).unwrap();
+    v.as_object_mut().unwrap().remove("cpus");
+    let (s, t) = post(v.to_string()).await;
+    assert_eq!((s, field(&t).as_deref()), (400, Some("cpus")), "{t}");
+    v["cpus"] = "lots".into();
+    let (s, t) = post(v.to_string()).await;
+    assert_eq!((s, field(&t).as_deref()), (400, Some("cpus")), "{t}");
+    v["cpus"] = 1.into();
+    v["state"] = "MAYBE".into();
+    let (s, t) = post(v.to_string()).await;
+    assert_eq!((s, field(&t).as_deref()), (400, Some("state")), "{t}");
+    v["state"] = "AV".into();
+    v["name"] = "".into();
+    let (s, _) = post(v.to_string()).await;
+    assert_eq!(s, 400);
+    v["name"] = "a".into();
+    v["protocol"] = 2.into();
+    let (s, t) = post(v.to_string()).await;
+    assert_eq!(s, 426, "{t}");
+    // Too large.
+    let (s, _) = post(format!("\"{}\"", "x".repeat(300 * 1024))).await;
+    assert_eq!(s, 413);
+    // Truncated: the declared length is never sent.
+    let req = format!(
+        "POST /v1/advertise HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {}\r\n\
+         Content-Length: 500\r\n\r\n{{\"name\":",
+        p.daemon
+    );
+    if let Some((s, _)) = raw(p.addr(), req.as_bytes(), true).await {
+        assert_eq!(s, 400);
+    }
+    // Not HTTP at all.
+    let _ = raw(p.addr(), b"\x00\x01\x02 hello\r\n\r\n", true).await;
+    let (s, _) = http(p.addr(), "GET", "/v1/health", Some(&p.user), None).await;
+    assert_eq!(s, 200);
+    let status: PoolStatus = p.get("/v1/pool").await;
+    assert!(status.stations.is_empty());
+    p.coord.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn restart_keeps_the_updown_table() {
+    let dir = tempfile::tempdir().unwrap();
+    // A long grace keeps holdings fixed, so the indices move one way.
+    let cfg = config(dir.path(), 0.1, 60.0);
+    let state_dir = cfg.state_dir.clone();
+    let p = Pool::start_with(dir, cfg.clone()).await;
+    let guests = [(JobId::new(1, 0), "heavy")];
+    for _ in 0..5 {
+        p.advertise(&ad("h", OwnerState::Av, 1, 0, &guests)).await;
+        p.advertise(&home("heavy", 3, 1)).await;
+        p.advertise(&home("light", 1, 0)).await;
+        sleep(100).await;
+    }
+    let before: UserPrio = p.get("/v1/userprio").await;
+    assert!(before.stations.iter().any(|e| e.si != 0.0), "{before:?}");
+    let Pool { coord, _dir, .. } = p;
+    coord.stop().await.unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(state_dir.join("fairness.json")).unwrap())
+            .unwrap();
+    // Start again from the same state with a long interval: no updates.
+    let mut cfg2 = cfg;
+    cfg2.scheduling_interval_secs = 3600.0;
+    let p2 = Pool::start_with(_dir, cfg2).await;
+    let after: UserPrio = p2.get("/v1/userprio").await;
+    let names: Vec<&str> = after.stations.iter().map(|e| e.station.as_str()).collect();
+    assert_eq!(names, ["h", "heavy", "light"]);
+    for (i, e) in after.stations.iter().enumerate() {
+        assert_eq!(Some(e.si), saved["stations"][i]["si"].as_f64(), "{e:?}");
+        assert!(!e.known, "ads are soft state");
+    }
+    let b = |n: &str| before.stations.iter().find(|e| e.station == n).unwrap().si;
+    let a = |n: &str| after.stations.iter().find(|e| e.station == n).unwrap().si;
+    assert!(a("heavy") > 0.0 && a("light") < 0.0);
+    // At most a couple of intervals ran between the two readings.
+    assert!((a("heavy") - b("heavy")).abs() <= 5.0);
+    p2.coord.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn silent_stations_are_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), 0.1, 0.0);
+    cfg.station_timeout_secs = Some(0.4);
+    let p = Pool::start_with(dir, cfg).await;
+    p.advertise(&home("a", 1, 0)).await;
+    p.advertise(&ad("h", OwnerState::Na, 1, 0, &[])).await;
+    let status: PoolStatus = p.get("/v1/pool").await;
+    assert_eq!(status.stations.len(), 2);
+    for _ in 0..8 {
+        sleep(100).await;
+        p.advertise(&home("a", 1, 0)).await;
+    }
+    let status: PoolStatus = p.get("/v1/pool").await;
+    let names: Vec<_> = status.stations.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["a"]);
+    // Its index stays: fairness is durable, the ad is not.
+    let prio: UserPrio = p.get("/v1/userprio").await;
+    let h = prio.stations.iter().find(|e| e.station == "h").unwrap();
+    assert!(!h.known);
+    p.coord.stop().await.unwrap();
+}

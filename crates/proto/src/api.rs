@@ -1,0 +1,110 @@
+//! Request and response bodies of the station's user API and shadow API
+//! that are not daemon-to-daemon messages (those live in [`crate::wire`]).
+//!
+//! User API (served by every station that accepts submissions; the CLI is
+//! the client):
+//! - `POST /v1/submit`: [`SubmitBody`] → [`crate::wire::SubmitResponse`];
+//! - `GET /v1/jobs?owner=&state=&constraint=`: `Vec<`[`JobInfo`]`>`;
+//! - `GET /v1/jobs/{id}`: [`JobDetail`];
+//! - `POST /v1/jobs/{id}/rm|hold|release`: [`ActionRequest`] → [`ActionResponse`];
+//! - `GET /v1/history?owner=`: `Vec<`[`JobInfo`]`>`;
+//! - `GET /v1/jobs/{id}/output/{stream}?offset=N`: raw bytes.
+//!
+//! Shadow API (the host's starter is the client):
+//! - `GET /v1/shadow/{job}/input/{name}`: raw bytes;
+//! - `POST /v1/shadow/{job}/output/{stream}?offset=N`: raw bytes → [`AppendResponse`];
+//! - `PUT /v1/shadow/{job}/files/{name}`: raw bytes → [`StoredResponse`];
+//! - `POST /v1/jobs/{job}/status`: [`crate::wire::JobStatusReport`] → [`StoredResponse`].
+
+use crate::job::{JobDescription, JobEventKind, JobId, JobState};
+use crate::submit::ClusterSubmission;
+use gleaner_core::time::Time;
+use serde::{Deserialize, Serialize};
+
+fn current_version() -> u32 {
+    crate::wire::PROTOCOL_VERSION
+}
+
+/// `POST /v1/submit` body. A superset of [`crate::wire::SubmitRequest`]:
+/// the CLI also sends the submit file's directory, which becomes the jobs'
+/// initial working directory (HTCondor's `Iwd`) when the file sets none, and
+/// which relative `initialdir` values are resolved against.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmitBody {
+    #[serde(default = "current_version")]
+    pub protocol: u32,
+    pub submission: ClusterSubmission,
+    /// Absolute directory of the submit file on the submitting machine.
+    #[serde(default)]
+    pub submit_dir: Option<String>,
+}
+
+/// One job as listed by `GET /v1/jobs` and `GET /v1/history`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobInfo {
+    pub id: JobId,
+    pub owner: String,
+    pub state: JobState,
+    pub submitted_at: Time,
+    pub updated_at: Time,
+    #[serde(default)]
+    pub started_at: Option<Time>,
+    #[serde(default)]
+    pub finished_at: Option<Time>,
+    #[serde(default)]
+    pub run_count: u32,
+    /// Host it runs on (or last ran on).
+    #[serde(default)]
+    pub host: Option<String>,
+    /// Executable and arguments, for the `CMD` column.
+    pub cmd: String,
+}
+
+/// One history entry of a job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventInfo {
+    pub at: Time,
+    pub kind: JobEventKind,
+    #[serde(default)]
+    pub detail: String,
+}
+
+/// `GET /v1/jobs/{id}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobDetail {
+    pub job: JobInfo,
+    pub description: JobDescription,
+    pub events: Vec<EventInfo>,
+}
+
+/// Body of `rm`, `hold` and `release`; may be empty.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ActionRequest {
+    pub reason: Option<String>,
+}
+
+/// Result of `rm`, `hold` or `release`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionResponse {
+    /// Jobs whose state changed.
+    pub changed: Vec<JobId>,
+    /// Jobs left alone because the action did not apply to their state
+    /// (e.g. releasing a job that is not held), with the reason.
+    #[serde(default)]
+    pub skipped: Vec<(JobId, String)>,
+}
+
+/// Answer to an output append: the stream's stored length afterwards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppendResponse {
+    pub length: u64,
+}
+
+/// Answer to a stored file or status report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredResponse {
+    pub ok: bool,
+    #[serde(default)]
+    pub detail: String,
+}

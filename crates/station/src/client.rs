@@ -1,0 +1,307 @@
+//! A typed client for the station's user API (what the `glean` CLI uses).
+//!
+//! # Finding the station and the token
+//!
+//! The CLI talks to the user's own station. [`ClientSettings::discover`]
+//! reads the personal pool directory `$GLEAN_HOME` (default `~/.glean`):
+//!
+//! ```text
+//! $GLEAN_HOME/
+//!   pool.toml    station = "http://127.0.0.1:9620"     # required
+//!                coordinator = "http://central:9618"   # optional (glean status)
+//!                token_file = "token"                  # optional, relative to $GLEAN_HOME
+//!   token        the user's bearer token (one line), mode 0600
+//! ```
+//!
+//! `--station URL` and `--token FILE` override the file's values; with both
+//! given, `pool.toml` is not needed at all.
+
+use gleaner_proto::api::{ActionRequest, ActionResponse, JobDetail, JobInfo, SubmitBody};
+use gleaner_proto::wire::{ErrorBody, SubmitResponse};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Client errors.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The station answered with an error body.
+    #[error("station refused the request ({status}): {body}")]
+    Api { status: u16, body: ErrorBody },
+    #[error("cannot reach the station at {url}: {message}")]
+    Http { url: String, message: String },
+    #[error("unexpected answer from the station: {0}")]
+    Decode(String),
+    #[error("{0}")]
+    Config(String),
+}
+
+impl ClientError {
+    /// The HTTP status, when the station answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ClientError::Api { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// `$GLEAN_HOME/pool.toml`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PoolFile {
+    pub station: Option<String>,
+    pub coordinator: Option<String>,
+    pub token_file: Option<PathBuf>,
+}
+
+/// Where to reach the station and with which token.
+#[derive(Clone, Debug)]
+pub struct ClientSettings {
+    pub station: String,
+    pub token: String,
+    pub coordinator: Option<String>,
+}
+
+/// `$GLEAN_HOME`, or `~/.glean`.
+pub fn glean_home() -> PathBuf {
+    if let Some(h) = std::env::var_os("GLEAN_HOME").filter(|h| !h.is_empty()) {
+        return PathBuf::from(h);
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+    home.join(".glean")
+}
+
+fn read_token(path: &Path) -> Result<String, ClientError> {
+    let t = std::fs::read_to_string(path)
+        .map_err(|e| ClientError::Config(format!("cannot read token {}: {e}", path.display())))?;
+    let t = t.trim().to_string();
+    if t.is_empty() {
+        return Err(ClientError::Config(format!(
+            "token file {} is empty",
+            path.display()
+        )));
+    }
+    Ok(t)
+}
+
+impl ClientSettings {
+    /// Resolves the station URL and token: explicit overrides first, then
+    /// `$GLEAN_HOME/pool.toml` and `$GLEAN_HOME/token`.
+    pub fn discover(station: Option<&str>, token_file: Option<&Path>) -> Result<Self, ClientError> {
+        Self::discover_in(&glean_home(), station, token_file)
+    }
+
+    /// [`ClientSettings::discover`] with an explicit pool directory.
+    pub fn discover_in(
+        home: &Path,
+        station: Option<&str>,
+        token_file: Option<&Path>,
+    ) -> Result<Self, ClientError> {
+        let pool_path = home.join("pool.toml");
+        let pool: PoolFile = match std::fs::read_to_string(&pool_path) {
+            Ok(text) => toml::from_str(&text)
+                .map_err(|e| ClientError::Config(format!("{}: {e}", pool_path.display())))?,
+            Err(_) => PoolFile::default(),
+        };
+        let station = station
+            .map(str::to_string)
+            .or(pool.station)
+            .ok_or_else(|| {
+                ClientError::Config(format!(
+                    "no station: pass --station URL or set `station` in {}",
+                    pool_path.display()
+                ))
+            })?;
+        let token_path = match (token_file, &pool.token_file) {
+            (Some(p), _) => p.to_path_buf(),
+            (None, Some(p)) if p.is_absolute() => p.clone(),
+            (None, Some(p)) => home.join(p),
+            (None, None) => home.join("token"),
+        };
+        Ok(ClientSettings {
+            station,
+            token: read_token(&token_path)?,
+            coordinator: pool.coordinator,
+        })
+    }
+}
+
+/// A client of one station's user API.
+#[derive(Clone, Debug)]
+pub struct StationClient {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+/// Query of [`StationClient::jobs`].
+#[derive(Clone, Debug, Default)]
+pub struct JobQuery {
+    pub owner: Option<String>,
+    pub state: Option<String>,
+    /// Include completed and removed jobs.
+    pub all: bool,
+}
+
+impl StationClient {
+    pub fn new(base_url: impl Into<String>, token: impl Into<String>) -> Result<Self, ClientError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|e| ClientError::Config(format!("HTTP client: {e}")))?;
+        Ok(StationClient {
+            base: base_url.into().trim_end_matches('/').to_string(),
+            token: token.into(),
+            http,
+        })
+    }
+
+    pub fn from_settings(s: &ClientSettings) -> Result<Self, ClientError> {
+        Self::new(&s.station, &s.token)
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn send(&self, rb: reqwest::RequestBuilder) -> Result<reqwest::Response, ClientError> {
+        let resp = rb
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .map_err(|e| ClientError::Http {
+                url: self.base.clone(),
+                message: e.to_string(),
+            })?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let text = resp.text().await.unwrap_or_default();
+        let body = serde_json::from_str::<ErrorBody>(&text).unwrap_or_else(|_| {
+            ErrorBody::new(gleaner_proto::wire::ErrorCode::Internal, text.clone())
+        });
+        Err(ClientError::Api {
+            status: status.as_u16(),
+            body,
+        })
+    }
+
+    async fn json<T: DeserializeOwned>(
+        &self,
+        rb: reqwest::RequestBuilder,
+    ) -> Result<T, ClientError> {
+        self.send(rb)
+            .await?
+            .json::<T>()
+            .await
+            .map_err(|e| ClientError::Decode(e.to_string()))
+    }
+
+    /// `POST /v1/submit`.
+    pub async fn submit(&self, body: &SubmitBody) -> Result<SubmitResponse, ClientError> {
+        self.json(self.http.post(self.url("/v1/submit")).json(body))
+            .await
+    }
+
+    /// `GET /v1/jobs`.
+    pub async fn jobs(&self, q: &JobQuery) -> Result<Vec<JobInfo>, ClientError> {
+        let mut params: Vec<(&str, String)> = Vec::new();
+        if let Some(o) = &q.owner {
+            params.push(("owner", o.clone()));
+        }
+        if let Some(s) = &q.state {
+            params.push(("state", s.clone()));
+        }
+        if q.all {
+            params.push(("all", "1".into()));
+        }
+        self.json(self.http.get(self.url("/v1/jobs")).query(&params))
+            .await
+    }
+
+    /// `GET /v1/jobs/{id}`.
+    pub async fn job(&self, id: &str) -> Result<JobDetail, ClientError> {
+        self.json(self.http.get(self.url(&format!("/v1/jobs/{id}"))))
+            .await
+    }
+
+    async fn action(
+        &self,
+        id: &str,
+        what: &str,
+        reason: Option<&str>,
+    ) -> Result<ActionResponse, ClientError> {
+        let body = ActionRequest {
+            reason: reason.map(str::to_string),
+        };
+        self.json(
+            self.http
+                .post(self.url(&format!("/v1/jobs/{id}/{what}")))
+                .json(&body),
+        )
+        .await
+    }
+
+    /// `POST /v1/jobs/{id}/rm`; `id` is `C.P` or a cluster `C`.
+    pub async fn rm(&self, id: &str, reason: Option<&str>) -> Result<ActionResponse, ClientError> {
+        self.action(id, "rm", reason).await
+    }
+
+    pub async fn hold(
+        &self,
+        id: &str,
+        reason: Option<&str>,
+    ) -> Result<ActionResponse, ClientError> {
+        self.action(id, "hold", reason).await
+    }
+
+    pub async fn release(
+        &self,
+        id: &str,
+        reason: Option<&str>,
+    ) -> Result<ActionResponse, ClientError> {
+        self.action(id, "release", reason).await
+    }
+
+    /// `GET /v1/history`.
+    pub async fn history(&self, owner: Option<&str>) -> Result<Vec<JobInfo>, ClientError> {
+        let mut rb = self.http.get(self.url("/v1/history"));
+        if let Some(o) = owner {
+            rb = rb.query(&[("owner", o)]);
+        }
+        self.json(rb).await
+    }
+
+    /// `GET /v1/jobs/{id}/output/{stream}?offset=N`: output so far.
+    pub async fn output(
+        &self,
+        id: &str,
+        stream: &str,
+        offset: u64,
+    ) -> Result<Vec<u8>, ClientError> {
+        let resp = self
+            .send(
+                self.http
+                    .get(self.url(&format!("/v1/jobs/{id}/output/{stream}")))
+                    .query(&[("offset", offset)]),
+            )
+            .await?;
+        resp.bytes()
+            .await
+            .map(|b| b.to_vec())
+            .map_err(|e| ClientError::Decode(e.to_string()))
+    }
+
+    /// `GET {path}` on the same host, decoded as JSON (e.g. `/v1/guests`).
+    pub async fn get_json<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+        self.json(self.http.get(self.url(path))).await
+    }
+}

@@ -1,0 +1,267 @@
+//! The advertise loop and the home station's local scheduler.
+//!
+//! Every period (or at once when a job is submitted or finishes) the
+//! station sends its [`StationAd`] to the coordinator; the ad carries the
+//! demand (idle and remote jobs). The coordinator only hands out hosts; the
+//! home station's own scheduler picks which of its jobs uses each granted
+//! host, FIFO among equal priorities, and places at most one job per
+//! placement interval (Mutka 1988 L839). Preemptions are passed on to the
+//! host as vacate requests; the job is requeued when the host reports it
+//! vacated.
+
+use super::Station;
+use crate::daemon::now;
+use gleaner_proto::job::{JobEventKind, JobId, JobState, JobStateKind};
+use gleaner_proto::wire::{
+    AdvertiseReply, Demand, Grant, PROTOCOL_VERSION, PlacementRequest, PlacementResponse,
+    Preemption, StationAd,
+};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Builds this station's advertisement.
+fn build_ad(st: &Station, sequence: u64) -> StationAd {
+    let counts = st.queue().count_by_state().unwrap_or_default();
+    let count = |k: JobStateKind| {
+        counts
+            .iter()
+            .find(|(s, _)| *s == k)
+            .map_or(0, |(_, n)| u32::try_from(*n).unwrap_or(u32::MAX))
+    };
+    let placing = u32::try_from(st.placing().len()).unwrap_or(0);
+    let demand = Demand {
+        idle_jobs: count(JobStateKind::Idle).saturating_sub(placing),
+        remote_jobs: count(JobStateKind::Running) + count(JobStateKind::Suspended),
+    };
+    let cfg = &st.config;
+    let state = *st.owner.borrow();
+    let (guests, used) = match &st.starter {
+        Some(s) => (s.running_guests(), s.used_cpus()),
+        None => (Vec::new(), 0),
+    };
+    let cpus = st
+        .starter
+        .as_ref()
+        .map_or(0, |s| s.config().cpus)
+        .saturating_sub(used);
+    StationAd {
+        protocol: PROTOCOL_VERSION,
+        name: st.name.clone(),
+        address: st.address.clone(),
+        state,
+        cpus,
+        memory_mb: cfg.memory_mb.unwrap_or(1024),
+        disk_free_kb: 0,
+        arch: cfg
+            .arch
+            .clone()
+            .unwrap_or_else(|| std::env::consts::ARCH.to_uppercase()),
+        opsys: cfg.opsys.clone().unwrap_or_else(|| "LINUX".into()),
+        speed: cfg.speed.unwrap_or(1.0),
+        running_guests: guests,
+        attrs: Default::default(),
+        demand,
+        submit_only: !cfg.role.executes(),
+        execute_only: !cfg.role.submits(),
+        sequence,
+        sent_at: now(),
+    }
+}
+
+/// Advertises until shutdown, applying each reply.
+pub(crate) async fn advertise_loop(st: Arc<Station>, mut shutdown: watch::Receiver<bool>) {
+    if st.config.coordinator.is_empty() {
+        tracing::info!("no coordinator configured: not advertising");
+        return;
+    }
+    let url = format!(
+        "{}/v1/advertise",
+        st.config.coordinator.trim_end_matches('/')
+    );
+    let mut sequence = 0u64;
+    let mut last_placement: Option<Instant> = None;
+    let mut owner = st.owner.subscribe();
+    loop {
+        sequence += 1;
+        let ad = build_ad(&st, sequence);
+        let mut wait = Duration::from_secs(st.config.advertise_secs);
+        match st
+            .http
+            .post(&url)
+            .bearer_auth(&st.daemon_token)
+            .json(&ad)
+            .send()
+            .await
+        {
+            Ok(resp) if resp.status().is_success() => match resp.json::<AdvertiseReply>().await {
+                Ok(reply) => {
+                    if reply.next_advertise_secs > 0 {
+                        wait = Duration::from_secs(reply.next_advertise_secs)
+                            .min(Duration::from_secs(st.config.advertise_secs));
+                    }
+                    for p in &reply.preemptions {
+                        preempt(&st, p);
+                    }
+                    for g in &reply.grants {
+                        place_on_grant(&st, g, &mut last_placement).await;
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "unreadable advertise reply"),
+            },
+            Ok(resp) => tracing::warn!(status = %resp.status(), "coordinator refused the ad"),
+            Err(e) => tracing::warn!(error = %e, "cannot reach the coordinator"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = st.wake.notified() => {}
+            // The owner came or went: the coordinator must know at once.
+            _ = owner.changed() => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+/// Uses one grant: the next idle job goes to the granted host, unless a
+/// placement already happened within the placement interval.
+async fn place_on_grant(st: &Arc<Station>, g: &Grant, last: &mut Option<Instant>) {
+    // At most one placement per interval (Mutka 1988 L839); a grant we
+    // cannot use now is simply not used: the coordinator grants again.
+    if let Some(t) = last
+        && t.elapsed() < st.config.placement_interval()
+    {
+        tracing::debug!(host = %g.host, "placement interval not over; grant unused");
+        return;
+    }
+    let job = {
+        let placing = st.placing().clone();
+        match st.queue().next_idle_jobs(placing.len() + 1) {
+            Ok(jobs) => jobs.into_iter().find(|j| !placing.contains(&j.id)),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read idle jobs");
+                None
+            }
+        }
+    };
+    let Some(job) = job else {
+        return;
+    };
+    *last = Some(Instant::now());
+    st.placing().insert(job.id);
+    let req = PlacementRequest {
+        protocol: PROTOCOL_VERSION,
+        job_id: job.id,
+        home: st.name.clone(),
+        claim_id: g.claim_id.clone(),
+        description: job.description.clone(),
+        shadow: st.address.clone(),
+        checkpoint: None,
+        run_count: job.run_count,
+    };
+    let url = format!("{}/v1/place", g.host_address.trim_end_matches('/'));
+    let result = st
+        .http
+        .post(&url)
+        .bearer_auth(&st.daemon_token)
+        .json(&req)
+        .send()
+        .await;
+    let outcome = match result {
+        Ok(resp) if resp.status().is_success() => resp
+            .json::<PlacementResponse>()
+            .await
+            .map_err(|e| e.to_string()),
+        Ok(resp) => Err(format!("host answered {}", resp.status())),
+        Err(e) => Err(e.to_string()),
+    };
+    match outcome {
+        Ok(PlacementResponse::Accepted { guest_id }) => {
+            let at = now();
+            let mut q = st.queue();
+            if let Err(e) = q.annotate(job.id, JobEventKind::Placed, &g.host, at) {
+                tracing::error!(job = %job.id, error = %e, "cannot record placement");
+            }
+            // The host may already have reported "started" (then the
+            // shadow has logged the start).
+            let current = q.get(job.id).ok().flatten().map(|r| r.state);
+            let mut started_here = false;
+            if current == Some(JobState::Idle) {
+                match q.transition(
+                    job.id,
+                    JobState::Running,
+                    &format!("placed on host {} as {guest_id}", g.host),
+                    at,
+                ) {
+                    Ok(_) => started_here = true,
+                    Err(e) => tracing::warn!(job = %job.id, error = %e, "cannot mark job running"),
+                }
+            }
+            drop(q);
+            st.hosts().insert(job.id, g.host_address.clone());
+            if started_here {
+                super::shadow::user_log(
+                    st,
+                    job.id,
+                    at,
+                    "001",
+                    &format!("Job executing on host: {}", g.host),
+                    &g.host_address,
+                );
+            }
+            tracing::info!(job = %job.id, host = %g.host, "job placed");
+        }
+        Ok(PlacementResponse::Rejected { reason, message }) => {
+            tracing::info!(job = %job.id, host = %g.host, ?reason, message, "placement rejected");
+        }
+        Err(e) => tracing::warn!(job = %job.id, host = %g.host, error = %e, "placement failed"),
+    }
+    st.placing().remove(&job.id);
+}
+
+/// Passes a preemption on to the host running our job there.
+fn preempt(st: &Arc<Station>, p: &Preemption) {
+    let jobs: Vec<JobId> = match p.job {
+        Some(j) => vec![j],
+        None => st
+            .queue()
+            .list(&Default::default())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| {
+                matches!(r.state, JobState::Running | JobState::Suspended)
+                    && r.host.as_deref() == Some(p.host.as_str())
+            })
+            .map(|r| r.id)
+            .collect(),
+    };
+    for j in jobs {
+        spawn_vacate(st, j, &format!("preempted: {}", p.reason));
+    }
+}
+
+/// Asks the host running `job` to vacate it, in the background. The job is
+/// requeued when the host reports it evicted, not here.
+pub(crate) fn spawn_vacate(st: &Arc<Station>, job: JobId, why: &str) {
+    let Some(host) = st.hosts().get(&job).cloned() else {
+        tracing::warn!(job = %job, "vacate: host address unknown (placed before a restart?)");
+        return;
+    };
+    let st = st.clone();
+    let why = why.to_string();
+    tokio::spawn(async move {
+        let url = format!("{}/v1/guests/{job}/vacate", host.trim_end_matches('/'));
+        match st
+            .http
+            .post(&url)
+            .bearer_auth(&st.daemon_token)
+            .send()
+            .await
+        {
+            Ok(r) if r.status().is_success() => {
+                tracing::info!(%job, %host, why, "vacate requested");
+            }
+            Ok(r) => tracing::warn!(%job, %host, status = %r.status(), "vacate refused"),
+            Err(e) => tracing::warn!(%job, %host, error = %e, "vacate failed"),
+        }
+    });
+}

@@ -1,0 +1,516 @@
+//! The starter with real guest processes and a tiny in-test shadow server
+//! that records inputs served, output chunks, uploaded files and status
+//! reports. Owner activity is driven through the watch channel directly.
+//!
+//! Needs root for the cgroup cases (skipped otherwise); the others run as
+//! any user. Real-process tests share the isolation tests' lock file so
+//! CPU measurements do not disturb each other.
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post, put};
+use gleaner_core::detector::OwnerState;
+use gleaner_core::eviction::{Condor1988Config, EvictionPolicy};
+use gleaner_core::time::Dur;
+use gleaner_proto::job::{JobDescription, JobEventKind, JobId, JobState};
+use gleaner_proto::wire::{JobStatusReport, PlacementRequest, PlacementResponse, RejectReason};
+use gleaner_station::daemon::starter::{
+    AnyNonEmptyClaim, GuestListing, Starter, StarterConfig, router,
+};
+use gleaner_station::isolation::{CgroupConfig, CgroupLayout, CgroupManager, RemoveOnDrop};
+use std::collections::{BTreeMap, HashMap};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+fn serial_lock() -> std::fs::File {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/gleaner-station-real-tests.lock")
+        .unwrap();
+    // SAFETY: flock on a descriptor we own.
+    assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
+    f
+}
+
+#[derive(Default)]
+struct Rec {
+    inputs: HashMap<String, Vec<u8>>,
+    outputs: HashMap<String, Vec<u8>>,
+    files: HashMap<String, Vec<u8>>,
+    reports: Vec<JobStatusReport>,
+}
+
+type Shared = Arc<Mutex<Rec>>;
+
+async fn input(
+    State(s): State<Shared>,
+    Path((_j, name)): Path<(String, String)>,
+) -> (StatusCode, Vec<u8>) {
+    match s.lock().unwrap().inputs.get(&name) {
+        Some(b) => (StatusCode::OK, b.clone()),
+        None => (StatusCode::NOT_FOUND, Vec::new()),
+    }
+}
+
+async fn output(
+    State(s): State<Shared>,
+    Path((_j, stream)): Path<(String, String)>,
+    Query(q): Query<BTreeMap<String, u64>>,
+    body: Bytes,
+) -> StatusCode {
+    let off = q.get("offset").copied().unwrap_or(0) as usize;
+    let mut r = s.lock().unwrap();
+    let buf = r.outputs.entry(stream).or_default();
+    if off > buf.len() {
+        return StatusCode::CONFLICT;
+    }
+    let end = off + body.len();
+    if end > buf.len() {
+        buf.resize(end, 0);
+    }
+    buf[off..end].copy_from_slice(&body);
+    StatusCode::OK
+}
+
+async fn file(
+    State(s): State<Shared>,
+    Path((_j, name)): Path<(String, String)>,
+    body: Bytes,
+) -> StatusCode {
+    s.lock().unwrap().files.insert(name, body.to_vec());
+    StatusCode::NO_CONTENT
+}
+
+async fn status(State(s): State<Shared>, Json(r): Json<JobStatusReport>) -> StatusCode {
+    s.lock().unwrap().reports.push(r);
+    StatusCode::NO_CONTENT
+}
+
+async fn serve(app: Router) -> String {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+async fn shadow(rec: Shared) -> String {
+    let app = Router::new()
+        .route("/v1/shadow/{job}/input/{name}", get(input))
+        .route("/v1/shadow/{job}/output/{stream}", post(output))
+        .route("/v1/shadow/{job}/files/{name}", put(file))
+        .route("/v1/jobs/{job}/status", post(status))
+        .with_state(rec);
+    serve(app).await
+}
+
+struct Env {
+    rec: Shared,
+    url: String,
+    owner: watch::Sender<OwnerState>,
+    starter: Arc<Starter>,
+    _dir: tempfile::TempDir,
+    _cg: Option<CgParent>,
+}
+
+/// Removes the test's cgroup parent (and any leftover guest group).
+struct CgParent(CgroupManager);
+
+impl Drop for CgParent {
+    fn drop(&mut self) {
+        for job in self.0.list().unwrap_or_default() {
+            if let Ok(g) = self.0.open(&job) {
+                drop(RemoveOnDrop(g));
+            }
+        }
+        let _ = self.0.remove_parent();
+    }
+}
+
+fn cgroups(name: &str) -> Option<CgroupManager> {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("{name}: not root, no cgroup");
+        return None;
+    }
+    let layout = CgroupLayout::detect().ok()?;
+    let mut c = CgroupConfig::new(layout);
+    c.parent = format!("gleaner-test-{}-starter-{name}", std::process::id());
+    // Normal weight for the guests' parent: the machine may be busy with
+    // builds, and an idle-class guest would then get no CPU at all, which
+    // would hide whether a resume worked.
+    c.parent_idle = false;
+    CgroupManager::new(c).ok()
+}
+
+async fn env(policy: EvictionPolicy, owner: OwnerState, cg: Option<CgroupManager>) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    // The guest user (nobody when root) must reach its sandbox.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let rec: Shared = Arc::default();
+    let url = shadow(rec.clone()).await;
+    let (tx, rx) = watch::channel(owner);
+    let mut cfg = StarterConfig::new("host1", dir.path().join("execute"));
+    cfg.policy = policy;
+    cfg.cpus = 4;
+    cfg.memory_mb = 4096;
+    cfg.output_poll = Duration::from_millis(100);
+    cfg.checkpoint_grace = Duration::from_millis(500);
+    let starter = Arc::new(
+        Starter::new(
+            cfg,
+            "test-token",
+            Box::new(AnyNonEmptyClaim),
+            rx,
+            cg.clone(),
+        )
+        .unwrap(),
+    );
+    Env {
+        rec,
+        url,
+        owner: tx,
+        starter,
+        _dir: dir,
+        _cg: cg.map(CgParent),
+    }
+}
+
+fn request(env: &Env, job: JobId, script: &str) -> PlacementRequest {
+    env.rec
+        .lock()
+        .unwrap()
+        .inputs
+        .insert("job.sh".into(), script.as_bytes().to_vec());
+    let mut d = JobDescription::new("alice", "job.sh");
+    d.transfer_output_files = None;
+    PlacementRequest {
+        protocol: gleaner_proto::wire::PROTOCOL_VERSION,
+        job_id: job,
+        home: "home1".into(),
+        claim_id: "claim".into(),
+        description: d,
+        shadow: env.url.clone(),
+        checkpoint: None,
+        run_count: 0,
+    }
+}
+
+fn accepted(r: PlacementResponse) {
+    assert!(matches!(r, PlacementResponse::Accepted { .. }), "{r:?}");
+}
+
+async fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn event(env: &Env, kind: JobEventKind) -> Option<JobStatusReport> {
+    env.rec
+        .lock()
+        .unwrap()
+        .reports
+        .iter()
+        .find(|r| r.event == kind)
+        .cloned()
+}
+
+async fn guest_pid(env: &Env) -> i32 {
+    wait_for("guest pid", Duration::from_secs(10), || {
+        env.starter
+            .listing()
+            .first()
+            .and_then(|l: &GuestListing| l.pid)
+            .map(|p| p as i32)
+    })
+    .await
+}
+
+/// (utime + stime ticks, scheduling policy) of a process.
+fn stat(pid: i32) -> Option<(u64, u32)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = s.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Fields counted from 3 (state): utime 14, stime 15, policy 41.
+    let ticks = f[11].parse::<u64>().ok()? + f[12].parse::<u64>().ok()?;
+    Some((ticks, f[38].parse().ok()?))
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie still has /proc; state Z counts as gone.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+const BUSY: &str = "#!/bin/sh\nwhile :; do :; done\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starter_completes_streams_and_uploads() {
+    let _l = serial_lock();
+    let env = env(EvictionPolicy::default(), OwnerState::Av, None).await;
+    let job = JobId::new(1, 0);
+    let script = "#!/bin/sh\necho line1\necho oops >&2\nsleep 1.5\necho line2\necho result > out.txt\nexit 3\n";
+    accepted(env.starter.place(request(&env, job, script)));
+    // The first chunk arrives while the job still runs.
+    wait_for("stdout chunk", Duration::from_secs(5), || {
+        let r = env.rec.lock().unwrap();
+        (r.outputs.get("stdout").map(Vec::as_slice) == Some(b"line1\n")).then_some(())
+    })
+    .await;
+    assert!(
+        event(&env, JobEventKind::Completed).is_none(),
+        "chunk came only at exit"
+    );
+    let done = wait_for("completed", Duration::from_secs(10), || {
+        event(&env, JobEventKind::Completed)
+    })
+    .await;
+    assert_eq!(done.state, JobState::Completed { exit_code: 3 });
+    assert_eq!(done.host, "host1");
+    {
+        let r = env.rec.lock().unwrap();
+        assert_eq!(r.outputs["stdout"], b"line1\nline2\n");
+        assert_eq!(r.outputs["stderr"], b"oops\n");
+        assert_eq!(r.files["out.txt"], b"result\n");
+        // The executable and capture files are not outputs.
+        assert_eq!(r.files.len(), 1, "{:?}", r.files.keys());
+        assert!(r.reports.iter().any(|x| x.event == JobEventKind::Started));
+    }
+    wait_for("slot freed", Duration::from_secs(5), || {
+        env.starter.listing().is_empty().then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starter_missing_executable_is_held() {
+    let env = env(EvictionPolicy::default(), OwnerState::Av, None).await;
+    let mut req = request(&env, JobId::new(2, 0), "");
+    req.description.executable = "absent.sh".into();
+    accepted(env.starter.place(req));
+    let held = wait_for("held", Duration::from_secs(10), || {
+        event(&env, JobEventKind::Held)
+    })
+    .await;
+    match held.state {
+        JobState::Held { reason } => assert!(reason.contains("absent.sh"), "{reason}"),
+        s => panic!("{s:?}"),
+    }
+    // A missing input file holds the job too.
+    let mut req = request(&env, JobId::new(2, 1), BUSY);
+    req.description.transfer_input_files = vec!["data.txt".into()];
+    accepted(env.starter.place(req));
+    wait_for("held 2", Duration::from_secs(10), || {
+        env.rec
+            .lock()
+            .unwrap()
+            .reports
+            .iter()
+            .find(|r| r.job_id == JobId::new(2, 1) && r.event == JobEventKind::Held)
+            .cloned()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starter_immediate_eviction_rejects_then_kills_fast() {
+    let _l = serial_lock();
+    let ie = EvictionPolicy::from_name("ie").unwrap();
+    let env = env(ie, OwnerState::Na, None).await;
+    let job = JobId::new(3, 0);
+    match env.starter.place(request(&env, job, BUSY)) {
+        PlacementResponse::Rejected { reason, .. } => assert_eq!(reason, RejectReason::OwnerActive),
+        r => panic!("{r:?}"),
+    }
+    env.owner.send(OwnerState::Av).unwrap();
+    accepted(env.starter.place(request(&env, job, BUSY)));
+    let pid = guest_pid(&env).await;
+    assert!(alive(pid));
+    let t0 = Instant::now();
+    env.owner.send(OwnerState::Na).unwrap();
+    let ev = wait_for("evicted", Duration::from_secs(5), || {
+        event(&env, JobEventKind::Evicted)
+    })
+    .await;
+    let took = t0.elapsed();
+    assert_eq!(ev.state, JobState::Idle);
+    assert!(took < Duration::from_millis(500), "eviction took {took:?}");
+    assert!(!alive(pid), "guest still alive");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starter_linger_longer_lowers_priority_and_vacate_endpoint() {
+    let _l = serial_lock();
+    let ll = EvictionPolicy::from_name("ll").unwrap();
+    let name = "ll";
+    let env = env(ll, OwnerState::Na, cgroups(name)).await;
+    let job = JobId::new(4, 0);
+    // Accepted although the owner is active: Linger-Longer uses it.
+    accepted(env.starter.place(request(&env, job, BUSY)));
+    let pid = guest_pid(&env).await;
+    let (_, policy) = stat(pid).unwrap();
+    assert_eq!(
+        policy,
+        libc::SCHED_IDLE as u32,
+        "guest not idle while owner active"
+    );
+    env.owner.send(OwnerState::Av).unwrap();
+    wait_for("normal priority", Duration::from_secs(2), || {
+        (stat(pid)?.1 == libc::SCHED_OTHER as u32).then_some(())
+    })
+    .await;
+    env.owner.send(OwnerState::Na).unwrap();
+    wait_for("idle again", Duration::from_secs(2), || {
+        (stat(pid)?.1 == libc::SCHED_IDLE as u32).then_some(())
+    })
+    .await;
+    assert_eq!(env.starter.listing()[0].state, "lingering");
+
+    // The HTTP surface: list, then vacate.
+    let base = serve(router(env.starter.clone())).await;
+    let http = reqwest::Client::new();
+    let list: Vec<GuestListing> = http
+        .get(format!("{base}/v1/guests"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].info.job, job);
+    let r = http
+        .post(format!("{base}/v1/guests/{job}/vacate"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let ev = wait_for("evicted", Duration::from_secs(5), || {
+        event(&env, JobEventKind::Evicted)
+    })
+    .await;
+    assert_eq!(ev.state, JobState::Idle);
+    assert!(!alive(pid));
+    let r = http
+        .post(format!("{base}/v1/guests/{job}/vacate"))
+        .send()
+        .await
+        .unwrap();
+    // Gone once the report is out (give the slot a moment to free).
+    wait_for("slot freed", Duration::from_secs(5), || {
+        env.starter.listing().is_empty().then_some(())
+    })
+    .await;
+    assert!(r.status() == 404 || r.status() == 202);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starter_condor1988_suspends_resumes_then_vacates() {
+    let _l = serial_lock();
+    let policy = EvictionPolicy::Condor1988(Condor1988Config {
+        grace: Dur::from_millis(1500),
+        ..Default::default()
+    });
+    let env = env(policy, OwnerState::Av, cgroups("condor")).await;
+    let job = JobId::new(5, 0);
+    accepted(env.starter.place(request(&env, job, BUSY)));
+    let pid = guest_pid(&env).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    env.owner.send(OwnerState::Na).unwrap();
+    wait_for("suspended", Duration::from_secs(2), || {
+        (env.starter.listing()[0].state == "suspended").then_some(())
+    })
+    .await;
+    let (t0, _) = stat(pid).unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (t1, _) = stat(pid).unwrap();
+    assert!(t1 - t0 <= 1, "suspended guest ran: {t0} -> {t1} ticks");
+    assert!(event(&env, JobEventKind::Suspended).is_some());
+
+    env.owner.send(OwnerState::Av).unwrap();
+    wait_for("resumed guest runs", Duration::from_secs(5), || {
+        let (t, _) = stat(pid)?;
+        (t > t1 + 5).then_some(())
+    })
+    .await;
+    assert!(event(&env, JobEventKind::Resumed).is_some());
+
+    // Owner back and still active after the grace: vacated (Mutka 1988 L841).
+    let t_na = Instant::now();
+    env.owner.send(OwnerState::Na).unwrap();
+    let ev = wait_for("evicted", Duration::from_secs(6), || {
+        event(&env, JobEventKind::Evicted)
+    })
+    .await;
+    assert!(
+        t_na.elapsed() >= Duration::from_millis(1400),
+        "{:?}",
+        t_na.elapsed()
+    );
+    assert_eq!(ev.state, JobState::Idle);
+    assert!(!alive(pid));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starter_rejects_bad_claims_and_oversized_jobs() {
+    let env = env(EvictionPolicy::default(), OwnerState::Av, None).await;
+    let mut req = request(&env, JobId::new(6, 0), BUSY);
+    req.claim_id = String::new();
+    match env.starter.place(req) {
+        PlacementResponse::Rejected { reason, .. } => assert_eq!(reason, RejectReason::BadClaim),
+        r => panic!("{r:?}"),
+    }
+    let mut req = request(&env, JobId::new(6, 1), BUSY);
+    req.description.request_cpus = 8;
+    match env.starter.place(req) {
+        PlacementResponse::Rejected { reason, .. } => {
+            assert_eq!(reason, RejectReason::NoResources)
+        }
+        r => panic!("{r:?}"),
+    }
+    let mut req = request(&env, JobId::new(6, 2), BUSY);
+    req.description.request_memory_mb = Some(1 << 20);
+    assert!(matches!(
+        env.starter.place(req),
+        PlacementResponse::Rejected {
+            reason: RejectReason::NoResources,
+            ..
+        }
+    ));
+    let mut req = request(&env, JobId::new(6, 3), BUSY);
+    req.description.request_disk_kb = Some(u64::MAX / 2);
+    assert!(matches!(
+        env.starter.place(req),
+        PlacementResponse::Rejected {
+            reason: RejectReason::NoResources,
+            ..
+        }
+    ));
+    let mut req = request(&env, JobId::new(6, 4), BUSY);
+    req.description.transfer_input_files = vec!["..".into()];
+    assert!(matches!(
+        env.starter.place(req),
+        PlacementResponse::Rejected {
+            reason: RejectReason::RequirementsUnmet,
+            ..
+        }
+    ));
+    assert!(env.starter.listing().is_empty());
+}
