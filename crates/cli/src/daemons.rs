@@ -45,6 +45,19 @@ async fn shutdown_signal() {
     }
 }
 
+/// Runs a daemon's main future on a multi-threaded runtime until it ends.
+fn serve<E: std::error::Error + Send + Sync + 'static>(
+    what: &'static str,
+    daemon: impl std::future::Future<Output = Result<(), E>>,
+) -> anyhow::Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(daemon).context(what)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn coordinator(args: CoordinatorArgs) -> anyhow::Result<ExitCode> {
     let mut config = match &args.config {
         Some(path) => CoordinatorConfig::load(path)
@@ -60,13 +73,10 @@ pub fn coordinator(args: CoordinatorArgs) -> anyhow::Result<ExitCode> {
     if let Some(k) = args.pool_key {
         config.pool_key = k;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    rt.block_on(gleaner_coordinator::run(config, shutdown_signal()))
-        .context("coordinator")?;
-    Ok(ExitCode::SUCCESS)
+    serve(
+        "coordinator",
+        gleaner_coordinator::run(config, shutdown_signal()),
+    )
 }
 
 #[derive(Args, Debug)]
@@ -115,11 +125,5 @@ pub fn station(args: StationArgs) -> anyhow::Result<ExitCode> {
     if let Some(k) = args.pool_key {
         config.pool_key = k;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    rt.block_on(run(config, shutdown_signal()))
-        .context("station")?;
-    Ok(ExitCode::SUCCESS)
+    serve("station", run(config, shutdown_signal()))
 }

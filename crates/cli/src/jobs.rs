@@ -322,19 +322,11 @@ fn now() -> Time {
 
 /// `MM/DD HH:MM` (UTC), as condor_q's SUBMITTED column.
 fn short_date(t: Time) -> String {
-    let secs = t.as_micros() / 1_000_000;
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    format!("{m:02}/{d:02} {:02}:{:02}", rem / 3600, (rem / 60) % 60)
+    let full = gleaner_proto::api::utc_datetime(t); // YYYY-MM-DD HH:MM:SS
+    match (full.get(5..7), full.get(8..10), full.get(11..16)) {
+        (Some(m), Some(d), Some(hm)) => format!("{m}/{d} {hm}"),
+        _ => full,
+    }
 }
 
 /// `D+HH:MM:SS`, as condor_q's RUN_TIME column.
@@ -383,6 +375,46 @@ fn print_jobs(jobs: &[JobInfo], history: bool) {
         t.add_row(row);
     }
     println!("{t}");
+}
+
+/// `glean userprio`: the coordinator's Up-Down table (condor_userprio).
+/// Takes the same connection options as `glean status`.
+pub fn userprio(args: StatusArgs) -> anyhow::Result<ExitCode> {
+    let settings = args.connect.settings()?;
+    let Some(coord) = args.coordinator.clone().or(settings.coordinator.clone()) else {
+        anyhow::bail!("no coordinator: pass --coordinator URL or set `coordinator` in pool.toml");
+    };
+    let c = StationClient::new(coord, settings.token.clone())?;
+    let up: gleaner_proto::wire::UserPrio = runtime()?.block_on(c.get_json("/v1/userprio"))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&up)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec![
+        "STATION",
+        "UP-DOWN INDEX",
+        "NODES HELD",
+        "WAITING",
+        "WANTS",
+        "ADVERTISING",
+    ]);
+    for e in &up.stations {
+        t.add_row(vec![
+            e.station.clone(),
+            format!("{}", e.si),
+            e.nodes_held.to_string(),
+            e.waiting.to_string(),
+            if e.wants { "yes" } else { "no" }.to_string(),
+            if e.known { "yes" } else { "no" }.to_string(),
+        ]);
+    }
+    println!("{t}");
+    println!(
+        "Allocator: {}. A smaller index means a higher priority (Mutka 1988 Table 4.3).",
+        up.allocator
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

@@ -52,6 +52,8 @@ enum Command {
     Release(jobs::ActionArgs),
     /// Show finished jobs (condor_history).
     History(jobs::HistoryArgs),
+    /// Show the coordinator's Up-Down table (condor_userprio).
+    Userprio(jobs::StatusArgs),
     /// Start a personal pool on this machine (a coordinator and N stations).
     Up(up::UpArgs),
 }
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
         Command::Release(args) => jobs::release(args),
         Command::History(args) => jobs::history(args),
         Command::Up(args) => up::up(args),
+        Command::Userprio(args) => jobs::userprio(args),
     };
     match result {
         Ok(code) => code,

@@ -128,6 +128,13 @@ fn personal_pool_runs_jobs_and_stops_cleanly() {
     let s = String::from_utf8_lossy(&status.stdout);
     assert!(s.contains("station0") && s.contains("station2"), "{s}");
 
+    // The coordinator's Up-Down table lists the submitting station.
+    let up = glean(&home, &work, &["userprio", "--json"]);
+    assert!(up.status.success(), "{up:?}");
+    let v: serde_json::Value = serde_json::from_slice(&up.stdout).unwrap();
+    let rows = v["stations"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r["station"] == "station0"), "{v}");
+
     drop(pool);
     // No daemon of this pool survives.
     let ps = Command::new("pgrep")

@@ -446,29 +446,6 @@ async fn status(
     Ok(Json(StoredResponse { ok: true, detail }))
 }
 
-/// `YYYY-MM-DD HH:MM:SS` (UTC) for a UNIX-epoch [`Time`].
-fn civil(t: Time) -> String {
-    let secs = t.as_micros() / 1_000_000;
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        rem / 3600,
-        (rem / 60) % 60,
-        rem % 60
-    )
-}
-
 /// Appends one HTCondor-style event to the job's user log, if it has one.
 /// Failures are logged, never fatal: the queue's history is authoritative.
 pub(crate) fn user_log(st: &Station, id: JobId, at: Time, code: &str, text: &str, detail: &str) {
@@ -487,7 +464,7 @@ pub(crate) fn user_log(st: &Station, id: JobId, at: Time, code: &str, text: &str
         "{code} ({:03}.{:03}.000) {} {text}\n\t{detail}\n...\n",
         id.cluster,
         id.proc,
-        civil(at)
+        gleaner_proto::api::utc_datetime(at)
     );
     let res = std::fs::OpenOptions::new()
         .create(true)
@@ -505,7 +482,13 @@ mod tests {
 
     #[test]
     fn civil_dates() {
-        assert_eq!(civil(Time::from_secs(0)), "1970-01-01 00:00:00");
-        assert_eq!(civil(Time::from_secs(1_763_707_800)), "2025-11-21 06:50:00");
+        assert_eq!(
+            gleaner_proto::api::utc_datetime(Time::from_secs(0)),
+            "1970-01-01 00:00:00"
+        );
+        assert_eq!(
+            gleaner_proto::api::utc_datetime(Time::from_secs(1_763_707_800)),
+            "2025-11-21 06:50:00"
+        );
     }
 }
