@@ -382,9 +382,41 @@ async fn starter_linger_longer_lowers_priority_and_vacate_endpoint() {
     .await;
     assert_eq!(env.starter.listing()[0].state, "lingering");
 
-    // The HTTP surface: list, then vacate.
-    let base = serve(router(env.starter.clone())).await;
+    // The HTTP surface: list, then vacate. The daemon's auth layer puts the
+    // verified claims in the request; stand in for it with fixed claims.
+    let claims = |subject: &str, role| gleaner_proto::auth::Claims {
+        subject: subject.into(),
+        role,
+        issued_at: 0,
+        expires_at: None,
+        token_id: subject.into(),
+    };
+    let base = serve(router(env.starter.clone()).layer(axum::Extension(claims(
+        "home",
+        gleaner_proto::auth::Role::Daemon,
+    ))))
+    .await;
+    let as_user = serve(router(env.starter.clone()).layer(axum::Extension(claims(
+        "mallory",
+        gleaner_proto::auth::Role::User,
+    ))))
+    .await;
+    let no_auth = serve(router(env.starter.clone())).await;
     let http = reqwest::Client::new();
+    // A user's token may not vacate anyone's guest; no claims at all: 401.
+    let r = http
+        .post(format!("{as_user}/v1/guests/{job}/vacate"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = http
+        .post(format!("{no_auth}/v1/guests/{job}/vacate"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(alive(pid), "a refused vacate must not touch the guest");
     let list: Vec<GuestListing> = http
         .get(format!("{base}/v1/guests"))
         .send()

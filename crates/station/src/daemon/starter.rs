@@ -1501,10 +1501,37 @@ fn error_response(code: ErrorCode, msg: impl Into<String>) -> Response {
     (status, Json(ErrorBody::new(code, msg))).into_response()
 }
 
+/// Placement and vacating are daemon-to-daemon requests: a user's token,
+/// even a valid one, must not start or stop guests on a host (only the
+/// home station's daemon acts for its jobs, or an administrator).
+fn require_daemon(
+    claims: Option<&axum::Extension<gleaner_proto::auth::Claims>>,
+) -> Option<Response> {
+    use gleaner_proto::auth::Role;
+    match claims {
+        Some(c) if matches!(c.role, Role::Daemon | Role::Admin) => None,
+        Some(c) => {
+            tracing::warn!(subject = %c.subject, "refused a starter request from a non-daemon token");
+            Some(error_response(
+                ErrorCode::Forbidden,
+                "only station daemons and administrators may place or vacate guests",
+            ))
+        }
+        None => Some(error_response(
+            ErrorCode::Unauthorized,
+            "missing authentication",
+        )),
+    }
+}
+
 async fn place_handler(
     State(s): State<Arc<Starter>>,
+    claims: Option<axum::Extension<gleaner_proto::auth::Claims>>,
     Json(req): Json<PlacementRequest>,
 ) -> Response {
+    if let Some(r) = require_daemon(claims.as_ref()) {
+        return r;
+    }
     if let Err(e) = check_version(req.protocol) {
         let status =
             StatusCode::from_u16(e.error.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
@@ -1513,7 +1540,14 @@ async fn place_handler(
     Json(s.place(req)).into_response()
 }
 
-async fn vacate_handler(State(s): State<Arc<Starter>>, UrlPath(job): UrlPath<String>) -> Response {
+async fn vacate_handler(
+    State(s): State<Arc<Starter>>,
+    claims: Option<axum::Extension<gleaner_proto::auth::Claims>>,
+    UrlPath(job): UrlPath<String>,
+) -> Response {
+    if let Some(r) = require_daemon(claims.as_ref()) {
+        return r;
+    }
     let Ok(id) = job.parse::<JobId>() else {
         return error_response(ErrorCode::BadRequest, format!("invalid job id {job:?}"));
     };
@@ -1532,8 +1566,9 @@ async fn guests_handler(State(s): State<Arc<Starter>>) -> Json<Vec<GuestListing>
     Json(s.listing())
 }
 
-/// The starter's endpoints (no authentication layer: the daemon applies
-/// one to the whole app).
+/// The starter's endpoints. The daemon applies its authentication layer to
+/// the whole app; that layer's verified claims are required here, and
+/// placing or vacating needs a daemon or administrator token.
 pub fn router(starter: Arc<Starter>) -> Router {
     Router::new()
         .route("/v1/place", post(place_handler))
