@@ -35,13 +35,22 @@ struct User {
     client: StationClient,
 }
 
+/// The clusters this demo run submitted, per user: a reused `$GLEAN_HOME`
+/// keeps earlier runs' jobs in the queues, and those must not count.
+#[derive(Default)]
+struct Mine {
+    heavy: Vec<u64>,
+    light: Vec<u64>,
+}
+
 const JOB: &str = "executable = /bin/sh\n\
 arguments = \"-c 'n=0; while [ $n -lt 10 ]; do n=`expr $n + 1`; sleep 1; done; echo job $(Cluster).$(Process) finished'\"\n\
 output = demo.$(Cluster).$(Process).out\n\
 error = demo.$(Cluster).$(Process).err\n\
 log = demo.log\n";
 
-async fn submit(user: &User, n: u32, dir: &Path) -> anyhow::Result<()> {
+/// Submits `n` demo jobs; returns the new cluster id.
+async fn submit(user: &User, n: u32, dir: &Path) -> anyhow::Result<u64> {
     let text = format!("{JOB}queue {n}\n");
     let ctx = SubmitContext::new(format!("{}.sub", user.name), user.name.to_string());
     let submission = parse_submit(&text, &ctx).map_err(|e| anyhow::anyhow!("demo job: {e:?}"))?;
@@ -58,16 +67,18 @@ async fn submit(user: &User, n: u32, dir: &Path) -> anyhow::Result<()> {
         r.cluster,
         user.client.base_url()
     );
-    Ok(())
+    Ok(r.cluster)
 }
 
-async fn jobs(user: &User) -> Vec<JobInfo> {
+async fn jobs(user: &User, clusters: &[u64]) -> Vec<JobInfo> {
     let q = JobQuery {
         all: true,
         owner: None,
         state: None,
     };
-    user.client.jobs(&q).await.unwrap_or_default()
+    let mut v = user.client.jobs(&q).await.unwrap_or_default();
+    v.retain(|j| clusters.contains(&j.id.cluster));
+    v
 }
 
 fn counts(v: &[JobInfo]) -> String {
@@ -131,18 +142,19 @@ pub fn run(
         };
         let coord = StationClient::new(coordinator.to_string(), admin_token)?;
         println!("[demo] job outputs go to {}", dir.display());
-        submit(&heavy, 12, &dir).await?;
+        let mut mine = Mine::default();
+        mine.heavy.push(submit(&heavy, 12, &dir).await?);
         let start = Instant::now();
         let mut light_batches = 0;
         let (mut s2_active, mut s3_active) = (false, false);
         loop {
             let t = start.elapsed().as_secs();
             if light_batches == 0 && t >= 6 {
-                submit(&light, 2, &dir).await?;
+                mine.light.push(submit(&light, 2, &dir).await?);
                 light_batches = 1;
             }
             if light_batches == 1 && t >= 30 {
-                submit(&light, 2, &dir).await?;
+                mine.light.push(submit(&light, 2, &dir).await?);
                 light_batches = 2;
             }
             if !s2_active && (8..20).contains(&t) {
@@ -159,8 +171,8 @@ pub fn run(
                 set_owner(home, "station3", false)?;
                 s3_active = false;
             }
-            let hj = jobs(&heavy).await;
-            let lj = jobs(&light).await;
+            let hj = jobs(&heavy, &mine.heavy).await;
+            let lj = jobs(&light, &mine.light).await;
             println!(
                 "[{t:>3}s] heavy: {:<38} light: {}",
                 counts(&hj),
@@ -192,7 +204,10 @@ pub fn run(
             "mean turnaround (s)",
             "runs/job",
         ]);
-        for (u, v) in [("heavy", jobs(&heavy).await), ("light", jobs(&light).await)] {
+        for (u, v) in [
+            ("heavy", jobs(&heavy, &mine.heavy).await),
+            ("light", jobs(&light, &mine.light).await),
+        ] {
             let mut waits = vec![];
             let mut turn = vec![];
             let mut runs = 0u32;
