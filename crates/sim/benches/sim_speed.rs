@@ -13,15 +13,11 @@ use std::time::Instant;
 fn main() {
     // `cargo bench` passes `--bench`; nothing else to parse.
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut cfg = match updown::sweep_config(&gleaner_sim::experiments::ExperimentOpts {
-        out: std::env::temp_dir(),
-        seeds: 5,
-        seed: 1,
-        quick: false,
-        trace: None,
-        model: None,
-        progress: std::sync::Arc::new(NoProgress),
-    }) {
+    let mut cfg = match updown::sweep_config(&gleaner_sim::experiments::ExperimentOpts::new(
+        std::env::temp_dir(),
+        5,
+        1,
+    )) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("sweep config: {e}");

@@ -1,17 +1,12 @@
 //! Tests of the Linger-Longer cluster experiment (`glean sim linger`).
 
-use gleaner_sim::experiments::{self, ExperimentOpts, NoProgress};
+use gleaner_sim::experiments::{self, ExperimentOpts};
 use std::sync::Arc;
 
 fn opts(out: &std::path::Path, seed: u64) -> ExperimentOpts {
     ExperimentOpts {
-        out: out.to_path_buf(),
-        seeds: 1,
-        seed,
         quick: true,
-        trace: None,
-        model: None,
-        progress: Arc::new(NoProgress),
+        ..ExperimentOpts::new(out, 1, seed)
     }
 }
 

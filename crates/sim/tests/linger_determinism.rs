@@ -1,18 +1,12 @@
 //! Determinism of the Linger-Longer experiments (spec R15): the same seed
 //! gives byte-identical CSV output, even though runs use parallel threads.
 
-use gleaner_sim::experiments::{self, ExperimentOpts, NoProgress};
-use std::sync::Arc;
+use gleaner_sim::experiments::{self, ExperimentOpts};
 
 fn run(dir: &std::path::Path, seed: u64) -> (String, String) {
     let o = ExperimentOpts {
-        out: dir.to_path_buf(),
-        seeds: 1,
-        seed,
         quick: true,
-        trace: None,
-        model: None,
-        progress: Arc::new(NoProgress),
+        ..ExperimentOpts::new(dir, 1, seed)
     };
     experiments::run("linger", &o).unwrap();
     (

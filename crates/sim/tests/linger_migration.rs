@@ -2,8 +2,7 @@
 
 use gleaner_sim::cluster::PolicyKind;
 use gleaner_sim::experiments::migration::{cases, completion};
-use gleaner_sim::experiments::{self, ExperimentOpts, NoProgress};
-use std::sync::Arc;
+use gleaner_sim::experiments::{self, ExperimentOpts};
 
 /// The experiment's checks pass: with T_migr = 6 s LL finishes first below
 /// the 30-s linger time and IE above it, crossing where Eq. 4 says; with
@@ -12,15 +11,7 @@ use std::sync::Arc;
 #[test]
 fn migration_crossover_matches_eq4() {
     let dir = tempfile::tempdir().unwrap();
-    let o = ExperimentOpts {
-        out: dir.path().to_path_buf(),
-        seeds: 1,
-        seed: 1,
-        quick: false,
-        trace: None,
-        model: None,
-        progress: Arc::new(NoProgress),
-    };
+    let o = ExperimentOpts::new(dir.path(), 1, 1);
     let rep = experiments::run("migration", &o).unwrap();
     for c in &rep.checks {
         eprintln!(

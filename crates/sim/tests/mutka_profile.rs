@@ -3,18 +3,13 @@
 //! recover Eq. 2/3 for M2/M3; M2/M3 show the known 77.6 % availability gap;
 //! M4 lands near the paper's 71 %), and output is reproducible.
 
-use gleaner_sim::experiments::{ExperimentOpts, NoProgress, run};
-use std::sync::Arc;
+use gleaner_sim::experiments::{ExperimentOpts, run};
 
 fn opts(dir: &std::path::Path, model: Option<&str>) -> ExperimentOpts {
     ExperimentOpts {
-        out: dir.to_path_buf(),
-        seeds: 1,
-        seed: 3,
         quick: true,
-        trace: None,
         model: model.map(str::to_string),
-        progress: Arc::new(NoProgress),
+        ..ExperimentOpts::new(dir, 1, 3)
     }
 }
 

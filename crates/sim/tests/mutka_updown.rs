@@ -17,13 +17,8 @@ use std::sync::Arc;
 
 fn opts(dir: &std::path::Path) -> ExperimentOpts {
     ExperimentOpts {
-        out: dir.to_path_buf(),
-        seeds: 2,
-        seed: 1,
         quick: true,
-        trace: None,
-        model: None,
-        progress: Arc::new(NoProgress),
+        ..ExperimentOpts::new(dir, 2, 1)
     }
 }
 

@@ -17,27 +17,13 @@ use gleaner_station::isolation::{
     GuestUser, KillMethod, MemoryBounds, RemoveOnDrop,
 };
 use std::fs;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Real-process tests run one at a time, also across test processes
-/// (nextest runs each test in its own process): they measure CPU shares, and
-/// our own busy loops would be the noisiest neighbour. `flock` on a shared
-/// file; released when the file closes, even if the test process dies.
-fn serial_lock() -> std::fs::File {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open("/tmp/gleaner-station-real-tests.lock")
-        .unwrap();
-    // SAFETY: flock on a descriptor we own.
-    assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
-    f
-}
+mod common;
+use common::serial_lock;
 
 fn layout_or_skip(name: &str) -> Option<CgroupLayout> {
     if !nix::unistd::geteuid().is_root() {

@@ -22,23 +22,13 @@ use gleaner_station::daemon::starter::{
 };
 use gleaner_station::isolation::{CgroupConfig, CgroupLayout, CgroupManager, RemoveOnDrop};
 use std::collections::{BTreeMap, HashMap};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
-fn serial_lock() -> std::fs::File {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open("/tmp/gleaner-station-real-tests.lock")
-        .unwrap();
-    // SAFETY: flock on a descriptor we own.
-    assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
-    f
-}
+mod common;
+use common::serial_lock;
 
 #[derive(Default)]
 struct Rec {

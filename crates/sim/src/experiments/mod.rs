@@ -53,6 +53,23 @@ pub struct ExperimentOpts {
     pub progress: Arc<dyn Progress>,
 }
 
+impl ExperimentOpts {
+    /// `seeds` replications from `seed`, writing to `out`: the full
+    /// configuration, the experiment's default availability, no progress
+    /// display. Adjust fields with struct update syntax.
+    pub fn new(out: impl Into<PathBuf>, seeds: u32, seed: u64) -> Self {
+        ExperimentOpts {
+            out: out.into(),
+            seeds,
+            seed,
+            quick: false,
+            trace: None,
+            model: None,
+            progress: Arc::new(NoProgress),
+        }
+    }
+}
+
 impl std::fmt::Debug for ExperimentOpts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExperimentOpts")
