@@ -3,6 +3,7 @@
 //! `summary.md` that puts our numbers beside the paper's, and reports its
 //! pass/fail checks (the acceptance criteria) and its speed.
 
+pub mod dmw;
 pub mod linger;
 pub mod migration;
 pub mod profile;
@@ -129,6 +130,10 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         "64-node cluster, Workload-1/2, LL vs LF vs IE vs PM (Ryu & Hollingsworth Table 1)",
     ),
     (
+        "dmw",
+        "Three users on four limit-1 hosts: umpire vs least-loaded herd; β-aware vs β-blind σ (Neeracher 1998 §7.7, §4.5.3)",
+    ),
+    (
         "migration",
         "One 50 s foreign job, owner returns at 20 %: LL vs IE across episode lengths (Fig. 8)",
     ),
@@ -142,6 +147,7 @@ pub fn run(name: &str, opts: &ExperimentOpts) -> Result<ExperimentReport, SimErr
         "profile" => profile::run(opts),
         "linger" => linger::run(opts),
         "migration" => migration::run(opts),
+        "dmw" => dmw::run(opts),
         other => Err(SimError::UnknownExperiment(
             other.to_string(),
             EXPERIMENTS
