@@ -32,7 +32,7 @@ pub struct ConnectArgs {
 }
 
 impl ConnectArgs {
-    fn settings(&self) -> anyhow::Result<ClientSettings> {
+    pub(crate) fn settings(&self) -> anyhow::Result<ClientSettings> {
         Ok(ClientSettings::discover(
             self.station.as_deref(),
             self.token.as_deref(),

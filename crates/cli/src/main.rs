@@ -6,6 +6,7 @@
 
 mod classad;
 mod daemons;
+mod dag;
 mod demo;
 mod jobs;
 mod sim;
@@ -40,6 +41,8 @@ enum Command {
     Station(daemons::StationArgs),
     /// Queue the jobs of a submit description (condor_submit).
     Submit(jobs::SubmitArgs),
+    /// Job DAGs: submit, status, rm (condor_submit_dag; docs/dag-format.md).
+    Dag(dag::DagArgs),
     /// Show the job queue (condor_q).
     Q(jobs::QArgs),
     /// Show the pool's stations (condor_status).
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
         Command::Coordinator(args) => daemons::coordinator(args),
         Command::Station(args) => daemons::station(args),
         Command::Submit(args) => jobs::submit(args),
+        Command::Dag(args) => dag::run(args),
         Command::Q(args) => jobs::q(args),
         Command::Status(args) => jobs::status(args),
         Command::Rm(args) => jobs::rm(args),

@@ -1016,16 +1016,27 @@ pub fn parse_dag(text: &str) -> Result<Dag<JobSpec>, ParseErrors> {
 /// node has used, by node name. Text format in `docs/dag-format.md`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rescue {
+    /// The DAG file this record belongs to (`DAG <path>` line), so that
+    /// `glean dag submit RESCUE` can find it. A relative path is relative to
+    /// the rescue file's directory. Optional: records without it are applied
+    /// by callers that already know the DAG.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dag: Option<String>,
     pub done: BTreeSet<String>,
     /// Failed attempts per node (nodes with none are omitted).
     pub attempts: BTreeMap<String, u32>,
 }
 
 impl Rescue {
-    /// The text form: a header comment, then `DONE name` lines and
-    /// `ATTEMPTS name n` lines, sorted by name.
+    /// The text form: a header comment, the `DAG path` line if known, then
+    /// `DONE name` lines and `ATTEMPTS name n` lines, sorted by name.
     pub fn to_text(&self) -> String {
         let mut s = String::from("# Gleaner DAG rescue file, format 1\n");
+        if let Some(d) = &self.dag {
+            s.push_str("DAG ");
+            s.push_str(d);
+            s.push('\n');
+        }
         for n in &self.done {
             s.push_str("DONE ");
             s.push_str(n);
@@ -1035,6 +1046,15 @@ impl Rescue {
             s.push_str(&format!("ATTEMPTS {n} {a}\n"));
         }
         s
+    }
+
+    /// Whether `text` is a rescue record rather than a DAG file: its first
+    /// statement is `DAG`, `DONE` or `ATTEMPTS` (none of which a DAG file
+    /// may use).
+    pub fn looks_like(text: &str) -> bool {
+        text.lines()
+            .find_map(keyword)
+            .is_some_and(|(kw, _)| matches!(kw.as_str(), "DAG" | "DONE" | "ATTEMPTS"))
     }
 
     /// Parses the text form; all errors with line numbers, or the record.
@@ -1050,6 +1070,15 @@ impl Rescue {
             };
             let toks: Vec<&str> = rest.split_whitespace().collect();
             match (kw.as_str(), toks.as_slice()) {
+                // The path is the rest of the line, so it may hold spaces.
+                ("DAG", [_, ..]) => {
+                    if r.dag.is_some() {
+                        errors.push(syntax(line, "DAG given twice"));
+                    } else {
+                        r.dag = Some(rest.to_string());
+                    }
+                }
+                ("DAG", _) => errors.push(syntax(line, "expected: DAG <dag-file>")),
                 ("DONE", [name]) => {
                     if let Some(&first_line) = done_line.get(*name) {
                         errors.push(ParseError {

@@ -300,6 +300,42 @@ impl StationClient {
             .map_err(|e| ClientError::Decode(e.to_string()))
     }
 
+    /// `POST /v1/dags`: submit a DAG (`glean dag submit`).
+    pub async fn submit_dag(
+        &self,
+        body: &crate::daemon::dagman::DagSubmitBody,
+    ) -> Result<crate::daemon::dagman::DagSubmitResponse, ClientError> {
+        self.json(self.http.post(self.url("/v1/dags")).json(body))
+            .await
+    }
+
+    /// `GET /v1/dags`: every DAG, or one owner's.
+    pub async fn dags(
+        &self,
+        owner: Option<&str>,
+    ) -> Result<Vec<crate::daemon::dagman::DagStatus>, ClientError> {
+        let mut rb = self.http.get(self.url("/v1/dags"));
+        if let Some(o) = owner {
+            rb = rb.query(&[("owner", o)]);
+        }
+        self.json(rb).await
+    }
+
+    /// `GET /v1/dags/{id}`.
+    pub async fn dag(&self, id: u64) -> Result<crate::daemon::dagman::DagStatus, ClientError> {
+        self.json(self.http.get(self.url(&format!("/v1/dags/{id}"))))
+            .await
+    }
+
+    /// `POST /v1/dags/{id}/rm`.
+    pub async fn rm_dag(
+        &self,
+        id: u64,
+    ) -> Result<crate::daemon::dagman::DagRmResponse, ClientError> {
+        self.json(self.http.post(self.url(&format!("/v1/dags/{id}/rm"))))
+            .await
+    }
+
     /// `GET {path}` on the same host, decoded as JSON (e.g. `/v1/guests`).
     pub async fn get_json<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
         self.json(self.http.get(self.url(path))).await

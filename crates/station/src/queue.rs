@@ -243,6 +243,19 @@ impl JobQueue {
         at: Time,
         build: impl FnOnce(u64) -> Result<Vec<JobDescription>>,
     ) -> Result<Vec<JobId>> {
+        self.submit_linked(at, build, |_, _| Ok(()))
+    }
+
+    /// Like [`JobQueue::submit_with`], then runs `also` with the new job ids
+    /// inside the same transaction, so a record elsewhere in this database
+    /// (the DAG manager's node table) commits together with the jobs or not
+    /// at all.
+    pub fn submit_linked(
+        &mut self,
+        at: Time,
+        build: impl FnOnce(u64) -> Result<Vec<JobDescription>>,
+        also: impl FnOnce(&rusqlite::Transaction<'_>, &[JobId]) -> Result<()>,
+    ) -> Result<Vec<JobId>> {
         let now = time_sql(at)?;
         let tx = self
             .conn
@@ -295,9 +308,16 @@ impl JobQueue {
             "UPDATE meta SET value = ?1 WHERE key = 'next_cluster'",
             params![next.checked_add(1).ok_or(QueueError::Range("cluster id"))?],
         )?;
+        also(&tx, &ids)?;
         tx.commit()?;
         tracing::debug!(cluster, procs = ids.len(), "submitted cluster");
         Ok(ids)
+    }
+
+    /// The underlying connection, for modules that keep their own tables in
+    /// the queue's database (the DAG manager).
+    pub(crate) fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
     }
 
     /// One job, if it exists.

@@ -10,12 +10,15 @@
 //! - [`schedd`]: the advertise loop and the local scheduler that decides
 //!   which of this station's idle jobs uses a granted host.
 //! - [`starter`]: the execute side (guests of other stations).
+//! - [`dagman`]: the DAG manager (`glean dag`), submitting DAG nodes into
+//!   the queue as their dependences allow.
 //!
 //! Every route sits behind one authentication layer: a pool-key-signed
 //! bearer token is required everywhere; its [`Claims`] are put in the
 //! request extensions for the handlers.
 
 pub mod config;
+pub mod dagman;
 pub mod schedd;
 pub mod shadow;
 pub mod starter;
@@ -270,7 +273,8 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
     std::fs::create_dir_all(config.spool_dir()).map_err(io("spool dir".into()))?;
     let key = gleaner_proto::auth::load_or_create_pool_key(&config.pool_key)
         .map_err(|e| DaemonError::Key(e.to_string()))?;
-    let queue = JobQueue::open(config.queue_path())?;
+    let mut queue = JobQueue::open(config.queue_path())?;
+    dagman::init(&mut queue)?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(io(format!("bind {}", config.listen)))?;
@@ -353,6 +357,7 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
 
     let mut app = Router::new()
         .merge(user::router())
+        .merge(dagman::router())
         .merge(shadow::router())
         .with_state(station.clone());
     if let Some(s) = &station.starter {
@@ -376,6 +381,12 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
             tracing::error!(error = %e, "HTTP server failed");
         }
     }));
+    if station.config.role.submits() {
+        tasks.push(tokio::spawn(dagman::run_loop(
+            station.clone(),
+            shutdown_rx.clone(),
+        )));
+    }
     tasks.push(tokio::spawn(schedd::advertise_loop(
         station.clone(),
         shutdown_rx,

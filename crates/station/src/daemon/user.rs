@@ -70,7 +70,7 @@ pub(crate) fn info(r: &JobRecord) -> JobInfo {
 /// Resolves the jobs' initial directory against the submit file's
 /// directory, as `condor_submit` does (a relative `initialdir` is relative
 /// to where the submit file was).
-fn resolve_iwd(iwd: Option<&str>, submit_dir: Option<&str>) -> Option<String> {
+pub(crate) fn resolve_iwd(iwd: Option<&str>, submit_dir: Option<&str>) -> Option<String> {
     match (iwd, submit_dir) {
         (Some(i), Some(base)) if !i.starts_with('/') => {
             Some(PathBuf::from(base).join(i).to_string_lossy().into_owned())

@@ -1,0 +1,348 @@
+//! `glean dag submit|status|rm`: job DAGs (HTCondor's `condor_submit_dag`,
+//! with DMW's priority dependences; format in `docs/dag-format.md`).
+//!
+//! `glean dag submit FILE` reads the DAG file and every node's submit file
+//! (a relative path is relative to the DAG file's directory), applies the
+//! node's `VARS` as macros, and reports every problem with its file and
+//! line; only a fully valid DAG reaches the station, whose DAG manager then
+//! submits each node's jobs when its dependences allow. `FILE` may also be
+//! a rescue file written when a DAG failed or was removed: the DAG it names
+//! resumes where it stopped.
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use gleaner_core::dag::{JobSpec, Rescue, RescueRetries, parse_dag};
+use gleaner_proto::auth::peek_claims;
+use gleaner_proto::submit::{SubmitContext, SubmitErrors, parse_submit};
+use gleaner_proto::wire::PROTOCOL_VERSION;
+use gleaner_station::daemon::dagman::{DagNodeSubmit, DagStatus, DagSubmitBody};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::jobs::ConnectArgs;
+
+#[derive(Args, Debug)]
+pub struct DagArgs {
+    #[command(subcommand)]
+    pub command: DagCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DagCommand {
+    /// Submit a DAG file, or resubmit a rescue file to resume a DAG.
+    Submit(SubmitArgs),
+    /// Show DAGs (all of yours, or one with its nodes).
+    Status(StatusArgs),
+    /// Remove a running DAG and its unfinished jobs; writes a rescue file.
+    Rm(RmArgs),
+}
+
+/// How a rescue file's failed attempts count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RetriesArg {
+    /// Every unfinished node gets its full RETRY budget again.
+    Reset,
+    /// Failed attempts count against the budget: resume exactly.
+    Keep,
+}
+
+#[derive(Args, Debug)]
+pub struct SubmitArgs {
+    /// The DAG file (or a rescue file).
+    pub file: PathBuf,
+    /// With a rescue file: how its recorded failed attempts count.
+    #[arg(long, value_enum, default_value_t = RetriesArg::Reset)]
+    pub retries: RetriesArg,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// A DAG id; without it, all your DAGs.
+    pub id: Option<u64>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct RmArgs {
+    pub id: u64,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+pub fn run(args: DagArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        DagCommand::Submit(a) => submit(a),
+        DagCommand::Status(a) => status(a),
+        DagCommand::Rm(a) => rm(a),
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Every problem found, as `file:line: message` lines.
+type Problems = Vec<String>;
+
+/// Reads and parses a node's submit file with the node's `VARS` defined
+/// first. Only keys the file refers to as `$(key)` are defined, so unused
+/// VARS are not "unknown commands"; line numbers are those of the file.
+fn node_submission(
+    dag_dir: &Path,
+    node: &str,
+    spec: &JobSpec,
+    owner: &str,
+    env: &std::collections::BTreeMap<String, String>,
+    problems: &mut Problems,
+) -> Option<DagNodeSubmit> {
+    let path = dag_dir.join(&spec.submit);
+    let shown = path.display().to_string();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            problems.push(format!("{shown}: cannot read (node {node}): {e}"));
+            return None;
+        }
+    };
+    let lower = text.to_ascii_lowercase();
+    let mut prefix = String::new();
+    let mut added = 0usize;
+    for (k, v) in &spec.vars {
+        let k_l = k.to_ascii_lowercase();
+        if lower.contains(&format!("$({k_l})")) || lower.contains(&format!("$({k_l}:")) {
+            prefix.push_str(&format!("{k} = {v}\n"));
+            added += 1;
+        }
+    }
+    let ctx = SubmitContext::new(shown.clone(), owner).with_env(env.clone());
+    match parse_submit(&format!("{prefix}{text}"), &ctx) {
+        Ok(submission) => {
+            let submit_dir = std::fs::canonicalize(&path)
+                .ok()
+                .and_then(|p| p.parent().map(|d| d.to_string_lossy().into_owned()));
+            Some(DagNodeSubmit {
+                name: node.to_string(),
+                submission,
+                submit_dir,
+            })
+        }
+        Err(SubmitErrors(errs)) => {
+            for mut e in errs {
+                if e.line > added {
+                    e.line -= added;
+                    problems.push(e.to_string());
+                } else if e.line == 0 {
+                    problems.push(e.to_string());
+                } else {
+                    problems.push(format!("{shown}: VARS of node {node}: {}", e.kind));
+                }
+            }
+            None
+        }
+    }
+}
+
+fn submit(args: SubmitArgs) -> anyhow::Result<ExitCode> {
+    let settings = args.connect.settings()?;
+    let owner = peek_claims(&settings.token)
+        .map(|c| c.subject)
+        .unwrap_or_default();
+    let given = std::fs::canonicalize(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let text = std::fs::read_to_string(&given)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let mut problems: Problems = Vec::new();
+
+    // A rescue file names its DAG; resume that.
+    let (dag_path, dag_text, rescue) = if Rescue::looks_like(&text) {
+        let rescue = match Rescue::parse(&text) {
+            Ok(r) => r,
+            Err(errs) => {
+                for e in &errs.0 {
+                    eprintln!("{}:{}: {}", given.display(), e.line, e.kind);
+                }
+                eprintln!("glean dag submit: invalid rescue file; nothing was submitted");
+                return Ok(ExitCode::from(1));
+            }
+        };
+        let Some(dag) = rescue.dag.clone() else {
+            bail!(
+                "{}: rescue file without a DAG line: cannot tell which DAG to resume",
+                given.display()
+            );
+        };
+        let base = given.parent().unwrap_or(Path::new("/"));
+        let path = std::fs::canonicalize(base.join(&dag))
+            .with_context(|| format!("{}: DAG file {dag}", given.display()))?;
+        let t = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read DAG file {}", path.display()))?;
+        (path, t, Some(rescue))
+    } else {
+        (given.clone(), text, None)
+    };
+    let shown = dag_path.display().to_string();
+    let dag = match parse_dag(&dag_text) {
+        Ok(d) => d,
+        Err(errs) => {
+            for e in &errs.0 {
+                eprintln!("{shown}:{}: {}", e.line, e.kind);
+            }
+            eprintln!(
+                "glean dag submit: {} error(s); nothing was submitted",
+                errs.0.len()
+            );
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let dag_dir = dag_path.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let mut nodes = Vec::with_capacity(dag.len());
+    for n in dag.nodes() {
+        if let Some(s) = node_submission(&dag_dir, &n.name, &n.payload, &owner, &env, &mut problems)
+        {
+            nodes.push(s);
+        }
+    }
+    if !problems.is_empty() {
+        for p in &problems {
+            eprintln!("{p}");
+        }
+        eprintln!(
+            "glean dag submit: {} error(s); nothing was submitted",
+            problems.len()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    let body = DagSubmitBody {
+        protocol: PROTOCOL_VERSION,
+        dag_file: shown.clone(),
+        dag_text,
+        nodes,
+        rescue,
+        rescue_retries: match args.retries {
+            RetriesArg::Reset => RescueRetries::Reset,
+            RetriesArg::Keep => RescueRetries::Keep,
+        },
+    };
+    let client = gleaner_station::client::StationClient::from_settings(&settings)?;
+    let resp = runtime()?.block_on(client.submit_dag(&body))?;
+    if resp.done > 0 {
+        println!(
+            "DAG {} submitted: {} nodes, {} already done (from the rescue file).",
+            resp.id, resp.nodes, resp.done
+        );
+    } else {
+        println!("DAG {} submitted: {} nodes.", resp.id, resp.nodes);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
+    let settings = args.connect.settings()?;
+    let client = gleaner_station::client::StationClient::from_settings(&settings)?;
+    let rt = runtime()?;
+    if let Some(id) = args.id {
+        let s = rt.block_on(client.dag(id))?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&s)?);
+        } else {
+            print_one(&s);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let owner = peek_claims(&settings.token).ok().map(|c| c.subject);
+    let all = rt.block_on(client.dags(owner.as_deref()))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&all)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec![
+        "ID", "OWNER", "STATE", "DONE", "RUNNING", "FAILED", "NODES", "DAG FILE",
+    ]);
+    for s in &all {
+        let count = |k: &str| s.nodes.iter().filter(|n| n.status == k).count();
+        t.add_row(vec![
+            s.id.to_string(),
+            s.owner.clone(),
+            s.state.name().to_string(),
+            count("done").to_string(),
+            (count("running") + count("submitted")).to_string(),
+            count("failed").to_string(),
+            s.nodes.len().to_string(),
+            s.dag_file.clone(),
+        ]);
+    }
+    println!("{t}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_one(s: &DagStatus) {
+    println!(
+        "DAG {} ({}), {}: {}{}",
+        s.id,
+        s.owner,
+        s.state.name(),
+        s.dag_file,
+        if s.message.is_empty() {
+            String::new()
+        } else {
+            format!(" — {}", s.message)
+        }
+    );
+    if let Some(r) = &s.rescue_file {
+        println!("rescue file: {r}");
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec![
+        "NODE",
+        "STATUS",
+        "FAILURES",
+        "RETRY",
+        "CLUSTERS",
+        "PARENTS",
+        "PRIORITY PARENTS",
+    ]);
+    for n in &s.nodes {
+        t.add_row(vec![
+            n.name.clone(),
+            n.status.clone(),
+            n.failures.to_string(),
+            n.retries.to_string(),
+            n.clusters
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            n.data_parents.join(" "),
+            n.priority_parents.join(" "),
+        ]);
+    }
+    println!("{t}");
+}
+
+fn rm(args: RmArgs) -> anyhow::Result<ExitCode> {
+    let settings = args.connect.settings()?;
+    let client = gleaner_station::client::StationClient::from_settings(&settings)?;
+    let r = runtime()?.block_on(client.rm_dag(args.id))?;
+    println!(
+        "DAG {} removed ({} unfinished job(s) removed).",
+        r.id,
+        r.removed_jobs.len()
+    );
+    match &r.rescue_file {
+        Some(p) => println!("Rescue file: {p}\nResume with: glean dag submit {p}"),
+        None => println!("No rescue file could be written; see the station's log."),
+    }
+    Ok(ExitCode::SUCCESS)
+}
