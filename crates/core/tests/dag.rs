@@ -499,3 +499,33 @@ proptest! {
         let _ = Rescue::parse(&raw);
     }
 }
+
+/// A rescue record names its DAG file (`DAG path`, the rest of the line),
+/// and is told apart from a DAG file by its first statement.
+#[test]
+fn rescue_names_its_dag_file() {
+    let r = Rescue {
+        dag: Some("/home/me/my runs/big.dag".into()),
+        done: ["a".to_string()].into(),
+        ..Rescue::default()
+    };
+    let text = r.to_text();
+    assert_eq!(
+        text,
+        "# Gleaner DAG rescue file, format 1\nDAG /home/me/my runs/big.dag\nDONE a\n"
+    );
+    assert_eq!(Rescue::parse(&text).unwrap(), r);
+    assert!(Rescue::looks_like(&text));
+    assert!(Rescue::looks_like("DONE a\n"));
+    assert!(!Rescue::looks_like("# c\nJOB a a.sub\n"));
+    assert!(!Rescue::looks_like(""));
+    let errs = Rescue::parse("DAG a.dag\nDAG b.dag\nDAG\n").unwrap_err();
+    let lines: Vec<usize> = errs.0.iter().map(|e| e.line).collect();
+    assert_eq!(lines, vec![2, 3]);
+    // Without a DAG line the JSON form stays as it was.
+    let plain = Rescue::default();
+    assert_eq!(
+        serde_json::to_string(&plain).unwrap(),
+        r#"{"done":[],"attempts":{}}"#
+    );
+}
