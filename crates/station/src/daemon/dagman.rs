@@ -1279,7 +1279,10 @@ mod tests {
         assert_eq!(q.list(&JobFilter::default()).unwrap().len(), 3);
         let st = statuses(&mut q, id);
         assert_eq!((st["a"].as_str(), st["b"].as_str()), ("done", "running"));
-        assert_eq!((st["c"].as_str(), st["d"].as_str()), ("submitted", "waiting"));
+        assert_eq!(
+            (st["c"].as_str(), st["d"].as_str()),
+            ("submitted", "waiting")
+        );
     }
 
     #[test]
