@@ -265,6 +265,9 @@ fn publish(tx: &watch::Sender<OwnerState>, s: OwnerState) {
     });
 }
 
+/// Tolerance for activity timestamps that predate the last sample a little.
+const FRESH_SLACK: Dur = Dur::from_secs(1);
+
 /// Shortest wait between looks at the stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(500);
 
@@ -320,8 +323,11 @@ impl<C: Clock> WatchLoop<C> {
                 let now = self.clock.now();
                 // Fresh = what the next sample would count as input
                 // (detector: idle < input_quiet or input since the last
-                // sample); an old timestamp newly reported is not.
-                let window = self.last_sample.map_or(Dur::ZERO, |l| now.since(l));
+                // sample); an old timestamp newly reported is not. File
+                // times come from the kernel's coarse clock, which can lag
+                // the sample's precise time by a tick: an event just after
+                // a sample may carry a time just before it, hence the slack.
+                let window = self.last_sample.map_or(Dur::ZERO, |l| now.since(l)) + FRESH_SLACK;
                 let quiet = self.detector.config().input_quiet.max(window);
                 let age = idle_since(now_sys, at);
                 let age = Dur::from_micros(u64::try_from(age.as_micros()).unwrap_or(u64::MAX));
@@ -559,6 +565,43 @@ mod tests {
         std::fs::write(&f, format!("{old}\n")).unwrap();
         lp.wait_for_activity(Duration::from_millis(300));
         assert_eq!(lp.state(), OwnerState::Av);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn spawned_watch_publishes_av_then_na_on_activity() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("activity");
+        let cfg = OwnerWatchConfig {
+            sources: vec![SourceKind::File],
+            activity_file: Some(f.clone()),
+            idle_wait_secs: Some(0.3),
+            sample_period_na_secs: Some(0.2),
+            sample_period_av_secs: Some(0.2),
+            ..Default::default()
+        };
+        let (tx, mut rx) = watch::channel(OwnerState::Na);
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let task = spawn_linux(&cfg, None, tx, stop_rx);
+        let wait = |want: OwnerState| {
+            let mut rx = rx.clone();
+            async move {
+                tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|s| *s == want))
+                    .await
+                    .unwrap_or_else(|_| panic!("{want:?} not reached"))
+                    .unwrap();
+            }
+        };
+        wait(OwnerState::Av).await;
+        for i in 0..3 {
+            std::fs::write(&f, format!("active\n# {i}\n")).unwrap();
+            let t0 = std::time::Instant::now();
+            wait(OwnerState::Na).await;
+            assert!(t0.elapsed() < Duration::from_secs(5));
+            wait(OwnerState::Av).await;
+        }
+        let _ = rx.borrow_and_update();
+        stop_tx.send(true).unwrap();
+        task.await.unwrap();
     }
 
     #[test]
