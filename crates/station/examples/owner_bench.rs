@@ -750,8 +750,18 @@ fn all(quick: bool) -> Res<()> {
             let (fr, fv2) = m
                 .controller_root(Controller::Freezer)
                 .unwrap_or_else(|| (PathBuf::from("signals"), false));
+            // Which mechanism the kernel took: cpu.idle, or minimum weight.
+            let probe = RemoveOnDrop(m.create("probe")?);
+            let how = match probe.set_idle(true)? {
+                gleaner_station::isolation::IdleOutcome::CpuIdle => "`cpu.idle=1`",
+                gleaner_station::isolation::IdleOutcome::MinimumWeight => {
+                    "minimum weight (`cpu.shares=2` / `cpu.weight=1`)"
+                }
+                gleaner_station::isolation::IdleOutcome::Unavailable => "nothing (no cpu controller)",
+            };
+            drop(probe);
             println!(
-                "Isolation (c): SCHED_IDLE per task + `cpu.idle=1` on the guests' group and its parent, cpu hierarchy {} ({}); freezer {} ({}).\n",
+                "Isolation (c): SCHED_IDLE per task + {how} on each guest's group and on their parent, cpu hierarchy {} ({}); freezer {} ({}).\n",
                 cpu_root.display(),
                 if v2 { "cgroup v2" } else { "cgroup v1" },
                 fr.display(),
