@@ -757,7 +757,9 @@ fn all(quick: bool) -> Res<()> {
                 gleaner_station::isolation::IdleOutcome::MinimumWeight => {
                     "minimum weight (`cpu.shares=2` / `cpu.weight=1`)"
                 }
-                gleaner_station::isolation::IdleOutcome::Unavailable => "nothing (no cpu controller)",
+                gleaner_station::isolation::IdleOutcome::Unavailable => {
+                    "nothing (no cpu controller)"
+                }
             };
             drop(probe);
             println!(
