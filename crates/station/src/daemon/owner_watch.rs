@@ -605,6 +605,38 @@ mod tests {
     }
 
     #[test]
+    fn station_toml_with_owner_and_isolation() {
+        use crate::daemon::config::{ActivitySource, StationConfig};
+        use crate::isolation::CgroupMode;
+        let c: StationConfig = toml::from_str(
+            "activity = { source = \"linux\" }\n\
+             [owner]\nsources = [\"tty\", \"file\", \"load\"]\nactivity_file = \"/run/owner\"\npoll_ms = 250\n\
+             [isolation]\ncgroups = \"hybrid\"\ncgroup_root = \"/tmp/cg\"\nparent_idle = false\n",
+        )
+        .unwrap();
+        assert_eq!(c.activity, ActivitySource::Linux);
+        assert_eq!(c.owner.poll_ms, 250);
+        assert_eq!(c.isolation.cgroups, CgroupMode::Hybrid);
+        c.validate().unwrap();
+        // Mistakes name their key.
+        let bad: StationConfig = toml::from_str("[owner]\nsources = [\"file\"]\n").unwrap();
+        assert!(
+            bad.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("activity_file")
+        );
+        let bad: StationConfig = toml::from_str("[isolation]\nparent = \"a/b\"\n").unwrap();
+        assert!(
+            bad.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("isolation.parent")
+        );
+        assert!(toml::from_str::<StationConfig>("[isolation]\ncgroup = \"auto\"\n").is_err());
+    }
+
+    #[test]
     fn state_file_words() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("s");
