@@ -91,6 +91,10 @@ struct Env {
 
 impl Env {
     async fn start(test: &str, policy: &str) -> Env {
+        Self::start_with(test, policy, |_| {}).await
+    }
+
+    async fn start_with(test: &str, policy: &str, tweak: impl FnOnce(&mut StationConfig)) -> Env {
         let dir = tempfile::tempdir().unwrap();
         // Guests run as `nobody` under root: let them reach their sandbox.
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -113,7 +117,7 @@ impl Env {
             parent_idle: false,
             ..Default::default()
         };
-        let cfg = StationConfig {
+        let mut cfg = StationConfig {
             name: HOST.into(),
             listen: "127.0.0.1:0".parse().unwrap(),
             state_dir: dir.path().join("station"),
@@ -129,6 +133,11 @@ impl Env {
             isolation,
             ..Default::default()
         };
+        // The real owner watch reads the same file through its FileSource.
+        tweak(&mut cfg);
+        if cfg.activity == ActivitySource::Linux {
+            cfg.owner.activity_file = Some(activity.clone());
+        }
         let (addr, daemon) = spawn_for_test(cfg).await.unwrap();
         let cgroups = root.then(|| {
             let mut c = CgroupConfig::new(CgroupLayout::detect().unwrap());
@@ -162,6 +171,17 @@ impl Env {
     }
 
     async fn place(&self, job: JobId) {
+        let start = Instant::now();
+        loop {
+            match self.try_place(job).await {
+                PlacementResponse::Accepted { .. } => return,
+                r => assert!(start.elapsed() < Duration::from_secs(20), "{r:?}"),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn try_place(&self, job: JobId) -> PlacementResponse {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
@@ -187,8 +207,7 @@ impl Env {
             checkpoint: None,
             run_count: 0,
         };
-        let r: PlacementResponse = self
-            .http
+        self.http
             .post(format!("http://{}/v1/place", self.addr))
             .bearer_auth(self.token())
             .json(&req)
@@ -197,8 +216,7 @@ impl Env {
             .unwrap()
             .json()
             .await
-            .unwrap();
-        assert!(matches!(r, PlacementResponse::Accepted { .. }), "{r:?}");
+            .unwrap()
     }
 
     async fn guests(&self) -> Vec<GuestListing> {
@@ -473,4 +491,41 @@ async fn immediate_eviction_vacates_and_kills_the_whole_guest() {
         }
     }
     env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn linux_owner_watch_detector_drives_the_ladder() {
+    use gleaner_station::daemon::owner_watch::SourceKind;
+    let _l = serial_lock();
+    let env = Env::start_with("linux", "condor1988", |c| {
+        c.activity = ActivitySource::Linux;
+        c.owner.sources = vec![SourceKind::File];
+        // Short periods so the detector's idle wait passes in the test.
+        c.owner.idle_wait_secs = Some(0.5);
+        c.owner.sample_period_na_secs = Some(0.2);
+        c.owner.sample_period_av_secs = Some(0.2);
+    })
+    .await;
+    // The detector starts NA (Mutka 1988 L353): placement waits for AV.
+    env.place(JobId::new(4, 0)).await;
+    let (pid, guest) = env.guest().await;
+    until("guest running", Duration::from_secs(10), || {
+        stat(pid).is_some_and(|s| s.0 > 0)
+    })
+    .await;
+    // One `active` line: the FileSource wakes the watch, the detector's
+    // on_activity makes the station NA, the ladder suspends.
+    std::fs::write(&env.activity, "active\n").unwrap();
+    until("guest suspended", Duration::from_secs(10), || {
+        env.frozen(&guest) == Some(true) || stat(pid).is_some_and(|s| s.2 == 'T')
+    })
+    .await;
+    never_normal_while_active(&env, pid, &guest, Duration::from_millis(200)).await;
+    // No more input: after the idle wait the detector says AV again.
+    until("resumed report", Duration::from_secs(15), || {
+        env.event(JobEventKind::Resumed)
+    })
+    .await;
+    env.stop().await;
+    assert!(!alive(pid), "vacated guest left behind");
 }
