@@ -7,6 +7,10 @@
 //! as the station's policy says, and a guest must never run at normal
 //! priority while the owner is active.
 //!
+//! One more test runs the real owner watch (`activity = { source = "linux" }`
+//! with the `file` activity source) so that the detector, not the test,
+//! decides when the owner is back.
+//!
 //! A tiny in-test shadow serves the job's executable and records reports.
 
 use axum::Json;
