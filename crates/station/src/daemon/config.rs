@@ -14,8 +14,12 @@
 //! role = "both"                 # submit_only | execute_only | both
 //! advertise_secs = 120
 //! placement_interval_secs = 120 # at most one placement per interval
-//! activity = { source = "always_idle" }
+//! activity = { source = "always_idle" } # or "file" (path = ...), or "linux" with [owner]
 //! eviction_policy = "linger_longer" # see gleaner_core::eviction
+//! [owner]                         # daemon::owner_watch
+//! sources = ["evdev", "tty", "logind", "power", "load"]
+//! [isolation]                     # isolation::CgroupSettings
+//! cgroups = "auto"
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -54,6 +58,9 @@ pub enum ActivitySource {
     AlwaysIdle,
     /// A file whose first word is `active` or `idle` (tests, scripts).
     File { path: PathBuf },
+    /// The real Linux sources and detector, configured in `[owner]`
+    /// (see `daemon::owner_watch`).
+    Linux,
 }
 
 /// The station daemon's settings. See the module docs for an example.
@@ -95,6 +102,10 @@ pub struct StationConfig {
     pub eviction_policy: String,
     /// Largest request body accepted, bytes.
     pub max_body_bytes: usize,
+    /// Real owner-activity sources and detector (`activity.source = "linux"`).
+    pub owner: super::owner_watch::OwnerWatchConfig,
+    /// Guest cgroups (`[isolation]`).
+    pub isolation: crate::isolation::CgroupSettings,
 }
 
 impl Default for StationConfig {
@@ -120,6 +131,8 @@ impl Default for StationConfig {
                 .name()
                 .to_string(),
             max_body_bytes: 64 * 1024 * 1024,
+            owner: Default::default(),
+            isolation: Default::default(),
         }
     }
 }
@@ -183,6 +196,12 @@ impl StationConfig {
         }
         if self.max_body_bytes < 1024 {
             return bad("max_body_bytes", "must be at least 1024");
+        }
+        if let Err(m) = self.owner.validate() {
+            return bad("owner", &m);
+        }
+        if let Err(m) = self.isolation.validate() {
+            return bad("isolation", &m);
         }
         Ok(())
     }

@@ -19,6 +19,7 @@
 
 pub mod config;
 pub mod dagman;
+pub mod owner_watch;
 pub mod schedd;
 pub mod shadow;
 pub mod starter;
@@ -308,15 +309,27 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
     };
     let (owner_tx, owner_rx) = watch::channel(initial);
     let starter = if config.role.executes() {
-        if let Some(t) = spawn_activity(&config, owner_tx.clone(), shutdown_rx.clone()) {
-            tasks.push(t);
-        }
         let mut sc = starter::StarterConfig::new(name.clone(), config.execute_dir());
         if let Some(c) = config.cpus {
             sc.cpus = c;
         }
         if let Some(m) = config.memory_mb {
             sc.memory_mb = m;
+        }
+        let cgroups = config
+            .isolation
+            .build(sc.memory_mb)
+            .map_err(|e| DaemonError::Io {
+                what: "guest cgroups ([isolation] required = true)".into(),
+                source: std::io::Error::other(e),
+            })?;
+        if let Some(t) = spawn_activity(
+            &config,
+            cgroups.clone(),
+            owner_tx.clone(),
+            shutdown_rx.clone(),
+        ) {
+            tasks.push(t);
         }
         match EvictionPolicy::from_name(&config.eviction_policy) {
             Some(p) => sc.policy = p,
@@ -332,7 +345,7 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
             daemon_token.clone(),
             Box::new(starter::PoolKeyClaims(key.clone())),
             owner_rx,
-            None,
+            cgroups,
         )?))
     } else {
         None
@@ -419,42 +432,25 @@ pub async fn spawn_for_test(config: StationConfig) -> Result<(SocketAddr, Runnin
     Ok((r.addr, r))
 }
 
-/// Feeds the starter's owner state from the configured activity source.
+/// Feeds the starter's owner state from the configured activity source
+/// (see [`owner_watch`]).
 fn spawn_activity(
     config: &StationConfig,
+    cgroups: Option<crate::isolation::CgroupManager>,
     tx: watch::Sender<OwnerState>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) -> Option<JoinHandle<()>> {
     match &config.activity {
         config::ActivitySource::AlwaysIdle => None,
         config::ActivitySource::File { path } => {
-            let path = path.clone();
-            Some(tokio::spawn(async move {
-                loop {
-                    // A missing or unreadable file means nobody says the
-                    // owner is there: idle.
-                    let active = std::fs::read_to_string(&path).is_ok_and(|t| {
-                        t.split_whitespace()
-                            .next()
-                            .is_some_and(|w| w.eq_ignore_ascii_case("active"))
-                    });
-                    let s = if active {
-                        OwnerState::Na
-                    } else {
-                        OwnerState::Av
-                    };
-                    tx.send_if_modified(|cur| {
-                        let changed = *cur != s;
-                        *cur = s;
-                        changed
-                    });
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_millis(250)) => {}
-                        _ = shutdown.wait_for(|s| *s) => return,
-                    }
-                }
-            }))
+            Some(owner_watch::spawn_state_file(path.clone(), tx, shutdown))
         }
+        config::ActivitySource::Linux => Some(owner_watch::spawn_linux(
+            &config.owner,
+            cgroups,
+            tx,
+            shutdown,
+        )),
     }
 }
 

@@ -434,6 +434,17 @@ impl CgroupManager {
         }
     }
 
+    /// Memory bounds on the whole guest subtree (all guests together);
+    /// `false` when no memory controller is available. Call after
+    /// [`CgroupManager::ensure_parent`].
+    pub fn set_parent_memory(&self, m: MemoryBounds) -> Result<bool, IsolationError> {
+        let Some(b) = &self.plan.memory else {
+            return Ok(false);
+        };
+        set_memory_at(&self.parent_dir(&b.root), b.v2, m)?;
+        Ok(true)
+    }
+
     /// Remove the (empty) parent subtree everywhere; for tests and
     /// uninstall. Fails with EBUSY while guest groups remain.
     pub fn remove_parent(&self) -> Result<(), IsolationError> {
@@ -518,6 +529,19 @@ fn set_idle_at(dir: &Path, v2: bool, idle: bool) -> Result<IdleOutcome, Isolatio
     };
     write_ctl(&dir.join(file), if idle { low } else { normal })?;
     Ok(IdleOutcome::MinimumWeight)
+}
+
+fn set_memory_at(dir: &Path, v2: bool, m: MemoryBounds) -> Result<(), IsolationError> {
+    if v2 {
+        let v = |x: Option<u64>| x.map_or_else(|| "max".to_string(), |n| n.to_string());
+        write_ctl(&dir.join("memory.high"), &v(m.high))?;
+        write_ctl(&dir.join("memory.max"), &v(m.max))?;
+    } else {
+        let v = |x: Option<u64>| x.map_or_else(|| "-1".to_string(), |n| n.to_string());
+        write_ctl(&dir.join("memory.limit_in_bytes"), &v(m.max))?;
+        write_ctl(&dir.join("memory.soft_limit_in_bytes"), &v(m.high))?;
+    }
+    Ok(())
 }
 
 fn read_usage(dir: &Path, v2: bool) -> Result<Duration, IsolationError> {
@@ -623,16 +647,7 @@ impl GuestCgroup {
         let Some(b) = &self.plan.memory else {
             return Ok(false);
         };
-        let dir = self.dir(&b.root);
-        if b.v2 {
-            let v = |x: Option<u64>| x.map_or_else(|| "max".to_string(), |n| n.to_string());
-            write_ctl(&dir.join("memory.high"), &v(m.high))?;
-            write_ctl(&dir.join("memory.max"), &v(m.max))?;
-        } else {
-            let v = |x: Option<u64>| x.map_or_else(|| "-1".to_string(), |n| n.to_string());
-            write_ctl(&dir.join("memory.limit_in_bytes"), &v(m.max))?;
-            write_ctl(&dir.join("memory.soft_limit_in_bytes"), &v(m.high))?;
-        }
+        set_memory_at(&self.dir(&b.root), b.v2, m)?;
         Ok(true)
     }
 

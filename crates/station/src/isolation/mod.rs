@@ -19,12 +19,14 @@
 
 mod cgroup;
 mod launch;
+mod settings;
 
 pub use cgroup::{
     CgroupConfig, CgroupLayout, CgroupManager, Controller, FreezeMethod, GuestCgroup, IdleOutcome,
     KillMethod, MemoryBounds, RemoveOnDrop, V1Roots, parse_mountinfo,
 };
 pub use launch::{GuestLauncher, GuestProcess, GuestSpec, GuestUser, prepare_sandbox};
+pub use settings::{CgroupMode, CgroupSettings};
 
 use std::path::{Path, PathBuf};
 

@@ -11,9 +11,12 @@
 //!
 //! The latest time reported wins. A regular file is re-read whenever its
 //! mtime or size changes; a FIFO is drained at each reading and its
-//! descriptor wakes [`super::MinIdle::wait_activity`].
+//! descriptor wakes [`super::MinIdle::wait_activity`]. A regular file wakes
+//! it too, through an inotify watch on its directory (so a writer's report
+//! reaches the detector in milliseconds, not at the next poll).
 
 use super::{IdleSource, OwnerError};
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -27,16 +30,63 @@ pub struct FileSource {
     partial: String,
     seen: Option<(SystemTime, u64)>,
     last: Option<SystemTime>,
+    /// Watch on the file's directory (the file may not exist yet, and
+    /// writers often replace it by rename).
+    inotify: Option<Inotify>,
 }
 
 impl FileSource {
     pub fn new(path: impl Into<PathBuf>) -> Self {
+        let path: PathBuf = path.into();
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let flags = AddWatchFlags::IN_CLOSE_WRITE
+            | AddWatchFlags::IN_MODIFY
+            | AddWatchFlags::IN_CREATE
+            | AddWatchFlags::IN_MOVED_TO
+            | AddWatchFlags::IN_ATTRIB;
+        let inotify = match Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
+            .and_then(|i| i.add_watch(&dir, flags).map(|_| i))
+        {
+            Ok(i) => Some(i),
+            Err(e) => {
+                tracing::debug!(dir = %dir.display(), error = %e, "no inotify watch; the file is polled");
+                None
+            }
+        };
         FileSource {
-            path: path.into(),
+            path,
             fifo: None,
             partial: String::new(),
             seen: None,
             last: None,
+            inotify,
+        }
+    }
+
+    /// Empty the inotify queue (its events only wake the poll).
+    fn drain_inotify(&mut self) {
+        let Some(i) = &self.inotify else { return };
+        loop {
+            match i.read_events() {
+                Ok(evs) if !evs.is_empty() => {
+                    if evs
+                        .iter()
+                        .any(|e| e.mask.contains(AddWatchFlags::IN_IGNORED))
+                    {
+                        self.inotify = None;
+                        return;
+                    }
+                }
+                Ok(_) | Err(nix::errno::Errno::EAGAIN) => return,
+                Err(e) => {
+                    tracing::warn!(path = %self.path.display(), error = %e, "inotify read failed; polling");
+                    self.inotify = None;
+                    return;
+                }
+            }
         }
     }
 
@@ -93,6 +143,7 @@ impl IdleSource for FileSource {
     }
 
     fn last_activity(&mut self, now: SystemTime) -> Result<Option<SystemTime>, OwnerError> {
+        self.drain_inotify();
         if self.fifo.is_some() {
             self.read_fifo(now)?;
             return Ok(self.last);
@@ -131,6 +182,8 @@ impl IdleSource for FileSource {
     }
 
     fn wake_fds(&self) -> Vec<BorrowedFd<'_>> {
-        self.fifo.iter().map(|f| f.as_fd()).collect()
+        let mut v: Vec<BorrowedFd<'_>> = self.fifo.iter().map(|f| f.as_fd()).collect();
+        v.extend(self.inotify.iter().map(|i| i.as_fd()));
+        v
     }
 }

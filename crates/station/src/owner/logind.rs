@@ -116,11 +116,36 @@ impl LogindQuery for BusctlLogind {
 /// Idle source over a [`LogindQuery`].
 pub struct LogindSource<Q: LogindQuery> {
     query: Q,
+    /// Re-query at most this often: each query runs `busctl` twice, too
+    /// costly for every fast poll of a watching daemon.
+    min_interval: Duration,
+    cached: Option<(std::time::Instant, Option<LogindIdle>)>,
 }
 
 impl<Q: LogindQuery> LogindSource<Q> {
     pub fn new(query: Q) -> Self {
-        LogindSource { query }
+        LogindSource {
+            query,
+            min_interval: Duration::ZERO,
+            cached: None,
+        }
+    }
+
+    /// Answer from the last query for `d` before asking logind again.
+    pub fn with_min_interval(mut self, d: Duration) -> Self {
+        self.min_interval = d;
+        self
+    }
+
+    fn idle(&mut self) -> Result<Option<LogindIdle>, OwnerError> {
+        if let Some((at, v)) = &self.cached
+            && at.elapsed() < self.min_interval
+        {
+            return Ok(*v);
+        }
+        let v = self.query.query()?;
+        self.cached = Some((std::time::Instant::now(), v));
+        Ok(v)
     }
 }
 
@@ -136,7 +161,7 @@ impl<Q: LogindQuery> IdleSource for LogindSource<Q> {
     }
 
     fn last_activity(&mut self, now: SystemTime) -> Result<Option<SystemTime>, OwnerError> {
-        Ok(self.query.query()?.and_then(|i| {
+        Ok(self.idle()?.and_then(|i| {
             if !i.idle_hint {
                 // Not idle: the session is in use now.
                 Some(now)

@@ -295,6 +295,7 @@ pub struct OwnerMonitor {
     pub cpu: CpuMeter,
     paths: OwnerPaths,
     check_power: bool,
+    measure_load: bool,
     sessions: Option<SessionCheck>,
 }
 
@@ -305,6 +306,7 @@ impl OwnerMonitor {
             cpu,
             paths,
             check_power: true,
+            measure_load: true,
             sessions: None,
         }
     }
@@ -321,10 +323,29 @@ impl OwnerMonitor {
         self
     }
 
+    /// Do not measure CPU or load: the owner's CPU then reads as zero, so
+    /// only input (and the extras) decide (a station configured without
+    /// the `load` input).
+    pub fn without_load(mut self) -> Self {
+        self.measure_load = false;
+        self
+    }
+
     /// Take one reading. Failures of single inputs are logged and leave the
     /// corresponding field `None`; the detector treats missing CPU as busy.
     pub fn read(&mut self, now: SystemTime) -> OwnerReading {
         let since_input = self.idle.idle_for(now);
+        if !self.measure_load {
+            return OwnerReading {
+                owner_cpu: Some(0.0),
+                guest_cpu: None,
+                since_input,
+                load_avg_raw: None,
+                owner_load_avg: None,
+                on_battery: self.check_power && self.on_battery(),
+                other_sessions: self.other_sessions(),
+            };
+        }
         let cpu = match self.cpu.sample() {
             Ok(c) => c,
             Err(e) => {
@@ -339,21 +360,8 @@ impl OwnerMonitor {
                 None
             }
         };
-        let on_battery = self.check_power
-            && match read_power_state(&self.paths.sysfs) {
-                Ok(p) => p.on_battery,
-                Err(e) => {
-                    tracing::debug!(error = %e, "power state unreadable");
-                    false
-                }
-            };
-        let other_sessions = match &self.sessions {
-            Some(c) => c.sessions().unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "session scan failed");
-                Vec::new()
-            }),
-            None => Vec::new(),
-        };
+        let on_battery = self.check_power && self.on_battery();
+        let other_sessions = self.other_sessions();
         let owner_load_avg = load.map(|l| (l.one - self.cpu.guest_load()).max(0.0));
         OwnerReading {
             owner_cpu: cpu.map(|c| c.owner),
@@ -363,6 +371,26 @@ impl OwnerMonitor {
             owner_load_avg,
             on_battery,
             other_sessions,
+        }
+    }
+
+    fn on_battery(&self) -> bool {
+        match read_power_state(&self.paths.sysfs) {
+            Ok(p) => p.on_battery,
+            Err(e) => {
+                tracing::debug!(error = %e, "power state unreadable");
+                false
+            }
+        }
+    }
+
+    fn other_sessions(&self) -> Vec<u32> {
+        match &self.sessions {
+            Some(c) => c.sessions().unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "session scan failed");
+                Vec::new()
+            }),
+            None => Vec::new(),
         }
     }
 }

@@ -1,0 +1,232 @@
+//! The station's `[isolation]` settings and how they become a
+//! [`CgroupManager`] (or, with a clear warning, none).
+//!
+//! ```toml
+//! [isolation]
+//! cgroups = "auto"      # off | auto | v2 | hybrid
+//! cgroup_root = "/sys/fs/cgroup"   # optional; tests point it at a temp dir
+//! parent = "gleaner"
+//! parent_idle = true
+//! required = false      # true: refuse to start without cgroups
+//! bound_memory = true   # memory bound on the whole guest subtree
+//! ```
+
+use super::{CgroupConfig, CgroupLayout, CgroupManager, IsolationError, MemoryBounds, V1Roots};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Which cgroup layout to drive.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CgroupMode {
+    /// No cgroups: guests run in their own process group, protected by
+    /// per-task `SCHED_IDLE` and SIGSTOP only. The default, so that a
+    /// station started without root (or a test) needs no cgroupfs.
+    #[default]
+    Off,
+    /// Detect the layout: from `/proc/self/mountinfo`, or, when
+    /// `cgroup_root` is set, from what that directory holds.
+    Auto,
+    /// Pure v2 at `cgroup_root` (default `/sys/fs/cgroup`).
+    V2,
+    /// v1 controllers at `<cgroup_root>/{cpu,cpuacct,memory,freezer}` and
+    /// the v2 mount at `<cgroup_root>/unified` (platform.md §1.2).
+    Hybrid,
+}
+
+/// `[isolation]` in `station.toml`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CgroupSettings {
+    pub cgroups: CgroupMode,
+    /// Where the cgroup mounts are; `/sys/fs/cgroup` when unset.
+    pub cgroup_root: Option<PathBuf>,
+    /// Subtree holding every guest group (existing subtrees are left alone).
+    pub parent: String,
+    /// Give the whole guest subtree idle CPU priority (`cpu.idle` /
+    /// `cpu.shares=2`): without it an idle leaf still competes with the
+    /// owner at its parent's weight (see [`CgroupConfig::parent_idle`]).
+    pub parent_idle: bool,
+    /// Refuse to start when cgroups are asked for but unusable.
+    pub required: bool,
+    /// Bound the memory of the whole guest subtree to the memory the
+    /// station offers (`memory_mb`): soft bound there, hard bound 25 %
+    /// above, so the owner's working set wins (Ryu & Hollingsworth L142).
+    pub bound_memory: bool,
+}
+
+impl Default for CgroupSettings {
+    fn default() -> Self {
+        CgroupSettings {
+            cgroups: CgroupMode::Off,
+            cgroup_root: None,
+            parent: "gleaner".to_string(),
+            parent_idle: true,
+            required: false,
+            bound_memory: true,
+        }
+    }
+}
+
+const DEFAULT_ROOT: &str = "/sys/fs/cgroup";
+
+fn hybrid_at(root: &Path) -> CgroupLayout {
+    let p = |s: &str| Some(root.join(s));
+    CgroupLayout::Hybrid {
+        unified: p("unified"),
+        v1: V1Roots {
+            cpu: p("cpu"),
+            cpuacct: p("cpuacct"),
+            memory: p("memory"),
+            freezer: p("freezer"),
+        },
+    }
+}
+
+impl CgroupSettings {
+    /// Checks values serde cannot; the message names the key.
+    pub fn validate(&self) -> Result<(), String> {
+        let p = self.parent.as_str();
+        if p.is_empty() || p == "." || p == ".." || p.contains(['/', '\0']) {
+            return Err(format!(
+                "isolation.parent {p:?}: must be one path component"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The layout these settings select, `None` when cgroups are off.
+    pub fn layout(&self) -> Result<Option<CgroupLayout>, IsolationError> {
+        let root = self
+            .cgroup_root
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_ROOT));
+        Ok(match self.cgroups {
+            CgroupMode::Off => None,
+            CgroupMode::V2 => Some(CgroupLayout::V2 { root }),
+            CgroupMode::Hybrid => Some(hybrid_at(&root)),
+            CgroupMode::Auto => match &self.cgroup_root {
+                None => Some(CgroupLayout::detect()?),
+                // A v2 root has cgroup.controllers at its top.
+                Some(r) if r.join("cgroup.controllers").is_file() => {
+                    Some(CgroupLayout::V2 { root: r.clone() })
+                }
+                Some(r) => Some(hybrid_at(r)),
+            },
+        })
+    }
+
+    fn try_build(&self, memory_mb: u64) -> Result<Option<CgroupManager>, IsolationError> {
+        let Some(layout) = self.layout()? else {
+            return Ok(None);
+        };
+        let mut cfg = CgroupConfig::new(layout);
+        cfg.parent = self.parent.clone();
+        cfg.parent_idle = self.parent_idle;
+        let m = CgroupManager::new(cfg)?;
+        // Creating the parent proves we may write there (root, delegation).
+        m.ensure_parent()?;
+        if self.bound_memory && memory_mb > 0 {
+            let bytes = memory_mb.saturating_mul(1024 * 1024);
+            m.set_parent_memory(MemoryBounds {
+                high: Some(bytes),
+                max: Some(bytes.saturating_add(bytes / 4)),
+            })?;
+        }
+        Ok(Some(m))
+    }
+
+    /// The manager to hand to the starter. When cgroups were asked for but
+    /// cannot be used, logs why and returns `Ok(None)` (guests then rely on
+    /// per-task SCHED_IDLE and SIGSTOP), unless `required` is set.
+    pub fn build(&self, memory_mb: u64) -> Result<Option<CgroupManager>, IsolationError> {
+        match self.try_build(memory_mb) {
+            Ok(m) => {
+                if m.is_none() {
+                    tracing::info!(
+                        "cgroups off ([isolation] cgroups): guests get per-task SCHED_IDLE and SIGSTOP only"
+                    );
+                }
+                Ok(m)
+            }
+            Err(e) if !self.required => {
+                tracing::warn!(
+                    error = %e,
+                    "cgroups unavailable: guests fall back to per-task SCHED_IDLE, SIGSTOP and \
+                     process-group kill, without memory bounds; guest CPU is not subtracted \
+                     from the owner's load"
+                );
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_from_settings() {
+        let mut s = CgroupSettings::default();
+        assert_eq!(s.layout().unwrap(), None);
+        let dir = tempfile::tempdir().unwrap();
+        s.cgroup_root = Some(dir.path().to_path_buf());
+        s.cgroups = CgroupMode::Auto;
+        assert_eq!(s.layout().unwrap(), Some(hybrid_at(dir.path())));
+        std::fs::write(dir.path().join("cgroup.controllers"), "cpu memory\n").unwrap();
+        assert_eq!(
+            s.layout().unwrap(),
+            Some(CgroupLayout::V2 {
+                root: dir.path().to_path_buf()
+            })
+        );
+        s.cgroups = CgroupMode::Hybrid;
+        assert_eq!(s.layout().unwrap(), Some(hybrid_at(dir.path())));
+    }
+
+    #[test]
+    fn unusable_cgroups_fall_back_unless_required() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = CgroupSettings {
+            cgroups: CgroupMode::V2,
+            cgroup_root: Some(dir.path().join("missing")),
+            ..Default::default()
+        };
+        assert!(s.build(1024).unwrap().is_none());
+        s.required = true;
+        assert!(s.build(1024).is_err());
+        s.parent = "a/b".into();
+        assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn fake_v2_root_gets_parent_and_memory_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("cgroup.controllers"), "cpu memory\n").unwrap();
+        std::fs::write(root.join("cgroup.subtree_control"), "").unwrap();
+        // The files the kernel would create in the parent.
+        let parent = root.join("gleaner");
+        std::fs::create_dir(&parent).unwrap();
+        for f in [
+            "cgroup.subtree_control",
+            "cpu.idle",
+            "memory.high",
+            "memory.max",
+        ] {
+            std::fs::write(parent.join(f), "").unwrap();
+        }
+        let s = CgroupSettings {
+            cgroups: CgroupMode::Auto,
+            cgroup_root: Some(root.to_path_buf()),
+            ..Default::default()
+        };
+        assert!(s.build(100).unwrap().is_some());
+        let r = |f: &str| std::fs::read_to_string(parent.join(f)).unwrap();
+        assert_eq!(r("cpu.idle"), "1");
+        assert_eq!(r("memory.high"), (100u64 << 20).to_string());
+        assert_eq!(r("memory.max"), (125u64 << 20).to_string());
+    }
+}
