@@ -164,7 +164,9 @@ fn analyze(job: &str, args: &QArgs) -> anyhow::Result<ExitCode> {
     use gleaner_coordinator::matchmaker::{AdsView, analyze};
     let (client, settings) = args.connect.client()?;
     let Some(coord) = args.coordinator.clone().or(settings.coordinator.clone()) else {
-        bail!("--analyze needs the coordinator: pass --coordinator URL or set `coordinator` in pool.toml");
+        bail!(
+            "--analyze needs the coordinator: pass --coordinator URL or set `coordinator` in pool.toml"
+        );
     };
     let rt = runtime()?;
     let detail = rt

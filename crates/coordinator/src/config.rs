@@ -202,8 +202,8 @@ mod tests {
         assert_eq!(c.seed, Some(7));
         assert!(CoordinatorConfig::from_toml_str("bogus = 1").is_err());
         assert!(CoordinatorConfig::from_toml_str("scheduling_interval_secs = -1").is_err());
-        let c = CoordinatorConfig::from_toml_str("embargo_secs = 0\n[licences]\nmatlab = 2\n")
-            .unwrap();
+        let c =
+            CoordinatorConfig::from_toml_str("embargo_secs = 0\n[licences]\nmatlab = 2\n").unwrap();
         assert_eq!(c.licences.get("matlab"), Some(&2));
         assert_eq!(c.timing().unwrap().embargo, Duration::ZERO);
         assert!(CoordinatorConfig::from_toml_str("[licences]\n\"a/b\" = 1\n").is_err());

@@ -42,18 +42,39 @@ pub enum Reject {
     /// The station never hosts guests.
     SubmitOnly,
     /// These conjuncts of the job's requirements are not true here.
-    Requirements { clauses: Vec<Clause> },
+    Requirements {
+        clauses: Vec<Clause>,
+    },
     /// The station's `START` expression is not true for this job.
-    Start { expr: String, value: String },
+    Start {
+        expr: String,
+        value: String,
+    },
     /// The station's policy does not admit this owner.
-    UserDenied { user: String },
+    UserDenied {
+        user: String,
+    },
     /// Outside the station's operating windows.
-    WindowClosed { windows: Vec<String> },
-    Cpus { need: u32, free: u32 },
-    Memory { need_mb: u64, have_mb: u64 },
-    Disk { need_kb: u64, have_kb: u64 },
+    WindowClosed {
+        windows: Vec<String>,
+    },
+    Cpus {
+        need: u32,
+        free: u32,
+    },
+    Memory {
+        need_mb: u64,
+        have_mb: u64,
+    },
+    Disk {
+        need_kb: u64,
+        have_kb: u64,
+    },
     /// The station runs as many guests as its policy allows.
-    GuestLimit { limit: u32, guests: u32 },
+    GuestLimit {
+        limit: u32,
+        guests: u32,
+    },
     /// A job was just placed there (DMW's embargo).
     Embargo,
     /// A floating licence is used up pool-wide.
@@ -554,7 +575,11 @@ pub(crate) mod tests {
         );
         assert!((two - 2.0 * 2.0 / 3.0).abs() < 1e-9, "{two}");
         let full = host("t", 2, 0, 2.0);
-        assert_eq!(sigma(&full, HostExtra::default()), 0.0, "no memory, no score");
+        assert_eq!(
+            sigma(&full, HostExtra::default()),
+            0.0,
+            "no memory, no score"
+        );
         let small = host("s", 2, 4, 2.0);
         assert!(sigma(&small, HostExtra::default()) < idle);
     }

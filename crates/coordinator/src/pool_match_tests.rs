@@ -302,7 +302,11 @@ fn a_restart_counts_persisted_claims_and_waits_for_ads() {
     let r = p.advertise(s.homes["a"].clone(), t1, T0_WALL);
     p.tick(t1, T0_WALL);
     assert!(r.grants.is_empty());
-    assert!(p.advertise(s.homes["a"].clone(), t1, T0_WALL).grants.is_empty());
+    assert!(
+        p.advertise(s.homes["a"].clone(), t1, T0_WALL)
+            .grants
+            .is_empty()
+    );
     let mut h = s.hosts["h1"].clone();
     for i in 0..2 {
         h.running_guests.push(GuestInfo {
@@ -369,7 +373,10 @@ fn progress_guarantee_despite_embargo() {
     s.submit("b", &job("bob", None, &[]), 1);
     let g = s.run(6);
     assert_eq!(g.len(), 1, "{g:?}");
-    assert_eq!(g[0].0, "b", "b has nothing running: it gets the embargoed host");
+    assert_eq!(
+        g[0].0, "b",
+        "b has nothing running: it gets the embargoed host"
+    );
 }
 
 #[test]

@@ -338,15 +338,8 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
     let interval = timing.interval;
     let claims = ClaimsState::load(&config.state_dir)?;
     let now = Instant::now();
-    let pool = Pool::new(
-        timing,
-        key.clone(),
-        &config.allocator,
-        seed,
-        &restored,
-        now,
-    )
-    .with_licences(&config.licences, &claims, now, wall_secs());
+    let pool = Pool::new(timing, key.clone(), &config.allocator, seed, &restored, now)
+        .with_licences(&config.licences, &claims, now, wall_secs());
     let shared = Arc::new(Shared {
         pool: Mutex::new(pool),
         key,

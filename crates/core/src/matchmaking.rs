@@ -263,7 +263,10 @@ mod tests {
         assert!(w.open_at(at(1, 7, 59), 0), "Tuesday morning");
         assert!(!w.open_at(at(1, 8, 0), 0));
         assert!(!w.open_at(at(0, 7, 0), 0), "Monday morning follows Sunday");
-        assert!(w.open_at(at(5, 7, 59), 0), "Saturday morning follows Friday");
+        assert!(
+            w.open_at(at(5, 7, 59), 0),
+            "Saturday morning follows Friday"
+        );
         assert!(!w.open_at(at(5, 18, 0), 0), "Saturday evening");
         // The same instant in UTC+2 is two hours later locally.
         assert!(w.open_at(at(0, 16, 0), 7200));
@@ -306,8 +309,14 @@ mod tests {
             Window::parse("09:00-10:00"),
             Err(PolicyError::Shape(_))
         ));
-        assert!(matches!(Window::parse("Mon 0900"), Err(PolicyError::Shape(_))));
-        assert!(Window::parse("m 09:00-10:00").is_err(), "too short a day name");
+        assert!(matches!(
+            Window::parse("Mon 0900"),
+            Err(PolicyError::Shape(_))
+        ));
+        assert!(
+            Window::parse("m 09:00-10:00").is_err(),
+            "too short a day name"
+        );
     }
 
     #[test]

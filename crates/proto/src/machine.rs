@@ -293,7 +293,11 @@ mod tests {
         let m = machine_ad(&s);
         let mut d = JobDescription::new("alice", "/bin/true");
         d.requirements = Some("Memory >= 2048 && HasMatlab".into());
-        assert!(gleaner_classad::matches(&class_ad(&JobClass::of(&d)), &m, 0));
+        assert!(gleaner_classad::matches(
+            &class_ad(&JobClass::of(&d)),
+            &m,
+            0
+        ));
         d.owner = "mallory".into();
         assert!(!gleaner_classad::matches(
             &class_ad(&JobClass::of(&d)),

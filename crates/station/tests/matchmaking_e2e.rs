@@ -159,7 +159,9 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
         for e in &view.stations {
             for g in &e.ad.running_guests {
                 let id = g.job.to_string();
-                let ok = allowed.get(&id).is_some_and(|s| s.contains(e.ad.name.as_str()));
+                let ok = allowed
+                    .get(&id)
+                    .is_some_and(|s| s.contains(e.ad.name.as_str()));
                 assert!(ok, "job {id} runs on {}", e.ad.name);
                 if licensed_ids.contains(&id) {
                     now_licensed += 1;

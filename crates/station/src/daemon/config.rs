@@ -275,7 +275,12 @@ mod tests {
         let c: StationConfig = toml::from_str("[attrs]\nX = \"1 +\"\n").unwrap();
         assert!(c.validate().unwrap_err().to_string().contains("attrs"));
         let c: StationConfig = toml::from_str("[policy]\nwindows = [\"Mon 9-5\"]\n").unwrap();
-        assert!(c.validate().unwrap_err().to_string().contains("policy.windows"));
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("policy.windows")
+        );
         assert!(toml::from_str::<StationConfig>("[policy]\nwindow = []\n").is_err());
     }
 }

@@ -191,14 +191,30 @@ mod tests {
         let closed = 1_763_337_600 + 12 * 3600;
         let mut job = JobDescription::new("alice", "/bin/true");
         assert!(admit(&s.policy, &m, &job, open).is_ok());
-        assert!(admit(&s.policy, &m, &job, closed).unwrap_err().contains("window"));
+        assert!(
+            admit(&s.policy, &m, &job, closed)
+                .unwrap_err()
+                .contains("window")
+        );
         job.owner = "mallory".into();
-        assert!(admit(&s.policy, &m, &job, open).unwrap_err().contains("mallory"));
+        assert!(
+            admit(&s.policy, &m, &job, open)
+                .unwrap_err()
+                .contains("mallory")
+        );
         job.owner = "alice".into();
         job.request_cpus = 2;
-        assert!(admit(&s.policy, &m, &job, open).unwrap_err().contains("START"));
+        assert!(
+            admit(&s.policy, &m, &job, open)
+                .unwrap_err()
+                .contains("START")
+        );
         job.request_cpus = 1;
         job.requirements = Some("Memory > 4096".into());
-        assert!(admit(&s.policy, &m, &job, open).unwrap_err().contains("requirements"));
+        assert!(
+            admit(&s.policy, &m, &job, open)
+                .unwrap_err()
+                .contains("requirements")
+        );
     }
 }

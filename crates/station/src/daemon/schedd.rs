@@ -14,8 +14,8 @@ use super::config::StationConfig;
 use super::machine;
 use crate::daemon::now;
 use gleaner_core::time::Time;
-use gleaner_proto::machine::JobClass;
 use gleaner_proto::job::{JobEventKind, JobId, JobState, JobStateKind};
+use gleaner_proto::machine::JobClass;
 use gleaner_proto::wire::{
     AdvertiseReply, Demand, Grant, PROTOCOL_VERSION, PlacementRequest, PlacementResponse,
     Preemption, StationAd,
@@ -177,8 +177,7 @@ async fn place_on_grant(st: &Arc<Station>, g: &Grant, last: &mut Option<Instant>
         match st.queue().next_idle_jobs(n) {
             Ok(jobs) => jobs.into_iter().find(|j| {
                 !placing.contains(&j.id)
-                    && g
-                        .class
+                    && g.class
                         .as_ref()
                         .is_none_or(|k| JobClass::of(&j.description).key == *k)
             }),
