@@ -318,6 +318,9 @@ pub struct StatusArgs {
     /// Coordinator base URL (default: `coordinator` in pool.toml).
     #[arg(long, value_name = "URL")]
     pub coordinator: Option<String>,
+    /// Print each station's machine ClassAd (condor_status -long).
+    #[arg(long)]
+    pub long: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -327,6 +330,19 @@ pub fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let rt = runtime()?;
     if let Some(coord) = args.coordinator.clone().or(settings.coordinator.clone()) {
         let c = StationClient::new(coord, settings.token.clone())?;
+        if args.long {
+            let view: gleaner_coordinator::matchmaker::AdsView =
+                rt.block_on(c.get_json("/v1/ads"))?;
+            for e in &view.stations {
+                let ad = gleaner_proto::machine::machine_ad(&e.ad);
+                if args.json {
+                    println!("{}", gleaner_classad::unparse::unparse_ad(&ad));
+                } else {
+                    println!("{}", ad.to_old_syntax());
+                }
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         let pool: PoolStatus = rt.block_on(c.get_json("/v1/pool"))?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&pool)?);

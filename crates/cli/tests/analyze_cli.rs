@@ -125,6 +125,20 @@ fn analyze_explains_an_unmatchable_job_station_by_station() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Memory > 100000000"), "{text}");
     assert!(text.contains("0 of"), "{text}");
+    // The machine ads, as ClassAds.
+    let out = glean(&home, &work, &["status", "--long"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for attr in [
+        "Arch = ",
+        "OpSys = ",
+        "Cpus = ",
+        "Memory = ",
+        "Disk = ",
+        "Mips = ",
+    ] {
+        assert!(text.contains(attr), "{attr} missing in {text}");
+    }
     // An unknown job is an error, not an empty analysis.
     let out = glean(&home, &work, &["q", "--analyze", "99.0"]);
     assert!(!out.status.success());

@@ -162,6 +162,59 @@ mod tests {
         .unwrap()
     }
 
+    /// A window covering no minute of any day but the current one's
+    /// opposite: closed now, whatever the zone.
+    fn closed_window() -> String {
+        let now = crate::daemon::now_secs() as i64;
+        let t = gleaner_core::matchmaking::LocalTime::from_unix(
+            now,
+            crate::daemon::machine::utc_offset_secs(now),
+        );
+        let day = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"][((t.weekday + 3) % 7) as usize];
+        format!("{day} 00:00-24:00")
+    }
+
+    #[tokio::test]
+    async fn a_closed_window_reads_as_the_owner_being_back() {
+        let (_stop_tx, stop) = watch::channel(false);
+        let (raw_tx, raw_rx) = watch::channel(OwnerState::Av);
+        let (out_tx, mut out_rx) = watch::channel(OwnerState::Av);
+        let gate = spawn_window_gate(vec![closed_window()], raw_rx, out_tx, stop.clone());
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            out_rx.wait_for(|s| *s == OwnerState::Na),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        gate.abort();
+        // An open window passes the activity source through.
+        let (out_tx, mut out_rx) = watch::channel(OwnerState::Av);
+        let gate = spawn_window_gate(
+            vec!["* 00:00-24:00".into()],
+            raw_tx.subscribe(),
+            out_tx,
+            stop,
+        );
+        raw_tx.send(OwnerState::Na).unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            out_rx.wait_for(|s| *s == OwnerState::Na),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        raw_tx.send(OwnerState::Av).unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            out_rx.wait_for(|s| *s == OwnerState::Av),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        gate.abort();
+    }
+
     #[test]
     fn validation_names_the_field() {
         let mut p = PolicyConfig {
