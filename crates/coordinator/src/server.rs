@@ -26,6 +26,8 @@ const MAX_NAME: usize = 253;
 const MAX_ADDRESS: usize = 2048;
 /// More CPUs or guests than this in one ad is garbage, not a workstation.
 const MAX_CPUS: u32 = 1 << 16;
+/// Stations send at most a few hundred job classes (station machine.rs).
+const MAX_CLASSES: usize = 4096;
 
 struct Shared {
     pool: Mutex<Pool>,
@@ -183,6 +185,9 @@ fn validate(ad: &StationAd) -> Result<(), ApiError> {
     }
     if ad.running_guests.len() > MAX_CPUS as usize {
         return bad("running_guests", "implausible number of guests");
+    }
+    if ad.classes.len() > MAX_CLASSES {
+        return bad("classes", "too many job classes in one ad");
     }
     if let Some(i) = ad.running_guests.iter().position(|g| !name_ok(&g.home)) {
         return bad(
@@ -410,7 +415,17 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
         let _ = halt_tx.send(true);
         let _ = scheduler.await;
         let served = server.await;
-        let state = shared.pool().fairness();
+        let (state, claims) = {
+            let pool = shared.pool();
+            (pool.fairness(), pool.saved_claims())
+        };
+        let d = dir.clone();
+        if !matches!(
+            tokio::task::spawn_blocking(move || claims.save(&d)).await,
+            Ok(Ok(()))
+        ) {
+            tracing::error!("could not write claims.json");
+        }
         save(state, dir).await?;
         match served {
             Ok(Ok(())) => Ok(()),

@@ -81,8 +81,23 @@ fn fnv(bytes: &[u8]) -> u64 {
 }
 
 impl JobClass {
-    /// The class of one job (count 1).
+    /// The class of one job (count 1). Like HTCondor's autoclusters, only
+    /// the custom attributes that the job's requirements or rank mention
+    /// count, so that e.g. `+Index = $(Process)` does not make every job a
+    /// class of its own.
     pub fn of(d: &JobDescription) -> JobClass {
+        let exprs = format!(
+            "{} {}",
+            d.requirements.as_deref().unwrap_or(""),
+            d.rank.as_deref().unwrap_or("")
+        )
+        .to_ascii_lowercase();
+        let custom_attrs = d
+            .custom_attrs
+            .iter()
+            .filter(|(k, _)| exprs.contains(&k.to_ascii_lowercase()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let mut c = JobClass {
             key: String::new(),
             owner: d.owner.clone(),
@@ -92,7 +107,7 @@ impl JobClass {
             request_memory_mb: d.request_memory_mb,
             request_disk_kb: d.request_disk_kb,
             concurrency_limits: d.concurrency_limits.clone(),
-            custom_attrs: d.custom_attrs.clone(),
+            custom_attrs,
             count: 1,
         };
         let sig = serde_json::to_vec(&(
@@ -282,6 +297,14 @@ mod tests {
         assert_eq!(g[0].count, 2);
         assert_eq!(g[0].key, JobClass::of(&a).key, "stable key");
         assert_ne!(g[0].key, g[1].key);
+        // Attributes nothing refers to do not split classes.
+        let mut c = b.clone();
+        c.custom_attrs.insert("Index".into(), "7".into());
+        assert_eq!(JobClass::of(&c).key, JobClass::of(&b).key);
+        c.requirements = Some("MY.Index > 3".into());
+        let mut e = c.clone();
+        e.custom_attrs.insert("Index".into(), "1".into());
+        assert_ne!(JobClass::of(&c).key, JobClass::of(&e).key);
     }
 
     #[test]

@@ -194,6 +194,7 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
         let host = d.job.host.clone().unwrap_or_default();
         assert!(hosts.contains(host.as_str()), "{id} ran on {host}");
     }
+    eprintln!("{samples} samples; at most {peak} licensed jobs at once");
     assert!(peak >= 1, "no licensed job seen in {samples} samples");
 
     for r in running {

@@ -92,6 +92,10 @@ pub fn utc_offset_secs(unix: i64) -> i32 {
 /// its full count; the rest is grouped as it comes forward).
 const MAX_GROUPED: usize = 10_000;
 
+/// Most classes advertised: the ad stays small; jobs of further classes
+/// still count in the demand and are advertised as earlier ones leave.
+const MAX_CLASSES: usize = 256;
+
 /// The station's idle jobs in queue order, grouped into classes; `skip`
 /// jobs are being placed right now.
 pub fn idle_classes(
@@ -99,11 +103,15 @@ pub fn idle_classes(
     skip: &std::collections::HashSet<gleaner_proto::job::JobId>,
 ) -> Vec<JobClass> {
     match q.next_idle_jobs(MAX_GROUPED) {
-        Ok(jobs) => JobClass::group(
-            jobs.iter()
-                .filter(|j| !skip.contains(&j.id))
-                .map(|j| &j.description),
-        ),
+        Ok(jobs) => {
+            let mut classes = JobClass::group(
+                jobs.iter()
+                    .filter(|j| !skip.contains(&j.id))
+                    .map(|j| &j.description),
+            );
+            classes.truncate(MAX_CLASSES);
+            classes
+        }
         Err(e) => {
             tracing::error!(error = %e, "cannot read idle jobs");
             Vec::new()
