@@ -72,7 +72,7 @@ fn parse_day(s: &str) -> Option<u32> {
     let l = s.to_ascii_lowercase();
     DAY_NAMES
         .iter()
-        .position(|d| l.len() >= 3 && d.starts_with(&l[..3]) && is_day_word(&l))
+        .position(|d| l.get(..3).is_some_and(|p| d.starts_with(p)) && is_day_word(&l))
         .map(|p| p as u32)
 }
 
@@ -317,6 +317,36 @@ mod tests {
             Window::parse("m 09:00-10:00").is_err(),
             "too short a day name"
         );
+    }
+
+    proptest::proptest! {
+        /// `contains` agrees with the definition: a window opens at
+        /// `start` on each listed day and stays open for
+        /// (end − start) mod 24 h (a whole day when that is 0).
+        #[test]
+        fn window_matches_its_definition(
+            days in 1u8..128,
+            start in 0u32..=1440,
+            end in 0u32..=1440,
+            weekday in 0u32..7,
+            minute in 0u32..1440,
+        ) {
+            let w = Window { days, start, end };
+            let dur = if end > start {
+                end - start
+            } else if start == end {
+                MIN_PER_DAY
+            } else {
+                end + MIN_PER_DAY - start
+            };
+            let week = 7 * MIN_PER_DAY;
+            let t = weekday * MIN_PER_DAY + minute;
+            let expected = (0..7).filter(|d| days & (1 << d) != 0).any(|d| {
+                let open = d * MIN_PER_DAY + start;
+                (t + week - open % week) % week < dur
+            });
+            proptest::prop_assert_eq!(w.contains(LocalTime { weekday, minute }), expected);
+        }
     }
 
     #[test]
