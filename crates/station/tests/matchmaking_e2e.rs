@@ -8,10 +8,10 @@
 use gleaner_coordinator::CoordinatorConfig;
 use gleaner_coordinator::matchmaker::AdsView;
 use gleaner_proto::api::SubmitBody;
-use gleaner_proto::auth::{Claims, Role, load_or_create_pool_key};
-use gleaner_proto::job::JobState;
+use gleaner_proto::auth::{ClaimTicket, Claims, Role, load_or_create_pool_key};
+use gleaner_proto::job::{JobDescription, JobId, JobState};
 use gleaner_proto::submit::{SubmitContext, parse_submit};
-use gleaner_proto::wire::PROTOCOL_VERSION;
+use gleaner_proto::wire::{PROTOCOL_VERSION, PlacementRequest, PlacementResponse, RejectReason};
 use gleaner_station::client::{JobQuery, StationClient};
 use gleaner_station::daemon::config::{StationConfig, StationRole};
 use gleaner_station::daemon::policy::PolicyConfig;
@@ -70,6 +70,7 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
     .await
     .unwrap();
     let mut running = vec![home];
+    let mut addrs = BTreeMap::new();
     // big: lots of memory and the licensed program.
     // small: the program but little memory.
     // plain: lots of memory, no program, and its START only takes
@@ -98,9 +99,11 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
             },
         ),
     ] {
-        let (_, r) = spawn_for_test(station(name, StationRole::ExecuteOnly, mem, &attrs, policy))
-            .await
-            .unwrap();
+        let (addr, r) =
+            spawn_for_test(station(name, StationRole::ExecuteOnly, mem, &attrs, policy))
+                .await
+                .unwrap();
+        addrs.insert(name, addr);
         running.push(r);
     }
 
@@ -196,6 +199,50 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
     }
     eprintln!("{samples} samples; at most {peak} licensed jobs at once");
     assert!(peak >= 1, "no licensed job seen in {samples} samples");
+
+    // The host enforces its policy too: a placement for a denied user,
+    // with a valid claim, is refused by the starter itself.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let claim = key.sign_claim(&ClaimTicket::new("plain", "home", now, now + 600, "t-1"));
+    let mut d = JobDescription::new("mallory", "/bin/true");
+    d.request_memory_mb = Some(4096);
+    let req = PlacementRequest {
+        protocol: PROTOCOL_VERSION,
+        job_id: JobId::new(99, 0),
+        home: "home".into(),
+        claim_id: claim,
+        description: d,
+        shadow: format!("http://{home_addr}"),
+        checkpoint: None,
+        run_count: 0,
+    };
+    let daemon = key.sign(&Claims {
+        subject: "station@home".into(),
+        role: Role::Daemon,
+        issued_at: 0,
+        expires_at: None,
+        token_id: "station-home".into(),
+    });
+    let resp: PlacementResponse = reqwest::Client::new()
+        .post(format!("http://{}/v1/place", addrs["plain"]))
+        .bearer_auth(daemon)
+        .json(&req)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    match resp {
+        PlacementResponse::Rejected { reason, message } => {
+            assert_eq!(reason, RejectReason::RequirementsUnmet);
+            assert!(message.contains("mallory"), "{message}");
+        }
+        r => panic!("{r:?}"),
+    }
 
     for r in running {
         r.stop().await;
