@@ -390,22 +390,22 @@ impl Pool {
         None
     }
 
-    /// How many of `home`'s idle jobs could be matched now.
-    fn matchable(&self, home: StationId, now: Instant, wall: u64) -> u32 {
+    /// How many of `home`'s idle jobs could be matched now on `views`.
+    fn matchable(
+        &self,
+        home: StationId,
+        views: &[HostView<'_>],
+        book: &LicenceBook,
+        wall: u64,
+    ) -> u32 {
         let Some(k) = self.stations.get(&home) else {
             return 0;
         };
-        let views: Vec<HostView<'_>> = self
-            .stations
-            .iter()
-            .map(|(h, k)| HostView::new(&k.ad, self.extra(*h, now)))
-            .collect();
-        let book = self.licence_book();
         k.ad.classes
             .iter()
             .filter(|c| {
                 let job = class_ad(c);
-                matchmaker::best_host(c, &job, &views, &book, wall as i64).is_some()
+                matchmaker::best_host(c, &job, views, book, wall as i64).is_some()
             })
             .map(|c| self.class_left(home, c))
             .sum()
@@ -664,13 +664,20 @@ impl Pool {
         let mut free = Vec::new();
         let mut held = Vec::new();
         let mut slots = Vec::new();
+        // Built once per pass: every home is matched against the same hosts.
+        let views: Vec<HostView<'_>> = self
+            .stations
+            .iter()
+            .map(|(h, k)| HostView::new(&k.ad, self.extra(*h, now)))
+            .collect();
+        let book = self.licence_book();
         for (&id, k) in &self.stations {
             if !k.ad.execute_only {
                 let mut waiting = k.ad.demand.idle_jobs.saturating_sub(self.unused_grants(id));
                 if !k.ad.classes.is_empty() {
                     // Only jobs some host could take now count as demand,
                     // so Up-Down does not spend nodes on unmatchable jobs.
-                    waiting = waiting.min(self.matchable(id, now, wall));
+                    waiting = waiting.min(self.matchable(id, &views, &book, wall));
                 }
                 demands.push(StationDemand {
                     station: id,
