@@ -114,11 +114,22 @@ pub struct QArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Explain, station by station, why job JOB (e.g. 12.0) does or does
+    /// not match (condor_q -better-analyze); needs the coordinator.
+    #[arg(long, value_name = "JOB")]
+    pub analyze: Option<String>,
+    /// Coordinator base URL for --analyze (default: `coordinator` in
+    /// pool.toml).
+    #[arg(long, value_name = "URL")]
+    pub coordinator: Option<String>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
 
 pub fn q(args: QArgs) -> anyhow::Result<ExitCode> {
+    if let Some(job) = &args.analyze {
+        return analyze(job, &args);
+    }
     let (client, settings) = args.connect.client()?;
     let owner = if args.all {
         None
@@ -144,6 +155,73 @@ pub fn q(args: QArgs) -> anyhow::Result<ExitCode> {
             count("held")
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `glean q --analyze JOB`: the job's description from its station, the
+/// machine ads from the coordinator, and every clause that rejects it.
+fn analyze(job: &str, args: &QArgs) -> anyhow::Result<ExitCode> {
+    use gleaner_coordinator::matchmaker::{AdsView, analyze};
+    let (client, settings) = args.connect.client()?;
+    let Some(coord) = args.coordinator.clone().or(settings.coordinator.clone()) else {
+        bail!(
+            "--analyze needs the coordinator: pass --coordinator URL or set `coordinator` in pool.toml"
+        );
+    };
+    let rt = runtime()?;
+    let detail = rt
+        .block_on(client.job(job))
+        .with_context(|| format!("cannot read job {job}"))?;
+    let c = StationClient::new(coord, settings.token.clone())?;
+    let view: AdsView = rt
+        .block_on(c.get_json("/v1/ads"))
+        .context("cannot read the coordinator's machine ads")?;
+    let verdicts = analyze(&detail.description, &view);
+    let matching = verdicts.iter().filter(|v| v.rejects.is_empty()).count();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "job": detail.job.id,
+                "state": detail.job.state.kind().name(),
+                "stations": verdicts,
+                "licences": view.licences,
+            }))?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let d = &detail.description;
+    println!(
+        "Job {} ({}), owner {}: {}",
+        detail.job.id,
+        detail.job.state.kind().name(),
+        d.owner,
+        d.requirements.as_deref().unwrap_or("no requirements")
+    );
+    if !d.concurrency_limits.is_empty() {
+        println!("Concurrency limits: {}", d.concurrency_limits.join(", "));
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_header(vec!["STATION", "MATCH", "RANK", "SIGMA", "WHY NOT"]);
+    for v in &verdicts {
+        let why: Vec<String> = v.rejects.iter().map(|r| r.to_string()).collect();
+        t.add_row(vec![
+            v.station.clone(),
+            if v.rejects.is_empty() { "yes" } else { "no" }.to_string(),
+            format!("{}", v.rank),
+            format!("{:.2}", v.sigma),
+            why.join("\n"),
+        ]);
+    }
+    println!("{t}");
+    for l in &view.licences {
+        println!("Licence {}: {} of {} in use", l.name, l.in_use, l.limit);
+    }
+    println!(
+        "{matching} of {} stations could run this job now.",
+        verdicts.len()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -240,6 +318,9 @@ pub struct StatusArgs {
     /// Coordinator base URL (default: `coordinator` in pool.toml).
     #[arg(long, value_name = "URL")]
     pub coordinator: Option<String>,
+    /// Print each station's machine ClassAd (condor_status -long).
+    #[arg(long)]
+    pub long: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -249,6 +330,19 @@ pub fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let rt = runtime()?;
     if let Some(coord) = args.coordinator.clone().or(settings.coordinator.clone()) {
         let c = StationClient::new(coord, settings.token.clone())?;
+        if args.long {
+            let view: gleaner_coordinator::matchmaker::AdsView =
+                rt.block_on(c.get_json("/v1/ads"))?;
+            for e in &view.stations {
+                let ad = gleaner_proto::machine::machine_ad(&e.ad);
+                if args.json {
+                    println!("{}", gleaner_classad::unparse::unparse_ad(&ad));
+                } else {
+                    println!("{}", ad.to_old_syntax());
+                }
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         let pool: PoolStatus = rt.block_on(c.get_json("/v1/pool"))?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&pool)?);

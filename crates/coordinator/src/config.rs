@@ -2,6 +2,7 @@
 
 use gleaner_core::alloc::AllocatorConfig;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -53,6 +54,16 @@ pub struct CoordinatorConfig {
     pub seed: Option<u64>,
     /// Largest request body accepted, bytes. Default 256 KiB.
     pub max_body_bytes: usize,
+    /// Floating licences (`[licences]`, name = units): jobs naming a
+    /// licence in `concurrency_limits` never hold more units at once,
+    /// pool-wide. Names are case-insensitive; unlisted names are unlimited.
+    pub licences: BTreeMap<String, u32>,
+    /// DMW's embargo: after a placement on a host, no further placement
+    /// there until a guest leaves it or this many seconds pass (Neeracher
+    /// 1998 L1111, L1209: 90 s, because a starting job's load is not yet
+    /// visible). Default: one advertise period (by then the host's ad shows
+    /// the guest), at most 90 s. 0 disables it.
+    pub embargo_secs: Option<f64>,
 }
 
 impl Default for CoordinatorConfig {
@@ -70,6 +81,8 @@ impl Default for CoordinatorConfig {
             preempt_timeout_secs: None,
             seed: None,
             max_body_bytes: 256 * 1024,
+            licences: BTreeMap::new(),
+            embargo_secs: None,
         }
     }
 }
@@ -83,6 +96,7 @@ pub(crate) struct Timing {
     pub startup_grace: Duration,
     pub claim_lifetime_secs: u64,
     pub preempt_timeout: Duration,
+    pub embargo: Duration,
 }
 
 fn secs(field: &str, v: f64) -> Result<Duration, CoordinatorError> {
@@ -126,7 +140,20 @@ impl CoordinatorConfig {
             ));
         }
         let period = self.advertise_period_secs as f64;
+        for (name, n) in &self.licences {
+            let spec = format!("{name}:{n}");
+            if *n == 0 {
+                // Zero units is a valid way to forbid a program pool-wide.
+            } else if let Err(e) = gleaner_proto::machine::parse_limits(&[spec]) {
+                return Err(CoordinatorError::Config(format!("licences.{name}: {e}")));
+            }
+        }
         Ok(Timing {
+            embargo: match self.embargo_secs {
+                Some(0.0) => Duration::ZERO,
+                Some(v) => secs("embargo_secs", v)?,
+                None => Duration::from_secs_f64(period.min(90.0)),
+            },
             interval,
             advertise_secs: self.advertise_period_secs,
             station_timeout: secs(
@@ -175,5 +202,11 @@ mod tests {
         assert_eq!(c.seed, Some(7));
         assert!(CoordinatorConfig::from_toml_str("bogus = 1").is_err());
         assert!(CoordinatorConfig::from_toml_str("scheduling_interval_secs = -1").is_err());
+        let c =
+            CoordinatorConfig::from_toml_str("embargo_secs = 0\n[licences]\nmatlab = 2\n").unwrap();
+        assert_eq!(c.licences.get("matlab"), Some(&2));
+        assert_eq!(c.timing().unwrap().embargo, Duration::ZERO);
+        assert!(CoordinatorConfig::from_toml_str("[licences]\n\"a/b\" = 1\n").is_err());
+        assert!(CoordinatorConfig::from_toml_str("[licences]\nm = -1\n").is_err());
     }
 }

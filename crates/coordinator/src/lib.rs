@@ -8,8 +8,11 @@
 //! - [`CoordinatorConfig`]: the TOML configuration.
 //! - [`run`]: the daemon behind `glean coordinator`; [`spawn`] and
 //!   [`spawn_for_test`] start it in the background.
-//! - HTTP API: `POST /v1/advertise`, `GET /v1/pool`, `GET /v1/userprio`,
-//!   `GET /v1/health`, each with `Authorization: Bearer <token>`.
+//! - [`matchmaker`]: which host takes which class of jobs (requirements,
+//!   station policy, resources, licences, embargo; rank, then DMW's σ).
+//! - HTTP API: `POST /v1/advertise`, `GET /v1/pool`, `GET /v1/ads`,
+//!   `GET /v1/userprio`, `GET /v1/health`, each with
+//!   `Authorization: Bearer <token>`.
 //!
 //! Stations advertise every `advertise_period_secs` (told in each reply),
 //! and a station daemon should also advertise at once when its owner state
@@ -19,12 +22,13 @@
 #![forbid(unsafe_code)]
 
 mod config;
+pub mod matchmaker;
 mod persist;
 mod pool;
 mod server;
 
 pub use config::CoordinatorConfig;
-pub use persist::{FairnessState, StationEntry};
+pub use persist::{ClaimsState, FairnessState, SavedClaim, StationEntry};
 pub use server::{RunningCoordinator, run, spawn, spawn_for_test};
 
 use std::net::SocketAddr;

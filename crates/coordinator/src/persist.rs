@@ -76,26 +76,98 @@ impl FairnessState {
 
     /// Writes the state atomically.
     pub fn save(&self, dir: &Path) -> Result<(), CoordinatorError> {
-        let path = Self::path(dir);
-        let tmp = dir.join(format!("{FILE}.tmp"));
-        let io = |p: &Path| {
-            let p = p.to_path_buf();
-            move |source| CoordinatorError::Io { path: p, source }
+        write_atomic(dir, FILE, self)
+    }
+}
+
+/// Writes `value` as `dir/file` atomically: temporary file, fsync, rename,
+/// fsync of the directory.
+fn write_atomic<T: Serialize>(dir: &Path, file: &str, value: &T) -> Result<(), CoordinatorError> {
+    let path = dir.join(file);
+    let tmp = dir.join(format!("{file}.tmp"));
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |source| CoordinatorError::Io { path: p, source }
+    };
+    let json = serde_json::to_vec_pretty(value).map_err(|e| CoordinatorError::State {
+        path: path.clone(),
+        why: e.to_string(),
+    })?;
+    let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
+    f.write_all(&json).map_err(io(&tmp))?;
+    f.sync_all().map_err(io(&tmp))?;
+    drop(f);
+    std::fs::rename(&tmp, &path).map_err(io(&path))?;
+    // Make the rename itself durable.
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io(dir))?;
+    Ok(())
+}
+
+const CLAIMS_FILE: &str = "claims.json";
+
+/// A pending claim as persisted: the licences it holds must still count
+/// after a coordinator restart until the host shows the guest or the claim
+/// expires.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedClaim {
+    pub host: String,
+    pub home: String,
+    pub claim_id: String,
+    #[serde(default)]
+    pub class: Option<String>,
+    #[serde(default)]
+    pub licences: Vec<(String, u32)>,
+    /// UNIX seconds.
+    pub expires_at: u64,
+    pub baseline: u32,
+}
+
+/// `claims.json`: the pending claims, written before a grant that takes a
+/// licence is handed out.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimsState {
+    pub version: u32,
+    pub claims: Vec<SavedClaim>,
+}
+
+impl ClaimsState {
+    pub fn new(claims: Vec<SavedClaim>) -> Self {
+        ClaimsState {
+            version: VERSION,
+            claims,
+        }
+    }
+
+    /// Loads the claims, or none if the file does not exist yet.
+    pub fn load(dir: &Path) -> Result<Self, CoordinatorError> {
+        let path = dir.join(CLAIMS_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(ClaimsState::new(Vec::new()));
+            }
+            Err(source) => return Err(CoordinatorError::Io { path, source }),
         };
-        let json = serde_json::to_vec_pretty(self).map_err(|e| CoordinatorError::State {
-            path: path.clone(),
-            why: e.to_string(),
-        })?;
-        let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
-        f.write_all(&json).map_err(io(&tmp))?;
-        f.sync_all().map_err(io(&tmp))?;
-        drop(f);
-        std::fs::rename(&tmp, &path).map_err(io(&path))?;
-        // Make the rename itself durable.
-        std::fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io(dir))?;
-        Ok(())
+        let state: ClaimsState =
+            serde_json::from_str(&text).map_err(|e| CoordinatorError::State {
+                path: path.clone(),
+                why: e.to_string(),
+            })?;
+        if state.version != VERSION {
+            return Err(CoordinatorError::State {
+                path,
+                why: format!("unsupported version {}", state.version),
+            });
+        }
+        Ok(state)
+    }
+
+    pub fn save(&self, dir: &Path) -> Result<(), CoordinatorError> {
+        write_atomic(dir, CLAIMS_FILE, self)
     }
 }
 
@@ -110,6 +182,25 @@ mod tests {
         let s = FairnessState::new(vec![("a".into(), Some(-2.0)), ("b".into(), None)]);
         s.save(dir.path()).unwrap();
         assert_eq!(FairnessState::load(dir.path()).unwrap(), s);
+    }
+
+    #[test]
+    fn claims_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(ClaimsState::load(dir.path()).unwrap().claims.is_empty());
+        let s = ClaimsState::new(vec![SavedClaim {
+            host: "h".into(),
+            home: "a".into(),
+            claim_id: "c".into(),
+            class: Some("k".into()),
+            licences: vec![("matlab".into(), 1)],
+            expires_at: 99,
+            baseline: 0,
+        }]);
+        s.save(dir.path()).unwrap();
+        assert_eq!(ClaimsState::load(dir.path()).unwrap(), s);
+        std::fs::write(dir.path().join(CLAIMS_FILE), "{").unwrap();
+        assert!(ClaimsState::load(dir.path()).is_err());
     }
 
     #[test]

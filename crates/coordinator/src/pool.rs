@@ -19,7 +19,10 @@
 //! station is never granted more nodes than it has idle jobs. `execute_only`
 //! stations take no part in allocation or in the index table.
 
-use crate::persist::FairnessState;
+use crate::matchmaker::{
+    self, AdEntry, AdsView, HostExtra, HostView, LicenceBook, LicenceUse, Reject,
+};
+use crate::persist::{ClaimsState, FairnessState, SavedClaim};
 use gleaner_core::alloc::{
     Allocator, AllocatorConfig, Decision, NodeId, PoolView, StationDemand, StationId, UpDown,
 };
@@ -27,6 +30,7 @@ use gleaner_core::detector::OwnerState;
 use gleaner_core::rng::PolicyRng;
 use gleaner_proto::auth::{ClaimTicket, PoolKey};
 use gleaner_proto::job::JobId;
+use gleaner_proto::machine::{JobClass, class_ad, parse_limits};
 use gleaner_proto::wire::{
     AdvertiseReply, ClaimNotice, Grant, PROTOCOL_VERSION, PoolStatus, Preemption, StationAd,
     StationStatus, UserPrio, UserPrioEntry,
@@ -76,10 +80,14 @@ struct PendingClaim {
     claim_id: String,
     expires_wall: u64,
     expires: Instant,
-    /// Guests of `home` on `host` (plus earlier pending claims of the same
-    /// pair) when the claim was issued: once the host reports more, the
-    /// claim has been used.
+    /// Guests of `home` on `host` holding the same licences (plus earlier
+    /// pending claims alike) when the claim was issued: once the host
+    /// reports more, the claim has been used.
     baseline: u32,
+    /// The job class the host was matched for.
+    class: Option<String>,
+    /// Licence units the claim holds until the guest shows in an ad.
+    licences: Vec<(String, u32)>,
 }
 
 /// A node taken from `from` by a preemption and promised to `to`.
@@ -138,6 +146,22 @@ pub struct Pool {
     outbox: HashMap<StationId, Outbox>,
     started: Instant,
     nonce: u64,
+    /// Floating-licence limits, lower-case names.
+    licence_limits: BTreeMap<String, u32>,
+    /// DMW embargo: no placement on the host before this instant.
+    embargoes: HashMap<StationId, Instant>,
+    /// A claim holding licences was added since the last
+    /// [`Pool::take_claims_dirty`]: persist before replying.
+    claims_dirty: bool,
+}
+
+/// Does a reject still hold once a victim has vacated (for preemption
+/// targets)? Capacity-type rejects do not.
+fn blocks_after_vacate(r: &Reject) -> bool {
+    !matches!(
+        r,
+        Reject::Cpus { .. } | Reject::GuestLimit { .. } | Reject::Embargo
+    )
 }
 
 impl Pool {
@@ -163,6 +187,9 @@ impl Pool {
             outbox: HashMap::new(),
             started: now,
             nonce: 0,
+            licence_limits: BTreeMap::new(),
+            embargoes: HashMap::new(),
+            claims_dirty: false,
         };
         // Ids are dense and were validated on load: entry k has id k.
         for entry in &restored.stations {
@@ -172,6 +199,62 @@ impl Pool {
             }
         }
         pool
+    }
+
+    /// Sets the licence limits and restores the claims persisted before a
+    /// restart (they keep holding their licences until seen or expired).
+    pub(crate) fn with_licences(
+        mut self,
+        limits: &BTreeMap<String, u32>,
+        restored: &ClaimsState,
+        now: Instant,
+        wall: u64,
+    ) -> Self {
+        self.licence_limits = limits
+            .iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), *v))
+            .collect();
+        for c in &restored.claims {
+            if c.expires_at <= wall {
+                continue;
+            }
+            let host = self.intern(&c.host);
+            let home = self.intern(&c.home);
+            self.claims.push(PendingClaim {
+                host,
+                home,
+                claim_id: c.claim_id.clone(),
+                expires_wall: c.expires_at,
+                expires: now + Duration::from_secs(c.expires_at - wall),
+                baseline: c.baseline,
+                class: c.class.clone(),
+                licences: c.licences.clone(),
+            });
+        }
+        self
+    }
+
+    /// The pending claims, for `claims.json`.
+    pub(crate) fn saved_claims(&self) -> ClaimsState {
+        ClaimsState::new(
+            self.claims
+                .iter()
+                .map(|c| SavedClaim {
+                    host: self.name(c.host).to_string(),
+                    home: self.name(c.home).to_string(),
+                    claim_id: c.claim_id.clone(),
+                    class: c.class.clone(),
+                    licences: c.licences.clone(),
+                    expires_at: c.expires_wall,
+                    baseline: c.baseline,
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether claims holding licences were added since the last call.
+    pub(crate) fn take_claims_dirty(&mut self) -> bool {
+        std::mem::take(&mut self.claims_dirty)
     }
 
     fn intern(&mut self, name: &str) -> StationId {
@@ -208,13 +291,141 @@ impl Pool {
         )
     }
 
-    fn guests_of(&self, host: StationId, home: StationId) -> u32 {
+    /// Guests of `home` on `host` that hold exactly `licences`.
+    fn guests_like(&self, host: StationId, home: StationId, licences: &[(String, u32)]) -> u32 {
         let home_name = self.name(home);
         self.stations.get(&host).map_or(0, |k| {
             k.ad.running_guests
                 .iter()
-                .filter(|g| g.home == home_name)
+                .filter(|g| {
+                    g.home == home_name
+                        && parse_limits(&g.concurrency_limits).unwrap_or_default() == licences
+                })
                 .count() as u32
+        })
+    }
+
+    /// Licence units in use: guests in the hosts' ads plus pending claims.
+    fn licence_book(&self) -> LicenceBook {
+        let mut book = LicenceBook {
+            limits: self.licence_limits.clone(),
+            in_use: BTreeMap::new(),
+        };
+        for k in self.stations.values() {
+            for g in &k.ad.running_guests {
+                book.take(&parse_limits(&g.concurrency_limits).unwrap_or_default());
+            }
+        }
+        for c in &self.claims {
+            book.take(&c.licences);
+        }
+        book
+    }
+
+    fn embargoed(&self, host: StationId, now: Instant) -> bool {
+        self.embargoes.get(&host).is_some_and(|&t| t > now)
+    }
+
+    fn extra(&self, host: StationId, now: Instant) -> HostExtra {
+        HostExtra {
+            pending: self.pending_on(host),
+            embargoed: self.embargoed(host, now),
+        }
+    }
+
+    /// Idle jobs of `home`'s class `c` not yet covered by a pending claim.
+    fn class_left(&self, home: StationId, c: &JobClass) -> u32 {
+        let claimed = self
+            .claims
+            .iter()
+            .filter(|p| p.home == home && p.class.as_deref() == Some(c.key.as_str()))
+            .count() as u32;
+        c.count.saturating_sub(claimed)
+    }
+
+    /// The best (class, host) for `home`: among its classes with jobs left,
+    /// the first (queue order) that fits some host, on that class's best
+    /// host. `only` restricts the hosts; `ignore_embargo` is for the
+    /// progress guarantee.
+    fn choose(
+        &self,
+        home: StationId,
+        only: Option<StationId>,
+        ignore_embargo: bool,
+        now: Instant,
+        wall: u64,
+    ) -> Option<(JobClass, StationId)> {
+        let k = self.stations.get(&home)?;
+        let ids: Vec<StationId> = self
+            .stations
+            .keys()
+            .copied()
+            .filter(|h| only.is_none_or(|o| o == *h))
+            .collect();
+        let views: Vec<HostView<'_>> = ids
+            .iter()
+            .filter_map(|h| {
+                let mut extra = self.extra(*h, now);
+                extra.embargoed &= !ignore_embargo;
+                self.stations.get(h).map(|k| HostView::new(&k.ad, extra))
+            })
+            .collect();
+        let book = self.licence_book();
+        let grace = now.saturating_duration_since(self.started) < self.timing.startup_grace;
+        for c in &k.ad.classes {
+            if self.class_left(home, c) == 0 {
+                continue;
+            }
+            let licences = c.licences();
+            // After a restart the running licensed guests are known only
+            // once their hosts have advertised: wait out the grace.
+            if grace && licences.iter().any(|(n, _)| book.limits.contains_key(n)) {
+                continue;
+            }
+            let job = class_ad(c);
+            if let Some(i) = matchmaker::best_host(c, &job, &views, &book, wall as i64) {
+                return Some((c.clone(), ids[i]));
+            }
+        }
+        None
+    }
+
+    /// How many of `home`'s idle jobs could be matched now on `views`.
+    fn matchable(
+        &self,
+        home: StationId,
+        views: &[HostView<'_>],
+        book: &LicenceBook,
+        wall: u64,
+    ) -> u32 {
+        let Some(k) = self.stations.get(&home) else {
+            return 0;
+        };
+        k.ad.classes
+            .iter()
+            .filter(|c| {
+                let job = class_ad(c);
+                matchmaker::best_host(c, &job, views, book, wall as i64).is_some()
+            })
+            .map(|c| self.class_left(home, c))
+            .sum()
+    }
+
+    /// Could `host` take a job of `home` once one of its guests left?
+    fn fits_after_vacate(&self, home: StationId, host: StationId, now: Instant, wall: u64) -> bool {
+        let (Some(k), Some(h)) = (self.stations.get(&home), self.stations.get(&host)) else {
+            return false;
+        };
+        if k.ad.classes.is_empty() {
+            return true;
+        }
+        let view = HostView::new(&h.ad, self.extra(host, now));
+        let book = self.licence_book();
+        k.ad.classes.iter().any(|c| {
+            self.class_left(home, c) > 0
+                && !matchmaker::check(c, &class_ad(c), &view, &book, wall as i64)
+                    .iter()
+                    .any(blocks_after_vacate)
         })
     }
 
@@ -246,6 +457,7 @@ impl Pool {
         let id = self.intern(&ad.name);
         let mut event = false;
         let mut keep = true;
+        let mut lift_embargo = false;
         match self.stations.get(&id) {
             None => {
                 // A new station that can host is new capacity (L643).
@@ -267,8 +479,13 @@ impl Pool {
                     // Capacity events: a station turning AV, a remote job
                     // finishing (Mutka 1988 L643–645, resolution A4).
                     event = became_av || guest_left || remote_done;
+                    // A job ending on the host ends its embargo (L1111).
+                    lift_embargo = guest_left;
                 }
             }
+        }
+        if lift_embargo {
+            self.embargoes.remove(&id);
         }
         if keep {
             for g in &ad.running_guests {
@@ -304,14 +521,18 @@ impl Pool {
 
     /// Drops the pending claims on `host` that its ad shows in use.
     fn settle_claims(&mut self, host: StationId) {
-        let mut counts: HashMap<StationId, u32> = HashMap::new();
+        let mut counts: HashMap<(StationId, Vec<(String, u32)>), u32> = HashMap::new();
         for c in self.claims.iter().filter(|c| c.host == host) {
             counts
-                .entry(c.home)
-                .or_insert_with(|| self.guests_of(host, c.home));
+                .entry((c.home, c.licences.clone()))
+                .or_insert_with(|| self.guests_like(host, c.home, &c.licences));
         }
-        self.claims
-            .retain(|c| c.host != host || counts.get(&c.home).is_none_or(|&now| now <= c.baseline));
+        self.claims.retain(|c| {
+            c.host != host
+                || counts
+                    .get(&(c.home, c.licences.clone()))
+                    .is_none_or(|&now| now <= c.baseline)
+        });
     }
 
     /// Turns reservations on `host` whose victim has left into grants.
@@ -332,18 +553,70 @@ impl Pool {
                 .stations
                 .get(&r.to)
                 .map_or(0, |k| k.ad.demand.idle_jobs);
-            if self.free_on(host) > 0 && waiting > self.unused_grants(r.to) {
+            if self.free_on(host) > 0
+                && waiting > self.unused_grants(r.to)
+                && self.place(r.to, host, true, true, now, wall)
+            {
                 tracing::info!(
                     host = self.name(host),
                     to = self.name(r.to),
-                    "preempted node vacated; granting"
+                    "preempted node vacated; granted"
                 );
-                self.grant(host, r.to, now, wall);
             }
         }
     }
 
-    fn grant(&mut self, host: StationId, to: StationId, now: Instant, wall: u64) {
+    /// Grants `to` a node: for a station that sends job classes, the best
+    /// (class, host) pair, on `node_host` only when `restrict`; for one
+    /// that does not, `node_host` itself. False when nothing fits.
+    fn place(
+        &mut self,
+        to: StationId,
+        node_host: StationId,
+        restrict: bool,
+        ignore_embargo: bool,
+        now: Instant,
+        wall: u64,
+    ) -> bool {
+        let legacy = self
+            .stations
+            .get(&to)
+            .is_none_or(|k| k.ad.classes.is_empty());
+        if legacy {
+            self.grant(node_host, to, None, Vec::new(), now, wall);
+            return true;
+        }
+        match self.choose(to, restrict.then_some(node_host), ignore_embargo, now, wall) {
+            Some((class, host)) => {
+                tracing::info!(
+                    host = self.name(host),
+                    to = self.name(to),
+                    class = %class.key,
+                    "matched"
+                );
+                let licences = class.licences();
+                self.grant(host, to, Some(class.key), licences, now, wall);
+                if !self.timing.embargo.is_zero() {
+                    self.embargoes.insert(host, now + self.timing.embargo);
+                }
+                true
+            }
+            None => {
+                tracing::debug!(to = self.name(to), "no host matches; grant dropped");
+                false
+            }
+        }
+    }
+
+    fn grant(
+        &mut self,
+        host: StationId,
+        to: StationId,
+        class: Option<String>,
+        licences: Vec<(String, u32)>,
+        now: Instant,
+        wall: u64,
+    ) {
         self.nonce += 1;
         let expires_wall = wall.saturating_add(self.timing.claim_lifetime_secs);
         let ticket = ClaimTicket::new(
@@ -354,11 +627,11 @@ impl Pool {
             format!("{wall:x}-{:x}", self.nonce),
         );
         let claim_id = self.key.sign_claim(&ticket);
-        let baseline = self.guests_of(host, to)
+        let baseline = self.guests_like(host, to, &licences)
             + self
                 .claims
                 .iter()
-                .filter(|c| c.host == host && c.home == to)
+                .filter(|c| c.host == host && c.home == to && c.licences == licences)
                 .count() as u32;
         let host_address = self
             .stations
@@ -369,8 +642,10 @@ impl Pool {
             host: self.name(host).to_string(),
             host_address,
             claim_id: claim_id.clone(),
+            class: class.clone(),
         };
         self.outbox.entry(to).or_default().grants.push(grant);
+        self.claims_dirty |= !licences.is_empty();
         self.claims.push(PendingClaim {
             host,
             home: to,
@@ -378,20 +653,35 @@ impl Pool {
             expires_wall,
             expires: now + Duration::from_secs(self.timing.claim_lifetime_secs),
             baseline,
+            class,
+            licences,
         });
     }
 
     /// The allocator's input, and what each node id stands for.
-    fn snapshot(&self) -> Snapshot {
+    fn snapshot(&self, now: Instant, wall: u64) -> Snapshot {
         let mut demands = Vec::new();
         let mut free = Vec::new();
         let mut held = Vec::new();
         let mut slots = Vec::new();
+        // Built once per pass: every home is matched against the same hosts.
+        let views: Vec<HostView<'_>> = self
+            .stations
+            .iter()
+            .map(|(h, k)| HostView::new(&k.ad, self.extra(*h, now)))
+            .collect();
+        let book = self.licence_book();
         for (&id, k) in &self.stations {
             if !k.ad.execute_only {
+                let mut waiting = k.ad.demand.idle_jobs.saturating_sub(self.unused_grants(id));
+                if !k.ad.classes.is_empty() {
+                    // Only jobs some host could take now count as demand,
+                    // so Up-Down does not spend nodes on unmatchable jobs.
+                    waiting = waiting.min(self.matchable(id, &views, &book, wall));
+                }
                 demands.push(StationDemand {
                     station: id,
-                    waiting: k.ad.demand.idle_jobs.saturating_sub(self.unused_grants(id)),
+                    waiting,
                     remote: k.ad.demand.remote_jobs,
                 });
             }
@@ -429,10 +719,100 @@ impl Pool {
 
     /// One allocation pass; applies its decisions.
     fn allocate_pass(&mut self, now: Instant, wall: u64) {
-        let snap = self.snapshot();
+        let snap = self.snapshot(now, wall);
         let view = snap.view();
         let decisions = self.policy.alloc().allocate(&view, &mut self.rng);
         self.apply(decisions, &snap.slots, now, wall);
+        self.progress(now, wall);
+    }
+
+    /// Whether any guest of `home` runs anywhere.
+    fn holds_any(&self, home: StationId) -> bool {
+        let name = self.name(home);
+        self.stations
+            .values()
+            .any(|k| k.ad.running_guests.iter().any(|g| g.home == name))
+    }
+
+    /// DMW's progress guarantee (Neeracher 1998 L1016, L1203): a station
+    /// with matchable work and nothing running gets one host even when
+    /// Up-Down gave it none: a free matching host despite the embargo, or
+    /// else a node taken from a station holding two or more.
+    fn progress(&mut self, now: Instant, wall: u64) {
+        let needy: Vec<StationId> = self
+            .stations
+            .iter()
+            .filter(|(id, k)| {
+                !k.ad.execute_only
+                    && !k.ad.classes.is_empty()
+                    && k.ad.demand.idle_jobs > 0
+                    && k.ad.demand.remote_jobs == 0
+                    && self.unused_grants(**id) == 0
+                    && !self.holds_any(**id)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        let grace = now.saturating_duration_since(self.started) < self.timing.startup_grace;
+        for s in needy {
+            if self.place(s, s, false, true, now, wall) {
+                tracing::info!(station = self.name(s), "progress guarantee: granted");
+                continue;
+            }
+            if grace {
+                continue;
+            }
+            let mut held: HashMap<String, u32> = HashMap::new();
+            for k in self.stations.values() {
+                for g in &k.ad.running_guests {
+                    *held.entry(g.home.clone()).or_default() += 1;
+                }
+            }
+            let mut victim: Option<(u32, StationId, JobId, StationId)> = None;
+            for (&hid, k) in &self.stations {
+                if k.ad.state != OwnerState::Av || k.ad.submit_only {
+                    continue;
+                }
+                for g in &k.ad.running_guests {
+                    let n = held.get(&g.home).copied().unwrap_or(0);
+                    let Some(&from) = self.ids.get(&g.home) else {
+                        continue;
+                    };
+                    if n < 2
+                        || self.reservations.iter().any(|r| r.job == g.job)
+                        || !self.fits_after_vacate(s, hid, now, wall)
+                    {
+                        continue;
+                    }
+                    if victim.is_none_or(|(m, ..)| n > m) {
+                        victim = Some((n, hid, g.job, from));
+                    }
+                }
+            }
+            if let Some((_, host, job, from)) = victim {
+                let reason = format!(
+                    "progress guarantee: {} has no job running, {} holds several",
+                    self.name(s),
+                    self.name(from)
+                );
+                tracing::info!(host = self.name(host), %job, %reason, "preempt");
+                let preemption = Preemption {
+                    host: self.name(host).to_string(),
+                    job: Some(job),
+                    reason,
+                };
+                self.outbox
+                    .entry(from)
+                    .or_default()
+                    .preemptions
+                    .push(preemption);
+                self.reservations.push(Reservation {
+                    host,
+                    job,
+                    to: s,
+                    deadline: now + self.timing.preempt_timeout,
+                });
+            }
+        }
     }
 
     fn apply(&mut self, decisions: Vec<Decision>, slots: &[Slot], now: Instant, wall: u64) {
@@ -444,10 +824,14 @@ impl Pool {
             match d {
                 Decision::Grant { to, .. } => {
                     tracing::info!(host = self.name(slot.host), to = self.name(to), "grant");
-                    self.grant(slot.host, to, now, wall);
+                    self.place(to, slot.host, false, false, now, wall);
                 }
                 Decision::Preempt { from, to, .. } => {
                     let Some(job) = slot.guest else { continue };
+                    if !self.fits_after_vacate(to, slot.host, now, wall) {
+                        // The freed node would be of no use to `to`.
+                        continue;
+                    }
                     if grace {
                         // A restarted coordinator first learns who holds
                         // what; it must not disturb running jobs meanwhile.
@@ -502,11 +886,46 @@ impl Pool {
         }
         self.claims.retain(|c| c.expires > now);
         self.reservations.retain(|r| r.deadline > now);
-        let snap = self.snapshot();
+        self.embargoes.retain(|_, t| *t > now);
+        let snap = self.snapshot(now, wall);
         let view = snap.view();
         self.policy.alloc().on_interval(&view);
         let decisions = self.policy.alloc().allocate(&view, &mut self.rng);
         self.apply(decisions, &snap.slots, now, wall);
+        self.progress(now, wall);
+    }
+
+    /// `GET /v1/ads`: every ad with the coordinator's additions, for
+    /// `glean q --analyze`.
+    pub fn ads(&self, now: Instant, wall: u64) -> AdsView {
+        let book = self.licence_book();
+        AdsView {
+            now_unix: wall as i64,
+            stations: self
+                .stations
+                .iter()
+                .map(|(&id, k)| AdEntry {
+                    ad: k.ad.clone(),
+                    pending_claims: self.pending_on(id),
+                    embargoed: self.embargoed(id, now),
+                })
+                .collect(),
+            licences: book
+                .limits
+                .iter()
+                .map(|(name, &limit)| LicenceUse {
+                    name: name.clone(),
+                    limit,
+                    in_use: book.in_use.get(name).copied().unwrap_or(0),
+                })
+                .collect(),
+        }
+    }
+
+    /// Licence units in use by name (guests plus pending claims).
+    #[cfg(test)]
+    pub fn licences_in_use(&self) -> BTreeMap<String, u32> {
+        self.licence_book().in_use
     }
 
     /// `GET /v1/pool`.
@@ -615,6 +1034,7 @@ mod tests {
                     owner: String::new(),
                     since: Time::ZERO,
                     suspended: false,
+                    concurrency_limits: Vec::new(),
                 })
                 .collect(),
             attrs: Default::default(),
@@ -622,6 +1042,8 @@ mod tests {
                 idle_jobs: idle,
                 remote_jobs: 0,
             },
+            policy: Default::default(),
+            classes: Vec::new(),
             submit_only: false,
             execute_only: false,
             sequence: 0,
@@ -686,3 +1108,7 @@ mod tests {
         assert_eq!(r.preemptions.len(), 1);
     }
 }
+
+#[cfg(test)]
+#[path = "pool_match_tests.rs"]
+mod match_tests;

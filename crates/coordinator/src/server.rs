@@ -2,7 +2,7 @@
 
 use crate::CoordinatorError;
 use crate::config::{CoordinatorConfig, Timing};
-use crate::persist::FairnessState;
+use crate::persist::{ClaimsState, FairnessState};
 use crate::pool::Pool;
 use axum::Json;
 use axum::Router;
@@ -26,11 +26,14 @@ const MAX_NAME: usize = 253;
 const MAX_ADDRESS: usize = 2048;
 /// More CPUs or guests than this in one ad is garbage, not a workstation.
 const MAX_CPUS: u32 = 1 << 16;
+/// Stations send at most a few hundred job classes (station machine.rs).
+const MAX_CLASSES: usize = 4096;
 
 struct Shared {
     pool: Mutex<Pool>,
     key: PoolKey,
     max_body: usize,
+    state_dir: PathBuf,
 }
 
 impl Shared {
@@ -183,6 +186,9 @@ fn validate(ad: &StationAd) -> Result<(), ApiError> {
     if ad.running_guests.len() > MAX_CPUS as usize {
         return bad("running_guests", "implausible number of guests");
     }
+    if ad.classes.len() > MAX_CLASSES {
+        return bad("classes", "too many job classes in one ad");
+    }
     if let Some(i) = ad.running_guests.iter().position(|g| !name_ok(&g.home)) {
         return bad(
             &format!("running_guests[{i}].home"),
@@ -202,8 +208,36 @@ async fn advertise(
     let ad = read_ad(body, &headers, shared.max_body).await.inspect_err(
         |e| tracing::info!(%peer, subject = %claims.subject, error = %e.1, "bad advertisement"),
     )?;
-    let reply = shared.pool().advertise(ad, Instant::now(), wall_secs());
+    let (reply, claims) = {
+        let mut pool = shared.pool();
+        let reply = pool.advertise(ad, Instant::now(), wall_secs());
+        let claims = pool.take_claims_dirty().then(|| pool.saved_claims());
+        (reply, claims)
+    };
+    if let Some(claims) = claims {
+        // A grant that takes a licence is handed out only once it is on
+        // disk, so a restarted coordinator still counts it.
+        let dir = shared.state_dir.clone();
+        let saved = tokio::task::spawn_blocking(move || claims.save(&dir)).await;
+        if !matches!(saved, Ok(Ok(()))) {
+            tracing::error!("could not write claims.json; withholding grants");
+            return Err(ApiError::new(
+                ErrorCode::Unavailable,
+                "coordinator cannot persist its claims",
+            ));
+        }
+    }
     Ok(Json(reply).into_response())
+}
+
+async fn ads(
+    State(shared): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    authorize(&shared, &headers, peer, "/v1/ads", false)?;
+    let view = shared.pool().ads(Instant::now(), wall_secs());
+    Ok(Json(view).into_response())
 }
 
 async fn pool_status(
@@ -249,6 +283,7 @@ fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/v1/advertise", post(advertise))
         .route("/v1/pool", get(pool_status))
+        .route("/v1/ads", get(ads))
         .route("/v1/userprio", get(userprio))
         .route("/v1/health", get(health))
         .fallback(not_found)
@@ -306,18 +341,15 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
             .unwrap_or(0)
     });
     let interval = timing.interval;
-    let pool = Pool::new(
-        timing,
-        key.clone(),
-        &config.allocator,
-        seed,
-        &restored,
-        Instant::now(),
-    );
+    let claims = ClaimsState::load(&config.state_dir)?;
+    let now = Instant::now();
+    let pool = Pool::new(timing, key.clone(), &config.allocator, seed, &restored, now)
+        .with_licences(&config.licences, &claims, now, wall_secs());
     let shared = Arc::new(Shared {
         pool: Mutex::new(pool),
         key,
         max_body: config.max_body_bytes,
+        state_dir: config.state_dir.clone(),
     });
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -360,13 +392,22 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
                     _ = ticker.tick() => {}
                     _ = halt_rx.wait_for(|h| *h) => break,
                 }
-                let state = {
+                let (state, claims) = {
                     let mut pool = sched_shared.pool();
                     pool.tick(Instant::now(), wall_secs());
-                    pool.fairness()
+                    (pool.fairness(), pool.saved_claims())
                 };
                 if let Err(e) = save(state, sched_dir.clone()).await {
                     tracing::error!(error = %e, "could not write the fairness state");
+                }
+                // Grants from a tick wait in the outbox until the next ad,
+                // so writing here, before any reply, is in time.
+                let d = sched_dir.clone();
+                if !matches!(
+                    tokio::task::spawn_blocking(move || claims.save(&d)).await,
+                    Ok(Ok(()))
+                ) {
+                    tracing::error!("could not write claims.json");
                 }
             }
         });
@@ -374,7 +415,17 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
         let _ = halt_tx.send(true);
         let _ = scheduler.await;
         let served = server.await;
-        let state = shared.pool().fairness();
+        let (state, claims) = {
+            let pool = shared.pool();
+            (pool.fairness(), pool.saved_claims())
+        };
+        let d = dir.clone();
+        if !matches!(
+            tokio::task::spawn_blocking(move || claims.save(&d)).await,
+            Ok(Ok(()))
+        ) {
+            tracing::error!("could not write claims.json");
+        }
         save(state, dir).await?;
         match served {
             Ok(Ok(())) => Ok(()),

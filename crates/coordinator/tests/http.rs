@@ -156,6 +156,7 @@ fn ad(name: &str, state: OwnerState, cpus: u32, idle: u32, guests: &[(JobId, &st
                 owner: "u".into(),
                 since: Time::from_secs(1),
                 suspended: false,
+                concurrency_limits: Vec::new(),
             })
             .collect(),
         attrs: Default::default(),
@@ -163,6 +164,8 @@ fn ad(name: &str, state: OwnerState, cpus: u32, idle: u32, guests: &[(JobId, &st
             idle_jobs: idle,
             remote_jobs: 0,
         },
+        policy: Default::default(),
+        classes: Vec::new(),
         submit_only: false,
         execute_only: false,
         sequence: 0,
@@ -451,4 +454,72 @@ async fn silent_stations_are_forgotten() {
     let h = prio.stations.iter().find(|e| e.station == "h").unwrap();
     assert!(!h.known);
     p.coord.stop().await.unwrap();
+}
+
+/// A home with `n` idle jobs that each take one `matlab` licence.
+fn licensed_home(name: &str, n: u32) -> StationAd {
+    let mut a = home(name, n, 0);
+    let mut d = gleaner_proto::job::JobDescription::new(name, "/bin/true");
+    d.concurrency_limits = vec!["matlab".into()];
+    let c = gleaner_proto::machine::JobClass::of(&d);
+    a.classes = vec![gleaner_proto::machine::JobClass { count: n, ..c }];
+    a
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn licence_limit_holds_for_concurrent_homes_and_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), 0.1, 0.0);
+    cfg.licences.insert("MatLab".into(), 2);
+    cfg.embargo_secs = Some(0.0);
+    let p = Pool::start_with(dir, cfg.clone()).await;
+    p.advertise(&ad("h", OwnerState::Av, 8, 0, &[])).await;
+    let homes = ["a", "b", "c", "d"];
+    let mut granted = 0;
+    for _ in 0..15 {
+        // All homes advertise at once.
+        let replies = futures_join(&p, &homes).await;
+        granted += replies.iter().map(|r| r.grants.len()).sum::<usize>();
+        p.advertise(&ad("h", OwnerState::Av, 8, 0, &[])).await;
+        sleep(100).await;
+    }
+    assert_eq!(granted, 2, "never more grants than licences");
+    let ads: serde_json::Value = p.get("/v1/ads").await;
+    assert_eq!(ads["licences"][0]["name"], "matlab");
+    assert_eq!(ads["licences"][0]["in_use"], 2);
+    assert!(p.coord.addr().port() > 0);
+
+    // Restart from the same state directory: the two claims still hold
+    // their licences, though no host reports the jobs yet.
+    let Pool { _dir, coord, .. } = p;
+    coord.stop().await.unwrap();
+    let p = Pool::start_with(_dir, cfg).await;
+    p.advertise(&ad("h", OwnerState::Av, 8, 0, &[])).await;
+    let mut after = 0;
+    for _ in 0..10 {
+        let replies = futures_join(&p, &homes).await;
+        after += replies.iter().map(|r| r.grants.len()).sum::<usize>();
+        sleep(100).await;
+    }
+    assert_eq!(after, 0, "a restart must not hand out the licences again");
+    let ads: serde_json::Value = p.get("/v1/ads").await;
+    assert_eq!(ads["licences"][0]["in_use"], 2);
+    p.coord.stop().await.unwrap();
+}
+
+async fn futures_join(p: &Pool, homes: &[&str]) -> Vec<AdvertiseReply> {
+    let ads: Vec<StationAd> = homes.iter().map(|h| licensed_home(h, 3)).collect();
+    let mut set = tokio::task::JoinSet::new();
+    for a in ads {
+        let addr = p.addr();
+        let daemon = p.daemon.clone();
+        set.spawn(async move {
+            let body = serde_json::to_string(&a).unwrap();
+            let (status, text) =
+                http(addr, "POST", "/v1/advertise", Some(&daemon), Some(&body)).await;
+            assert_eq!(status, 200, "{text}");
+            serde_json::from_str::<AdvertiseReply>(&text).unwrap()
+        });
+    }
+    set.join_all().await
 }

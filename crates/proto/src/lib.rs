@@ -2,6 +2,7 @@
 //!
 //! - [`submit`]: the HTCondor-style submit-description parser behind `glean submit`.
 //! - [`job`]: job descriptions and job states.
+//! - [`machine`]: matchmaking data: station policy, job classes, licences, machine and job ClassAds.
 //! - [`auth`]: tokens signed with the pool's key.
 //! - [`wire`]: versioned HTTP/JSON messages between daemons and from the CLI.
 //! - [`api`]: bodies of the station's user and shadow APIs.
@@ -11,5 +12,6 @@
 pub mod api;
 pub mod auth;
 pub mod job;
+pub mod machine;
 pub mod submit;
 pub mod wire;

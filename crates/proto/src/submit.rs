@@ -994,7 +994,12 @@ fn build_description(
             "transfer_input_files" => d.transfer_input_files = split_list(&value),
             "transfer_output_files" => d.transfer_output_files = Some(split_list(&value)),
             "transfer_checkpoint_files" => d.transfer_checkpoint_files = split_list(&value),
-            "concurrency_limits" => d.concurrency_limits = split_list(&value),
+            "concurrency_limits" => {
+                d.concurrency_limits = split_list(&value);
+                if let Err(r) = crate::machine::parse_limits(&d.concurrency_limits) {
+                    bad(r);
+                }
+            }
             "request_cpus" => match value.parse::<u32>() {
                 Ok(n) if n >= 1 => d.request_cpus = n,
                 _ => bad(format!("\"{value}\" is not a positive whole number")),

@@ -61,6 +61,9 @@ pub struct GuestInfo {
     /// Frozen because the owner came back.
     #[serde(default)]
     pub suspended: bool,
+    /// The guest's `concurrency_limits` (floating licences it holds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub concurrency_limits: Vec<String>,
 }
 
 /// The station's demand for remote capacity.
@@ -104,6 +107,13 @@ pub struct StationAd {
     pub attrs: BTreeMap<String, String>,
     #[serde(default)]
     pub demand: Demand,
+    /// The owner's rules for guests (windows, users, `START`, guest limit).
+    #[serde(default)]
+    pub policy: crate::machine::PolicyAd,
+    /// The idle jobs of `demand`, grouped for matchmaking; empty from
+    /// stations that do not group (then any host fits any job).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<crate::machine::JobClass>,
     /// Never hosts guests (e.g. a laptop that only submits).
     #[serde(default)]
     pub submit_only: bool,
@@ -125,6 +135,10 @@ pub struct Grant {
     pub host_address: String,
     /// Opaque claim the host checks, so that only the grantee can place.
     pub claim_id: String,
+    /// The [`crate::machine::JobClass::key`] the host was matched for; the
+    /// home station places a job of that class. `None`: any idle job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
 }
 
 /// A request to give back a host (Up-Down preemption).

@@ -25,12 +25,15 @@ fn ad() -> StationAd {
             owner: "alice".into(),
             since: Time::from_secs(100),
             suspended: false,
+            concurrency_limits: vec!["matlab".into()],
         }],
         attrs: BTreeMap::from([("HasMatlab".to_string(), "true".to_string())]),
         demand: Demand {
             idle_jobs: 4,
             remote_jobs: 1,
         },
+        policy: Default::default(),
+        classes: Vec::new(),
         submit_only: false,
         execute_only: false,
         sequence: 9,
@@ -69,6 +72,7 @@ fn replies_and_placements_round_trip() {
             host: "ws3".into(),
             host_address: "http://ws3:9618".into(),
             claim_id: "c-1".into(),
+            class: None,
         }],
         preemptions: vec![Preemption {
             host: "ws4".into(),

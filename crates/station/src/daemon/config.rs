@@ -106,6 +106,11 @@ pub struct StationConfig {
     pub owner: super::owner_watch::OwnerWatchConfig,
     /// Guest cgroups (`[isolation]`).
     pub isolation: crate::isolation::CgroupSettings,
+    /// Custom machine attributes (`[attrs]`, name = ClassAd expression
+    /// text), advertised in the machine ad for jobs' requirements.
+    pub attrs: std::collections::BTreeMap<String, String>,
+    /// The owner's rules for guests (`[policy]`).
+    pub policy: super::policy::PolicyConfig,
 }
 
 impl Default for StationConfig {
@@ -133,6 +138,8 @@ impl Default for StationConfig {
             max_body_bytes: 64 * 1024 * 1024,
             owner: Default::default(),
             isolation: Default::default(),
+            attrs: Default::default(),
+            policy: Default::default(),
         }
     }
 }
@@ -203,6 +210,30 @@ impl StationConfig {
         if let Err(m) = self.isolation.validate() {
             return bad("isolation", &m);
         }
+        if let Err((field, message)) = self.policy.validate() {
+            return Err(ConfigError::Invalid { field, message });
+        }
+        for (name, expr) in &self.attrs {
+            let ident = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !ident {
+                return Err(ConfigError::Invalid {
+                    field: "attrs",
+                    message: format!("{name:?} is not an attribute name"),
+                });
+            }
+            if let Err(e) = gleaner_classad::parse_expr(expr) {
+                return Err(ConfigError::Invalid {
+                    field: "attrs",
+                    message: format!("{name} = {expr:?}: not a valid expression: {e}"),
+                });
+            }
+        }
+        if let Some(s) = self.speed
+            && !(s.is_finite() && s > 0.0)
+        {
+            return bad("speed", "must be a positive number");
+        }
         Ok(())
     }
 
@@ -251,5 +282,24 @@ mod tests {
         assert_eq!(c.role, StationRole::SubmitOnly);
         assert!(matches!(c.activity, ActivitySource::File { .. }));
         c.validate().unwrap();
+    }
+
+    #[test]
+    fn attrs_and_policy_are_validated() {
+        let c: StationConfig = toml::from_str(
+            "[attrs]\nHasMatlab = \"true\"\nSite = '\"lab\"'\n[policy]\nwindows = [\"Mon-Fri 18:00-08:00\"]\nmax_guests = 1\n",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        let c: StationConfig = toml::from_str("[attrs]\nX = \"1 +\"\n").unwrap();
+        assert!(c.validate().unwrap_err().to_string().contains("attrs"));
+        let c: StationConfig = toml::from_str("[policy]\nwindows = [\"Mon 9-5\"]\n").unwrap();
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("policy.windows")
+        );
+        assert!(toml::from_str::<StationConfig>("[policy]\nwindow = []\n").is_err());
     }
 }

@@ -19,7 +19,9 @@
 
 pub mod config;
 pub mod dagman;
+pub mod machine;
 pub mod owner_watch;
+pub mod policy;
 pub mod schedd;
 pub mod shadow;
 pub mod starter;
@@ -323,12 +325,22 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
                 what: "guest cgroups ([isolation] required = true)".into(),
                 source: std::io::Error::other(e),
             })?;
-        if let Some(t) = spawn_activity(
-            &config,
-            cgroups.clone(),
-            owner_tx.clone(),
-            shutdown_rx.clone(),
-        ) {
+        // With operating windows the activity source feeds a gate that
+        // forces NA while the windows are closed (policy.rs).
+        let activity_tx = if config.policy.windows.is_empty() {
+            owner_tx.clone()
+        } else {
+            let (raw_tx, raw_rx) = watch::channel(initial);
+            tasks.push(policy::spawn_window_gate(
+                config.policy.windows.clone(),
+                raw_rx,
+                owner_tx.clone(),
+                shutdown_rx.clone(),
+            ));
+            raw_tx
+        };
+        if let Some(t) = spawn_activity(&config, cgroups.clone(), activity_tx, shutdown_rx.clone())
+        {
             tasks.push(t);
         }
         match EvictionPolicy::from_name(&config.eviction_policy) {
@@ -340,13 +352,25 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
                 }));
             }
         }
-        Some(Arc::new(starter::Starter::new(
+        let starter = starter::Starter::new(
             sc,
             daemon_token.clone(),
             Box::new(starter::PoolKeyClaims(key.clone())),
             owner_rx,
             cgroups,
-        )?))
+        )?;
+        let mut template = schedd::machine_template(&config, &name);
+        template.cpus = starter.config().cpus;
+        template.memory_mb = starter.config().memory_mb;
+        let policy_cfg = config.policy.clone();
+        starter.set_admission(Box::new(move |job: &gleaner_proto::job::JobDescription| {
+            let now = now_secs() as i64;
+            let mut ad = template.clone();
+            ad.policy = policy_cfg.to_ad(now);
+            let machine = gleaner_proto::machine::machine_ad(&ad);
+            policy::admit(&ad.policy, &machine, job, now)
+        }));
+        Some(Arc::new(starter))
     } else {
         None
     };

@@ -10,8 +10,12 @@
 //! vacated.
 
 use super::Station;
+use super::config::StationConfig;
+use super::machine;
 use crate::daemon::now;
+use gleaner_core::time::Time;
 use gleaner_proto::job::{JobEventKind, JobId, JobState, JobStateKind};
+use gleaner_proto::machine::JobClass;
 use gleaner_proto::wire::{
     AdvertiseReply, Demand, Grant, PROTOCOL_VERSION, PlacementRequest, PlacementResponse,
     Preemption, StationAd,
@@ -19,6 +23,39 @@ use gleaner_proto::wire::{
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
+
+/// The parts of the ad that do not change while the daemon runs: used by
+/// the starter to build the machine ad it checks placements against.
+pub(crate) fn machine_template(cfg: &StationConfig, name: &str) -> StationAd {
+    StationAd {
+        protocol: PROTOCOL_VERSION,
+        name: name.to_string(),
+        address: String::new(),
+        state: gleaner_core::detector::OwnerState::Av,
+        cpus: cfg.cpus.unwrap_or(1),
+        memory_mb: cfg.memory_mb.unwrap_or(1024),
+        disk_free_kb: 0,
+        arch: cfg
+            .arch
+            .clone()
+            .unwrap_or_else(|| std::env::consts::ARCH.to_uppercase()),
+        opsys: cfg.opsys.clone().unwrap_or_else(|| "LINUX".into()),
+        speed: match cfg.speed {
+            Some(s) => s,
+            None if cfg.role.executes() => machine::measured_speed(),
+            None => 0.0,
+        },
+        running_guests: Vec::new(),
+        attrs: cfg.attrs.clone(),
+        demand: Demand::default(),
+        policy: Default::default(),
+        classes: Vec::new(),
+        submit_only: !cfg.role.executes(),
+        execute_only: !cfg.role.submits(),
+        sequence: 0,
+        sent_at: Time::ZERO,
+    }
+}
 
 /// Builds this station's advertisement.
 fn build_ad(st: &Station, sequence: u64) -> StationAd {
@@ -29,44 +66,40 @@ fn build_ad(st: &Station, sequence: u64) -> StationAd {
             .find(|(s, _)| *s == k)
             .map_or(0, |(_, n)| u32::try_from(*n).unwrap_or(u32::MAX))
     };
-    let placing = u32::try_from(st.placing().len()).unwrap_or(0);
+    let placing = st.placing().clone();
     let demand = Demand {
-        idle_jobs: count(JobStateKind::Idle).saturating_sub(placing),
+        idle_jobs: count(JobStateKind::Idle)
+            .saturating_sub(u32::try_from(placing.len()).unwrap_or(0)),
         remote_jobs: count(JobStateKind::Running) + count(JobStateKind::Suspended),
+    };
+    let classes = if st.config.role.submits() {
+        machine::idle_classes(&st.queue(), &placing)
+    } else {
+        Vec::new()
     };
     let cfg = &st.config;
     let state = *st.owner.borrow();
-    let (guests, used) = match &st.starter {
-        Some(s) => (s.running_guests(), s.used_cpus()),
-        None => (Vec::new(), 0),
-    };
-    let cpus = st
-        .starter
-        .as_ref()
-        .map_or(0, |s| s.config().cpus)
-        .saturating_sub(used);
-    StationAd {
-        protocol: PROTOCOL_VERSION,
-        name: st.name.clone(),
-        address: st.address.clone(),
-        state,
-        cpus,
-        memory_mb: cfg.memory_mb.unwrap_or(1024),
-        disk_free_kb: 0,
-        arch: cfg
-            .arch
-            .clone()
-            .unwrap_or_else(|| std::env::consts::ARCH.to_uppercase()),
-        opsys: cfg.opsys.clone().unwrap_or_else(|| "LINUX".into()),
-        speed: cfg.speed.unwrap_or(1.0),
-        running_guests: guests,
-        attrs: Default::default(),
-        demand,
-        submit_only: !cfg.role.executes(),
-        execute_only: !cfg.role.submits(),
-        sequence,
-        sent_at: now(),
+    let mut ad = machine_template(cfg, &st.name);
+    match &st.starter {
+        Some(s) => {
+            let guests = s.running_guests();
+            // The coordinator counts one node per guest (pool.rs): offer
+            // the CPUs no guest uses plus one node per guest.
+            ad.cpus = s.config().cpus.saturating_sub(s.used_cpus()) + guests.len() as u32;
+            ad.memory_mb = s.config().memory_mb.saturating_sub(s.used_memory_mb());
+            ad.disk_free_kb = machine::disk_free_kb(&cfg.execute_dir());
+            ad.running_guests = guests;
+        }
+        None => ad.cpus = 0,
     }
+    ad.address = st.address.clone();
+    ad.state = state;
+    ad.policy = cfg.policy.to_ad(super::now_secs() as i64);
+    ad.classes = classes;
+    ad.demand = demand;
+    ad.sequence = sequence;
+    ad.sent_at = now();
+    ad
 }
 
 /// Advertises until shutdown, applying each reply.
@@ -135,8 +168,19 @@ async fn place_on_grant(st: &Arc<Station>, g: &Grant, last: &mut Option<Instant>
     }
     let job = {
         let placing = st.placing().clone();
-        match st.queue().next_idle_jobs(placing.len() + 1) {
-            Ok(jobs) => jobs.into_iter().find(|j| !placing.contains(&j.id)),
+        // A grant for a class is used by the first idle job of that class
+        // (the coordinator matched the host for it).
+        let n = match g.class {
+            Some(_) => 10_000,
+            None => placing.len() + 1,
+        };
+        match st.queue().next_idle_jobs(n) {
+            Ok(jobs) => jobs.into_iter().find(|j| {
+                !placing.contains(&j.id)
+                    && g.class
+                        .as_ref()
+                        .is_none_or(|k| JobClass::of(&j.description).key == *k)
+            }),
             Err(e) => {
                 tracing::error!(error = %e, "cannot read idle jobs");
                 None
@@ -144,6 +188,7 @@ async fn place_on_grant(st: &Arc<Station>, g: &Grant, last: &mut Option<Instant>
         }
     };
     let Some(job) = job else {
+        tracing::debug!(host = %g.host, class = ?g.class, "no idle job for the grant");
         return;
     };
     *last = Some(Instant::now());

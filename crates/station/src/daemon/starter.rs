@@ -259,7 +259,12 @@ pub struct Starter {
     epoch: Instant,
     seq: AtomicU64,
     draining: AtomicBool,
+    /// The station policy's check of a new guest (policy.rs).
+    admission: std::sync::OnceLock<Admission>,
 }
+
+/// Decides whether a job may start here; `Err` explains why not.
+pub type Admission = Box<dyn Fn(&JobDescription) -> Result<(), String> + Send + Sync>;
 
 impl Starter {
     /// `token` authenticates the starter at the shadows (a Daemon token);
@@ -305,12 +310,18 @@ impl Starter {
             guests: Mutex::new(HashMap::new()),
             epoch: Instant::now(),
             seq: AtomicU64::new(0),
+            admission: std::sync::OnceLock::new(),
             draining: AtomicBool::new(false),
         })
     }
 
     pub fn config(&self) -> &StarterConfig {
         &self.config
+    }
+
+    /// Installs the station policy's admission check (once).
+    pub fn set_admission(&self, check: Admission) {
+        let _ = self.admission.set(check);
     }
 
     /// Refuse new placements (running guests are left alone).
@@ -368,6 +379,11 @@ impl Starter {
         self.lock_guests().values().map(|g| g.cpus).sum()
     }
 
+    /// Memory the guests requested, MiB.
+    pub fn used_memory_mb(&self) -> u64 {
+        self.lock_guests().values().map(|g| g.memory_mb).sum()
+    }
+
     /// Ask a guest to leave (checkpoint signal if it checkpoints, then
     /// kill); it is reported `evicted`. False if no such guest.
     pub fn vacate(&self, job: JobId, reason: &str) -> bool {
@@ -407,6 +423,11 @@ impl Starter {
             return Self::reject(RejectReason::OwnerActive, "the owner is using this station");
         }
         if let Err(msg) = validate_names(&req.description) {
+            return Self::reject(RejectReason::RequirementsUnmet, msg);
+        }
+        if let Some(check) = self.admission.get()
+            && let Err(msg) = check(&req.description)
+        {
             return Self::reject(RejectReason::RequirementsUnmet, msg);
         }
         let cpus = req.description.request_cpus.max(1);
@@ -462,6 +483,7 @@ impl Starter {
                     owner: req.description.owner.clone(),
                     since: self.now(),
                     suspended: false,
+                    concurrency_limits: req.description.concurrency_limits.clone(),
                 },
                 cpus,
                 memory_mb: mem,

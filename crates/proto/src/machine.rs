@@ -1,0 +1,338 @@
+//! Matchmaking data on the wire: a station's policy, its idle jobs grouped
+//! into classes, floating-licence requests, and the ClassAds built from them.
+//!
+//! A station's ad ([`crate::wire::StationAd`]) carries its resources, its
+//! [`PolicyAd`] and its idle jobs as [`JobClass`]es (like HTCondor's
+//! autoclusters: jobs that match alike are counted, not listed). The
+//! coordinator matches classes against machine ads ([`machine_ad`],
+//! [`class_ad`]) and tells the home station in a grant which class the host
+//! is for.
+
+use crate::job::JobDescription;
+use crate::wire::StationAd;
+use gleaner_classad::Ad;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The station owner's rules, as advertised.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PolicyAd {
+    /// Operating windows (`"Mon-Fri 18:00-08:00"`, see
+    /// `gleaner_core::matchmaking`); empty: always open.
+    pub windows: Vec<String>,
+    /// The station's local zone, seconds east of UTC, for the windows.
+    pub utc_offset_secs: i32,
+    /// Only these owners may run here (empty: everybody).
+    pub allow_users: Vec<String>,
+    /// These owners never run here.
+    pub deny_users: Vec<String>,
+    /// HTCondor-style `START` expression, evaluated with the machine as
+    /// `MY` and the job as `TARGET`.
+    pub start: Option<String>,
+    /// Most guests at once; `None`: one per CPU.
+    pub max_guests: Option<u32>,
+}
+
+impl PolicyAd {
+    pub fn user_filter(&self) -> gleaner_core::matchmaking::UserFilter {
+        gleaner_core::matchmaking::UserFilter {
+            allow: self.allow_users.clone(),
+            deny: self.deny_users.clone(),
+        }
+    }
+
+    /// Whether the windows are open at UNIX second `unix`; windows that do
+    /// not parse count as closed (the station validated them at start).
+    pub fn window_open(&self, unix: i64) -> bool {
+        gleaner_core::matchmaking::Windows::parse(&self.windows)
+            .is_ok_and(|w| w.open_at(unix, self.utc_offset_secs))
+    }
+}
+
+/// Idle jobs of one station that match alike: same owner, requirements,
+/// rank, requests, licences and custom attributes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JobClass {
+    /// Stable name of the class (a hash of everything but `count`).
+    pub key: String,
+    pub owner: String,
+    pub requirements: Option<String>,
+    pub rank: Option<String>,
+    pub request_cpus: u32,
+    pub request_memory_mb: Option<u64>,
+    pub request_disk_kb: Option<u64>,
+    /// As in the submit file: `matlab`, `foo:2`.
+    pub concurrency_limits: Vec<String>,
+    pub custom_attrs: BTreeMap<String, String>,
+    /// Idle jobs in the class.
+    pub count: u32,
+}
+
+/// FNV-1a, 64 bit: a stable, dependency-free hash for class keys.
+fn fnv(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+impl JobClass {
+    /// The class of one job (count 1). Like HTCondor's autoclusters, only
+    /// the custom attributes that the job's requirements or rank mention
+    /// count, so that e.g. `+Index = $(Process)` does not make every job a
+    /// class of its own.
+    pub fn of(d: &JobDescription) -> JobClass {
+        let exprs = format!(
+            "{} {}",
+            d.requirements.as_deref().unwrap_or(""),
+            d.rank.as_deref().unwrap_or("")
+        )
+        .to_ascii_lowercase();
+        let custom_attrs = d
+            .custom_attrs
+            .iter()
+            .filter(|(k, _)| exprs.contains(&k.to_ascii_lowercase()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut c = JobClass {
+            key: String::new(),
+            owner: d.owner.clone(),
+            requirements: d.requirements.clone(),
+            rank: d.rank.clone(),
+            request_cpus: d.request_cpus.max(1),
+            request_memory_mb: d.request_memory_mb,
+            request_disk_kb: d.request_disk_kb,
+            concurrency_limits: d.concurrency_limits.clone(),
+            custom_attrs,
+            count: 1,
+        };
+        let sig = serde_json::to_vec(&(
+            &c.owner,
+            &c.requirements,
+            &c.rank,
+            c.request_cpus,
+            c.request_memory_mb,
+            c.request_disk_kb,
+            &c.concurrency_limits,
+            &c.custom_attrs,
+        ))
+        .unwrap_or_default();
+        c.key = format!("{:016x}", fnv(&sig));
+        c
+    }
+
+    /// Groups jobs into classes, keeping the order of first appearance.
+    pub fn group<'a>(jobs: impl IntoIterator<Item = &'a JobDescription>) -> Vec<JobClass> {
+        let mut out: Vec<JobClass> = Vec::new();
+        for d in jobs {
+            let c = JobClass::of(d);
+            match out.iter_mut().find(|o| o.key == c.key) {
+                Some(o) => o.count += 1,
+                None => out.push(c),
+            }
+        }
+        out
+    }
+
+    /// The licences the class takes, parsed; bad entries are skipped (the
+    /// submit parser refuses them).
+    pub fn licences(&self) -> Vec<(String, u32)> {
+        parse_limits(&self.concurrency_limits).unwrap_or_default()
+    }
+}
+
+/// Parses HTCondor `concurrency_limits` entries (`matlab`, `foo:2`) into
+/// lower-case names and unit counts, adding up repeated names.
+pub fn parse_limits<S: AsRef<str>>(entries: &[S]) -> Result<Vec<(String, u32)>, String> {
+    let mut out: BTreeMap<String, u32> = BTreeMap::new();
+    for e in entries {
+        for part in e
+            .as_ref()
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|s| !s.is_empty())
+        {
+            let (name, n) = match part.split_once(':') {
+                Some((name, n)) => match n.parse::<u32>() {
+                    Ok(n) if n >= 1 => (name, n),
+                    _ => {
+                        return Err(format!(
+                            "{part:?}: the count after ':' must be a whole number ≥ 1"
+                        ));
+                    }
+                },
+                None => (part, 1),
+            };
+            let ok = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-');
+            if !ok {
+                return Err(format!(
+                    "{part:?}: a limit name uses letters, digits, '_', '.' and '-'"
+                ));
+            }
+            *out.entry(name.to_ascii_lowercase()).or_default() += n;
+        }
+    }
+    Ok(out.into_iter().collect())
+}
+
+fn insert_or_string(ad: &mut Ad, name: &str, expr: &str) {
+    if ad.insert(name, expr).is_err() {
+        ad.insert_str(name, expr);
+    }
+}
+
+/// The machine ClassAd of a station (HTCondor attribute names).
+///
+/// `Requirements` is the policy's `START` (true when unset), as in
+/// HTCondor's machine ads; operating windows and user lists are checked
+/// outside the ad.
+pub fn machine_ad(s: &StationAd) -> Ad {
+    let mut ad = Ad::new();
+    ad.insert_str("MyType", "Machine");
+    ad.insert_str("Name", &s.name);
+    ad.insert_str("Machine", &s.name);
+    ad.insert_str("Arch", &s.arch);
+    ad.insert_str("OpSys", &s.opsys);
+    let guests = s.running_guests.len() as i64;
+    ad.insert_int("Cpus", i64::from(s.cpus));
+    ad.insert_int("TotalCpus", i64::from(s.cpus) + guests);
+    ad.insert_int("Memory", i64::try_from(s.memory_mb).unwrap_or(i64::MAX));
+    ad.insert_int("Disk", i64::try_from(s.disk_free_kb).unwrap_or(i64::MAX));
+    ad.insert_real("Speed", s.speed);
+    // HTCondor's Mips: our β is relative to a reference machine; 1000 Mips
+    // stands for β = 1.
+    ad.insert_int("Mips", (s.speed * 1000.0).round() as i64);
+    ad.insert_int("GuestsRunning", guests);
+    ad.insert_str(
+        "State",
+        match s.state {
+            gleaner_core::detector::OwnerState::Av => "Unclaimed",
+            gleaner_core::detector::OwnerState::Na => "Owner",
+        },
+    );
+    if let Some(m) = s.policy.max_guests {
+        ad.insert_int("MaxGuests", i64::from(m));
+    }
+    for (k, v) in &s.attrs {
+        insert_or_string(&mut ad, k, v);
+    }
+    let start = s.policy.start.as_deref().unwrap_or("true");
+    insert_or_string(&mut ad, "Start", start);
+    insert_or_string(&mut ad, "Requirements", start);
+    ad
+}
+
+/// The job ClassAd of a class (HTCondor attribute names; memory MiB, disk
+/// KiB). A class without `requirements` requires nothing.
+pub fn class_ad(c: &JobClass) -> Ad {
+    let mut ad = Ad::new();
+    ad.insert_str("MyType", "Job");
+    for (k, v) in &c.custom_attrs {
+        insert_or_string(&mut ad, k, v);
+    }
+    ad.insert_str("Owner", &c.owner);
+    ad.insert_str("User", &c.owner);
+    ad.insert_int("RequestCpus", i64::from(c.request_cpus.max(1)));
+    if let Some(m) = c.request_memory_mb {
+        ad.insert_int("RequestMemory", i64::try_from(m).unwrap_or(i64::MAX));
+    }
+    if let Some(d) = c.request_disk_kb {
+        ad.insert_int("RequestDisk", i64::try_from(d).unwrap_or(i64::MAX));
+    }
+    if !c.concurrency_limits.is_empty() {
+        ad.insert_str("ConcurrencyLimits", &c.concurrency_limits.join(","));
+    }
+    // An unparsable expression is kept as a string so that it evaluates to
+    // no match (a string is not true) instead of vanishing.
+    insert_or_string(
+        &mut ad,
+        "Requirements",
+        c.requirements.as_deref().unwrap_or("true"),
+    );
+    if let Some(r) = &c.rank {
+        insert_or_string(&mut ad, "Rank", r);
+    }
+    ad
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn station(name: &str) -> StationAd {
+        serde_json::from_value(serde_json::json!({
+            "name": name, "address": "", "state": "AV", "cpus": 1,
+            "memory_mb": 0, "disk_free_kb": 0, "arch": "X86_64",
+            "opsys": "LINUX", "sent_at": 0
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn limits_parse_like_htcondor() {
+        assert_eq!(
+            parse_limits(&["MATLAB", "foo:2", "matlab"]).unwrap(),
+            vec![("foo".into(), 2), ("matlab".into(), 2)]
+        );
+        assert_eq!(parse_limits(&["a, b:3"]).unwrap().len(), 2);
+        assert!(parse_limits(&["foo:0"]).is_err());
+        assert!(parse_limits(&["foo:x"]).is_err());
+        assert!(parse_limits(&["fo/o"]).is_err());
+    }
+
+    #[test]
+    fn classes_group_alike_jobs() {
+        let mut a = JobDescription::new("alice", "/bin/true");
+        let b = a.clone();
+        a.requirements = Some("Memory > 10".into());
+        let jobs = [a.clone(), b.clone(), a.clone()];
+        let g = JobClass::group(jobs.iter());
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[0].count, 2);
+        assert_eq!(g[0].key, JobClass::of(&a).key, "stable key");
+        assert_ne!(g[0].key, g[1].key);
+        // Attributes nothing refers to do not split classes.
+        let mut c = b.clone();
+        c.custom_attrs.insert("Index".into(), "7".into());
+        assert_eq!(JobClass::of(&c).key, JobClass::of(&b).key);
+        c.requirements = Some("MY.Index > 3".into());
+        let mut e = c.clone();
+        e.custom_attrs.insert("Index".into(), "1".into());
+        assert_ne!(JobClass::of(&c).key, JobClass::of(&e).key);
+    }
+
+    #[test]
+    fn ads_match_on_requirements_and_start() {
+        let mut s = station("ws1");
+        s.memory_mb = 4096;
+        s.attrs.insert("HasMatlab".into(), "true".into());
+        s.policy.start = Some("TARGET.Owner != \"mallory\"".into());
+        let m = machine_ad(&s);
+        let mut d = JobDescription::new("alice", "/bin/true");
+        d.requirements = Some("Memory >= 2048 && HasMatlab".into());
+        assert!(gleaner_classad::matches(
+            &class_ad(&JobClass::of(&d)),
+            &m,
+            0
+        ));
+        d.owner = "mallory".into();
+        assert!(!gleaner_classad::matches(
+            &class_ad(&JobClass::of(&d)),
+            &m,
+            0
+        ));
+        d.owner = "alice".into();
+        d.requirements = Some("Memory >= 8192".into());
+        assert!(!gleaner_classad::matches(
+            &class_ad(&JobClass::of(&d)),
+            &m,
+            0
+        ));
+    }
+}
