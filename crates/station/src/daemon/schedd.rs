@@ -60,7 +60,7 @@ fn build_ad(st: &Station, sequence: u64) -> StationAd {
         opsys: cfg.opsys.clone().unwrap_or_else(|| "LINUX".into()),
         speed: cfg.speed.unwrap_or(1.0),
         running_guests: guests,
-        attrs: Default::default(),
+        attrs: crate::checkpoint::ad_attrs(),
         demand,
         submit_only: !cfg.role.executes(),
         execute_only: !cfg.role.submits(),
@@ -135,8 +135,11 @@ async fn place_on_grant(st: &Arc<Station>, g: &Grant, last: &mut Option<Instant>
     }
     let job = {
         let placing = st.placing().clone();
-        match st.queue().next_idle_jobs(placing.len() + 1) {
-            Ok(jobs) => jobs.into_iter().find(|j| !placing.contains(&j.id)),
+        // Skip jobs this host evicted recently (resource feedback).
+        match st.queue().next_idle_jobs(placing.len() + 32) {
+            Ok(jobs) => jobs
+                .into_iter()
+                .find(|j| !placing.contains(&j.id) && !st.ckpt.avoids(j.id, &g.host)),
             Err(e) => {
                 tracing::error!(error = %e, "cannot read idle jobs");
                 None
@@ -157,6 +160,7 @@ async fn place_on_grant(st: &Arc<Station>, g: &Grant, last: &mut Option<Instant>
         shadow: st.address.clone(),
         checkpoint: None,
         run_count: job.run_count,
+        lease_secs: Some(st.config.lease_secs.ceil() as u64).filter(|l| *l > 0),
     };
     let url = format!("{}/v1/place", g.host_address.trim_end_matches('/'));
     let result = st
