@@ -173,7 +173,7 @@ impl Daemon {
         let child = Command::new(glean_bin())
             .args([sub, "--config"])
             .arg(&self.config)
-            .env("RUST_LOG", "info")
+            .env("GLEAN_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::from(log))
             .spawn()
@@ -421,7 +421,7 @@ impl Pool {
             let t = std::fs::read_to_string(self.dir.path().join(format!("{n}.log")))
                 .unwrap_or_default();
             let lines: Vec<&str> = t.lines().collect();
-            let from = lines.len().saturating_sub(25);
+            let from = lines.len().saturating_sub(40);
             s.push_str(&format!("--- {n}.log\n{}\n", lines[from..].join("\n")));
         }
         s

@@ -162,10 +162,10 @@ fn running_here(st: &Station, r: &crate::queue::JobRecord) -> bool {
 fn record_rejection(st: &Station, id: JobId, why: &str) {
     let at = now();
     let detail = format!("checkpoint rejected, previous kept: {why}");
-    if let Err(e) = st
+    let res = st
         .queue()
-        .annotate(id, JobEventKind::Checkpointed, &detail, at)
-    {
+        .annotate(id, JobEventKind::Checkpointed, &detail, at);
+    if let Err(e) = res {
         tracing::warn!(job = %id, error = %e, "cannot record checkpoint rejection");
     }
     super::shadow::user_log(st, id, at, "008", "Checkpoint rejected", &detail);
@@ -452,7 +452,10 @@ pub(crate) async fn lease_monitor(st: Arc<Station>, mut shutdown: watch::Receive
                 limit.as_secs_f64()
             );
             let at = now();
-            match st.queue().transition(r.id, JobState::Idle, &detail, at) {
+            // Bound first: the queue lock must be released before the
+            // user log (which reads the queue) is written.
+            let moved = st.queue().transition(r.id, JobState::Idle, &detail, at);
+            match moved {
                 Ok(_) => {
                     tracing::warn!(job = %r.id, %host, "lease expired; job requeued");
                     st.ckpt.avoid_host(r.id, &host);
