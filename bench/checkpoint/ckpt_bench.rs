@@ -132,7 +132,7 @@ struct Pool {
     coord_url: String,
 }
 
-async fn pool() -> R<(Pool, gleaner_coordinator::Running)> {
+async fn pool() -> R<(Pool, gleaner_coordinator::RunningCoordinator)> {
     let dir = tempfile::tempdir()?;
     let root = dir.path().to_path_buf();
     std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))?;
