@@ -25,10 +25,20 @@
 //! (Immediate-Eviction, Mutka 1988 L583). A guest that leaves the host is
 //! reported `evicted` with job state `Idle`, so that its home requeues it.
 //!
-//! Open points (documented, not yet done): real checkpoints (only a signal
-//! hook is sent), migration to a chosen destination (a `Migrate` action
-//! vacates: the home station picks the next host), and `when_to_transfer_output
-//! = ON_EXIT_OR_EVICT`.
+//! Checkpoints (issue #6, [`crate::checkpoint`]): a job that declares
+//! `checkpoint_exit_code` gets its latest good checkpoint from home before
+//! it starts; when it exits with that code its `transfer_checkpoint_files`
+//! go home (after the output written so far) and it is restarted in place;
+//! a vacate sends the checkpoint signal first, and `checkpoint_interval`
+//! sends it periodically. A lease with the home (`lease_secs` of the
+//! placement) is renewed every third of it; when the home cannot be reached
+//! for the whole lease, or says the job is no longer ours, the guest is
+//! killed at once.
+//!
+//! Open points (documented, not yet done): CRIU dumps in the starter (the
+//! backend and detection exist), migration to a chosen destination (a
+//! `Migrate` action vacates: the home station picks the next host), and
+//! `when_to_transfer_output = ON_EXIT_OR_EVICT`.
 
 use crate::checkpoint::{Checkpointer, Manifest, RateMeter, SelfCheckpoint, SharedBucket};
 use crate::daemon::checkpoint::LeaseRenewal;
