@@ -47,6 +47,8 @@ fn main() -> R<()> {
     }
     let mut sizes_mb = vec![10u64, 100, 1000];
     let mut lev = vec![20.0f64, 60.0];
+    let mut every = 10.0f64;
+    let mut advertise = 10u64;
     let mut i = 1;
     while i < args.len() {
         match args[i].as_str() {
@@ -65,6 +67,15 @@ fn main() -> R<()> {
                 i += 1;
             }
             "--no-leverage" => lev.clear(),
+            "--no-transfer" => sizes_mb.clear(),
+            "--ckpt-every" => {
+                every = args[i + 1].parse()?;
+                i += 1;
+            }
+            "--advertise-secs" => {
+                advertise = args[i + 1].parse()?;
+                i += 1;
+            }
             other => return Err(format!("unknown argument {other}").into()),
         }
         i += 1;
@@ -82,9 +93,11 @@ fn main() -> R<()> {
                 println!("CRIU skipped: {reason}")
             }
         }
-        transfer_bench(&sizes_mb).await?;
+        if !sizes_mb.is_empty() {
+            transfer_bench(&sizes_mb).await?;
+        }
         if !lev.is_empty() {
-            leverage_bench(&lev).await?;
+            leverage_bench(&lev, every, advertise).await?;
         }
         Ok(())
     })
@@ -130,9 +143,10 @@ struct Pool {
     key: PoolKey,
     key_path: PathBuf,
     coord_url: String,
+    advertise: u64,
 }
 
-async fn pool() -> R<(Pool, gleaner_coordinator::RunningCoordinator)> {
+async fn pool(advertise: u64) -> R<(Pool, gleaner_coordinator::RunningCoordinator)> {
     let dir = tempfile::tempdir()?;
     let root = dir.path().to_path_buf();
     std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))?;
@@ -142,7 +156,7 @@ async fn pool() -> R<(Pool, gleaner_coordinator::RunningCoordinator)> {
         state_dir: root.join("coord"),
         pool_key: key_path.clone(),
         scheduling_interval_secs: 1.0,
-        advertise_period_secs: 10,
+        advertise_period_secs: advertise,
         startup_grace_secs: Some(0.0),
         ..Default::default()
     })
@@ -155,6 +169,7 @@ async fn pool() -> R<(Pool, gleaner_coordinator::RunningCoordinator)> {
             key,
             key_path,
             coord_url,
+            advertise,
         },
         coord,
     ))
@@ -169,7 +184,7 @@ impl Pool {
             pool_key: self.key_path.clone(),
             coordinator: self.coord_url.clone(),
             role,
-            advertise_secs: 10,
+            advertise_secs: self.advertise,
             placement_interval_secs: 0.0,
             checkpoint_bytes_per_sec: 0,
             max_checkpoint_bytes: 4 << 30,
@@ -219,7 +234,7 @@ fn secs(d: Duration) -> String {
 }
 
 async fn transfer_bench(sizes_mb: &[u64]) -> R<()> {
-    let (p, coord) = pool().await?;
+    let (p, coord) = pool(10).await?;
     let (home_addr, home) = spawn_for_test(p.station("home", StationRole::SubmitOnly)).await?;
     let (_x_addr, exec) = spawn_for_test(p.station("exec", StationRole::ExecuteOnly)).await?;
     let client = StationClient::new(format!("http://{home_addr}"), user_token(&p.key))?;
@@ -362,8 +377,10 @@ fn proc_cpu_secs(pid: u32) -> R<f64> {
     Ok(ticks / hz)
 }
 
-async fn leverage_bench(lengths: &[f64]) -> R<()> {
-    let (p, coord) = pool().await?;
+async fn leverage_bench(lengths: &[f64], every: f64, advertise: u64) -> R<()> {
+    println!();
+    println!("leverage: checkpoint every {every} s of job CPU (1 MB state), ads every {advertise} s, lease 120 s");
+    let (p, coord) = pool(advertise).await?;
     let mut home_cfg = p.station("home", StationRole::SubmitOnly);
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0")?;
@@ -398,7 +415,7 @@ async fn leverage_bench(lengths: &[f64]) -> R<()> {
         std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777))?;
         std::fs::copy(&job_src, work.join("cpu_job.py"))?;
         let text = format!(
-            "executable = cpu_job.py\narguments = {len} 10 1000000\ncheckpoint_exit_code = 85\n\
+            "executable = cpu_job.py\narguments = {len} {every} 1000000\ncheckpoint_exit_code = 85\n\
              transfer_checkpoint_files = cpu_job.state\ntransfer_output_files = cpu_job.result\n\
              output = out.txt\nqueue\n"
         );
