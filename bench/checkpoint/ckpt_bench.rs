@@ -379,7 +379,9 @@ fn proc_cpu_secs(pid: u32) -> R<f64> {
 
 async fn leverage_bench(lengths: &[f64], every: f64, advertise: u64) -> R<()> {
     println!();
-    println!("leverage: checkpoint every {every} s of job CPU (1 MB state), ads every {advertise} s, lease 120 s");
+    println!(
+        "leverage: checkpoint every {every} s of job CPU (1 MB state), ads every {advertise} s, lease 120 s"
+    );
     let (p, coord) = pool(advertise).await?;
     let mut home_cfg = p.station("home", StationRole::SubmitOnly);
     let port = {
