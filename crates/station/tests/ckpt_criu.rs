@@ -21,7 +21,7 @@ fn criu_dumps_and_restores_a_process_tree() {
         "i=0; while :; do i=$((i+1)); echo $i > {}; sleep 0.1; done",
         counter.display()
     );
-    let child = std::process::Command::new("setsid")
+    let mut child = std::process::Command::new("setsid")
         .args(["sh", "-c", &script])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -32,7 +32,10 @@ fn criu_dumps_and_restores_a_process_tree() {
     let criu = Criu {
         images: dir.path().join("images"),
     };
-    criu.dump(child.id()).unwrap();
+    let pid = child.id();
+    criu.dump(pid).unwrap();
+    // The dump ended the original process: reap it.
+    let _ = child.wait();
     let before: u64 = std::fs::read_to_string(&counter)
         .unwrap()
         .trim()
@@ -50,7 +53,8 @@ fn criu_dumps_and_restores_a_process_tree() {
         .parse()
         .unwrap();
     assert!(after > before, "restored process did not continue");
-    let _ = std::process::Command::new("pkill")
-        .args(["-f", &counter.display().to_string()])
+    // CRIU restores the same PID.
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
         .status();
 }
