@@ -152,6 +152,8 @@ impl Proxy {
 
 pub struct Daemon {
     pub name: String,
+    /// Base URL (stations).
+    pub url: String,
     pub config: PathBuf,
     pub log: PathBuf,
     child: Option<Child>,
@@ -227,6 +229,7 @@ pub struct Pool {
     pub home_url: String,
     pub client: StationClient,
     pub work: PathBuf,
+    pub key: gleaner_proto::auth::PoolKey,
     _lock: std::fs::File,
 }
 
@@ -268,14 +271,15 @@ impl Pool {
             .unwrap();
             p
         };
-        let mk = |name: &str, config: PathBuf, coordinator: bool| Daemon {
+        let mk = |name: &str, config: PathBuf, coordinator: bool, port: u16| Daemon {
             name: name.into(),
+            url: format!("http://127.0.0.1:{port}"),
             log: root.join(format!("{name}.log")),
             config,
             child: None,
             is_coordinator: coordinator,
         };
-        let mut coord = mk("coord", coord_cfg, true);
+        let mut coord = mk("coord", coord_cfg, true, cport);
         coord.spawn();
         let mut home = mk(
             "home",
@@ -286,11 +290,13 @@ impl Pool {
                 &format!("address = \"http://127.0.0.1:{pport}\"\n"),
             ),
             false,
+            hport,
         );
         home.spawn();
         let mut hosts = HashMap::new();
         for h in ["x1", "x2"] {
-            let mut d = mk(h, station_cfg(h, free_port(), "execute_only", ""), false);
+            let port = free_port();
+            let mut d = mk(h, station_cfg(h, port, "execute_only", ""), false, port);
             d.spawn();
             hosts.insert(h.to_string(), d);
         }
@@ -326,6 +332,7 @@ impl Pool {
             home_url,
             client,
             work,
+            key,
             _lock: lock,
         }
     }
@@ -511,4 +518,33 @@ pub fn reference_run() -> (String, String) {
     }
     let result = std::fs::read_to_string(d.path().join("selfckpt.result")).unwrap();
     (String::from_utf8(out).unwrap(), result)
+}
+
+impl Pool {
+    /// Asks `host` to vacate the job (as an administrator would), over a
+    /// raw HTTP/1.1 request. Returns the status line.
+    pub async fn vacate(&self, host: &str, id: &str) -> String {
+        let admin = self.key.sign(&Claims {
+            subject: "admin".into(),
+            role: Role::Admin,
+            issued_at: 0,
+            expires_at: None,
+            token_id: "admin".into(),
+        });
+        let url = &self.hosts[host].url;
+        let addr = url.trim_start_matches("http://").to_string();
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        let req = format!(
+            "POST /v1/guests/{id}/vacate HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {admin}\r\n\
+             Content-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut resp = Vec::new();
+        s.read_to_end(&mut resp).await.unwrap();
+        String::from_utf8_lossy(&resp)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string()
+    }
 }
