@@ -11,9 +11,10 @@
 //! home station spends supporting the job. The home station runs in its
 //! own process (this binary with `--serve-station`), so its CPU time can
 //! be read from /proc; a CPU-bound self-checkpointing job runs on another
-//! station for two lengths, and the home's CPU is fitted as `a + b·T`
-//! (fixed cost per job + cost per second of running) to extrapolate a
-//! 1-hour job: leverage(1 h) = 3600 / (a + b·3600).
+//! station for two lengths, and the home's CPU is fitted as `a + b·W`
+//! (fixed cost per job + cost per wall-second the job is out) to
+//! extrapolate a 1-hour job that gets a full CPU:
+//! leverage(1 h) = 3600 / (a + b·3600).
 
 use gleaner_coordinator::CoordinatorConfig;
 use gleaner_proto::api::SubmitBody;
@@ -443,7 +444,7 @@ async fn leverage_bench(lengths: &[f64], every: f64, advertise: u64) -> R<()> {
             wall.as_secs_f64(),
             job_cpu / home_cpu.max(1e-9)
         );
-        rows.push((job_cpu, home_cpu));
+        rows.push((wall.as_secs_f64(), home_cpu));
     }
     if rows.len() >= 2 {
         let (x1, y1) = rows[0];
@@ -452,8 +453,11 @@ async fn leverage_bench(lengths: &[f64], every: f64, advertise: u64) -> R<()> {
         let a = (y1 - b * x1).max(0.0);
         let hour = a + b * 3600.0;
         println!();
+        // The home's cost grows with the job's wall time (ads, lease
+        // renewals, checkpoints), so the fit is against wall time; the
+        // 1-hour job is assumed to get its CPU in full (wall = CPU).
         println!(
-            "home CPU ≈ {a:.3} s per job + {:.3} ms per job-second; 1-hour job: {hour:.2} s → leverage ≈ {:.0}",
+            "home CPU ≈ {a:.3} s per job + {:.3} ms per wall-second; 1-hour job: {hour:.2} s → leverage ≈ {:.0}",
             b * 1000.0,
             3600.0 / hour.max(1e-9)
         );
