@@ -141,6 +141,10 @@ pub struct JobDescription {
     /// Exit code meaning "I wrote a checkpoint, restart me" (85 by convention).
     pub checkpoint_exit_code: Option<i32>,
     pub transfer_checkpoint_files: Vec<String>,
+    /// `checkpoint_interval` (Gleaner's key, seconds): the station asks the
+    /// job to checkpoint this often (checkpoint signal, then the job exits
+    /// with `checkpoint_exit_code` and is restarted in place).
+    pub checkpoint_interval_secs: Option<u64>,
     pub concurrency_limits: Vec<String>,
     /// Times the job is restarted after a non-zero exit before it completes.
     pub max_retries: Option<u32>,

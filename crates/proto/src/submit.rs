@@ -73,6 +73,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "rank",
     "checkpoint_exit_code",
     "transfer_checkpoint_files",
+    "checkpoint_interval",
     "concurrency_limits",
     "max_retries",
     "nice_user",
@@ -1028,6 +1029,10 @@ fn build_description(
             "checkpoint_exit_code" => match value.parse::<i32>() {
                 Ok(n) if (0..=255).contains(&n) => d.checkpoint_exit_code = Some(n),
                 _ => bad(format!("\"{value}\" is not an exit code (0-255)")),
+            },
+            "checkpoint_interval" => match value.parse::<u64>() {
+                Ok(n) if n >= 1 => d.checkpoint_interval_secs = Some(n),
+                _ => bad(format!("\"{value}\" is not a positive number of seconds")),
             },
             "max_retries" => match value.parse::<u32>() {
                 Ok(n) => d.max_retries = Some(n),

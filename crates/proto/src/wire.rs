@@ -260,6 +260,11 @@ pub struct PlacementRequest {
     /// How many times this job has run before.
     #[serde(default)]
     pub run_count: u32,
+    /// Lease between shadow and starter, seconds: the starter reports at
+    /// least every third of it and kills the guest when it cannot reach the
+    /// home for this long (`None`: no lease, the pre-lease behaviour).
+    #[serde(default)]
+    pub lease_secs: Option<u64>,
 }
 
 /// Why a host declined a placement.

@@ -413,3 +413,16 @@ mod props {
         }
     }
 }
+
+#[test]
+fn checkpoint_interval_is_seconds_and_positive() {
+    let text = "executable = a\ncheckpoint_exit_code = 85\ncheckpoint_interval = 60\nqueue\n";
+    let jobs = parse(text).unwrap().expand(1).unwrap();
+    assert_eq!(jobs[0].checkpoint_interval_secs, Some(60));
+    for bad in ["0", "soon", "-5"] {
+        let e = errors(&format!(
+            "executable = a\ncheckpoint_interval = {bad}\nqueue\n"
+        ));
+        assert_eq!(lines_of(&e), vec![2], "{e}");
+    }
+}

@@ -94,6 +94,7 @@ fn replies_and_placements_round_trip() {
         shadow: "http://ws7:9618/v1/shadow/5.2".into(),
         checkpoint: None,
         run_count: 0,
+        lease_secs: None,
     };
     let s = serde_json::to_string(&p).unwrap();
     assert_eq!(serde_json::from_str::<PlacementRequest>(&s).unwrap(), p);

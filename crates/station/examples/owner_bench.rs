@@ -460,6 +460,7 @@ async fn place(addr: &str, key: &PoolKey, shadow: &str) -> Res<String> {
             shadow: shadow.into(),
             checkpoint: None,
             run_count: 0,
+            lease_secs: None,
         };
         let r: PlacementResponse = http
             .post(format!("{addr}/v1/place"))

@@ -8,8 +8,11 @@
 //!   v1+v2 layout) behind one small interface: idle priority, memory bounds,
 //!   freeze, kill.
 //! - [`queue`]: the durable local job queue in SQLite with its event history.
+//! - [`checkpoint`]: checkpoint backends, bundles with SHA-256 manifests,
+//!   transfer throttling, CRIU detection.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod checkpoint;
 pub mod client;
 pub mod daemon;
 pub mod isolation;

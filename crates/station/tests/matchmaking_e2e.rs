@@ -218,6 +218,7 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
         shadow: format!("http://{home_addr}"),
         checkpoint: None,
         run_count: 0,
+        lease_secs: None,
     };
     let daemon = key.sign(&Claims {
         subject: "station@home".into(),

@@ -210,6 +210,7 @@ impl Env {
             shadow: self.shadow.clone(),
             checkpoint: None,
             run_count: 0,
+            lease_secs: None,
         };
         self.http
             .post(format!("http://{}/v1/place", self.addr))

@@ -189,6 +189,7 @@ fn request(env: &Env, job: JobId, script: &str) -> PlacementRequest {
         shadow: env.url.clone(),
         checkpoint: None,
         run_count: 0,
+        lease_secs: None,
     }
 }
 

@@ -111,6 +111,25 @@ pub struct StationConfig {
     pub attrs: std::collections::BTreeMap<String, String>,
     /// The owner's rules for guests (`[policy]`).
     pub policy: super::policy::PolicyConfig,
+    /// Lease between a job's home and its host, seconds (0: no leases).
+    /// The host renews every third of it and kills a guest whose home it
+    /// cannot reach for this long; the home requeues a job not heard of for
+    /// this long plus one renewal period.
+    pub lease_secs: f64,
+    /// Checkpoint transfers through this station's shadow, bytes per second
+    /// summed over all jobs (0: unlimited).
+    pub checkpoint_bytes_per_sec: u64,
+    /// Largest checkpoint accepted, bytes.
+    pub max_checkpoint_bytes: u64,
+    /// How long a host that evicted a job (or lost its lease) is avoided
+    /// when placing that job again, seconds (0: never avoided).
+    pub avoid_host_secs: f64,
+    /// Signal asking a self-checkpointing guest to checkpoint (name, e.g.
+    /// `SIGTERM`, HTCondor's default, or `SIGUSR1`).
+    pub checkpoint_signal: String,
+    /// How long a guest may take to checkpoint and exit after the signal
+    /// before a vacate kills it, seconds.
+    pub checkpoint_grace_secs: f64,
 }
 
 impl Default for StationConfig {
@@ -140,6 +159,12 @@ impl Default for StationConfig {
             isolation: Default::default(),
             attrs: Default::default(),
             policy: Default::default(),
+            lease_secs: 120.0,
+            checkpoint_bytes_per_sec: 32 * 1024 * 1024,
+            max_checkpoint_bytes: 4 << 30,
+            avoid_host_secs: 1800.0,
+            checkpoint_signal: "SIGTERM".into(),
+            checkpoint_grace_secs: 10.0,
         }
     }
 }
@@ -201,6 +226,21 @@ impl StationConfig {
                 "unknown policy (immediate_eviction, pause_and_migrate, linger_longer, linger_forever, condor1988, checkpoint_then_kill)",
             );
         }
+        for (field, v) in [
+            ("lease_secs", self.lease_secs),
+            ("avoid_host_secs", self.avoid_host_secs),
+            ("checkpoint_grace_secs", self.checkpoint_grace_secs),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return bad(field, "must be a non-negative number of seconds");
+            }
+        }
+        if self.checkpoint_signal_number().is_none() {
+            return bad(
+                "checkpoint_signal",
+                "unknown signal name (e.g. SIGTERM, SIGUSR1, SIGINT)",
+            );
+        }
         if self.max_body_bytes < 1024 {
             return bad("max_body_bytes", "must be at least 1024");
         }
@@ -239,6 +279,26 @@ impl StationConfig {
 
     pub fn placement_interval(&self) -> Duration {
         Duration::from_secs_f64(self.placement_interval_secs.max(0.0))
+    }
+
+    /// The checkpoint signal as a number (`SIGTERM`, `TERM` or `15`).
+    pub fn checkpoint_signal_number(&self) -> Option<i32> {
+        let s = self.checkpoint_signal.trim();
+        if let Ok(n) = s.parse::<i32>() {
+            return nix::sys::signal::Signal::try_from(n).ok().map(|s| s as i32);
+        }
+        let name = if s.starts_with("SIG") {
+            s.to_string()
+        } else {
+            format!("SIG{s}")
+        };
+        name.parse::<nix::sys::signal::Signal>()
+            .ok()
+            .map(|s| s as i32)
+    }
+
+    pub fn lease(&self) -> Duration {
+        Duration::from_secs_f64(self.lease_secs.max(0.0))
     }
 
     pub fn queue_path(&self) -> PathBuf {

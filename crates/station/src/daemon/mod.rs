@@ -17,6 +17,7 @@
 //! bearer token is required everywhere; its [`Claims`] are put in the
 //! request extensions for the handlers.
 
+pub mod checkpoint;
 pub mod config;
 pub mod dagman;
 pub mod machine;
@@ -171,6 +172,8 @@ pub struct Station {
     /// the channel stays open for the station's lifetime (the starter takes
     /// a closed channel as "owner back").
     pub(crate) owner: watch::Sender<OwnerState>,
+    /// Checkpoints, leases and eviction feedback (issue #6).
+    pub(crate) ckpt: checkpoint::HomeCkpt,
 }
 
 impl Station {
@@ -343,6 +346,10 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
         {
             tasks.push(t);
         }
+        sc.checkpoint_signal = config.checkpoint_signal_number().unwrap_or(libc::SIGTERM);
+        sc.checkpoint_grace = Duration::from_secs_f64(config.checkpoint_grace_secs.max(0.0));
+        sc.checkpoint_bytes_per_sec = config.checkpoint_bytes_per_sec;
+        sc.address = address.clone();
         match EvictionPolicy::from_name(&config.eviction_policy) {
             Some(p) => sc.policy = p,
             None => {
@@ -375,7 +382,14 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
         None
     };
 
+    let ckpt = checkpoint::HomeCkpt::new(
+        config.lease(),
+        Duration::from_secs_f64(config.avoid_host_secs.max(0.0)),
+        config.checkpoint_bytes_per_sec,
+        config.max_checkpoint_bytes,
+    );
     let station = Arc::new(Station {
+        ckpt,
         spool: config.spool_dir(),
         config,
         name,
@@ -396,6 +410,7 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
         .merge(user::router())
         .merge(dagman::router())
         .merge(shadow::router())
+        .merge(checkpoint::router())
         .with_state(station.clone());
     if let Some(s) = &station.starter {
         app = app.merge(starter::router(s.clone()));
@@ -424,6 +439,10 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
             shutdown_rx.clone(),
         )));
     }
+    tasks.push(tokio::spawn(checkpoint::lease_monitor(
+        station.clone(),
+        shutdown_rx.clone(),
+    )));
     tasks.push(tokio::spawn(schedd::advertise_loop(
         station.clone(),
         shutdown_rx,

@@ -27,6 +27,10 @@ use tokio::sync::watch;
 /// The parts of the ad that do not change while the daemon runs: used by
 /// the starter to build the machine ad it checks placements against.
 pub(crate) fn machine_template(cfg: &StationConfig, name: &str) -> StationAd {
+    // Built-in attributes (checkpoint backends) first; the owner's `[attrs]`
+    // may override them.
+    let mut attrs = crate::checkpoint::ad_attrs();
+    attrs.extend(cfg.attrs.clone());
     StationAd {
         protocol: PROTOCOL_VERSION,
         name: name.to_string(),
@@ -46,7 +50,7 @@ pub(crate) fn machine_template(cfg: &StationConfig, name: &str) -> StationAd {
             None => 0.0,
         },
         running_guests: Vec::new(),
-        attrs: cfg.attrs.clone(),
+        attrs,
         demand: Demand::default(),
         policy: Default::default(),
         classes: Vec::new(),
@@ -172,11 +176,13 @@ async fn place_on_grant(st: &Arc<Station>, g: &Grant, last: &mut Option<Instant>
         // (the coordinator matched the host for it).
         let n = match g.class {
             Some(_) => 10_000,
-            None => placing.len() + 1,
+            None => placing.len() + 32,
         };
         match st.queue().next_idle_jobs(n) {
             Ok(jobs) => jobs.into_iter().find(|j| {
                 !placing.contains(&j.id)
+                    // Skip jobs this host evicted recently (resource feedback).
+                    && !st.ckpt.avoids(j.id, &g.host)
                     && g.class
                         .as_ref()
                         .is_none_or(|k| JobClass::of(&j.description).key == *k)
@@ -202,6 +208,7 @@ async fn place_on_grant(st: &Arc<Station>, g: &Grant, last: &mut Option<Instant>
         shadow: st.address.clone(),
         checkpoint: None,
         run_count: job.run_count,
+        lease_secs: Some(st.config.lease_secs.ceil() as u64).filter(|l| *l > 0),
     };
     let url = format!("{}/v1/place", g.host_address.trim_end_matches('/'));
     let result = st

@@ -394,6 +394,16 @@ async fn status(
         ));
     }
     let r = job(&st, id)?;
+    // A host the home gave up on (lease expired, job requeued and placed
+    // elsewhere) must not change the job any more.
+    if r.host.as_deref().is_some_and(|h| h != rep.host) && !st.placing().contains(&id) {
+        tracing::warn!(job = %id, host = %rep.host, "status report from a former host refused");
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!("job {id} no longer runs on {}", rep.host),
+        ));
+    }
+    st.ckpt.touch(id);
     let at = now();
     if matches!(rep.event, JobEventKind::Checkpointed | JobEventKind::Placed) {
         st.queue().annotate(id, rep.event, &rep.detail, at)?;
@@ -421,6 +431,10 @@ async fn status(
         }
     }
     let new = st.queue().transition(id, rep.state.clone(), &detail, at)?;
+    if rep.event == JobEventKind::Evicted {
+        // Resource feedback (Neeracher 1998 §4): not this host again soon.
+        st.ckpt.avoid_host(id, &rep.host);
+    }
     st.placing().remove(&id);
     let (code, text) = match &new.state {
         JobState::Running if r.state.kind() == JobStateKind::Suspended => {

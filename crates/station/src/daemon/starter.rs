@@ -25,11 +25,23 @@
 //! (Immediate-Eviction, Mutka 1988 L583). A guest that leaves the host is
 //! reported `evicted` with job state `Idle`, so that its home requeues it.
 //!
-//! Open points (documented, not yet done): real checkpoints (only a signal
-//! hook is sent), migration to a chosen destination (a `Migrate` action
-//! vacates: the home station picks the next host), and `when_to_transfer_output
-//! = ON_EXIT_OR_EVICT`.
+//! Checkpoints (issue #6, [`crate::checkpoint`]): a job that declares
+//! `checkpoint_exit_code` gets its latest good checkpoint from home before
+//! it starts; when it exits with that code its `transfer_checkpoint_files`
+//! go home (after the output written so far) and it is restarted in place;
+//! a vacate sends the checkpoint signal first, and `checkpoint_interval`
+//! sends it periodically. A lease with the home (`lease_secs` of the
+//! placement) is renewed every third of it; when the home cannot be reached
+//! for the whole lease, or says the job is no longer ours, the guest is
+//! killed at once.
+//!
+//! Open points (documented, not yet done): CRIU dumps in the starter (the
+//! backend and detection exist), migration to a chosen destination (a
+//! `Migrate` action vacates: the home station picks the next host), and
+//! `when_to_transfer_output = ON_EXIT_OR_EVICT`.
 
+use crate::checkpoint::{Checkpointer, Manifest, RateMeter, SelfCheckpoint, SharedBucket};
+use crate::daemon::checkpoint::LeaseRenewal;
 use crate::isolation::{
     CgroupManager, GuestCgroup, GuestLauncher, GuestSpec, GuestUser, IsolationError, MemoryBounds,
     prepare_sandbox,
@@ -41,7 +53,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use gleaner_core::detector::OwnerState;
-use gleaner_core::eviction::{Action, EvictionLadder, EvictionPolicy};
+use gleaner_core::eviction::{Action, Estimates, EvictionLadder, EvictionPolicy, LadderEvent};
+use gleaner_core::linger::MigrationCost;
 use gleaner_core::time::Time;
 use gleaner_proto::auth::PoolKey;
 use gleaner_proto::job::{JobDescription, JobEventKind, JobId, JobState};
@@ -100,6 +113,10 @@ pub struct StarterConfig {
     /// How long a checkpointing job may take to exit after the signal on
     /// eviction before it is killed.
     pub checkpoint_grace: Duration,
+    /// Checkpoint transfers of this host, bytes per second (0: unlimited).
+    pub checkpoint_bytes_per_sec: u64,
+    /// This station's base URL, sent with lease renewals.
+    pub address: String,
     /// Keep sandboxes after the guest ends (debugging).
     pub keep_sandboxes: bool,
     /// Per-request timeout towards the shadow.
@@ -120,6 +137,8 @@ impl StarterConfig {
             output_poll: Duration::from_millis(200),
             checkpoint_signal: libc::SIGTERM,
             checkpoint_grace: Duration::from_secs(10),
+            checkpoint_bytes_per_sec: 0,
+            address: String::new(),
             keep_sandboxes: false,
             http_timeout: Duration::from_secs(30),
         }
@@ -261,6 +280,10 @@ pub struct Starter {
     draining: AtomicBool,
     /// The station policy's check of a new guest (policy.rs).
     admission: std::sync::OnceLock<Admission>,
+    /// Throttles checkpoint transfers of all guests on this host.
+    bucket: SharedBucket,
+    /// Measured checkpoint transfer rate, for `T_migr`.
+    rate: RateMeter,
 }
 
 /// Decides whether a job may start here; `Err` explains why not.
@@ -297,8 +320,12 @@ impl Starter {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(config.http_timeout)
+            // Names the host in the home's logs (and lets fault-injection
+            // tests tell hosts apart behind one proxy).
+            .user_agent(format!("gleaner-starter/{}", config.host))
             .build()
             .map_err(|e| StarterError::Http(e.to_string()))?;
+        let bucket = SharedBucket::new(config.checkpoint_bytes_per_sec);
         Ok(Starter {
             config,
             token: token.into(),
@@ -312,6 +339,8 @@ impl Starter {
             seq: AtomicU64::new(0),
             admission: std::sync::OnceLock::new(),
             draining: AtomicBool::new(false),
+            bucket,
+            rate: RateMeter::default(),
         })
     }
 
@@ -513,17 +542,40 @@ impl Starter {
             req.shadow.clone(),
             req.job_id,
             rep_rx,
+            req.lease_secs.map_or(Duration::ZERO, Duration::from_secs),
         ));
         let sandbox = self.config.execute_dir.join(&entry.guest_id);
+        let (lease_tx, lease_rx) = watch::channel(None);
+        let lease = req.lease_secs.filter(|l| *l > 0).map(|l| {
+            tokio::spawn(lease_loop(
+                self.http.clone(),
+                self.token.clone(),
+                req.shadow.clone(),
+                req.job_id,
+                LeaseRenewal {
+                    host: self.config.host.clone(),
+                    host_address: self.config.address.clone(),
+                    guest_id: entry.guest_id.clone(),
+                },
+                Duration::from_secs(l),
+                lease_tx,
+            ))
+        });
         let run = GuestRun {
             starter: &self,
             entry: &entry,
             req: &req,
             sandbox: sandbox.clone(),
             reports: rep_tx,
+            ckpt: SelfCheckpoint::for_job(&req.description),
+            lease: lease_rx,
+            base_lens: Mutex::new((0, 0)),
         };
         run.run(&mut rx).await;
         drop(run);
+        if let Some(l) = lease {
+            l.abort();
+        }
         // Every report sent before the slot is freed, so that a new
         // placement of the same job never races its old report.
         let _ = reporter.await;
@@ -597,6 +649,7 @@ async fn report_loop(
     shadow: String,
     job: JobId,
     mut rx: mpsc::UnboundedReceiver<JobStatusReport>,
+    patience: Duration,
 ) {
     let job_s = job.to_string();
     let url = match shadow_url(&shadow, &["v1", "jobs", &job_s, "status"]) {
@@ -608,7 +661,14 @@ async fn report_loop(
     };
     while let Some(rep) = rx.recv().await {
         let mut delay = Duration::from_millis(100);
-        for attempt in 1..=8 {
+        // With a lease, keep trying for as long as the home would wait for
+        // us: a short network cut must not lose a report.
+        let until = Instant::now() + patience;
+        for attempt in 1.. {
+            if attempt > 8 && Instant::now() > until {
+                tracing::warn!(%job, event = ?rep.event, "status report given up");
+                break;
+            }
             let r = http
                 .post(url.clone())
                 .bearer_auth(&token)
@@ -631,6 +691,59 @@ async fn report_loop(
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(5));
         }
+    }
+}
+
+/// Renews the lease every third of it. Sends `Some(why)` when the home
+/// cannot be reached for the whole lease, or when it says the job is no
+/// longer this host's to run: the guest must then die, so that the run the
+/// home starts elsewhere is the only one.
+async fn lease_loop(
+    http: reqwest::Client,
+    token: String,
+    shadow: String,
+    job: JobId,
+    renewal: LeaseRenewal,
+    lease: Duration,
+    lost: watch::Sender<Option<String>>,
+) {
+    let job_s = job.to_string();
+    let Ok(url) = shadow_url(&shadow, &["v1", "shadow", &job_s, "lease"]) else {
+        return;
+    };
+    let period = (lease / 3).max(Duration::from_millis(100));
+    let mut last_ok = Instant::now();
+    loop {
+        let r = http
+            .post(url.clone())
+            .bearer_auth(&token)
+            .timeout(period)
+            .json(&renewal)
+            .send()
+            .await;
+        match r {
+            Ok(resp) if resp.status().is_success() => last_ok = Instant::now(),
+            Ok(resp)
+                if resp.status() == StatusCode::CONFLICT
+                    || resp.status() == StatusCode::NOT_FOUND =>
+            {
+                tracing::warn!(%job, status = %resp.status(), "home no longer wants this run");
+                let _ = lost.send(Some("lease revoked by the home station".into()));
+                return;
+            }
+            Ok(resp) => tracing::debug!(%job, status = %resp.status(), "lease renewal failed"),
+            Err(e) => tracing::debug!(%job, error = %e, "lease renewal failed"),
+        }
+        if last_ok.elapsed() >= lease {
+            tracing::warn!(%job, secs = lease.as_secs_f64(), "home unreachable for the lease: killing the guest");
+            let _ = lost.send(Some(format!(
+                "home unreachable for {:.0} s (lease expired)",
+                lease.as_secs_f64()
+            )));
+            return;
+        }
+        let next = (last_ok + lease).min(Instant::now() + period);
+        tokio::time::sleep_until(next.into()).await;
     }
 }
 
@@ -814,7 +927,12 @@ impl Drop for KillOnDrop {
 struct OutputStream {
     name: &'static str,
     file: File,
+    /// Stream offset of the capture file's first byte (the output length
+    /// of the restored checkpoint).
+    base: u64,
     acked: u64,
+    /// `acked`, for the checkpoint code to wait on.
+    shared: Arc<AtomicU64>,
     url: reqwest::Url,
 }
 
@@ -823,7 +941,7 @@ impl OutputStream {
     /// written so far.
     async fn pump(&mut self, http: &reqwest::Client, token: &str) -> bool {
         loop {
-            let len = self.file.metadata().map_or(0, |m| m.len());
+            let len = self.base + self.file.metadata().map_or(0, |m| m.len());
             if self.acked >= len {
                 return true;
             }
@@ -831,7 +949,7 @@ impl OutputStream {
                 .unwrap_or(MAX_CHUNK)
                 .min(MAX_CHUNK);
             let mut buf = vec![0u8; n];
-            let got = match self.file.read_at(&mut buf, self.acked) {
+            let got = match self.file.read_at(&mut buf, self.acked - self.base) {
                 Ok(g) => g,
                 Err(e) => {
                     tracing::warn!(stream = self.name, error = %e, "cannot read capture file");
@@ -853,7 +971,10 @@ impl OutputStream {
                 .send()
                 .await;
             match r {
-                Ok(resp) if resp.status().is_success() => self.acked += got as u64,
+                Ok(resp) if resp.status().is_success() => {
+                    self.acked += got as u64;
+                    self.shared.store(self.acked, Ordering::SeqCst);
+                }
                 Ok(resp) if resp.status() == StatusCode::CONFLICT => {
                     // The shadow has less than we thought (e.g. it restarted
                     // without its file): resend from the start; the endpoint
@@ -861,9 +982,9 @@ impl OutputStream {
                     tracing::warn!(
                         stream = self.name,
                         offset = self.acked,
-                        "output gap; resending from 0"
+                        "output gap; resending from the start of this run"
                     );
-                    self.acked = 0;
+                    self.acked = self.base;
                     return false;
                 }
                 Ok(resp) => {
@@ -887,6 +1008,7 @@ async fn stream_loop(
     mut streams: Vec<OutputStream>,
     poll: Duration,
     mut finish: watch::Receiver<bool>,
+    patience: Duration,
 ) {
     loop {
         for s in &mut streams {
@@ -898,7 +1020,11 @@ async fn stream_loop(
         }
     }
     let mut delay = Duration::from_millis(100);
-    for _ in 0..10 {
+    let until = Instant::now() + patience;
+    for attempt in 0.. {
+        if attempt >= 10 && Instant::now() > until {
+            break;
+        }
         let mut done = true;
         for s in &mut streams {
             done &= s.pump(&http, &token).await;
@@ -958,9 +1084,20 @@ struct GuestRun<'a> {
     req: &'a PlacementRequest,
     sandbox: PathBuf,
     reports: mpsc::UnboundedSender<JobStatusReport>,
+    /// The self-checkpointing backend, if the job declares it.
+    ckpt: Option<SelfCheckpoint>,
+    /// Becomes `Some(why)` when the lease with the home is lost.
+    lease: watch::Receiver<Option<String>>,
+    /// stdout/stderr lengths at the restored checkpoint: this run's
+    /// output continues from there.
+    base_lens: Mutex<(u64, u64)>,
 }
 
 impl GuestRun<'_> {
+    fn base(&self) -> (u64, u64) {
+        self.base_lens.lock().map_or((0, 0), |b| *b)
+    }
+
     fn report(&self, event: JobEventKind, state: JobState, detail: impl Into<String>) {
         self.report_usage(event, state, detail, None);
     }
@@ -1106,6 +1243,22 @@ impl GuestRun<'_> {
         if let Ok(Command::Vacate(why)) = rx.try_recv() {
             return Ok(Outcome::Evicted(why));
         }
+        // --- checkpoint restore: the latest good one, from home ---------
+        let mut seq = 0u64;
+        if self.ckpt.is_some() {
+            match self.restore_checkpoint().await {
+                Ok(Some(m)) => {
+                    seq = m.seq;
+                    if let Ok(mut b) = self.base_lens.lock() {
+                        *b = (m.stdout_len, m.stderr_len);
+                    }
+                }
+                Ok(None) => {}
+                // Not the job's fault: back to the queue, try elsewhere.
+                Err(e) => return Err(StarterError::Http(format!("checkpoint restore: {e}"))),
+            }
+        }
+        let base = self.base();
         let before = snapshot(&self.sandbox);
 
         // --- isolation ----------------------------------------------------
@@ -1147,15 +1300,6 @@ impl GuestRun<'_> {
         let err_path = self.sandbox.join(STDERR_FILE);
         let (out_w, out_r) = capture_file(&out_path, self.starter.user)?;
         let (err_w, err_r) = capture_file(&err_path, self.starter.user)?;
-        let stdin = match &d.input {
-            Some(i) => {
-                let p = self.sandbox.join(local_name(i)?);
-                Stdio::from(open_output(&p).map_err(|e| io_err(&p, e))?.ok_or_else(|| {
-                    io_err(&p, std::io::Error::from(std::io::ErrorKind::NotFound))
-                })?)
-            }
-            None => Stdio::null(),
-        };
         let mut env: BTreeMap<OsString, OsString> = BTreeMap::new();
         env.insert("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into());
         env.insert("HOME".into(), self.sandbox.clone().into_os_string());
@@ -1168,164 +1312,257 @@ impl GuestRun<'_> {
         for (k, v) in &d.environment {
             env.insert(k.into(), v.into());
         }
-        let spec = GuestSpec {
-            program: program.clone(),
-            args: d.arguments.iter().map(OsString::from).collect(),
-            env: env.into_iter().collect(),
-            user: self.starter.user,
-            sandbox: self.sandbox.clone(),
-            sched_idle,
-            pid_namespace: self.starter.config.pid_namespace,
-            stdin,
-            stdout: Stdio::from(out_w),
-            stderr: Stdio::from(err_w),
-        };
-        let mut proc = match GuestLauncher::new().spawn(spec, cgroup.as_ref()) {
-            Ok(p) => p,
-            Err(IsolationError::Spawn { source, .. })
-                if matches!(
-                    source.kind(),
-                    std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
-                ) || source.raw_os_error() == Some(libc::ENOEXEC) =>
-            {
-                return Ok(Outcome::Held(format!(
-                    "cannot execute {:?}: {source}",
-                    d.executable
-                )));
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let pid = proc.pid();
-        let pgid = i32::try_from(pid).unwrap_or(0);
-        guard.pgid = Some(pgid);
         let started = Instant::now();
-        let mut ctl = Control {
-            pgid,
-            cgroup: cgroup.clone(),
-            stopped_by_signal: false,
-            frozen: false,
-            checkpoint_signal: self.starter.config.checkpoint_signal,
-        };
-        let (exit_tx, mut exit_rx) = tokio::sync::oneshot::channel();
-        std::thread::spawn(move || {
-            let _ = exit_tx.send(proc.wait());
-        });
-
-        // --- output streaming -----------------------------------------
+        let checkpoint_exit = self.ckpt.as_ref().map(|c| c.exit_code);
+        let ckpt_interval = d
+            .checkpoint_interval_secs
+            .filter(|_| self.ckpt.is_some())
+            .map(Duration::from_secs);
         let (fin_tx, fin_rx) = watch::channel(false);
-        let streams = vec![
+        let acked = [
+            Arc::new(AtomicU64::new(base.0)),
+            Arc::new(AtomicU64::new(base.1)),
+        ];
+        let mut streamer = None;
+        let mut streams = Some(vec![
             OutputStream {
                 name: "stdout",
                 file: out_r,
-                acked: 0,
+                base: base.0,
+                acked: base.0,
+                shared: acked[0].clone(),
                 url: self.url(&["output", "stdout"])?,
             },
             OutputStream {
                 name: "stderr",
                 file: err_r,
-                acked: 0,
+                base: base.1,
+                acked: base.1,
+                shared: acked[1].clone(),
                 url: self.url(&["output", "stderr"])?,
             },
-        ];
-        let streamer = tokio::spawn(stream_loop(
-            self.starter.http.clone(),
-            self.starter.token.clone(),
-            streams,
-            self.starter.config.output_poll,
-            fin_rx,
-        ));
+        ]);
+        let mut lease = self.lease.clone();
+        let mut lease_open = true;
+        let mut first = Some(first);
+        let mut runs = 0u32;
 
-        self.report(
-            JobEventKind::Started,
-            JobState::Running,
-            format!("pid {pid} on {}", self.starter.config.host),
-        );
-        let mut leave = self.apply(&mut ctl, &first, &ladder);
+        // Each pass runs the program once; a self-checkpointing job that
+        // exits with its checkpoint code is restarted in place (HTCondor's
+        // checkpoint_exit_code semantics).
+        let (outcome, usage, ctl) = 'runs: loop {
+            let stdin = match &d.input {
+                Some(i) => {
+                    let p = self.sandbox.join(local_name(i)?);
+                    Stdio::from(open_output(&p).map_err(|e| io_err(&p, e))?.ok_or_else(|| {
+                        io_err(&p, std::io::Error::from(std::io::ErrorKind::NotFound))
+                    })?)
+                }
+                None => Stdio::null(),
+            };
+            let dup = |f: &File, p: &Path| f.try_clone().map_err(|e| io_err(p, e));
+            let spec = GuestSpec {
+                program: program.clone(),
+                args: d.arguments.iter().map(OsString::from).collect(),
+                env: env.clone().into_iter().collect(),
+                user: self.starter.user,
+                sandbox: self.sandbox.clone(),
+                sched_idle: sched_idle || ladder.owner_active(),
+                pid_namespace: self.starter.config.pid_namespace,
+                stdin,
+                stdout: Stdio::from(dup(&out_w, &out_path)?),
+                stderr: Stdio::from(dup(&err_w, &err_path)?),
+            };
+            let mut proc = match GuestLauncher::new().spawn(spec, cgroup.as_ref()) {
+                Ok(p) => p,
+                Err(IsolationError::Spawn { source, .. })
+                    if matches!(
+                        source.kind(),
+                        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+                    ) || source.raw_os_error() == Some(libc::ENOEXEC) =>
+                {
+                    return Ok(Outcome::Held(format!(
+                        "cannot execute {:?}: {source}",
+                        d.executable
+                    )));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let pid = proc.pid();
+            let pgid = i32::try_from(pid).unwrap_or(0);
+            guard.pgid = Some(pgid);
+            let mut ctl = Control {
+                pgid,
+                cgroup: cgroup.clone(),
+                stopped_by_signal: false,
+                frozen: false,
+                checkpoint_signal: self.starter.config.checkpoint_signal,
+            };
+            let (exit_tx, mut exit_rx) = tokio::sync::oneshot::channel();
+            std::thread::spawn(move || {
+                let _ = exit_tx.send(proc.wait());
+            });
 
-        // --- supervision: owner events, deadlines, vacate, exit -----------
-        let mut owner_gone = false;
-        let status = loop {
-            if leave.is_some() {
-                break None;
+            // --- output streaming (one streamer for all passes) -----------
+            if let Some(s) = streams.take() {
+                streamer = Some(tokio::spawn(stream_loop(
+                    self.starter.http.clone(),
+                    self.starter.token.clone(),
+                    s,
+                    self.starter.config.output_poll,
+                    fin_rx.clone(),
+                    self.patience(),
+                )));
             }
-            let deadline = ladder.next_deadline().map(|t| self.starter.instant_of(t));
-            let sleep = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d.into()).await,
-                    None => std::future::pending().await,
+
+            let mut leave = None;
+            if runs == 0 {
+                self.report(
+                    JobEventKind::Started,
+                    JobState::Running,
+                    format!("pid {pid} on {}", self.starter.config.host),
+                );
+            } else {
+                tracing::info!(job = %self.req.job_id, pid, runs, "guest restarted in place after a checkpoint");
+            }
+            if let Some(f) = first.take() {
+                leave = self.apply(&mut ctl, &f, &ladder);
+            } else if ladder.owner_active() {
+                ctl.set_idle(true);
+            }
+
+            // --- supervision: owner events, deadlines, vacate, exit -------
+            let mut owner_gone = false;
+            let mut lease_lost = false;
+            let mut next_ckpt = ckpt_interval.map(|i| Instant::now() + i);
+            let status = loop {
+                if leave.is_some() {
+                    break None;
+                }
+                let deadline = ladder.next_deadline().map(|t| self.starter.instant_of(t));
+                let sleep = async {
+                    match deadline {
+                        Some(d) => tokio::time::sleep_until(d.into()).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                let ckpt_tick = async {
+                    match next_ckpt {
+                        Some(d) => tokio::time::sleep_until(d.into()).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    st = &mut exit_rx => break Some(st),
+                    ch = owner.changed(), if !owner_gone => {
+                        if ch.is_err() {
+                            // The monitor is gone: assume the owner is back,
+                            // the safe side for the owner; then wait for exit,
+                            // deadlines or vacate only.
+                            owner_gone = true;
+                            let acts = ladder.on_owner_active(self.starter.now());
+                            leave = self.apply(&mut ctl, &acts, &ladder);
+                            continue;
+                        }
+                        let s = *owner.borrow_and_update();
+                        let now = self.starter.now();
+                        let acts = match s {
+                            OwnerState::Na => ladder.on_owner_active(now),
+                            OwnerState::Av => ladder.on_owner_idle(now),
+                        };
+                        leave = self.apply(&mut ctl, &acts, &ladder);
+                    }
+                    _ = sleep => {
+                        let acts = ladder.on_timer(self.starter.now());
+                        leave = self.apply(&mut ctl, &acts, &ladder);
+                    }
+                    _ = ckpt_tick => {
+                        // Periodic checkpoint: the job saves and exits with
+                        // its checkpoint code. A frozen job waits its turn.
+                        if !(ctl.frozen || ctl.stopped_by_signal) {
+                            tracing::debug!(job = %self.req.job_id, "periodic checkpoint signal");
+                            ctl.checkpoint_signal();
+                        }
+                        next_ckpt = ckpt_interval.map(|i| Instant::now() + i);
+                    }
+                    ch = lease.changed(), if lease_open => {
+                        if ch.is_err() {
+                            lease_open = false;
+                            continue;
+                        }
+                        if let Some(why) = lease.borrow_and_update().clone() {
+                            lease_lost = true;
+                            leave = Some(why);
+                        }
+                    }
+                    cmd = rx.recv() => {
+                        leave = Some(match cmd {
+                            Some(Command::Vacate(why)) => why,
+                            None => "starter shutting down".into(),
+                        });
+                    }
                 }
             };
-            tokio::select! {
-                st = &mut exit_rx => break Some(st),
-                ch = owner.changed(), if !owner_gone => {
-                    if ch.is_err() {
-                        // The monitor is gone: assume the owner is back,
-                        // the safe side for the owner; then wait for exit,
-                        // deadlines or vacate only.
-                        owner_gone = true;
-                        let acts = ladder.on_owner_active(self.starter.now());
-                        leave = self.apply(&mut ctl, &acts, &ladder);
-                        continue;
-                    }
-                    let s = *owner.borrow_and_update();
-                    let now = self.starter.now();
-                    let acts = match s {
-                        OwnerState::Na => ladder.on_owner_active(now),
-                        OwnerState::Av => ladder.on_owner_idle(now),
+
+            let usage = |ctl: &Control| Usage {
+                cpu_secs: ctl
+                    .cgroup
+                    .as_ref()
+                    .and_then(|g| g.cpu_usage().ok())
+                    .map_or(0.0, |d| d.as_secs_f64()),
+                wall_secs: started.elapsed().as_secs_f64(),
+                max_rss_mb: 0,
+            };
+
+            match (status, leave) {
+                (Some(st), _) => {
+                    let code = match st {
+                        Ok(Ok(s)) => exit_code(s),
+                        Ok(Err(e)) => return Err(io_err(&program, e)),
+                        Err(_) => return Err(StarterError::Http("guest waiter vanished".into())),
                     };
-                    leave = self.apply(&mut ctl, &acts, &ladder);
+                    // Stragglers the job left behind (daemonised children).
+                    let u = usage(&ctl);
+                    ctl.resume();
+                    ctl.kill();
+                    if checkpoint_exit == Some(code) {
+                        self.take_checkpoint(&mut ladder, &mut seq, &acked, [&out_w, &err_w])
+                            .await;
+                        if let Ok(Command::Vacate(why)) = rx.try_recv() {
+                            break 'runs (Outcome::Evicted(why), u, ctl);
+                        }
+                        runs += 1;
+                        continue 'runs;
+                    }
+                    break 'runs (Outcome::Exited(code), u, ctl);
                 }
-                _ = sleep => {
-                    let acts = ladder.on_timer(self.starter.now());
-                    leave = self.apply(&mut ctl, &acts, &ladder);
+                (None, Some(why)) => {
+                    let u = usage(&ctl);
+                    let code = self.evict(&mut ctl, &mut exit_rx, lease_lost).await;
+                    // A checkpoint taken on the way out goes home first
+                    // (not when the home is unreachable or gave up on us).
+                    if !lease_lost && code.is_some() && code == checkpoint_exit {
+                        self.take_checkpoint(&mut ladder, &mut seq, &acked, [&out_w, &err_w])
+                            .await;
+                    }
+                    break 'runs (Outcome::Evicted(why), u, ctl);
                 }
-                cmd = rx.recv() => {
-                    leave = Some(match cmd {
-                        Some(Command::Vacate(why)) => why,
-                        None => "starter shutting down".into(),
-                    });
+                (None, None) => {
+                    ctl.kill();
+                    let u = usage(&ctl);
+                    break 'runs (
+                        Outcome::Evicted("internal: no exit and no eviction".into()),
+                        u,
+                        ctl,
+                    );
                 }
             }
         };
-
-        let usage = |ctl: &Control| Usage {
-            cpu_secs: ctl
-                .cgroup
-                .as_ref()
-                .and_then(|g| g.cpu_usage().ok())
-                .map_or(0.0, |d| d.as_secs_f64()),
-            wall_secs: started.elapsed().as_secs_f64(),
-            max_rss_mb: 0,
-        };
-
-        let (outcome, usage) = match (status, leave) {
-            (Some(st), _) => {
-                let code = match st {
-                    Ok(Ok(s)) => exit_code(s),
-                    Ok(Err(e)) => return Err(io_err(&program, e)),
-                    Err(_) => return Err(StarterError::Http("guest waiter vanished".into())),
-                };
-                // Stragglers the job left behind (daemonised children).
-                let u = usage(&ctl);
-                ctl.resume();
-                ctl.kill();
-                (Outcome::Exited(code), u)
-            }
-            (None, Some(why)) => {
-                let u = usage(&ctl);
-                self.evict(&mut ctl, &mut exit_rx).await;
-                (Outcome::Evicted(why), u)
-            }
-            (None, None) => {
-                ctl.kill();
-                (
-                    Outcome::Evicted("internal: no exit and no eviction".into()),
-                    usage(&ctl),
-                )
-            }
-        };
+        drop(ctl);
         let _ = fin_tx.send(true);
-        let _ = streamer.await;
+        if let Some(s) = streamer {
+            let _ = s.await;
+        }
         if let Some(g) = &cgroup {
             // Removal needs an empty group; the guard retries on drop.
             if g.remove().is_ok() {
@@ -1350,26 +1587,196 @@ impl GuestRun<'_> {
         Ok(outcome)
     }
 
-    /// Leave the host: checkpoint signal for jobs that checkpoint (hook),
-    /// a grace to exit, then kill.
+    /// Leave the host: the checkpoint signal for jobs that checkpoint, a
+    /// bounded grace to exit, then kill (at once when `now`). Returns the
+    /// exit code if the job exited by itself within the grace.
     async fn evict(
         &self,
         ctl: &mut Control,
         exit_rx: &mut tokio::sync::oneshot::Receiver<std::io::Result<std::process::ExitStatus>>,
-    ) {
-        if self.req.description.checkpoint_exit_code.is_some() {
+        now: bool,
+    ) -> Option<i32> {
+        if self.req.description.checkpoint_exit_code.is_some() && !now {
             // A frozen job cannot act on the signal.
             ctl.resume();
             ctl.set_idle(true);
             ctl.checkpoint_signal();
             let grace = self.starter.config.checkpoint_grace;
-            if tokio::time::timeout(grace, &mut *exit_rx).await.is_ok() {
+            if let Ok(r) = tokio::time::timeout(grace, &mut *exit_rx).await {
                 ctl.kill();
-                return;
+                return match r {
+                    Ok(Ok(s)) => Some(exit_code(s)),
+                    _ => None,
+                };
             }
         }
+        ctl.resume();
         ctl.kill();
         let _ = tokio::time::timeout(Duration::from_secs(10), exit_rx).await;
+        None
+    }
+
+    /// How long transfers to the home keep being retried: the lease (the
+    /// home waits that long before it gives up on this run), else 20 s.
+    fn patience(&self) -> Duration {
+        self.req
+            .lease_secs
+            .map_or(Duration::from_secs(20), Duration::from_secs)
+    }
+
+    /// Fetches the job's latest good checkpoint into the sandbox (throttled
+    /// by the station's bucket). `None`: the job has none yet.
+    async fn restore_checkpoint(&self) -> Result<Option<Manifest>, String> {
+        let url = self.url(&["checkpoint"]).map_err(|e| e.to_string())?;
+        let t0 = Instant::now();
+        let mut resp = self
+            .starter
+            .http
+            .get(url)
+            .bearer_auth(&self.starter.token)
+            .timeout(Duration::from_secs(3600))
+            .send()
+            .await
+            .map_err(|e| format!("cannot fetch checkpoint: {e}"))?;
+        if resp.status() == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !resp.status().is_success() {
+            return Err(format!("shadow answered {}", resp.status()));
+        }
+        let mut data =
+            Vec::with_capacity(usize::try_from(resp.content_length().unwrap_or(0)).unwrap_or(0));
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| format!("checkpoint download: {e}"))?
+        {
+            self.starter.bucket.take(chunk.len() as u64).await;
+            data.extend_from_slice(&chunk);
+        }
+        self.starter.rate.record(data.len() as u64, t0.elapsed());
+        let dir = self.sandbox.clone();
+        let user = self.starter.user;
+        let m = tokio::task::spawn_blocking(move || -> Result<Manifest, String> {
+            let m = crate::checkpoint::FromScratch
+                .restore(&dir, &data)
+                .map_err(|e| e.to_string())?;
+            if let Some(u) = user {
+                for f in &m.files {
+                    let p = dir.join(&f.name);
+                    std::os::unix::fs::chown(&p, Some(u.uid), Some(u.gid))
+                        .map_err(|e| format!("{}: {e}", p.display()))?;
+                }
+            }
+            Ok(m)
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        tracing::info!(job = %self.req.job_id, seq = m.seq, bytes = m.payload_bytes(), "checkpoint restored");
+        Ok(Some(m))
+    }
+
+    /// After the job exited with its checkpoint code: waits until the
+    /// output written so far is at home (the checkpoint records its
+    /// length), ships the checkpoint files, and feeds the measured rate
+    /// into the ladder's `T_migr` (Ryu & Hollingsworth Eq. 5). Failures are
+    /// logged: the job still restarts from its local files.
+    async fn take_checkpoint(
+        &self,
+        ladder: &mut EvictionLadder,
+        seq: &mut u64,
+        acked: &[Arc<AtomicU64>; 2],
+        capture: [&File; 2],
+    ) {
+        let Some(sc) = self.ckpt.clone() else {
+            return;
+        };
+        let lens = capture.map(|f| f.metadata().map_or(0, |m| m.len()));
+        let base = self.base();
+        let want = [base.0 + lens[0], base.1 + lens[1]];
+        let deadline = Instant::now() + self.patience();
+        while (0..2).any(|i| acked[i].load(Ordering::SeqCst) < want[i]) {
+            if Instant::now() > deadline {
+                tracing::warn!(job = %self.req.job_id, "output not delivered; checkpoint not shipped");
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        *seq += 1;
+        let manifest = Manifest {
+            seq: *seq,
+            stdout_len: want[0],
+            stderr_len: want[1],
+            ..Default::default()
+        };
+        let dir = self.sandbox.clone();
+        let bundle = match tokio::task::spawn_blocking(move || sc.collect(&dir, manifest)).await {
+            Ok(Ok(b)) => b,
+            Ok(Err(e)) => {
+                tracing::warn!(job = %self.req.job_id, error = %e, "cannot collect checkpoint");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(job = %self.req.job_id, error = %e, "checkpoint collector failed");
+                return;
+            }
+        };
+        let Ok(url) = self.url(&["checkpoint"]) else {
+            return;
+        };
+        let bytes = bundle.len() as u64;
+        let body = axum::body::Bytes::from(bundle);
+        let mut delay = Duration::from_millis(100);
+        loop {
+            self.starter.bucket.take(bytes).await;
+            let t0 = Instant::now();
+            let r = self
+                .starter
+                .http
+                .put(url.clone())
+                .bearer_auth(&self.starter.token)
+                .header("content-type", "application/octet-stream")
+                .timeout(Duration::from_secs(3600))
+                .body(body.clone())
+                .send()
+                .await;
+            match r {
+                Ok(resp) if resp.status().is_success() => {
+                    let took = t0.elapsed();
+                    self.starter.rate.record(bytes, took);
+                    if let Some(rate) = self.starter.rate.get() {
+                        let cost = MigrationCost {
+                            image_bytes: bytes,
+                            bandwidth_bytes_per_s: rate,
+                            ..MigrationCost::default()
+                        };
+                        let est = Estimates {
+                            t_migr: cost.t_migr(),
+                            ..ladder.estimates()
+                        };
+                        ladder.handle(self.starter.now(), LadderEvent::Estimates(est));
+                    }
+                    tracing::info!(job = %self.req.job_id, seq = *seq, bytes, secs = took.as_secs_f64(), "checkpoint shipped home");
+                    return;
+                }
+                Ok(resp) if resp.status().is_client_error() => {
+                    tracing::warn!(job = %self.req.job_id, status = %resp.status(), "home refused the checkpoint");
+                    return;
+                }
+                Ok(resp) => {
+                    tracing::warn!(job = %self.req.job_id, status = %resp.status(), "checkpoint upload failed")
+                }
+                Err(e) => {
+                    tracing::warn!(job = %self.req.job_id, error = %e, "checkpoint upload failed")
+                }
+            }
+            if Instant::now() + delay > deadline {
+                tracing::warn!(job = %self.req.job_id, "checkpoint not shipped: home unreachable");
+                return;
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(2));
+        }
     }
 
     /// Carries out ladder actions on the real process. Returns why the

@@ -1,0 +1,472 @@
+//! Checkpoint benchmark (issue #6). Run with `bench/checkpoint/run.sh`.
+//!
+//! Part 1, per state size (10 MB, 100 MB, 1 GB by default): the time to
+//! take a self-checkpoint (read, SHA-256, bundle), to send it to a real
+//! home station's shadow over loopback HTTP (streamed to disk, verified,
+//! rotated), to fetch it back (verified again), and to restore it into a
+//! sandbox (verify and write) — beside a raw disk copy (with fsync) and a
+//! raw loopback TCP copy of the same bytes. Throttling is off here.
+//!
+//! Part 2, Mutka's leverage: remote CPU seconds gained per CPU second the
+//! home station spends supporting the job. The home station runs in its
+//! own process (this binary with `--serve-station`), so its CPU time can
+//! be read from /proc; a CPU-bound self-checkpointing job runs on another
+//! station for two lengths, and the home's CPU is fitted as `a + b·W`
+//! (fixed cost per job + cost per wall-second the job is out) to
+//! extrapolate a 1-hour job that gets a full CPU:
+//! leverage(1 h) = 3600 / (a + b·3600).
+
+use gleaner_coordinator::CoordinatorConfig;
+use gleaner_proto::api::SubmitBody;
+use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
+use gleaner_proto::job::JobState;
+use gleaner_proto::submit::{SubmitContext, parse_submit};
+use gleaner_proto::wire::PROTOCOL_VERSION;
+use gleaner_station::checkpoint::{Checkpointer, FromScratch, Manifest, SelfCheckpoint};
+use gleaner_station::client::StationClient;
+use gleaner_station::daemon::config::{StationConfig, StationRole};
+use gleaner_station::daemon::spawn_for_test;
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+type R<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn main() -> R<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--serve-station") {
+        let cfg = StationConfig::load(Path::new(&args[2]))?;
+        let rt = tokio::runtime::Runtime::new()?;
+        return rt.block_on(async {
+            gleaner_station::daemon::run(cfg, async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+            .map_err(|e| e.into())
+        });
+    }
+    let mut sizes_mb = vec![10u64, 100, 1000];
+    let mut lev = vec![20.0f64, 60.0];
+    let mut every = 10.0f64;
+    let mut advertise = 10u64;
+    let mut i = 1;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--sizes" => {
+                sizes_mb = args[i + 1]
+                    .split(',')
+                    .map(|s| s.parse())
+                    .collect::<Result<_, _>>()?;
+                i += 1;
+            }
+            "--leverage-secs" => {
+                lev = args[i + 1]
+                    .split(',')
+                    .map(|s| s.parse())
+                    .collect::<Result<_, _>>()?;
+                i += 1;
+            }
+            "--no-leverage" => lev.clear(),
+            "--no-transfer" => sizes_mb.clear(),
+            "--ckpt-every" => {
+                every = args[i + 1].parse()?;
+                i += 1;
+            }
+            "--advertise-secs" => {
+                advertise = args[i + 1].parse()?;
+                i += 1;
+            }
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+        i += 1;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        match gleaner_station::checkpoint::criu_status() {
+            gleaner_station::checkpoint::CriuStatus::Available { version } => {
+                println!("CRIU {version} available (CRIU rows not implemented in this bench)")
+            }
+            gleaner_station::checkpoint::CriuStatus::Unavailable { reason } => {
+                println!("CRIU skipped: {reason}")
+            }
+        }
+        if !sizes_mb.is_empty() {
+            transfer_bench(&sizes_mb).await?;
+        }
+        if !lev.is_empty() {
+            leverage_bench(&lev, every, advertise).await?;
+        }
+        Ok(())
+    })
+}
+
+fn daemon_token(key: &PoolKey) -> String {
+    key.sign(&Claims {
+        subject: "bench".into(),
+        role: Role::Daemon,
+        issued_at: 0,
+        expires_at: None,
+        token_id: "bench".into(),
+    })
+}
+
+fn user_token(key: &PoolKey) -> String {
+    key.sign(&Claims {
+        subject: "bench".into(),
+        role: Role::User,
+        issued_at: 0,
+        expires_at: None,
+        token_id: "bench-user".into(),
+    })
+}
+
+/// Deterministic incompressible-looking bytes.
+fn fill(n: usize) -> Vec<u8> {
+    let mut v = vec![0u8; n];
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for chunk in v.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let b = x.to_le_bytes();
+        chunk.copy_from_slice(&b[..chunk.len()]);
+    }
+    v
+}
+
+struct Pool {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    key: PoolKey,
+    key_path: PathBuf,
+    coord_url: String,
+    advertise: u64,
+}
+
+async fn pool(advertise: u64) -> R<(Pool, gleaner_coordinator::RunningCoordinator)> {
+    let dir = tempfile::tempdir()?;
+    let root = dir.path().to_path_buf();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))?;
+    let key_path = root.join("pool.key");
+    let key = load_or_create_pool_key(&key_path)?;
+    let coord = gleaner_coordinator::spawn_for_test(CoordinatorConfig {
+        state_dir: root.join("coord"),
+        pool_key: key_path.clone(),
+        scheduling_interval_secs: 1.0,
+        advertise_period_secs: advertise,
+        startup_grace_secs: Some(0.0),
+        ..Default::default()
+    })
+    .await?;
+    let coord_url = format!("http://{}", coord.addr());
+    Ok((
+        Pool {
+            _dir: dir,
+            root,
+            key,
+            key_path,
+            coord_url,
+            advertise,
+        },
+        coord,
+    ))
+}
+
+impl Pool {
+    fn station(&self, name: &str, role: StationRole) -> StationConfig {
+        StationConfig {
+            name: name.into(),
+            listen: "127.0.0.1:0".parse().unwrap_or_else(|_| unreachable!()),
+            state_dir: self.root.join(name),
+            pool_key: self.key_path.clone(),
+            coordinator: self.coord_url.clone(),
+            role,
+            advertise_secs: self.advertise,
+            placement_interval_secs: 0.0,
+            checkpoint_bytes_per_sec: 0,
+            max_checkpoint_bytes: 4 << 30,
+            cpus: Some(1),
+            ..Default::default()
+        }
+    }
+
+    async fn submit(&self, client: &StationClient, text: &str, dir: &Path) -> R<String> {
+        let sub = parse_submit(text, &SubmitContext::new("bench.sub", "bench"))?;
+        let resp = client
+            .submit(&SubmitBody {
+                protocol: PROTOCOL_VERSION,
+                submission: sub,
+                submit_dir: Some(dir.to_string_lossy().into_owned()),
+            })
+            .await?;
+        Ok(resp.jobs[0].to_string())
+    }
+}
+
+async fn wait_state(
+    client: &StationClient,
+    id: &str,
+    done: bool,
+) -> R<gleaner_proto::api::JobDetail> {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let d = client.job(id).await?;
+        let ok = if done {
+            d.job.state.is_terminal() || matches!(d.job.state, JobState::Held { .. })
+        } else {
+            d.job.state == JobState::Running
+        };
+        if ok {
+            return Ok(d);
+        }
+        if Instant::now() > deadline {
+            return Err(format!("job {id} stuck: {:?}", d.job.state).into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64())
+}
+
+async fn transfer_bench(sizes_mb: &[u64]) -> R<()> {
+    let (p, coord) = pool(10).await?;
+    let (home_addr, home) = spawn_for_test(p.station("home", StationRole::SubmitOnly)).await?;
+    let (_x_addr, exec) = spawn_for_test(p.station("exec", StationRole::ExecuteOnly)).await?;
+    let client = StationClient::new(format!("http://{home_addr}"), user_token(&p.key))?;
+    let work = p.root.join("work");
+    std::fs::create_dir_all(&work)?;
+    // A running job gives the shadow a job to hold checkpoints for.
+    let id = p
+        .submit(
+            &client,
+            "executable = /bin/sleep\ntransfer_executable = false\narguments = 3600\nqueue\n",
+            &work,
+        )
+        .await?;
+    wait_state(&client, &id, false).await?;
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(3600))
+        .build()?;
+    let token = daemon_token(&p.key);
+    let url = format!("http://{home_addr}/v1/shadow/{id}/checkpoint");
+
+    println!();
+    println!(
+        "| state | checkpoint (collect) | send home (PUT) | fetch (GET) | restore | ckpt+send+fetch+restore | raw disk copy | raw loopback copy |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for &mb in sizes_mb {
+        let n = usize::try_from(mb * 1_000_000)?;
+        let sb = p.root.join(format!("sandbox-{mb}"));
+        std::fs::create_dir_all(&sb)?;
+        std::fs::write(sb.join("state"), fill(n))?;
+        // Cold-ish start: the bytes were just written; page cache is warm
+        // for every column alike.
+        let sc = SelfCheckpoint {
+            exit_code: 85,
+            files: vec!["state".into()],
+        };
+        let t = Instant::now();
+        let bundle = sc.collect(&sb, Manifest::default())?;
+        let t_collect = t.elapsed();
+
+        let t = Instant::now();
+        let r = http
+            .put(&url)
+            .bearer_auth(&token)
+            .body(bundle.clone())
+            .send()
+            .await?;
+        if !r.status().is_success() {
+            return Err(format!("PUT failed: {} {}", r.status(), r.text().await?).into());
+        }
+        let t_put = t.elapsed();
+        drop(bundle);
+
+        let t = Instant::now();
+        let got = http
+            .get(&url)
+            .bearer_auth(&token)
+            .send()
+            .await?
+            .bytes()
+            .await?;
+        let t_get = t.elapsed();
+
+        let out = p.root.join(format!("restore-{mb}"));
+        std::fs::create_dir_all(&out)?;
+        let t = Instant::now();
+        FromScratch.restore(&out, &got)?;
+        let t_restore = t.elapsed();
+        drop(got);
+
+        let t = Instant::now();
+        std::fs::copy(sb.join("state"), p.root.join("copy"))?;
+        std::fs::File::open(p.root.join("copy"))?.sync_all()?;
+        let t_disk = t.elapsed();
+        std::fs::remove_file(p.root.join("copy"))?;
+
+        let t_loop = loopback_copy(&sb.join("state"))?;
+        let total = t_collect + t_put + t_get + t_restore;
+        println!(
+            "| {mb} MB | {} s | {} s ({:.0} MB/s) | {} s | {} s | {} s | {} s | {} s |",
+            secs(t_collect),
+            secs(t_put),
+            mb as f64 / t_put.as_secs_f64(),
+            secs(t_get),
+            secs(t_restore),
+            secs(total),
+            secs(t_disk),
+            secs(t_loop),
+        );
+        std::fs::remove_dir_all(&sb)?;
+        std::fs::remove_dir_all(&out)?;
+    }
+    let _ = client.rm(&id, None).await;
+    home.stop().await;
+    exec.stop().await;
+    let _ = coord.stop().await;
+    Ok(())
+}
+
+/// Reads the file and sends it through a loopback TCP socket.
+fn loopback_copy(path: &Path) -> R<Duration> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = l.local_addr()?;
+    let sink = std::thread::spawn(move || -> std::io::Result<u64> {
+        let (mut s, _) = l.accept()?;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut n = 0u64;
+        loop {
+            let k = s.read(&mut buf)?;
+            if k == 0 {
+                return Ok(n);
+            }
+            n += k as u64;
+        }
+    });
+    let t = Instant::now();
+    let mut f = std::fs::File::open(path)?;
+    let mut s = std::net::TcpStream::connect(addr)?;
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let k = f.read(&mut buf)?;
+        if k == 0 {
+            break;
+        }
+        s.write_all(&buf[..k])?;
+    }
+    drop(s);
+    sink.join().map_err(|_| "sink panicked")??;
+    Ok(t.elapsed())
+}
+
+fn proc_cpu_secs(pid: u32) -> R<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).ok_or("bad stat")?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Fields 14 and 15 (utime, stime) are at 11 and 12 after the comm.
+    let ticks: f64 = f[11].parse::<f64>()? + f[12].parse::<f64>()?;
+    // SAFETY: sysconf is a plain query.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Ok(ticks / hz)
+}
+
+async fn leverage_bench(lengths: &[f64], every: f64, advertise: u64) -> R<()> {
+    println!();
+    println!(
+        "leverage: checkpoint every {every} s of job CPU (1 MB state), ads every {advertise} s, lease 120 s"
+    );
+    let (p, coord) = pool(advertise).await?;
+    let mut home_cfg = p.station("home", StationRole::SubmitOnly);
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+        l.local_addr()?.port()
+    };
+    home_cfg.listen = format!("127.0.0.1:{port}").parse()?;
+    let cfg_path = p.root.join("home.toml");
+    std::fs::write(&cfg_path, toml::to_string(&home_cfg)?)?;
+    let exe = std::env::current_exe()?;
+    let mut child = std::process::Command::new(exe)
+        .arg("--serve-station")
+        .arg(&cfg_path)
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let (_x, exec) = spawn_for_test(p.station("exec", StationRole::ExecuteOnly)).await?;
+    let client = StationClient::new(format!("http://127.0.0.1:{port}"), user_token(&p.key))?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while client.jobs(&Default::default()).await.is_err() {
+        if Instant::now() > deadline {
+            return Err("home station did not start".into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let job_src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/checkpoint/cpu_job.py");
+    let mut rows = Vec::new();
+    println!();
+    println!("| job CPU (s) | wall (s) | checkpoints | home daemon CPU (s) | leverage |");
+    println!("|---|---|---|---|---|");
+    for (k, &len) in lengths.iter().enumerate() {
+        let work = p.root.join(format!("lev{k}"));
+        std::fs::create_dir_all(&work)?;
+        std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777))?;
+        std::fs::copy(&job_src, work.join("cpu_job.py"))?;
+        let text = format!(
+            "executable = cpu_job.py\narguments = {len} {every} 1000000\ncheckpoint_exit_code = 85\n\
+             transfer_checkpoint_files = cpu_job.state\ntransfer_output_files = cpu_job.result\n\
+             output = out.txt\nqueue\n"
+        );
+        let cpu0 = proc_cpu_secs(child.id())?;
+        let t = Instant::now();
+        let id = p.submit(&client, &text, &work).await?;
+        let d = wait_state(&client, &id, true).await?;
+        let wall = t.elapsed();
+        let home_cpu = proc_cpu_secs(child.id())? - cpu0;
+        if d.job.state != (JobState::Completed { exit_code: 0 }) {
+            return Err(format!("leverage job ended {:?}", d.job.state).into());
+        }
+        let job_cpu: f64 = std::fs::read_to_string(work.join("cpu_job.result"))?
+            .trim()
+            .parse()?;
+        let ckpts = d
+            .events
+            .iter()
+            .filter(|e| e.kind == gleaner_proto::job::JobEventKind::Checkpointed)
+            .count();
+        println!(
+            "| {job_cpu:.1} | {:.1} | {ckpts} | {home_cpu:.3} | {:.0} |",
+            wall.as_secs_f64(),
+            job_cpu / home_cpu.max(1e-9)
+        );
+        rows.push((wall.as_secs_f64(), home_cpu));
+    }
+    if rows.len() >= 2 {
+        let (x1, y1) = rows[0];
+        let (x2, y2) = rows[rows.len() - 1];
+        let b = ((y2 - y1) / (x2 - x1)).max(0.0);
+        let a = (y1 - b * x1).max(0.0);
+        let hour = a + b * 3600.0;
+        println!();
+        // The home's cost grows with the job's wall time (ads, lease
+        // renewals, checkpoints), so the fit is against wall time; the
+        // 1-hour job is assumed to get its CPU in full (wall = CPU).
+        println!(
+            "home CPU ≈ {a:.3} s per job + {:.3} ms per wall-second; 1-hour job: {hour:.2} s → leverage ≈ {:.0}",
+            b * 1000.0,
+            3600.0 / hour.max(1e-9)
+        );
+    }
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    exec.stop().await;
+    let _ = coord.stop().await;
+    Ok(())
+}

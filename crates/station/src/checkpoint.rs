@@ -1,0 +1,716 @@
+//! Checkpoints: the backends behind one [`Checkpointer`] interface, the
+//! bundle that carries a checkpoint home (a SHA-256 manifest followed by the
+//! files), transfer throttling, and CRIU detection.
+//!
+//! Backends (issue #6):
+//! - [`SelfCheckpoint`]: HTCondor-compatible self-checkpointing. The job
+//!   writes its own state and exits with `checkpoint_exit_code`; the files
+//!   named by `transfer_checkpoint_files` are shipped home and put back in
+//!   the sandbox of the next run. Application-specific checkpointing is what
+//!   Neeracher 1998 §4 recommends over general process migration.
+//! - [`Criu`]: transparent dump/restore of the job's process tree, only
+//!   where `criu --version` ≥ 4.1 and `criu check` passes (platform.md:
+//!   3.17 on these machines fails `criu check`).
+//! - [`FromScratch`]: jobs that declare neither restart from the beginning.
+//!
+//! Bundle format (`application/x-gleaner-checkpoint`): the magic `GLCK`, a
+//! big-endian `u32` manifest length, the manifest as JSON, then each file's
+//! bytes in manifest order. The home verifies sizes and SHA-256 digests
+//! before it accepts a bundle and again before it serves one.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// First bytes of every bundle.
+pub const MAGIC: &[u8; 4] = b"GLCK";
+/// Largest manifest accepted (bytes of JSON).
+pub const MAX_MANIFEST: u32 = 1 << 20;
+/// Most files one checkpoint may hold.
+pub const MAX_FILES: usize = 4096;
+
+/// Checkpoint errors.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("corrupt checkpoint: {0}")]
+    Corrupt(String),
+    #[error("checkpoint file {0:?} is not a plain name in the sandbox")]
+    BadName(String),
+    #[error("checkpoint file {0:?} is missing")]
+    Missing(String),
+    #[error("CRIU: {0}")]
+    Criu(String),
+}
+
+fn io_err(path: &Path, source: std::io::Error) -> CheckpointError {
+    CheckpointError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// One file of a checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestEntry {
+    /// Plain file name in the sandbox (no `/`).
+    pub name: String,
+    pub size: u64,
+    /// Lower-case hex SHA-256 of the content.
+    pub sha256: String,
+}
+
+/// What a checkpoint holds and how to check it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Manifest {
+    /// `self` or `criu`.
+    pub backend: String,
+    /// Counts this run's checkpoints (per starter run; informational).
+    pub seq: u64,
+    /// Bytes of stdout/stderr the job had written when it checkpointed: the
+    /// next run's output continues from there, so the spooled streams are
+    /// cut back to these lengths when the checkpoint is restored.
+    pub stdout_len: u64,
+    pub stderr_len: u64,
+    pub files: Vec<ManifestEntry>,
+}
+
+impl Manifest {
+    /// Sum of the file sizes.
+    pub fn payload_bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+}
+
+/// Lower-case hex of a digest.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+fn plain_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
+}
+
+/// Builds a bundle from files already in memory.
+pub fn encode_bundle(manifest: &Manifest, files: &[Vec<u8>]) -> Vec<u8> {
+    let json = serde_json::to_vec(manifest).unwrap_or_default();
+    let total: usize = files.iter().map(Vec::len).sum();
+    let mut out = Vec::with_capacity(8 + json.len() + total);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&u32::try_from(json.len()).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(&json);
+    for f in files {
+        out.extend_from_slice(f);
+    }
+    out
+}
+
+/// Reads the header and manifest, checking names and limits.
+fn read_manifest(r: &mut impl Read) -> Result<Manifest, CheckpointError> {
+    let mut head = [0u8; 8];
+    r.read_exact(&mut head)
+        .map_err(|_| CheckpointError::Corrupt("shorter than its header".into()))?;
+    if &head[..4] != MAGIC {
+        return Err(CheckpointError::Corrupt("bad magic".into()));
+    }
+    let len = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+    if len > MAX_MANIFEST {
+        return Err(CheckpointError::Corrupt(format!(
+            "manifest of {len} bytes is too large"
+        )));
+    }
+    let mut json = vec![0u8; len as usize];
+    r.read_exact(&mut json)
+        .map_err(|_| CheckpointError::Corrupt("truncated manifest".into()))?;
+    let m: Manifest = serde_json::from_slice(&json)
+        .map_err(|e| CheckpointError::Corrupt(format!("manifest: {e}")))?;
+    if m.files.len() > MAX_FILES {
+        return Err(CheckpointError::Corrupt("too many files".into()));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for f in &m.files {
+        if !plain_name(&f.name) || !seen.insert(f.name.as_str()) {
+            return Err(CheckpointError::BadName(f.name.clone()));
+        }
+        if f.sha256.len() != 64 {
+            return Err(CheckpointError::Corrupt(format!(
+                "{}: digest is not SHA-256",
+                f.name
+            )));
+        }
+    }
+    Ok(m)
+}
+
+/// Streams `size` bytes of `r` into `sink` (if any), returning the digest.
+fn copy_hashed(
+    r: &mut impl Read,
+    size: u64,
+    mut sink: Option<&mut dyn Write>,
+    name: &str,
+) -> Result<String, CheckpointError> {
+    let mut h = Sha256::new();
+    let mut left = size;
+    let mut buf = vec![0u8; 1 << 20];
+    while left > 0 {
+        let n = usize::try_from(left.min(buf.len() as u64)).unwrap_or(buf.len());
+        r.read_exact(&mut buf[..n]).map_err(|_| {
+            CheckpointError::Corrupt(format!(
+                "{name}: truncated ({left} of {size} bytes missing)"
+            ))
+        })?;
+        h.update(&buf[..n]);
+        if let Some(s) = sink.as_deref_mut() {
+            s.write_all(&buf[..n])
+                .map_err(|e| CheckpointError::Corrupt(format!("{name}: {e}")))?;
+        }
+        left -= n as u64;
+    }
+    Ok(hex(&h.finalize()))
+}
+
+/// Reads a whole bundle, checking every size and digest and that nothing
+/// follows the last file; with `into`, also writes the files there
+/// (created new, mode 0600, never through a link).
+pub fn read_bundle(r: &mut impl Read, into: Option<&Path>) -> Result<Manifest, CheckpointError> {
+    let m = read_manifest(r)?;
+    for f in &m.files {
+        let digest = match into {
+            Some(dir) => {
+                let path = dir.join(&f.name);
+                let mut out = open_new(&path)?;
+                copy_hashed(r, f.size, Some(&mut out), &f.name)?
+            }
+            None => copy_hashed(r, f.size, None, &f.name)?,
+        };
+        if digest != f.sha256 {
+            return Err(CheckpointError::Corrupt(format!(
+                "{}: SHA-256 mismatch",
+                f.name
+            )));
+        }
+    }
+    let mut extra = [0u8; 1];
+    match r.read(&mut extra) {
+        Ok(0) => Ok(m),
+        Ok(_) => Err(CheckpointError::Corrupt("bytes after the last file".into())),
+        Err(e) => Err(CheckpointError::Corrupt(e.to_string())),
+    }
+}
+
+/// Verifies a bundle file; returns its manifest.
+pub fn verify_bundle_file(path: &Path) -> Result<Manifest, CheckpointError> {
+    let f = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
+    read_bundle(&mut std::io::BufReader::with_capacity(1 << 20, f), None)
+}
+
+fn open_new(path: &Path) -> Result<std::fs::File, CheckpointError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if path.symlink_metadata().is_ok() {
+        std::fs::remove_file(path).map_err(|e| io_err(path, e))?;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| io_err(path, e))
+}
+
+/// A checkpointing method. `collect` turns what the job left in its
+/// sandbox into a bundle; `restore` puts a bundle back before a run.
+pub trait Checkpointer: Send + Sync {
+    /// `self`, `criu` or `none`.
+    fn name(&self) -> &'static str;
+    /// Whether this job can be checkpointed at all.
+    fn enabled(&self) -> bool;
+    /// Builds the bundle from the sandbox.
+    fn collect(&self, sandbox: &Path, manifest: Manifest) -> Result<Vec<u8>, CheckpointError>;
+    /// Writes a verified bundle's files into the sandbox.
+    fn restore(&self, sandbox: &Path, bundle: &[u8]) -> Result<Manifest, CheckpointError> {
+        read_bundle(&mut &bundle[..], Some(sandbox))
+    }
+}
+
+/// Self-checkpointing (HTCondor's `checkpoint_exit_code` +
+/// `transfer_checkpoint_files`).
+#[derive(Clone, Debug)]
+pub struct SelfCheckpoint {
+    pub exit_code: i32,
+    /// Sandbox names of the checkpoint files.
+    pub files: Vec<String>,
+}
+
+impl SelfCheckpoint {
+    /// The backend for a job description, if it self-checkpoints.
+    pub fn for_job(d: &gleaner_proto::job::JobDescription) -> Option<Self> {
+        let code = d.checkpoint_exit_code?;
+        let files = d
+            .transfer_checkpoint_files
+            .iter()
+            .map(|f| {
+                f.trim_end_matches('/')
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect();
+        Some(SelfCheckpoint {
+            exit_code: code,
+            files,
+        })
+    }
+}
+
+impl Checkpointer for SelfCheckpoint {
+    fn name(&self) -> &'static str {
+        "self"
+    }
+    fn enabled(&self) -> bool {
+        true
+    }
+    fn collect(&self, sandbox: &Path, mut manifest: Manifest) -> Result<Vec<u8>, CheckpointError> {
+        manifest.backend = "self".into();
+        manifest.files.clear();
+        let mut data = Vec::new();
+        for name in &self.files {
+            if !plain_name(name) {
+                return Err(CheckpointError::BadName(name.clone()));
+            }
+            let path = sandbox.join(name);
+            // Never follow a link the guest planted.
+            let md = match path.symlink_metadata() {
+                Ok(m) => m,
+                Err(_) => return Err(CheckpointError::Missing(name.clone())),
+            };
+            if !md.is_file() {
+                return Err(CheckpointError::BadName(name.clone()));
+            }
+            let bytes = std::fs::read(&path).map_err(|e| io_err(&path, e))?;
+            manifest.files.push(ManifestEntry {
+                name: name.clone(),
+                size: bytes.len() as u64,
+                sha256: hex(&Sha256::digest(&bytes)),
+            });
+            data.push(bytes);
+        }
+        Ok(encode_bundle(&manifest, &data))
+    }
+}
+
+/// Jobs that declare no checkpointing: they restart from scratch.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FromScratch;
+
+impl Checkpointer for FromScratch {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+    fn enabled(&self) -> bool {
+        false
+    }
+    fn collect(&self, _sandbox: &Path, _m: Manifest) -> Result<Vec<u8>, CheckpointError> {
+        Err(CheckpointError::Corrupt(
+            "job declares no checkpointing".into(),
+        ))
+    }
+}
+
+/// The backend for a job: self-checkpointing when it declares it, else
+/// from scratch. (CRIU is chosen by the station when available and the job
+/// asks for it; see [`Criu`].)
+pub fn for_job(d: &gleaner_proto::job::JobDescription) -> Box<dyn Checkpointer> {
+    match SelfCheckpoint::for_job(d) {
+        Some(s) => Box::new(s),
+        None => Box::new(FromScratch),
+    }
+}
+
+// ----- CRIU ------------------------------------------------------------------
+
+/// Whether this machine has a working CRIU (version ≥ 4.1 and `criu check`
+/// passing).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CriuStatus {
+    Available { version: String },
+    Unavailable { reason: String },
+}
+
+impl CriuStatus {
+    pub fn available(&self) -> bool {
+        matches!(self, CriuStatus::Available { .. })
+    }
+}
+
+/// Parses `criu --version` output (`Version: 3.17.1`) into (major, minor).
+pub fn parse_criu_version(out: &str) -> Option<(u32, u32)> {
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("Version:"))?;
+    let v = line.split(':').nth(1)?.trim();
+    let mut it = v.split(['.', '-']);
+    let major = it.next()?.parse().ok()?;
+    let minor = it.next().and_then(|m| m.parse().ok()).unwrap_or(0);
+    Some((major, minor))
+}
+
+/// Probes CRIU (runs `criu --version` and `criu check`).
+pub fn detect_criu() -> CriuStatus {
+    let out = match Command::new("criu").arg("--version").output() {
+        Ok(o) => o,
+        Err(e) => {
+            return CriuStatus::Unavailable {
+                reason: format!("criu not runnable: {e}"),
+            };
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let Some((maj, min)) = parse_criu_version(&text) else {
+        return CriuStatus::Unavailable {
+            reason: format!("unrecognised `criu --version` output {:?}", text.trim()),
+        };
+    };
+    if (maj, min) < (4, 1) {
+        return CriuStatus::Unavailable {
+            reason: format!("criu {maj}.{min} is older than 4.1"),
+        };
+    }
+    match Command::new("criu").arg("check").output() {
+        Ok(o) if o.status.success() => CriuStatus::Available {
+            version: format!("{maj}.{min}"),
+        },
+        Ok(o) => CriuStatus::Unavailable {
+            reason: format!(
+                "`criu check` failed: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+        },
+        Err(e) => CriuStatus::Unavailable {
+            reason: format!("`criu check` not runnable: {e}"),
+        },
+    }
+}
+
+/// CRIU status, probed once per process.
+pub fn criu_status() -> &'static CriuStatus {
+    static S: OnceLock<CriuStatus> = OnceLock::new();
+    S.get_or_init(detect_criu)
+}
+
+/// Station-ad attributes advertising the checkpoint backends.
+pub fn ad_attrs() -> std::collections::BTreeMap<String, String> {
+    let mut m = std::collections::BTreeMap::new();
+    m.insert("HasSelfCheckpoint".into(), "true".into());
+    match criu_status() {
+        CriuStatus::Available { version } => {
+            m.insert("HasCRIU".into(), "true".into());
+            m.insert("CRIUVersion".into(), format!("\"{version}\""));
+        }
+        CriuStatus::Unavailable { .. } => {
+            m.insert("HasCRIU".into(), "false".into());
+        }
+    }
+    m
+}
+
+/// Transparent checkpoints with CRIU: the guest's process tree (its own
+/// PID namespace, so restored PIDs cannot clash) is dumped into `images`,
+/// which is then shipped like self-checkpoint files.
+#[derive(Clone, Debug)]
+pub struct Criu {
+    pub images: PathBuf,
+}
+
+impl Criu {
+    /// Dumps the tree rooted at `pid` (the job is killed by the dump).
+    pub fn dump(&self, pid: u32) -> Result<(), CheckpointError> {
+        std::fs::create_dir_all(&self.images).map_err(|e| io_err(&self.images, e))?;
+        let st = Command::new("criu")
+            .args(["dump", "--shell-job", "-t", &pid.to_string(), "-D"])
+            .arg(&self.images)
+            .status()
+            .map_err(|e| CheckpointError::Criu(e.to_string()))?;
+        if !st.success() {
+            return Err(CheckpointError::Criu(format!("dump exited with {st}")));
+        }
+        Ok(())
+    }
+
+    /// Restores the tree detached; returns once CRIU has restored it.
+    pub fn restore(&self) -> Result<(), CheckpointError> {
+        let st = Command::new("criu")
+            .args(["restore", "--shell-job", "-d", "-D"])
+            .arg(&self.images)
+            .status()
+            .map_err(|e| CheckpointError::Criu(e.to_string()))?;
+        if !st.success() {
+            return Err(CheckpointError::Criu(format!("restore exited with {st}")));
+        }
+        Ok(())
+    }
+
+    /// The image files, as a bundle.
+    pub fn collect_images(&self, manifest: Manifest) -> Result<Vec<u8>, CheckpointError> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.images)
+            .map_err(|e| io_err(&self.images, e))?
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .collect();
+        names.sort();
+        let sc = SelfCheckpoint {
+            exit_code: 0,
+            files: names,
+        };
+        let mut m = sc.collect(&self.images, manifest)?;
+        // Rewrite the backend name: same format, other origin.
+        let mut r = &m[..];
+        let mut man = read_manifest(&mut r)?;
+        man.backend = "criu".into();
+        let body = r.to_vec();
+        m = encode_bundle(&man, &[body]);
+        Ok(m)
+    }
+}
+
+// ----- throttling ------------------------------------------------------------
+
+/// A token bucket in bytes: at most `rate` bytes per second on average,
+/// bursts up to `burst`. Pure: the caller passes the time. A rate of 0
+/// means unlimited.
+#[derive(Clone, Debug)]
+pub struct TokenBucket {
+    rate: f64,
+    burst: f64,
+    tokens: f64,
+    last: Instant,
+}
+
+impl TokenBucket {
+    pub fn new(rate_bytes_per_sec: u64, burst: u64, now: Instant) -> Self {
+        TokenBucket {
+            rate: rate_bytes_per_sec as f64,
+            burst: burst.max(1) as f64,
+            tokens: burst.max(1) as f64,
+            last: now,
+        }
+    }
+
+    pub fn unlimited(&self) -> bool {
+        self.rate <= 0.0
+    }
+
+    /// Takes `n` bytes (the balance may go negative: later callers queue
+    /// behind) and returns how long the caller must wait before sending.
+    pub fn reserve(&mut self, n: u64, now: Instant) -> Duration {
+        if self.unlimited() {
+            return Duration::ZERO;
+        }
+        let dt = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = now.max(self.last);
+        self.tokens = (self.tokens + dt * self.rate).min(self.burst);
+        self.tokens -= n as f64;
+        if self.tokens >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(-self.tokens / self.rate)
+        }
+    }
+}
+
+/// A bucket shared by every transfer of a station.
+#[derive(Debug)]
+pub struct SharedBucket(std::sync::Mutex<TokenBucket>);
+
+impl SharedBucket {
+    pub fn new(rate_bytes_per_sec: u64) -> Self {
+        // One second's worth of burst, at least 256 KiB.
+        let burst = rate_bytes_per_sec.max(256 * 1024);
+        SharedBucket(std::sync::Mutex::new(TokenBucket::new(
+            rate_bytes_per_sec,
+            burst,
+            Instant::now(),
+        )))
+    }
+
+    /// Waits until `n` more bytes may move.
+    pub async fn take(&self, n: u64) {
+        let wait = {
+            let mut b = self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            b.reserve(n, Instant::now())
+        };
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// Exponentially weighted transfer rate (bytes/s) of a pool's checkpoint
+/// transfers, for Linger-Longer's `T_migr` (Ryu & Hollingsworth Eq. 5).
+#[derive(Debug, Default)]
+pub struct RateMeter(std::sync::Mutex<Option<f64>>);
+
+impl RateMeter {
+    /// Records one transfer; tiny ones say more about latency than rate.
+    pub fn record(&self, bytes: u64, elapsed: Duration) {
+        if bytes < 64 * 1024 || elapsed.is_zero() {
+            return;
+        }
+        let r = bytes as f64 / elapsed.as_secs_f64();
+        let mut g = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *g = Some(match *g {
+            Some(old) => 0.7 * old + 0.3 * r,
+            None => r,
+        });
+    }
+
+    pub fn get(&self) -> Option<f64> {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> (Manifest, Vec<u8>) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("state"), b"step=42\n").unwrap();
+        std::fs::write(dir.path().join("big"), vec![7u8; 3 << 20]).unwrap();
+        let sc = SelfCheckpoint {
+            exit_code: 85,
+            files: vec!["state".into(), "big".into()],
+        };
+        let b = sc
+            .collect(
+                dir.path(),
+                Manifest {
+                    stdout_len: 9,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let m = read_bundle(&mut &b[..], None).unwrap();
+        (m, b)
+    }
+
+    #[test]
+    fn bundles_round_trip_and_restore() {
+        let (m, b) = sample();
+        assert_eq!(m.backend, "self");
+        assert_eq!(m.stdout_len, 9);
+        assert_eq!(m.payload_bytes(), 8 + (3 << 20));
+        let out = tempfile::tempdir().unwrap();
+        // A stale file of the same name is replaced, not appended to.
+        std::fs::write(out.path().join("state"), b"old").unwrap();
+        FromScratch.restore(out.path(), &b).unwrap();
+        assert_eq!(
+            std::fs::read(out.path().join("state")).unwrap(),
+            b"step=42\n"
+        );
+    }
+
+    #[test]
+    fn corrupt_partial_and_padded_bundles_are_rejected() {
+        let (_, b) = sample();
+        let mut flipped = b.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        assert!(matches!(
+            read_bundle(&mut &flipped[..], None),
+            Err(CheckpointError::Corrupt(m)) if m.contains("SHA-256")
+        ));
+        let short = &b[..b.len() - 10];
+        assert!(read_bundle(&mut &short[..], None).is_err());
+        let mut long = b.clone();
+        long.push(0);
+        assert!(read_bundle(&mut &long[..], None).is_err());
+        assert!(read_bundle(&mut &b"nope"[..], None).is_err());
+    }
+
+    #[test]
+    fn names_must_stay_in_the_sandbox() {
+        let m = Manifest {
+            files: vec![ManifestEntry {
+                name: "../x".into(),
+                size: 0,
+                sha256: hex(&Sha256::digest(b"")),
+            }],
+            ..Default::default()
+        };
+        let b = encode_bundle(&m, &[Vec::new()]);
+        assert!(matches!(
+            read_bundle(&mut &b[..], None),
+            Err(CheckpointError::BadName(_))
+        ));
+    }
+
+    #[test]
+    fn missing_checkpoint_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let sc = SelfCheckpoint {
+            exit_code: 85,
+            files: vec!["nothere".into()],
+        };
+        assert!(matches!(
+            sc.collect(dir.path(), Manifest::default()),
+            Err(CheckpointError::Missing(_))
+        ));
+    }
+
+    #[test]
+    fn token_bucket_limits_the_average_rate() {
+        let t0 = Instant::now();
+        let mut b = TokenBucket::new(1000, 1000, t0);
+        assert_eq!(b.reserve(1000, t0), Duration::ZERO);
+        // Empty now: 500 more bytes wait half a second.
+        assert_eq!(b.reserve(500, t0), Duration::from_millis(500));
+        // A second later 1000 tokens came back, 500 were owed.
+        let w = b.reserve(500, t0 + Duration::from_secs(1));
+        assert_eq!(w, Duration::ZERO);
+        // Unlimited never waits.
+        let mut u = TokenBucket::new(0, 1, t0);
+        assert_eq!(u.reserve(u64::MAX / 2, t0), Duration::ZERO);
+    }
+
+    #[test]
+    fn criu_versions_parse() {
+        assert_eq!(parse_criu_version("Version: 3.17.1\n"), Some((3, 17)));
+        assert_eq!(parse_criu_version("Version: 4.1\nGitID: x"), Some((4, 1)));
+        assert_eq!(parse_criu_version("garbage"), None);
+    }
+
+    #[test]
+    fn rate_meter_ignores_tiny_transfers() {
+        let m = RateMeter::default();
+        m.record(10, Duration::from_millis(1));
+        assert_eq!(m.get(), None);
+        m.record(1_000_000, Duration::from_secs(1));
+        assert_eq!(m.get(), Some(1_000_000.0));
+    }
+}

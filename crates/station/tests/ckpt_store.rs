@@ -1,0 +1,226 @@
+//! The home's checkpoint store over real HTTP: good checkpoints rotate
+//! (latest, previous), a corrupt or partial upload is refused with the
+//! previous one kept and the refusal in the job's history, a checkpoint
+//! that rots on disk is rolled back to the previous one, and a host that
+//! no longer runs a job has its lease renewal refused.
+
+use gleaner_coordinator::CoordinatorConfig;
+use gleaner_proto::api::SubmitBody;
+use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
+use gleaner_proto::job::{JobEventKind, JobState};
+use gleaner_proto::submit::{SubmitContext, parse_submit};
+use gleaner_proto::wire::PROTOCOL_VERSION;
+use gleaner_station::checkpoint::{Checkpointer, Manifest, SelfCheckpoint, read_bundle};
+use gleaner_station::client::StationClient;
+use gleaner_station::daemon::config::{StationConfig, StationRole};
+use gleaner_station::daemon::spawn_for_test;
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+fn token(key: &PoolKey, role: Role, who: &str) -> String {
+    key.sign(&Claims {
+        subject: who.into(),
+        role,
+        issued_at: 0,
+        expires_at: None,
+        token_id: who.into(),
+    })
+}
+
+fn bundle(dir: &std::path::Path, content: &[u8], seq: u64) -> Vec<u8> {
+    std::fs::write(dir.join("state"), content).unwrap();
+    SelfCheckpoint {
+        exit_code: 85,
+        files: vec!["state".into()],
+    }
+    .collect(
+        dir,
+        Manifest {
+            seq,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn checkpoints_are_verified_rotated_and_rolled_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let key_path = root.join("pool.key");
+    let key = load_or_create_pool_key(&key_path).unwrap();
+    let coord = gleaner_coordinator::spawn_for_test(CoordinatorConfig {
+        state_dir: root.join("coord"),
+        pool_key: key_path.clone(),
+        scheduling_interval_secs: 0.2,
+        advertise_period_secs: 1,
+        startup_grace_secs: Some(0.0),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let station = |name: &str, role| StationConfig {
+        name: name.into(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        state_dir: root.join(name),
+        pool_key: key_path.clone(),
+        coordinator: format!("http://{}", coord.addr()),
+        role,
+        advertise_secs: 1,
+        placement_interval_secs: 0.0,
+        // Small enough to see the bucket work, large enough to stay quick.
+        checkpoint_bytes_per_sec: 4 << 20,
+        ..Default::default()
+    };
+    let (home_addr, home) = spawn_for_test(station("home", StationRole::SubmitOnly))
+        .await
+        .unwrap();
+    let (_b, b) = spawn_for_test(station("b", StationRole::ExecuteOnly))
+        .await
+        .unwrap();
+    let work = root.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let client = StationClient::new(
+        format!("http://{home_addr}"),
+        token(&key, Role::User, "alice"),
+    )
+    .unwrap();
+    let sub = parse_submit(
+        "executable = /bin/sleep\ntransfer_executable = false\narguments = 600\n\
+         log = job.log\nqueue\n",
+        &SubmitContext::new("job.sub", "alice"),
+    )
+    .unwrap();
+    let id = client
+        .submit(&SubmitBody {
+            protocol: PROTOCOL_VERSION,
+            submission: sub,
+            submit_dir: Some(work.to_string_lossy().into_owned()),
+        })
+        .await
+        .unwrap()
+        .jobs[0]
+        .to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while client.job(&id).await.unwrap().job.state != JobState::Running {
+        assert!(Instant::now() < deadline, "job never ran");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let http = reqwest::Client::new();
+    let daemon = token(&key, Role::Daemon, "station@b");
+    let url = format!("http://{home_addr}/v1/shadow/{id}/checkpoint");
+    let put = |body: Vec<u8>| {
+        let http = http.clone();
+        let url = url.clone();
+        let daemon = daemon.clone();
+        async move {
+            http.put(url)
+                .bearer_auth(daemon)
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let get = || async {
+        http.get(&url)
+            .bearer_auth(&daemon)
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap()
+            .to_vec()
+    };
+    let src = root.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+
+    // No checkpoint yet.
+    let r = http.get(&url).bearer_auth(&daemon).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+
+    // Two good ones: latest and previous. The second is 8 MiB through a
+    // 4 MiB/s bucket (one second of burst): it cannot take much under 1 s.
+    let first = bundle(&src, b"step 10", 1);
+    assert!(put(first.clone()).await.status().is_success());
+    let big: Vec<u8> = (0..8u32 << 20).map(|i| (i % 251) as u8).collect();
+    let second = bundle(&src, &big, 2);
+    let t = Instant::now();
+    assert!(put(second.clone()).await.status().is_success());
+    assert!(
+        t.elapsed() >= Duration::from_millis(800),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(get().await, second);
+    let ckpt = root.join("home/spool").join(&id).join("ckpt");
+    assert!(ckpt.join("previous.ckpt").exists());
+
+    // Corrupt (a flipped byte) and partial uploads are refused; the last
+    // good checkpoint is still served.
+    let mut bad = second.clone();
+    let n = bad.len() - 1;
+    bad[n] ^= 0xff;
+    let r = put(bad).await;
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("SHA-256"));
+    let r = put(second[..second.len() / 2].to_vec()).await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(get().await, second);
+    let d = client.job(&id).await.unwrap();
+    let rejected = d
+        .events
+        .iter()
+        .filter(|e| e.kind == JobEventKind::Checkpointed && e.detail.contains("rejected"))
+        .count();
+    assert_eq!(rejected, 2, "{:#?}", d.events);
+    let log = std::fs::read_to_string(work.join("job.log")).unwrap();
+    assert!(log.contains("Checkpoint rejected"), "{log}");
+
+    // The stored latest rots on disk: the previous one is served.
+    let latest = ckpt.join("latest.ckpt");
+    let mut rotten = std::fs::read(&latest).unwrap();
+    let n = rotten.len() - 5;
+    rotten[n] ^= 1;
+    std::fs::write(&latest, rotten).unwrap();
+    let got = get().await;
+    assert_eq!(got, first);
+    let m = read_bundle(&mut &got[..], None).unwrap();
+    assert_eq!(m.seq, 1);
+
+    // A lease renewal from a host that does not run the job is refused.
+    let lease = format!("http://{home_addr}/v1/shadow/{id}/lease");
+    let r = http
+        .post(&lease)
+        .bearer_auth(&daemon)
+        .json(&serde_json::json!({"host": "somebody-else"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409);
+    let r = http
+        .post(&lease)
+        .bearer_auth(&daemon)
+        .json(&serde_json::json!({"host": "b"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+
+    // A user token cannot touch checkpoints.
+    let r = http
+        .get(&url)
+        .bearer_auth(token(&key, Role::User, "alice"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+
+    client.rm(&id, None).await.unwrap();
+    home.stop().await;
+    b.stop().await;
+    coord.stop().await.unwrap();
+}
