@@ -25,6 +25,8 @@ mod server;
 
 pub use config::CoordinatorConfig;
 pub use persist::{FairnessState, StationEntry};
+#[doc(hidden)]
+pub use pool::Pool;
 pub use server::{RunningCoordinator, run, spawn, spawn_for_test};
 
 use std::net::SocketAddr;

@@ -16,6 +16,7 @@
 //! request extensions for the handlers.
 
 pub mod config;
+mod recover;
 pub mod schedd;
 pub mod shadow;
 pub mod starter;
@@ -270,12 +271,15 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
     std::fs::create_dir_all(config.spool_dir()).map_err(io("spool dir".into()))?;
     let key = gleaner_proto::auth::load_or_create_pool_key(&config.pool_key)
         .map_err(|e| DaemonError::Key(e.to_string()))?;
-    let queue = JobQueue::open(config.queue_path())?;
+    let mut queue = JobQueue::open(config.queue_path())?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(io(format!("bind {}", config.listen)))?;
     let addr = listener.local_addr().map_err(io("local address".into()))?;
     let name = config.station_name();
+    if config.role.executes() {
+        recover::requeue_own_guests(&mut queue, &name, now());
+    }
     let address = if config.address.is_empty() {
         format!("http://{addr}")
     } else {
