@@ -16,8 +16,11 @@
 #   PER_PASS     Up-Down grants per station per pass (resolution A3):
 #                until_satisfied (default here) or one (the thesis's rule
 #                and Gleaner's default, about one grant per interval)
+#   CLAIM_LIFETIME  coordinator claim_lifetime_secs (default: 3 advertise
+#                periods); a node stays reserved this long after a grant
+#                unless the host's ad shows the guest
 #   GLEAN_BIN    a glean binary to use instead of building one
-#   SKIP_SLURM=1 / SKIP_CRITERION=1   leave a part out
+#   SKIP_GLEAN=1 / SKIP_SLURM=1 / SKIP_CRITERION=1   leave a part out
 #   KEEP=1       keep the work directory
 set -euo pipefail
 
@@ -27,6 +30,7 @@ LAT_JOBS=${LAT_JOBS:-30}
 INTERVAL=${INTERVAL:-1}
 PLACEMENT=${PLACEMENT:-0}
 PER_PASS=${PER_PASS:-until_satisfied}
+CLAIM_LIFETIME=${CLAIM_LIFETIME:-}
 STATIONS=4
 IDLE_SECS=${IDLE_SECS:-10}
 
@@ -50,8 +54,8 @@ cleanup() {
     for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
     sleep 1
     for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-    if [ -n "${SLURM_STARTED:-}" ]; then slurm_stop || true; fi
-    if [ -z "${KEEP:-}" ]; then rm -rf "$WORK"; else say "work dir kept: $WORK"; fi
+    if [ -n "${SLURM_STARTED:-}" ]; then slurm_stop || true; sleep 2; fi
+    if [ -z "${KEEP:-}" ]; then rm -rf "$WORK" 2>/dev/null || true; else say "work dir kept: $WORK"; fi
 }
 trap cleanup EXIT
 
@@ -89,6 +93,9 @@ pctl() { sort -g | awk '{v[NR]=$1} END { if (NR == 0) { print "- - -"; exit }
     printf "%.3f %.3f %.3f\n", v[i50], v[i99], v[NR] }'; }
 
 # --- the Gleaner pool ----------------------------------------------------
+LAT50="-"; LAT99="-"; TP_SPAN="-"; WALL="-"; TP="-"; Q50="-"; Q99="-"; FAILED="-"
+IDLE_CPU="-"; LOAD_CPU="-"; IDLE_RSS="-"; IDLE_RSS_C="-"; PEAK="-"; PEAK_C="-"
+if [ -z "${SKIP_GLEAN:-}" ]; then
 say "== starting a personal pool of $STATIONS stations in $WORK"
 # `glean up` makes the pool key and the user's token; the pool itself is
 # started below as separate daemons so that PLACEMENT can be set and each
@@ -109,6 +116,7 @@ state_dir = "$WORK/coordinator/state"
 pool_key = "$KEY"
 scheduling_interval_secs = $INTERVAL
 advertise_period_secs = 1
+${CLAIM_LIFETIME:+claim_lifetime_secs = $CLAIM_LIFETIME}
 [allocator]
 kind = "updown"
 per_pass = "$PER_PASS"
@@ -194,6 +202,9 @@ read -r TP_SPAN Q50 Q99 <<<"$(jq -r --arg c "$C" '
 TP=$(awk -v n="$JOBS" -v s="$TP_SPAN" 'BEGIN{printf "%.1f", n / s}')
 FAILED=$(history_json | jq --arg c "$C" '[.[] | select((.id | startswith($c + ".")) and .state.state != "completed")] | length')
 
+cd "$WORK"
+fi
+
 # --- criterion: coordinator round with 10 000 stations --------------------
 ROUND_TICK="-"; ROUND_ALL="-"
 if [ -z "${SKIP_CRITERION:-}" ]; then
@@ -260,7 +271,6 @@ MaxJobCount=100000
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$STATIONS State=UNKNOWN
 PartitionName=bench Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
-    printf 'CgroupPlugin=disabled\n' >"$SWORK/cgroup.conf"
     export SLURM_CONF="$SWORK/slurm.conf"
     SLURM_STARTED=1
     slurmctld -f "$SLURM_CONF" >"$SWORK/ctld.out" 2>&1 || { SL_STATUS="slurmctld did not start: $(tail -n 3 "$SWORK/slurmctld.log" "$SWORK/ctld.out" 2>/dev/null | tr '\n' ' ')"; return 1; }

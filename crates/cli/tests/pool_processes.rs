@@ -593,7 +593,10 @@ fn coordinator_sigkill_loses_no_job_and_keeps_the_updown_table() {
         (a - b).abs() <= tol,
         "station0 index {b} before the kill, {a} after (tolerance {tol})"
     );
-    assert!(b > 0.0 && a > 0.0, "index reset: {b} → {a}");
+    // While station0 holds nodes its index only grows; a lost table would
+    // restart from 0.
+    assert!(a >= b - 4.0, "index reset: {b} → {a}");
+    eprintln!("station0 index: {b} before the SIGKILL, {a} after the restart (tolerance {tol})");
 
     let done = wait_for(&pool, 120, "all 16 jobs to finish", || {
         let h = alice.history();
