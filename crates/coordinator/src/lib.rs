@@ -29,6 +29,8 @@ mod server;
 
 pub use config::CoordinatorConfig;
 pub use persist::{ClaimsState, FairnessState, SavedClaim, StationEntry};
+#[doc(hidden)]
+pub use pool::Pool;
 pub use server::{RunningCoordinator, run, spawn, spawn_for_test};
 
 use std::net::SocketAddr;

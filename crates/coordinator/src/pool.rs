@@ -257,6 +257,25 @@ impl Pool {
         std::mem::take(&mut self.claims_dirty)
     }
 
+    /// A pool with an empty fairness table, for benchmarks that drive
+    /// [`Pool::advertise`] and [`Pool::tick`] without a server.
+    #[doc(hidden)]
+    pub fn for_bench(
+        config: &crate::CoordinatorConfig,
+        key: PoolKey,
+        seed: u64,
+        now: Instant,
+    ) -> Result<Self, crate::CoordinatorError> {
+        Ok(Pool::new(
+            config.timing()?,
+            key,
+            &config.allocator,
+            seed,
+            &FairnessState::default(),
+            now,
+        ))
+    }
+
     fn intern(&mut self, name: &str) -> StationId {
         if let Some(&id) = self.ids.get(name) {
             return id;

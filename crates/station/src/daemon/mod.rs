@@ -23,6 +23,7 @@ pub mod dagman;
 pub mod machine;
 pub mod owner_watch;
 pub mod policy;
+mod recover;
 pub mod schedd;
 pub mod shadow;
 pub mod starter;
@@ -286,6 +287,9 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
         .map_err(io(format!("bind {}", config.listen)))?;
     let addr = listener.local_addr().map_err(io("local address".into()))?;
     let name = config.station_name();
+    if config.role.executes() {
+        recover::requeue_own_guests(&mut queue, &name, now());
+    }
     let address = if config.address.is_empty() {
         format!("http://{addr}")
     } else {

@@ -1,0 +1,685 @@
+//! The pool as users run it: a coordinator and four stations as separate
+//! `glean coordinator` / `glean station` processes on loopback, driven
+//! through the `glean` CLI (issue #4, "What it must show"):
+//!
+//! - 50 jobs of two users across 4 stations all complete, with the right
+//!   output files and exit codes;
+//! - a light user is not starved by a heavy one holding every node, and
+//!   a job's stdout reaches the submitter while it runs;
+//! - SIGKILL of the coordinator, then of a home station, loses no job and
+//!   keeps the Up-Down table.
+//!
+//! Intervals are short (scheduling 0.5–1 s, advertising 1 s) so each test
+//! takes seconds; deadlines are generous for a loaded 2-core machine. The
+//! tests share one lock: four pools at once would only slow each other.
+
+use gleaner_proto::api::JobInfo;
+use gleaner_proto::auth::{Claims, Role, load_or_create_pool_key};
+use gleaner_proto::job::JobState;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn glean_bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("glean")
+}
+
+/// A free loopback port (bound and released; the daemon binds it next, and
+/// keeps it across restarts so peers find it again).
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// One daemon process that the test can SIGKILL and start again.
+struct Daemon {
+    what: &'static str,
+    config: PathBuf,
+    log: PathBuf,
+    addr: SocketAddr,
+    child: Option<Child>,
+    starts: u32,
+}
+
+impl Daemon {
+    fn start(&mut self) {
+        assert!(self.child.is_none(), "{} already running", self.what);
+        self.starts += 1;
+        // Each start appends to the same log, so a failure shows all runs.
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let err = out.try_clone().unwrap();
+        let mut child = Command::new(glean_bin())
+            .arg(self.what)
+            .arg("--config")
+            .arg(&self.config)
+            .env("GLEAN_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
+                break;
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "{} {} exited at start ({status}):\n{}",
+                    self.what,
+                    self.config.display(),
+                    std::fs::read_to_string(&self.log).unwrap_or_default()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not listen on {}",
+                self.what,
+                self.addr
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.child = Some(child);
+    }
+
+    /// SIGKILL: no chance to flush anything.
+    fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM, as an operator stops a daemon; SIGKILL if it lingers.
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if matches!(c.try_wait(), Ok(Some(_))) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// How a test pool is timed.
+struct Timing {
+    /// Coordinator scheduling interval, seconds.
+    interval: f64,
+    /// Up-Down grants per station and pass (resolution A3): the thesis's
+    /// `one`, or `until_satisfied` to move many short jobs quickly.
+    per_pass: &'static str,
+}
+
+/// A coordinator and `n` one-CPU stations, each its own process, plus one
+/// `$GLEAN_HOME` per user pointing at that user's home station.
+struct TestPool {
+    dir: PathBuf,
+    key: gleaner_proto::auth::PoolKey,
+    coordinator: Daemon,
+    stations: Vec<Daemon>,
+    _tmp: tempfile::TempDir,
+}
+
+impl TestPool {
+    fn new(n: usize, timing: Timing) -> TestPool {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let key_path = dir.join("pool.key");
+        let key = load_or_create_pool_key(&key_path).unwrap();
+        let q = |p: &Path| format!("{:?}", p.display().to_string());
+
+        let cdir = dir.join("coordinator");
+        std::fs::create_dir_all(&cdir).unwrap();
+        let caddr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let ccfg = cdir.join("coordinator.toml");
+        std::fs::write(
+            &ccfg,
+            format!(
+                "listen = \"{caddr}\"\nstate_dir = {}\npool_key = {}\n\
+                 scheduling_interval_secs = {}\nadvertise_period_secs = 1\nseed = 7\n\
+                 [allocator]\nkind = \"updown\"\nper_pass = \"{}\"\n",
+                q(&cdir.join("state")),
+                q(&key_path),
+                timing.interval,
+                timing.per_pass,
+            ),
+        )
+        .unwrap();
+        let coordinator = Daemon {
+            what: "coordinator",
+            config: ccfg,
+            log: cdir.join("coordinator.log"),
+            addr: caddr,
+            child: None,
+            starts: 0,
+        };
+        let mut stations = Vec::new();
+        for k in 0..n {
+            let sdir = dir.join(format!("station{k}"));
+            std::fs::create_dir_all(&sdir).unwrap();
+            let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+            let owner = sdir.join("owner");
+            std::fs::write(&owner, "idle\n").unwrap();
+            let cfg = sdir.join("station.toml");
+            std::fs::write(
+                &cfg,
+                format!(
+                    "name = \"station{k}\"\nlisten = \"{addr}\"\nstate_dir = {}\n\
+                     coordinator = \"http://{caddr}\"\npool_key = {}\nadvertise_secs = 1\n\
+                     placement_interval_secs = 0\ncpus = 1\n\
+                     activity = {{ source = \"file\", path = {} }}\n",
+                    q(&sdir.join("state")),
+                    q(&key_path),
+                    q(&owner),
+                ),
+            )
+            .unwrap();
+            stations.push(Daemon {
+                what: "station",
+                config: cfg,
+                log: sdir.join("station.log"),
+                addr,
+                child: None,
+                starts: 0,
+            });
+        }
+        let mut pool = TestPool {
+            dir,
+            key,
+            coordinator,
+            stations,
+            _tmp: tmp,
+        };
+        pool.coordinator.start();
+        for s in &mut pool.stations {
+            s.start();
+        }
+        pool
+    }
+
+    /// A user whose jobs live at station `home`; returns their work dir.
+    fn user(&self, name: &str, home: usize) -> User {
+        let ghome = self.dir.join(format!("home-{name}"));
+        let work = self.dir.join(format!("work-{name}"));
+        std::fs::create_dir_all(&ghome).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::write(
+            ghome.join("pool.toml"),
+            format!(
+                "station = \"http://{}\"\ncoordinator = \"http://{}\"\n",
+                self.stations[home].addr, self.coordinator.addr
+            ),
+        )
+        .unwrap();
+        let token = self.key.sign(&Claims {
+            subject: name.into(),
+            role: Role::User,
+            issued_at: 0,
+            expires_at: None,
+            token_id: format!("test-{name}"),
+        });
+        std::fs::write(ghome.join("token"), token).unwrap();
+        User {
+            name: name.to_string(),
+            home: ghome,
+            work,
+        }
+    }
+
+    /// Every daemon's log, for a failure message.
+    fn logs(&self) -> String {
+        let mut s = String::new();
+        for d in std::iter::once(&self.coordinator).chain(&self.stations) {
+            s += &format!(
+                "==== {} ====\n{}\n",
+                d.log.display(),
+                std::fs::read_to_string(&d.log).unwrap_or_default()
+            );
+        }
+        s
+    }
+}
+
+struct User {
+    name: String,
+    home: PathBuf,
+    work: PathBuf,
+}
+
+impl User {
+    fn glean(&self, args: &[&str]) -> Output {
+        Command::new(glean_bin())
+            .args(args)
+            .env("GLEAN_HOME", &self.home)
+            .env_remove("GLEAN_LOG")
+            .current_dir(&self.work)
+            .output()
+            .unwrap()
+    }
+
+    fn submit(&self, file: &str, text: &str) {
+        std::fs::write(self.work.join(file), text).unwrap();
+        let out = self.glean(&["submit", file]);
+        assert!(
+            out.status.success(),
+            "{} submit failed: {}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// `glean q --json` or `glean history --json`; `None` while the home
+    /// station is unreachable (it may be restarting).
+    fn jobs(&self, cmd: &str) -> Option<Vec<JobInfo>> {
+        let out = self.glean(&[cmd, "--json"]);
+        if !out.status.success() {
+            return None;
+        }
+        serde_json::from_slice(&out.stdout).ok()
+    }
+
+    fn queue(&self) -> Vec<JobInfo> {
+        self.jobs("q").unwrap_or_default()
+    }
+
+    fn history(&self) -> Vec<JobInfo> {
+        self.jobs("history").unwrap_or_default()
+    }
+
+    /// The coordinator's Up-Down index per station.
+    fn userprio(&self) -> Option<BTreeMap<String, f64>> {
+        let out = self.glean(&["userprio", "--json"]);
+        if !out.status.success() {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        Some(
+            v["stations"]
+                .as_array()?
+                .iter()
+                .filter_map(|r| Some((r["station"].as_str()?.to_string(), r["si"].as_f64()?)))
+                .collect(),
+        )
+    }
+
+    /// The job's stdout as its home station has received it so far
+    /// (`GET /v1/jobs/{id}/output/stdout`).
+    fn stdout_so_far(&self, station: SocketAddr, id: &str) -> Option<String> {
+        let token = std::fs::read_to_string(self.home.join("token")).ok()?;
+        let client =
+            gleaner_station::client::StationClient::new(format!("http://{station}"), token).ok()?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?;
+        let bytes = rt.block_on(client.output(id, "stdout", 0)).ok()?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    fn read(&self, file: &str) -> Option<String> {
+        std::fs::read_to_string(self.work.join(file)).ok()
+    }
+}
+
+/// Polls `f` every 200 ms until it yields, or fails with `what` and the logs.
+fn wait_for<T>(pool: &TestPool, secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "timed out after {secs} s waiting for {what}\n{}",
+                pool.logs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn secs(t: gleaner_core::time::Time) -> f64 {
+    t.as_micros() as f64 / 1e6
+}
+
+/// A job that writes a result file and exits with `proc % 3`, so exit
+/// codes differ between jobs and each is checked against its own.
+fn varied_jobs(tag: &str, n: u32, sleep: &str) -> String {
+    format!(
+        "executable = /bin/sh\n\
+         arguments = \"-c 'sleep {sleep}; echo {tag} $(Process) > result.$(Process); \
+         echo out {tag} $(Process); exit `expr $(Process) % 3`'\"\n\
+         output = out.$(Process)\n\
+         error = err.$(Process)\n\
+         transfer_output_files = result.$(Process)\n\
+         queue {n}\n"
+    )
+}
+
+/// Every job of `user` is completed with exit code `proc % 3` and its
+/// stdout and result file arrived in the work directory.
+fn check_outputs(user: &User, tag: &str, done: &[JobInfo]) {
+    for j in done {
+        let p = j.id.proc;
+        assert_eq!(
+            j.state,
+            JobState::Completed {
+                exit_code: (p % 3) as i32
+            },
+            "{} job {}",
+            user.name,
+            j.id
+        );
+        assert_eq!(
+            user.read(&format!("out.{p}")).as_deref().map(str::trim),
+            Some(format!("out {tag} {p}").as_str()),
+            "{} stdout of {}",
+            user.name,
+            j.id
+        );
+        assert_eq!(
+            user.read(&format!("result.{p}")).as_deref().map(str::trim),
+            Some(format!("{tag} {p}").as_str()),
+            "{} result file of {}",
+            user.name,
+            j.id
+        );
+    }
+}
+
+#[test]
+fn fifty_jobs_of_two_users_complete_across_four_stations() {
+    let _g = serial();
+    let pool = TestPool::new(
+        4,
+        Timing {
+            interval: 0.5,
+            per_pass: "until_satisfied",
+        },
+    );
+    let alice = pool.user("alice", 0);
+    let bob = pool.user("bob", 1);
+    alice.submit("a.sub", &varied_jobs("alice", 25, "0.1"));
+    bob.submit("b.sub", &varied_jobs("bob", 25, "0.1"));
+
+    let (a, b) = wait_for(&pool, 120, "50 jobs to finish", || {
+        let a = alice.history();
+        let b = bob.history();
+        (a.len() == 25 && b.len() == 25).then_some((a, b))
+    });
+    check_outputs(&alice, "alice", &a);
+    check_outputs(&bob, "bob", &b);
+    // The queues are empty and the work was spread over the pool.
+    assert!(alice.queue().is_empty() && bob.queue().is_empty());
+    let hosts: BTreeSet<String> = a.iter().chain(&b).filter_map(|j| j.host.clone()).collect();
+    assert!(hosts.len() >= 3, "jobs ran only on {hosts:?}");
+    let ids: BTreeSet<u32> = a.iter().map(|j| j.id.proc).collect();
+    assert_eq!(ids, (0..25).collect(), "alice's procs");
+}
+
+#[test]
+fn light_user_gets_a_node_from_a_heavy_user_within_an_interval() {
+    let _g = serial();
+    let interval = 1.0;
+    let pool = TestPool::new(
+        4,
+        Timing {
+            interval,
+            per_pass: "one",
+        },
+    );
+    let heavy = pool.user("heavy", 0);
+    let light = pool.user("light", 1);
+    // Long jobs: no node frees by itself while the test looks.
+    heavy.submit(
+        "h.sub",
+        "executable = /bin/sh\n\
+         arguments = \"-c 'echo started $(Process); sleep 40'\"\n\
+         output = out.$(Process)\n\
+         queue 8\n",
+    );
+    let running = wait_for(&pool, 60, "heavy jobs on all 4 nodes", || {
+        let r: Vec<JobInfo> = heavy
+            .queue()
+            .into_iter()
+            .filter(|j| j.state == JobState::Running)
+            .collect();
+        (r.len() == 4).then_some(r)
+    });
+    // A running job's stdout is already at the submitter.
+    let j = &running[0];
+    let home = pool.stations[0].addr;
+    wait_for(&pool, 30, "stdout streamed while running", || {
+        heavy
+            .stdout_so_far(home, &j.id.to_string())
+            .filter(|s| s.trim() == format!("started {}", j.id.proc))
+    });
+    assert!(
+        heavy
+            .queue()
+            .iter()
+            .any(|q| q.id == j.id && q.state == JobState::Running),
+        "job {} should still be running",
+        j.id
+    );
+
+    light.submit(
+        "l.sub",
+        "executable = /bin/sh\narguments = \"-c 'echo light'\"\noutput = out.light\nqueue\n",
+    );
+    // Up-Down (Mutka 1988 Table 4.2, seeds L649–651): the light station
+    // holds nothing and has the smaller index, so the next pass preempts
+    // one heavy guest and the freed node goes to the light station.
+    let lj = wait_for(&pool, 60, "the light job to start", || {
+        light
+            .queue()
+            .into_iter()
+            .chain(light.history())
+            .find(|j| j.started_at.is_some())
+    });
+    let started = secs(lj.started_at.unwrap_or_default());
+    let submitted = secs(lj.submitted_at);
+    // The node freed when the heavy guest was evicted and requeued.
+    let hq = heavy.queue();
+    let evicted: Vec<&JobInfo> = hq
+        .iter()
+        .filter(|j| j.state == JobState::Idle && j.run_count > 0)
+        .collect();
+    assert_eq!(evicted.len(), 1, "one heavy job preempted: {hq:#?}");
+    let freed = secs(evicted[0].updated_at);
+    // One scheduling interval plus an advertise period for the grant to
+    // reach the light station; the rest is slack for a loaded machine.
+    let slack = 8.0;
+    assert!(
+        started - freed <= interval + 1.0 + slack,
+        "light job started {:.1} s after the node freed",
+        started - freed
+    );
+    assert!(
+        started - submitted <= 3.0 * interval + 1.0 + slack,
+        "light job waited {:.1} s",
+        started - submitted
+    );
+    // No node freed by itself: every other heavy job still runs.
+    assert_eq!(
+        hq.iter().filter(|j| j.state == JobState::Running).count(),
+        3,
+        "{hq:#?}"
+    );
+    wait_for(&pool, 30, "the light job's output", || {
+        light.read("out.light").filter(|s| s.trim() == "light")
+    });
+    eprintln!(
+        "light job: waited {:.2} s after submit, {:.2} s after the node freed",
+        started - submitted,
+        started - freed
+    );
+}
+
+#[test]
+fn coordinator_sigkill_loses_no_job_and_keeps_the_updown_table() {
+    let _g = serial();
+    let interval = 1.0;
+    let mut pool = TestPool::new(
+        4,
+        Timing {
+            interval,
+            per_pass: "one",
+        },
+    );
+    let alice = pool.user("alice", 0);
+    // One submitting station, so no preemption is legitimate: any
+    // disturbance of a running job would be the restart's fault.
+    alice.submit("a.sub", &varied_jobs("alice", 16, "3"));
+
+    // Wait until the index is far from a fresh table's 0.
+    wait_for(&pool, 60, "station0's index to grow", || {
+        alice
+            .userprio()
+            .and_then(|t| t.get("station0").copied())
+            .filter(|&si| si >= 16.0)
+    });
+    let t_before = Instant::now();
+    let before = alice.userprio().unwrap_or_default();
+    pool.coordinator.kill9();
+    let t_kill = Instant::now();
+    let running: Vec<JobInfo> = alice
+        .queue()
+        .into_iter()
+        .filter(|j| j.state == JobState::Running)
+        .collect();
+    assert!(!running.is_empty(), "jobs should be running at the kill");
+    std::thread::sleep(Duration::from_millis(500));
+    pool.coordinator.start();
+    let t_up = Instant::now();
+    let after = wait_for(&pool, 30, "userprio after restart", || alice.userprio());
+    let t_after = Instant::now();
+    // The table is saved after every pass and indices move only in passes:
+    // at most one pass between reading `before` and the kill, and the
+    // passes since the restart, each changing an index by at most 4 (the
+    // nodes held, Table 4.5's f = 1 per node).
+    let passes = |d: Duration| (d.as_secs_f64() / interval).ceil() + 1.0;
+    let tol = 4.0 * (passes(t_kill - t_before) + passes(t_after - t_up));
+    let (b, a) = (before["station0"], after.get("station0").copied());
+    let a = a.unwrap_or_else(|| panic!("station0 missing after restart: {after:?}"));
+    assert!(
+        (a - b).abs() <= tol,
+        "station0 index {b} before the kill, {a} after (tolerance {tol})"
+    );
+    // While station0 holds nodes its index only grows; a lost table would
+    // restart from 0.
+    assert!(a >= b - 4.0, "index reset: {b} → {a}");
+    eprintln!("station0 index: {b} before the SIGKILL, {a} after the restart (tolerance {tol})");
+
+    let done = wait_for(&pool, 120, "all 16 jobs to finish", || {
+        let h = alice.history();
+        (h.len() == 16).then_some(h)
+    });
+    check_outputs(&alice, "alice", &done);
+    for j in &done {
+        assert_eq!(j.run_count, 1, "job {} ran more than once", j.id);
+    }
+    // The jobs running at the kill finished where and when they started.
+    for r in &running {
+        let d = done.iter().find(|j| j.id == r.id).unwrap();
+        assert_eq!((&d.host, d.started_at), (&r.host, r.started_at), "{}", r.id);
+    }
+    assert_eq!(pool.coordinator.starts, 2);
+}
+
+#[test]
+fn home_station_sigkill_loses_no_job_and_keeps_finished_output() {
+    let _g = serial();
+    let mut pool = TestPool::new(
+        4,
+        Timing {
+            interval: 0.5,
+            per_pass: "until_satisfied",
+        },
+    );
+    let alice = pool.user("alice", 0);
+    alice.submit("a.sub", &varied_jobs("alice", 10, "2"));
+    // Kill it while it hosts one of its own jobs (the starter inside the
+    // daemon dies with it) and others run elsewhere.
+    let finished = wait_for(
+        &pool,
+        60,
+        "2 jobs finished and one running on station0",
+        || {
+            let h = alice.history();
+            let here = alice
+                .queue()
+                .iter()
+                .any(|j| j.state == JobState::Running && j.host.as_deref() == Some("station0"));
+            (h.len() >= 2 && here).then_some(h)
+        },
+    );
+    // Jobs accepted just before the crash are durable too.
+    std::fs::create_dir_all(alice.work.join("late")).unwrap();
+    alice.submit(
+        "late/b.sub",
+        "executable = /bin/sh\narguments = \"-c 'echo late $(Process)'\"\n\
+         output = out.$(Process)\nqueue 3\n",
+    );
+    let queued = alice.queue();
+    pool.stations[0].kill9();
+    // Finished output stays where it was delivered.
+    check_outputs(&alice, "alice", &finished);
+    std::thread::sleep(Duration::from_millis(500));
+    pool.stations[0].start();
+
+    let (h, q) = wait_for(&pool, 30, "the restarted station's queue", || {
+        Some((alice.jobs("history")?, alice.jobs("q")?))
+    });
+    let mut ids: BTreeSet<String> = h.iter().map(|j| j.id.to_string()).collect();
+    ids.extend(q.iter().map(|j| j.id.to_string()));
+    for j in queued.iter().chain(&finished) {
+        assert!(ids.contains(&j.id.to_string()), "job {} lost", j.id);
+    }
+    assert_eq!(ids.len(), 13, "{ids:?}");
+    assert!(h.len() >= finished.len(), "history shrank");
+
+    let done = wait_for(&pool, 120, "all 13 jobs to finish", || {
+        let h = alice.history();
+        (h.len() == 13).then_some(h)
+    });
+    let (first, late): (Vec<JobInfo>, Vec<JobInfo>) =
+        done.into_iter().partition(|j| j.id.cluster == 1);
+    check_outputs(&alice, "alice", &first);
+    for j in &late {
+        assert_eq!(j.state, JobState::Completed { exit_code: 0 }, "{}", j.id);
+        let out = std::fs::read_to_string(alice.work.join(format!("late/out.{}", j.id.proc)));
+        assert_eq!(
+            out.ok().as_deref().map(str::trim),
+            Some(format!("late {}", j.id.proc).as_str())
+        );
+    }
+    assert_eq!(pool.stations[0].starts, 2);
+}

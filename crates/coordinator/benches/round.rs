@@ -1,0 +1,186 @@
+//! The coordinator's cost per scheduling round with 10 000 advertising
+//! stations (issue #4), calling the pool code directly (no HTTP): every
+//! station's ad goes through `Pool::advertise`, then `Pool::tick` runs the
+//! periodic pass (expire claims, Up-Down index update of Mutka 1988
+//! Table 4.3, allocation of Table 4.2, grants signed as claim tickets).
+//!
+//! The pool: 10 000 one-CPU stations; 10 % have 1–5 idle jobs; 50 % are AV
+//! and host a guest of one of the wanting stations (so Up-Down has
+//! preemptions to weigh); 10 % are AV and free; 30 % are NA (owner back).
+//! Virtual time advances one 10 s interval per round, so claims and
+//! reservations expire and are issued again as in a running pool.
+//!
+//! Run: `cargo bench -p gleaner-coordinator --bench round`
+//! (`bench/pool/run.sh` runs it too).
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use gleaner_coordinator::{CoordinatorConfig, Pool};
+use gleaner_core::detector::OwnerState;
+use gleaner_core::rng::{Rng, seeded};
+use gleaner_core::time::Time;
+use gleaner_proto::auth::PoolKey;
+use gleaner_proto::job::{JobDescription, JobId};
+use gleaner_proto::machine::JobClass;
+use gleaner_proto::wire::{Demand, GuestInfo, PROTOCOL_VERSION, StationAd};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+const STATIONS: usize = 10_000;
+const INTERVAL: u64 = 10;
+
+struct Bench {
+    pool: Pool,
+    ads: Vec<StationAd>,
+    now: Instant,
+    wall: u64,
+}
+
+fn ads(n: usize) -> Vec<StationAd> {
+    let mut rng = seeded(42);
+    let name = |i: usize| format!("ws{i:05}");
+    let wanting: Vec<usize> = (0..n).filter(|_| rng.random_bool(0.10)).collect();
+    let mut out = Vec::with_capacity(n);
+    let mut next_job = 1u64;
+    for i in 0..n {
+        let idle = if wanting.binary_search(&i).is_ok() {
+            rng.random_range(1..=5u32)
+        } else {
+            0
+        };
+        let r: f64 = rng.random();
+        let (state, guests) = if r < 0.5 && !wanting.is_empty() {
+            let home = wanting[rng.random_range(0..wanting.len())];
+            next_job += 1;
+            let g = GuestInfo {
+                job: JobId::new(next_job, 0),
+                home: name(home),
+                owner: "user".into(),
+                since: Time::ZERO,
+                suspended: false,
+                concurrency_limits: Vec::new(),
+            };
+            (OwnerState::Av, vec![g])
+        } else if r < 0.6 {
+            (OwnerState::Av, vec![])
+        } else {
+            (OwnerState::Na, vec![])
+        };
+        // Stations with waiting jobs advertise them as one job class with a
+        // typical requirement, so the round includes matchmaking.
+        let classes = if idle > 0 {
+            let mut d = JobDescription::new("user", "/bin/true");
+            d.requirements = Some("TARGET.Memory >= 1024 && TARGET.Arch == \"X86_64\"".into());
+            d.request_memory_mb = Some(512);
+            let mut c = JobClass::of(&d);
+            c.count = idle;
+            vec![c]
+        } else {
+            Vec::new()
+        };
+        out.push(StationAd {
+            protocol: PROTOCOL_VERSION,
+            name: name(i),
+            address: format!("http://10.0.{}.{}:9620", i / 250, i % 250),
+            state,
+            cpus: 1,
+            memory_mb: 4096,
+            disk_free_kb: 1 << 20,
+            arch: "X86_64".into(),
+            opsys: "LINUX".into(),
+            speed: 1.0,
+            running_guests: guests,
+            attrs: Default::default(),
+            demand: Demand {
+                idle_jobs: idle,
+                remote_jobs: 0,
+            },
+            policy: Default::default(),
+            classes,
+            submit_only: false,
+            execute_only: false,
+            sequence: 0,
+            sent_at: Time::ZERO,
+        });
+    }
+    // Remote jobs of each home = its guests in the pool.
+    let mut remote = std::collections::HashMap::<String, u32>::new();
+    for a in &out {
+        for g in &a.running_guests {
+            *remote.entry(g.home.clone()).or_default() += 1;
+        }
+    }
+    for a in &mut out {
+        a.demand.remote_jobs = remote.get(&a.name).copied().unwrap_or(0);
+    }
+    out
+}
+
+impl Bench {
+    fn new() -> Bench {
+        let config = CoordinatorConfig {
+            scheduling_interval_secs: INTERVAL as f64,
+            advertise_period_secs: INTERVAL,
+            startup_grace_secs: Some(0.0),
+            seed: Some(7),
+            ..CoordinatorConfig::default()
+        };
+        let now = Instant::now();
+        let pool = Pool::for_bench(&config, PoolKey::from_bytes([7; 32]), 7, now)
+            .unwrap_or_else(|e| panic!("bench pool: {e}"));
+        let mut b = Bench {
+            pool,
+            ads: ads(STATIONS),
+            now,
+            wall: 1_800_000_000,
+        };
+        // Warm up: every station known, indices spread by a few passes.
+        for _ in 0..5 {
+            b.advertise_all();
+            b.tick();
+        }
+        b
+    }
+
+    fn advertise_all(&mut self) {
+        for ad in &self.ads {
+            black_box(self.pool.advertise(ad.clone(), self.now, self.wall));
+        }
+    }
+
+    fn tick(&mut self) {
+        self.now += Duration::from_secs(INTERVAL);
+        self.wall += INTERVAL;
+        self.pool.tick(self.now, self.wall);
+    }
+}
+
+fn round(c: &mut Criterion) {
+    let mut g = c.benchmark_group("coordinator_10000_stations");
+    g.sample_size(20);
+    g.measurement_time(Duration::from_secs(10));
+    let mut b = Bench::new();
+    // The periodic pass alone (ads applied untimed before each).
+    g.bench_function("tick", |bench| {
+        bench.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                b.advertise_all();
+                let t = Instant::now();
+                b.tick();
+                total += t.elapsed();
+            }
+            total
+        })
+    });
+    // A whole round: 10 000 ads (each cloned, as if just decoded) + tick.
+    g.bench_function("round_ads_and_tick", |bench| {
+        bench.iter(|| {
+            b.advertise_all();
+            b.tick();
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, round);
+criterion_main!(benches);
