@@ -188,12 +188,15 @@ impl TestPool {
             let owner = sdir.join("owner");
             std::fs::write(&owner, "idle\n").unwrap();
             let cfg = sdir.join("station.toml");
+            // A short lease: a job placed while its home is being killed is
+            // given up by its host (it cannot fetch the input), and only the
+            // lease brings it back once the home restarts.
             std::fs::write(
                 &cfg,
                 format!(
                     "name = \"station{k}\"\nlisten = \"{addr}\"\nstate_dir = {}\n\
                      coordinator = \"http://{caddr}\"\npool_key = {}\nadvertise_secs = 1\n\
-                     placement_interval_secs = 0\ncpus = 1\n\
+                     placement_interval_secs = 0\ncpus = 1\nlease_secs = 6\n\
                      activity = {{ source = \"file\", path = {} }}\n",
                     q(&sdir.join("state")),
                     q(&key_path),
