@@ -127,23 +127,23 @@ const NODES: [(&str, &str); 20] = [
     ("r", "any"),
     ("a1", "lic"),
     ("a2", "hungry"),
-    ("a3", "lic"),
-    ("a4", "any"),
+    ("a3", "hungry"),
+    ("a4", "lic"),
     ("b1", "lic"),
     ("b2", "lic"),
     ("b3", "hungry"),
     ("b4", "biglic"),
-    ("b5", "lic"),
-    ("b6", "any"),
-    ("b7", "hungry"),
+    ("b5", "any"),
+    ("b6", "lic"),
+    ("b7", "lic"),
     ("b8", "lic"),
-    ("c1", "biglic"),
-    ("c2", "lic"),
-    ("c3", "hungry"),
+    ("c1", "lic"),
+    ("c2", "biglic"),
+    ("c3", "lic"),
     ("c4", "lic"),
     ("s1", "any"),
-    ("s2", "lic"),
-    ("z", "hungry"),
+    ("s2", "hungry"),
+    ("z", "any"),
 ];
 
 const EDGES: &str = "\
@@ -192,7 +192,7 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
             "listen = \"127.0.0.1:{pc}\"\nstate_dir = \"{}\"\npool_key = \"{}\"\n\
              scheduling_interval_secs = 0.3\nadvertise_period_secs = 1\n\
              startup_grace_secs = 0\nembargo_secs = 0.3\n\
-             [licences]\nmatlab = 2\n",
+             [allocator]\nkind = \"updown\"\nper_pass = \"until_satisfied\"\n[licences]\nmatlab = 2\n",
             cdir.join("state").display(),
             key_path.display()
         ),
@@ -217,7 +217,7 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
             format!(
                 "name = \"{name}\"\nlisten = \"127.0.0.1:{port}\"\nstate_dir = \"{}\"\n\
                  coordinator = \"{coord_url}\"\npool_key = \"{}\"\n\
-                 advertise_secs = 1\nplacement_interval_secs = 0.2\nspeed = 1.0\n{extra}",
+                 advertise_secs = 1\nplacement_interval_secs = 0\nspeed = 1.0\n{extra}",
                 dir.join("state").display(),
                 key_path.display(),
             ),
@@ -269,7 +269,7 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nt0=$(date +%s%N)\nsleep 0.6\nt1=$(date +%s%N)\n\
+            "#!/bin/sh\nt0=$(date +%s%N)\nsleep 1\nt1=$(date +%s%N)\n\
              echo \"$t0 $t1 $HOME\" > {}/$1.ran\n",
             shared.path().display()
         ),
@@ -471,6 +471,7 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
             .unwrap_or_else(|| panic!("{node} ran in {}", f[2]));
         assert!(allowed(node).contains(host), "{node} ran on {host}");
         let (t0, t1): (u128, u128) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+        eprintln!("{node:>3} {:>6} {host:>5} {t0} {t1}", kind_of[node]);
         if licensed(node) {
             intervals.push((t0, t1));
         }
