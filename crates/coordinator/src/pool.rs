@@ -554,8 +554,7 @@ impl Pool {
                         g.home == home
                             && !known.contains(&g.job)
                             && !used.contains(&g.job)
-                            && parse_limits(&g.concurrency_limits).unwrap_or_default()
-                                == c.licences
+                            && parse_limits(&g.concurrency_limits).unwrap_or_default() == c.licences
                     });
                     new.inspect(|g| used.push(g.job)).is_some()
                 }
