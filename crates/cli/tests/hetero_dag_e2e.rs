@@ -194,6 +194,11 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
     let pc = free_port();
     let coord_url = format!("http://127.0.0.1:{pc}");
 
+    // Short periods keep the run near 30 s. `until_satisfied` lets one
+    // pass grant every ready licensed job a host, so only the licence
+    // limit holds them back; the stations' `placement_interval_secs = 0`
+    // lets the home use all grants of one reply (Mutka's one placement per
+    // interval would serialise the pool).
     let cdir = tmp.path().join("coord");
     std::fs::create_dir_all(&cdir).unwrap();
     let ccfg = cdir.join("coordinator.toml");
