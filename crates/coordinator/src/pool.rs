@@ -88,6 +88,13 @@ struct PendingClaim {
     class: Option<String>,
     /// Licence units the claim holds until the guest shows in an ad.
     licences: Vec<(String, u32)>,
+    /// The jobs of `home` on `host` holding the same licences when the
+    /// claim was issued: a guest not among them is the claim's. Unknown
+    /// (`None`) for claims restored after a restart, which settle by
+    /// `baseline`. Counting alone misses a use when an older guest alike
+    /// leaves in the same advertising period, and then the claim and its
+    /// guest hold the licence twice until the claim expires.
+    known: Option<Vec<JobId>>,
 }
 
 /// A node taken from `from` by a preemption and promised to `to`.
@@ -229,6 +236,7 @@ impl Pool {
                 baseline: c.baseline,
                 class: c.class.clone(),
                 licences: c.licences.clone(),
+                known: None,
             });
         }
         self
@@ -546,15 +554,41 @@ impl Pool {
                 .entry((c.home, c.licences.clone()))
                 .or_insert_with(|| self.guests_like(host, c.home, &c.licences));
         }
-        self.claims.retain(|c| {
-            c.host != host
-                || counts
+        // Each new guest settles one claim, oldest claim first.
+        let guests = self
+            .stations
+            .get(&host)
+            .map(|k| k.ad.running_guests.as_slice())
+            .unwrap_or_default();
+        let mut used: Vec<JobId> = Vec::new();
+        let mut settled = vec![false; self.claims.len()];
+        for (i, c) in self.claims.iter().enumerate() {
+            if c.host != host {
+                continue;
+            }
+            settled[i] = match &c.known {
+                Some(known) => {
+                    let home = self.name(c.home);
+                    let new = guests.iter().find(|g| {
+                        g.home == home
+                            && !known.contains(&g.job)
+                            && !used.contains(&g.job)
+                            && parse_limits(&g.concurrency_limits).unwrap_or_default() == c.licences
+                    });
+                    new.inspect(|g| used.push(g.job)).is_some()
+                }
+                None => counts
                     .get(&(c.home, c.licences.clone()))
-                    .is_none_or(|&now| now <= c.baseline)
+                    .is_some_and(|&now| now > c.baseline),
+            };
+        }
+        let mut i = 0;
+        self.claims.retain(|_| {
+            i += 1;
+            !settled[i - 1]
         });
     }
 
-    /// Turns reservations on `host` whose victim has left into grants.
     fn settle_reservations(&mut self, host: StationId, now: Instant, wall: u64) {
         let Some(k) = self.stations.get(&host) else {
             return;
@@ -646,6 +680,17 @@ impl Pool {
             format!("{wall:x}-{:x}", self.nonce),
         );
         let claim_id = self.key.sign_claim(&ticket);
+        let to_name = self.name(to);
+        let known: Vec<JobId> = self.stations.get(&host).map_or_else(Vec::new, |k| {
+            k.ad.running_guests
+                .iter()
+                .filter(|g| {
+                    g.home == to_name
+                        && parse_limits(&g.concurrency_limits).unwrap_or_default() == licences
+                })
+                .map(|g| g.job)
+                .collect()
+        });
         let baseline = self.guests_like(host, to, &licences)
             + self
                 .claims
@@ -674,6 +719,7 @@ impl Pool {
             baseline,
             class,
             licences,
+            known: Some(known),
         });
     }
 

@@ -331,6 +331,41 @@ fn a_restart_counts_persisted_claims_and_waits_for_ads() {
 }
 
 #[test]
+fn a_claim_settles_when_its_guest_replaces_an_older_one_in_one_ad() {
+    let mut s = Sim::new(config(0.0, &[("matlab", 2)]));
+    let mut h = station("h1", 4, 4096);
+    let guest = |id: u64| GuestInfo {
+        job: JobId::new(id, 0),
+        home: "a".into(),
+        owner: "alice".into(),
+        since: Time::ZERO,
+        suspended: false,
+        concurrency_limits: vec!["matlab".into()],
+    };
+    h.running_guests.push(guest(100));
+    s.hosts.insert("h1".into(), h.clone());
+    s.submit("a", &job("alice", None, &["matlab"]), 1);
+    let (t, w) = (s.t0, T0_WALL);
+    s.pool.advertise(h.clone(), t, w);
+    s.pool.advertise(s.homes["a"].clone(), t, w);
+    s.pool.tick(t, w);
+    let g = s.pool.advertise(s.homes["a"].clone(), t, w).grants;
+    assert_eq!(g.len(), 1, "{g:?}");
+    assert_eq!(s.pool.licences_in_use().get("matlab"), Some(&2));
+    // Between two ads, guest 100 ends and the granted job 101 starts: the
+    // host still shows one licensed guest of home a, but it is the claim's.
+    let (t, w) = (t + Duration::from_secs(1), w + 1);
+    let mut a = s.homes["a"].clone();
+    a.classes.clear();
+    a.demand.idle_jobs = 0;
+    a.demand.remote_jobs = 1;
+    s.pool.advertise(a, t, w);
+    h.running_guests = vec![guest(101)];
+    s.pool.advertise(h, t, w);
+    assert_eq!(s.pool.licences_in_use().get("matlab"), Some(&1));
+}
+
+#[test]
 fn embargo_holds_until_a_guest_leaves_or_it_expires() {
     let mut s = Sim::new(config(30.0, &[]));
     s.hosts.insert("h".into(), station("h", 4, 4096));
