@@ -223,7 +223,13 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
                     format!("eviction_policy = {}\n", q(p))
                 } else {
                     String::new()
-                }
+                },
+            ) + &format!(
+                // Guests in real cgroups where this user may create them
+                // (root, or a delegated subtree); otherwise the station warns
+                // and falls back to per-task SCHED_IDLE. One parent per
+                // station port, so pools side by side never share groups.
+                "[isolation]\ncgroups = \"auto\"\nparent = \"gleaner-{port}\"\n"
             ),
         )?;
         let mut child = spawn(&exe, "station", &scfg, &sdir.join("station.log"))?;

@@ -77,6 +77,8 @@ pub enum Reject {
     },
     /// A job was just placed there (DMW's embargo).
     Embargo,
+    /// The host evicted jobs of this class recently (resource feedback).
+    Avoided,
     /// A floating licence is used up pool-wide.
     Licence {
         name: String,
@@ -114,6 +116,7 @@ impl fmt::Display for Reject {
                 write!(f, "guest limit: {guests} of {limit} running or claimed")
             }
             Reject::Embargo => write!(f, "embargoed after a recent placement"),
+            Reject::Avoided => write!(f, "evicted these jobs recently; avoided for now"),
             Reject::Licence {
                 name,
                 limit,
@@ -308,6 +311,9 @@ pub fn check(
     if host.extra.embargoed {
         out.push(Reject::Embargo);
     }
+    if class.avoid_hosts.contains(&ad.name) {
+        out.push(Reject::Avoided);
+    }
     if let Some(r) = licences.shortage(&class.licences()) {
         out.push(r);
     }
@@ -475,6 +481,25 @@ pub(crate) mod tests {
         assert!(matches!(r[1], Reject::Start { .. }));
         assert!(matches!(r[2], Reject::UserDenied { .. }));
         assert!(matches!(r[3], Reject::WindowClosed { .. }));
+    }
+
+    #[test]
+    fn a_host_that_evicted_a_job_is_not_offered_to_it() {
+        let a = host("x1", 1, 1024, 1.0);
+        let b = host("x2", 1, 1024, 1.0);
+        let d = JobDescription::new("alice", "/bin/true");
+        let plain = JobClass::of(&d);
+        let c = JobClass::avoiding(&d, vec!["x1".into()]);
+        assert_ne!(c.key, plain.key, "avoidance makes its own class");
+        let hosts = [
+            HostView::new(&a, HostExtra::default()),
+            HostView::new(&b, HostExtra::default()),
+        ];
+        let book = LicenceBook::default();
+        let r = check(&c, &class_ad(&c), &hosts[0], &book, 0);
+        assert_eq!(r, vec![Reject::Avoided]);
+        assert_eq!(best_host(&c, &class_ad(&c), &hosts, &book, 0), Some(1));
+        assert!(check(&plain, &class_ad(&plain), &hosts[0], &book, 0).is_empty());
     }
 
     #[test]

@@ -66,6 +66,11 @@ pub struct JobClass {
     /// As in the submit file: `matlab`, `foo:2`.
     pub concurrency_limits: Vec<String>,
     pub custom_attrs: BTreeMap<String, String>,
+    /// Hosts these jobs must avoid for now because they evicted them or
+    /// lost their lease (DMW's resource feedback, Neeracher 1998 §4,
+    /// dmw-neeracher.md): the matchmaker does not offer them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub avoid_hosts: Vec<String>,
     /// Idle jobs in the class.
     pub count: u32,
 }
@@ -108,28 +113,51 @@ impl JobClass {
             request_disk_kb: d.request_disk_kb,
             concurrency_limits: d.concurrency_limits.clone(),
             custom_attrs,
+            avoid_hosts: Vec::new(),
             count: 1,
         };
+        c.rekey();
+        c
+    }
+
+    /// The class of one job that must stay away from `hosts` for now.
+    pub fn avoiding(d: &JobDescription, mut hosts: Vec<String>) -> JobClass {
+        let mut c = JobClass::of(d);
+        if !hosts.is_empty() {
+            hosts.sort();
+            hosts.dedup();
+            c.avoid_hosts = hosts;
+            c.rekey();
+        }
+        c
+    }
+
+    fn rekey(&mut self) {
         let sig = serde_json::to_vec(&(
-            &c.owner,
-            &c.requirements,
-            &c.rank,
-            c.request_cpus,
-            c.request_memory_mb,
-            c.request_disk_kb,
-            &c.concurrency_limits,
-            &c.custom_attrs,
+            &self.owner,
+            &self.requirements,
+            &self.rank,
+            self.request_cpus,
+            self.request_memory_mb,
+            self.request_disk_kb,
+            &self.concurrency_limits,
+            &self.custom_attrs,
+            &self.avoid_hosts,
         ))
         .unwrap_or_default();
-        c.key = format!("{:016x}", fnv(&sig));
-        c
+        self.key = format!("{:016x}", fnv(&sig));
     }
 
     /// Groups jobs into classes, keeping the order of first appearance.
     pub fn group<'a>(jobs: impl IntoIterator<Item = &'a JobDescription>) -> Vec<JobClass> {
+        Self::merge(jobs.into_iter().map(JobClass::of))
+    }
+
+    /// Merges single-job classes with equal keys, keeping the order of
+    /// first appearance.
+    pub fn merge(classes: impl IntoIterator<Item = JobClass>) -> Vec<JobClass> {
         let mut out: Vec<JobClass> = Vec::new();
-        for d in jobs {
-            let c = JobClass::of(d);
+        for c in classes {
             match out.iter_mut().find(|o| o.key == c.key) {
                 Some(o) => o.count += 1,
                 None => out.push(c),

@@ -113,6 +113,17 @@ impl HomeCkpt {
         v.push((host.to_string(), Instant::now()));
     }
 
+    /// The hosts `job` stays away from for now.
+    pub fn avoided_hosts(&self, job: JobId) -> Vec<String> {
+        let mut m = lock(&self.avoid);
+        let Some(v) = m.get_mut(&job) else {
+            return Vec::new();
+        };
+        let limit = self.avoid_for;
+        v.retain(|(_, t)| t.elapsed() < limit);
+        v.iter().map(|(h, _)| h.clone()).collect()
+    }
+
     /// Should `job` stay away from `host` for now?
     pub fn avoids(&self, job: JobId, host: &str) -> bool {
         let mut m = lock(&self.avoid);

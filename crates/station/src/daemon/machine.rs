@@ -97,17 +97,19 @@ const MAX_GROUPED: usize = 10_000;
 const MAX_CLASSES: usize = 256;
 
 /// The station's idle jobs in queue order, grouped into classes; `skip`
-/// jobs are being placed right now.
+/// jobs are being placed right now; `avoided` names the hosts a job must
+/// stay away from (so the matchmaker never offers them).
 pub fn idle_classes(
     q: &JobQueue,
     skip: &std::collections::HashSet<gleaner_proto::job::JobId>,
+    avoided: impl Fn(gleaner_proto::job::JobId) -> Vec<String>,
 ) -> Vec<JobClass> {
     match q.next_idle_jobs(MAX_GROUPED) {
         Ok(jobs) => {
-            let mut classes = JobClass::group(
+            let mut classes = JobClass::merge(
                 jobs.iter()
                     .filter(|j| !skip.contains(&j.id))
-                    .map(|j| &j.description),
+                    .map(|j| JobClass::avoiding(&j.description, avoided(j.id))),
             );
             classes.truncate(MAX_CLASSES);
             classes

@@ -332,6 +332,9 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
                 what: "guest cgroups ([isolation] required = true)".into(),
                 source: std::io::Error::other(e),
             })?;
+        if let Some(m) = &cgroups {
+            recover::kill_leftover_guests(m);
+        }
         // With operating windows the activity source feeds a gate that
         // forces NA while the windows are closed (policy.rs).
         let activity_tx = if config.policy.windows.is_empty() {

@@ -6,6 +6,7 @@
 //! would stay Running forever, so at start it goes back to Idle and runs
 //! again (HTCondor likewise reruns a job whose starter vanished).
 
+use crate::isolation::CgroupManager;
 use crate::queue::{JobFilter, JobQueue};
 use gleaner_core::time::Time;
 use gleaner_proto::job::JobState;
@@ -39,6 +40,39 @@ pub(crate) fn requeue_own_guests(queue: &mut JobQueue, station: &str, at: Time) 
         tracing::info!(
             jobs = n,
             "requeued jobs that were running here when the station stopped"
+        );
+    }
+    n
+}
+
+/// Kills the guests a previous run of this station left behind. After a
+/// crash their processes may still run in their cgroups, unsupervised: the
+/// jobs were requeued (above) or will be by their homes' leases, so a
+/// survivor would only duplicate work and hold the owner's CPU. Without
+/// cgroups the station cannot find such processes; returns how many groups
+/// were cleared.
+pub(crate) fn kill_leftover_guests(cgroups: &CgroupManager) -> usize {
+    let names = match cgroups.list() {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot list guest cgroups left from a previous run");
+            return 0;
+        }
+    };
+    let mut n = 0;
+    for name in names {
+        let cleared = cgroups
+            .open(&name)
+            .and_then(|g| g.kill().and_then(|_| g.remove()));
+        match cleared {
+            Ok(()) => n += 1,
+            Err(e) => tracing::warn!(guest = %name, error = %e, "cannot clear a leftover guest"),
+        }
+    }
+    if n > 0 {
+        tracing::info!(
+            groups = n,
+            "killed guests left by a previous run of this station"
         );
     }
     n

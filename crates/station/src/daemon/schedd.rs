@@ -77,7 +77,7 @@ fn build_ad(st: &Station, sequence: u64) -> StationAd {
         remote_jobs: count(JobStateKind::Running) + count(JobStateKind::Suspended),
     };
     let classes = if st.config.role.submits() {
-        machine::idle_classes(&st.queue(), &placing)
+        machine::idle_classes(&st.queue(), &placing, |j| st.ckpt.avoided_hosts(j))
     } else {
         Vec::new()
     };
@@ -185,7 +185,10 @@ async fn place_on_grant(st: &Arc<Station>, g: &Grant, last: &mut Option<Instant>
                     && !st.ckpt.avoids(j.id, &g.host)
                     && g.class
                         .as_ref()
-                        .is_none_or(|k| JobClass::of(&j.description).key == *k)
+                        .is_none_or(|k| {
+                            JobClass::avoiding(&j.description, st.ckpt.avoided_hosts(j.id)).key
+                                == *k
+                        })
             }),
             Err(e) => {
                 tracing::error!(error = %e, "cannot read idle jobs");

@@ -754,6 +754,14 @@ enum Outcome {
     Held(String),
 }
 
+/// Why an input file did not arrive.
+enum FetchError {
+    /// The home is unreachable or failing: try again elsewhere or later.
+    Transient(String),
+    /// The file is missing, refused or cannot be written: the user must act.
+    Permanent(String),
+}
+
 /// The real process behind a guest: its cgroup, or its process group.
 struct Control {
     pgid: i32,
@@ -1161,9 +1169,14 @@ impl GuestRun<'_> {
     }
 
     /// Fetches one file from the shadow into the sandbox.
-    async fn fetch(&self, name: &str, mode: u32) -> Result<PathBuf, String> {
-        let local = local_name(name).map_err(|e| e.to_string())?;
-        let url = self.url(&["input", name]).map_err(|e| e.to_string())?;
+    /// Fetches an input file from the home's shadow into the sandbox. An
+    /// unreachable or failing home is [`FetchError::Transient`]: the job goes
+    /// back to its home's queue, not on hold, since nothing is wrong with it.
+    async fn fetch(&self, name: &str, mode: u32) -> Result<PathBuf, FetchError> {
+        let local = local_name(name).map_err(|e| FetchError::Permanent(e.to_string()))?;
+        let url = self
+            .url(&["input", name])
+            .map_err(|e| FetchError::Permanent(e.to_string()))?;
         let resp = self
             .starter
             .http
@@ -1171,17 +1184,20 @@ impl GuestRun<'_> {
             .bearer_auth(&self.starter.token)
             .send()
             .await
-            .map_err(|e| format!("cannot fetch {name:?}: {e}"))?;
-        if !resp.status().is_success() {
-            return Err(format!(
-                "cannot fetch {name:?}: shadow answered {}",
-                resp.status()
-            ));
+            .map_err(|e| FetchError::Transient(format!("cannot fetch {name:?}: {e}")))?;
+        let status = resp.status();
+        if !status.is_success() {
+            let msg = format!("cannot fetch {name:?}: shadow answered {status}");
+            return Err(if status.is_server_error() {
+                FetchError::Transient(msg)
+            } else {
+                FetchError::Permanent(msg)
+            });
         }
         let bytes = resp
             .bytes()
             .await
-            .map_err(|e| format!("cannot fetch {name:?}: {e}"))?;
+            .map_err(|e| FetchError::Transient(format!("cannot fetch {name:?}: {e}")))?;
         let path = self.sandbox.join(&local);
         let user = self.starter.user;
         let p = path.clone();
@@ -1201,8 +1217,8 @@ impl GuestRun<'_> {
             Ok(())
         })
         .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        .map_err(|e| FetchError::Permanent(e.to_string()))?
+        .map_err(|e| FetchError::Permanent(format!("cannot write {}: {e}", path.display())))?;
         Ok(path)
     }
 
@@ -1217,7 +1233,12 @@ impl GuestRun<'_> {
         let program = if d.transfer_executable {
             match self.fetch(&d.executable, 0o755).await {
                 Ok(p) => p,
-                Err(e) => return Ok(Outcome::Held(format!("executable: {e}"))),
+                Err(FetchError::Transient(e)) => {
+                    return Ok(Outcome::Evicted(format!("executable: {e}")));
+                }
+                Err(FetchError::Permanent(e)) => {
+                    return Ok(Outcome::Held(format!("executable: {e}")));
+                }
             }
         } else {
             let p = PathBuf::from(&d.executable);
@@ -1236,8 +1257,14 @@ impl GuestRun<'_> {
             inputs.push(i);
         }
         for name in inputs {
-            if let Err(e) = self.fetch(name, 0o644).await {
-                return Ok(Outcome::Held(format!("input transfer failed: {e}")));
+            match self.fetch(name, 0o644).await {
+                Ok(_) => {}
+                Err(FetchError::Transient(e)) => {
+                    return Ok(Outcome::Evicted(format!("input transfer interrupted: {e}")));
+                }
+                Err(FetchError::Permanent(e)) => {
+                    return Ok(Outcome::Held(format!("input transfer failed: {e}")));
+                }
             }
         }
         if let Ok(Command::Vacate(why)) = rx.try_recv() {
