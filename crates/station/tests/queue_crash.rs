@@ -67,6 +67,10 @@ fn crash_child() {
     }
 }
 
+fn acked_count(report: &std::path::Path) -> usize {
+    std::fs::read_to_string(report).map_or(0, |t| t.lines().filter(|l| !l.is_empty()).count())
+}
+
 fn random_below(n: u64) -> u64 {
     // RandomState is seeded from OS randomness; enough for a kill time.
     RandomState::new().hash_one(0u8) % n
@@ -88,7 +92,14 @@ fn sigkill_at_random_moments() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(100 + random_below(400)));
+        // Kill at a random moment after the child made progress this round
+        // (it has acknowledged one more submit), however loaded the machine.
+        let before = acked_count(&report);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while acked_count(&report) == before && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(random_below(300)));
         // Child::kill sends SIGKILL on Unix: no destructors, no clean close.
         child.kill().unwrap();
         let status = child.wait().unwrap();

@@ -262,11 +262,30 @@ pub struct Running {
 }
 
 impl Running {
-    /// Stops the server and the background loops and waits for them.
+    /// Stops the station gracefully: no new guests; every guest is vacated
+    /// (a self-checkpointing one checkpoints first, within its grace) and
+    /// reported to its home, which requeues it; then the server and the
+    /// background loops stop. Guests still there after the grace are killed,
+    /// so none is left running unsupervised on the owner's machine.
     pub async fn stop(self) {
+        if let Some(s) = &self.station.starter {
+            s.set_draining(true);
+            s.vacate_all("the station is shutting down");
+            let deadline =
+                std::time::Instant::now() + s.config().checkpoint_grace + Duration::from_secs(5);
+            while !s.running_guests().is_empty() && std::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
         let _ = self.shutdown.send(true);
         for t in self.tasks {
             let _ = t.await;
+        }
+        if let Some(m) = self.station.starter.as_ref().and_then(|s| s.cgroups()) {
+            recover::kill_leftover_guests(m);
+            if let Err(e) = m.remove_parent() {
+                tracing::debug!(error = %e, "guest cgroup parent not removed");
+            }
         }
     }
 }

@@ -353,6 +353,11 @@ impl Starter {
         let _ = self.admission.set(check);
     }
 
+    /// The guests' cgroups, when the station has them.
+    pub fn cgroups(&self) -> Option<&CgroupManager> {
+        self.cgroups.as_ref()
+    }
+
     /// Refuse new placements (running guests are left alone).
     pub fn set_draining(&self, on: bool) {
         self.draining.store(on, Ordering::SeqCst);
