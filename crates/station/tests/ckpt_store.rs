@@ -4,27 +4,19 @@
 //! that rots on disk is rolled back to the previous one, and a host that
 //! no longer runs a job has its lease renewal refused.
 
-use gleaner_coordinator::CoordinatorConfig;
-use gleaner_proto::api::SubmitBody;
-use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
+use gleaner_proto::auth::{PoolKey, Role};
 use gleaner_proto::job::{JobEventKind, JobState};
-use gleaner_proto::submit::{SubmitContext, parse_submit};
-use gleaner_proto::wire::PROTOCOL_VERSION;
 use gleaner_station::checkpoint::{Checkpointer, Manifest, SelfCheckpoint, read_bundle};
 use gleaner_station::client::StationClient;
 use gleaner_station::daemon::config::{StationConfig, StationRole};
 use gleaner_station::daemon::spawn_for_test;
-use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
+mod common;
+use common::{coordinator_config, pool_key, pool_station, shared_tempdir, sign, submit};
+
 fn token(key: &PoolKey, role: Role, who: &str) -> String {
-    key.sign(&Claims {
-        subject: who.into(),
-        role,
-        issued_at: 0,
-        expires_at: None,
-        token_id: who.into(),
-    })
+    sign(key, who, role, who)
 }
 
 fn bundle(dir: &std::path::Path, content: &[u8], seq: u64) -> Vec<u8> {
@@ -45,33 +37,17 @@ fn bundle(dir: &std::path::Path, content: &[u8], seq: u64) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn checkpoints_are_verified_rotated_and_rolled_back() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = shared_tempdir();
     let root = dir.path();
-    std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let key_path = root.join("pool.key");
-    let key = load_or_create_pool_key(&key_path).unwrap();
-    let coord = gleaner_coordinator::spawn_for_test(CoordinatorConfig {
-        state_dir: root.join("coord"),
-        pool_key: key_path.clone(),
-        scheduling_interval_secs: 0.2,
-        advertise_period_secs: 1,
-        startup_grace_secs: Some(0.0),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let (key_path, key) = pool_key(root);
+    let coord = gleaner_coordinator::spawn_for_test(coordinator_config(root, &key_path))
+        .await
+        .unwrap();
+    let coord_url = format!("http://{}", coord.addr());
     let station = |name: &str, role| StationConfig {
-        name: name.into(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        state_dir: root.join(name),
-        pool_key: key_path.clone(),
-        coordinator: format!("http://{}", coord.addr()),
-        role,
-        advertise_secs: 1,
-        placement_interval_secs: 0.0,
         // Small enough to see the bucket work, large enough to stay quick.
         checkpoint_bytes_per_sec: 4 << 20,
-        ..Default::default()
+        ..pool_station(root, &key_path, &coord_url, name, role)
     };
     let (home_addr, home) = spawn_for_test(station("home", StationRole::SubmitOnly))
         .await
@@ -86,21 +62,14 @@ async fn checkpoints_are_verified_rotated_and_rolled_back() {
         token(&key, Role::User, "alice"),
     )
     .unwrap();
-    let sub = parse_submit(
+    let id = submit(
+        &client,
         "executable = /bin/sleep\ntransfer_executable = false\narguments = 600\n\
          log = job.log\nqueue\n",
-        &SubmitContext::new("job.sub", "alice"),
+        &work,
     )
-    .unwrap();
-    let id = client
-        .submit(&SubmitBody {
-            protocol: PROTOCOL_VERSION,
-            submission: sub,
-            submit_dir: Some(work.to_string_lossy().into_owned()),
-        })
-        .await
-        .unwrap()
-        .jobs[0]
+    .await
+    .jobs[0]
         .to_string();
     let deadline = Instant::now() + Duration::from_secs(60);
     while client.job(&id).await.unwrap().job.state != JobState::Running {

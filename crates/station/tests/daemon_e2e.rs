@@ -2,50 +2,30 @@
 //! at station A (submit-only) runs on station B (execute-only), and its
 //! output comes back to A's submit directory.
 
-use gleaner_coordinator::CoordinatorConfig;
-use gleaner_proto::api::SubmitBody;
-use gleaner_proto::auth::{Claims, Role, load_or_create_pool_key};
+use gleaner_proto::auth::Role;
 use gleaner_proto::job::{JobEventKind, JobState};
-use gleaner_proto::submit::{SubmitContext, parse_submit};
-use gleaner_proto::wire::PROTOCOL_VERSION;
 use gleaner_station::client::StationClient;
-use gleaner_station::daemon::config::{StationConfig, StationRole};
+use gleaner_station::daemon::config::StationRole;
 use gleaner_station::daemon::spawn_for_test;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
+mod common;
+use common::{coordinator_config, pool_key, pool_station, shared_tempdir, sign, submit};
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn job_from_a_runs_on_b_and_output_returns() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
     // Guests may run as `nobody`: let them traverse to their sandboxes.
-    std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let key_path = root.join("pool.key");
-    let key = load_or_create_pool_key(&key_path).unwrap();
+    let dir = shared_tempdir();
+    let root = dir.path();
+    let (key_path, key) = pool_key(root);
 
-    let coord = gleaner_coordinator::spawn_for_test(CoordinatorConfig {
-        state_dir: root.join("coord"),
-        pool_key: key_path.clone(),
-        scheduling_interval_secs: 0.2,
-        advertise_period_secs: 1,
-        startup_grace_secs: Some(0.0),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let coord = gleaner_coordinator::spawn_for_test(coordinator_config(root, &key_path))
+        .await
+        .unwrap();
     let coord_url = format!("http://{}", coord.addr());
 
-    let station = |name: &str, role| StationConfig {
-        name: name.into(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        state_dir: root.join(name),
-        pool_key: key_path.clone(),
-        coordinator: coord_url.clone(),
-        role,
-        advertise_secs: 1,
-        placement_interval_secs: 0.0,
-        ..Default::default()
-    };
+    let station = |name: &str, role| pool_station(root, &key_path, &coord_url, name, role);
     let (a_addr, a) = spawn_for_test(station("a", StationRole::SubmitOnly))
         .await
         .unwrap();
@@ -64,23 +44,9 @@ async fn job_from_a_runs_on_b_and_output_returns() {
     std::fs::write(work.join("in.txt"), "station a").unwrap();
     let text = "executable = run.sh\ntransfer_input_files = in.txt\n\
                 transfer_output_files = out.txt\noutput = stdout.txt\nlog = job.log\nqueue\n";
-    let sub = parse_submit(text, &SubmitContext::new("job.sub", "alice")).unwrap();
-    let token = key.sign(&Claims {
-        subject: "alice".into(),
-        role: Role::User,
-        issued_at: 0,
-        expires_at: None,
-        token_id: "alice".into(),
-    });
+    let token = sign(&key, "alice", Role::User, "alice");
     let client = StationClient::new(format!("http://{a_addr}"), token).unwrap();
-    let resp = client
-        .submit(&SubmitBody {
-            protocol: PROTOCOL_VERSION,
-            submission: sub,
-            submit_dir: Some(work.to_string_lossy().into_owned()),
-        })
-        .await
-        .unwrap();
+    let resp = submit(&client, text, &work).await;
     let id = resp.jobs[0].to_string();
 
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -7,10 +7,8 @@
 
 use gleaner_coordinator::CoordinatorConfig;
 use gleaner_coordinator::matchmaker::AdsView;
-use gleaner_proto::api::SubmitBody;
-use gleaner_proto::auth::{ClaimTicket, Claims, Role, load_or_create_pool_key};
+use gleaner_proto::auth::{ClaimTicket, Role};
 use gleaner_proto::job::{JobDescription, JobId, JobState};
-use gleaner_proto::submit::{SubmitContext, parse_submit};
 use gleaner_proto::wire::{PROTOCOL_VERSION, PlacementRequest, PlacementResponse, RejectReason};
 use gleaner_station::client::{JobQuery, StationClient};
 use gleaner_station::daemon::config::{StationConfig, StationRole};
@@ -20,36 +18,24 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
+mod common;
+use common::{coordinator_config, place, pool_key, pool_station, shared_tempdir, sign, unix_now};
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn jobs_run_only_where_allowed_and_licences_hold() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = shared_tempdir();
     let root = dir.path();
-    std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let key_path = root.join("pool.key");
-    let key = load_or_create_pool_key(&key_path).unwrap();
+    let (key_path, key) = pool_key(root);
 
     let coord = gleaner_coordinator::spawn_for_test(CoordinatorConfig {
-        state_dir: root.join("coord"),
-        pool_key: key_path.clone(),
-        scheduling_interval_secs: 0.2,
-        advertise_period_secs: 1,
-        startup_grace_secs: Some(0.0),
         licences: BTreeMap::from([("matlab".to_string(), 2)]),
-        ..Default::default()
+        ..coordinator_config(root, &key_path)
     })
     .await
     .unwrap();
     let coord_url = format!("http://{}", coord.addr());
 
     let station = |name: &str, role, memory: u64, attrs: &[(&str, &str)], policy| StationConfig {
-        name: name.into(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        state_dir: root.join(name),
-        pool_key: key_path.clone(),
-        coordinator: coord_url.clone(),
-        role,
-        advertise_secs: 1,
-        placement_interval_secs: 0.0,
         cpus: Some(2),
         memory_mb: Some(memory),
         speed: Some(1.0),
@@ -58,7 +44,7 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         policy,
-        ..Default::default()
+        ..pool_station(root, &key_path, &coord_url, name, role)
     };
     let (home_addr, home) = spawn_for_test(station(
         "home",
@@ -110,29 +96,9 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
     let work = root.join("work");
     std::fs::create_dir_all(&work).unwrap();
     std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let token = key.sign(&Claims {
-        subject: "alice".into(),
-        role: Role::User,
-        issued_at: 0,
-        expires_at: None,
-        token_id: "alice".into(),
-    });
+    let token = sign(&key, "alice", Role::User, "alice");
     let client = StationClient::new(format!("http://{home_addr}"), token.clone()).unwrap();
-    let submit = |text: &'static str| {
-        let client = &client;
-        let work = &work;
-        async move {
-            let sub = parse_submit(text, &SubmitContext::new("job.sub", "alice")).unwrap();
-            client
-                .submit(&SubmitBody {
-                    protocol: PROTOCOL_VERSION,
-                    submission: sub,
-                    submit_dir: Some(work.to_string_lossy().into_owned()),
-                })
-                .await
-                .unwrap()
-        }
-    };
+    let submit = |text: &'static str| common::submit(&client, text, &work);
     let licensed = submit(
         "executable = /bin/sleep\narguments = 1.5\ntransfer_executable = false\n\
          requirements = HasMatlab =?= true\nconcurrency_limits = MATLAB\nqueue 5\n",
@@ -202,10 +168,7 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
 
     // The host enforces its policy too: a placement for a denied user,
     // with a valid claim, is refused by the starter itself.
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
+    let now = unix_now();
     let claim = key.sign_claim(&ClaimTicket::new("plain", "home", now, now + 600, "t-1"));
     let mut d = JobDescription::new("mallory", "/bin/true");
     d.request_memory_mb = Some(4096);
@@ -220,23 +183,9 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
         run_count: 0,
         lease_secs: None,
     };
-    let daemon = key.sign(&Claims {
-        subject: "station@home".into(),
-        role: Role::Daemon,
-        issued_at: 0,
-        expires_at: None,
-        token_id: "station-home".into(),
-    });
-    let resp: PlacementResponse = reqwest::Client::new()
-        .post(format!("http://{}/v1/place", addrs["plain"]))
-        .bearer_auth(daemon)
-        .json(&req)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let daemon = sign(&key, "station@home", Role::Daemon, "station-home");
+    let resp: PlacementResponse =
+        place(&reqwest::Client::new(), addrs["plain"], &daemon, &req).await;
     match resp {
         PlacementResponse::Rejected { reason, message } => {
             assert_eq!(reason, RejectReason::RequirementsUnmet);

@@ -19,7 +19,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post, put};
-use gleaner_proto::auth::{ClaimTicket, Claims, PoolKey, Role, load_or_create_pool_key};
+use gleaner_proto::auth::{ClaimTicket, PoolKey, Role};
 use gleaner_proto::job::{JobDescription, JobEventKind, JobId};
 use gleaner_proto::wire::{JobStatusReport, PlacementRequest, PlacementResponse};
 use gleaner_station::daemon::config::{ActivitySource, StationConfig, StationRole};
@@ -29,13 +29,14 @@ use gleaner_station::isolation::{
     CgroupConfig, CgroupLayout, CgroupManager, CgroupMode, CgroupSettings,
 };
 use std::net::SocketAddr;
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::serial_lock;
+use common::{
+    alive, place, pool_key, proc_stat as stat, serial_lock, serve, shared_tempdir, sign, unix_now,
+};
 
 const BUSY: &str = "#!/bin/sh\nwhile :; do :; done\n";
 const HOST: &str = "owned-host";
@@ -74,10 +75,7 @@ async fn shadow(rec: Shared) -> String {
         .route("/v1/shadow/{job}/files/{name}", put(file))
         .route("/v1/jobs/{job}/status", post(status))
         .with_state(rec);
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
-    format!("http://{addr}")
+    serve(app).await
 }
 
 struct Env {
@@ -99,11 +97,9 @@ impl Env {
     }
 
     async fn start_with(test: &str, policy: &str, tweak: impl FnOnce(&mut StationConfig)) -> Env {
-        let dir = tempfile::tempdir().unwrap();
         // Guests run as `nobody` under root: let them reach their sandbox.
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let key_path = dir.path().join("pool.key");
-        let key = load_or_create_pool_key(&key_path).unwrap();
+        let dir = shared_tempdir();
+        let (key_path, key) = pool_key(dir.path());
         let activity = dir.path().join("activity");
         let root = nix::unistd::geteuid().is_root();
         let parent = format!("gleaner-test-{}-daemon-{test}", std::process::id());
@@ -165,13 +161,7 @@ impl Env {
     }
 
     fn token(&self) -> String {
-        self.key.sign(&Claims {
-            subject: "station@home".into(),
-            role: Role::Daemon,
-            issued_at: 0,
-            expires_at: None,
-            token_id: "home".into(),
-        })
+        sign(&self.key, "station@home", Role::Daemon, "home")
     }
 
     async fn place(&self, job: JobId) {
@@ -186,10 +176,7 @@ impl Env {
     }
 
     async fn try_place(&self, job: JobId) -> PlacementResponse {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
+        let now = unix_now();
         let claim = self.key.sign_claim(&ClaimTicket {
             kind: ClaimTicket::KIND.into(),
             host: HOST.into(),
@@ -212,16 +199,7 @@ impl Env {
             run_count: 0,
             lease_secs: None,
         };
-        self.http
-            .post(format!("http://{}/v1/place", self.addr))
-            .bearer_auth(self.token())
-            .json(&req)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        place(&self.http, self.addr, &self.token(), &req).await
     }
 
     async fn guests(&self) -> Vec<GuestListing> {
@@ -303,20 +281,6 @@ impl Env {
             let _ = m.remove_parent();
         }
     }
-}
-
-/// (utime+stime ticks, scheduling policy, state letter) of a process.
-fn stat(pid: i32) -> Option<(u64, u32, char)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = s.rsplit_once(')')?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let state = f.first()?.chars().next()?;
-    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    Some((ticks, f.get(38)?.parse().ok()?, state))
-}
-
-fn alive(pid: i32) -> bool {
-    stat(pid).is_some_and(|(_, _, s)| s != 'Z')
 }
 
 async fn until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {

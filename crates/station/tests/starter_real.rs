@@ -22,13 +22,12 @@ use gleaner_station::daemon::starter::{
 };
 use gleaner_station::isolation::{CgroupConfig, CgroupLayout, CgroupManager, RemoveOnDrop};
 use std::collections::{BTreeMap, HashMap};
-use std::os::unix::fs::PermissionsExt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 mod common;
-use common::serial_lock;
+use common::{alive, proc_stat, serial_lock, serve, shared_tempdir};
 
 #[derive(Default)]
 struct Rec {
@@ -84,13 +83,6 @@ async fn status(State(s): State<Shared>, Json(r): Json<JobStatusReport>) -> Stat
     StatusCode::NO_CONTENT
 }
 
-async fn serve(app: Router) -> String {
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
-    format!("http://{addr}")
-}
-
 async fn shadow(rec: Shared) -> String {
     let app = Router::new()
         .route("/v1/shadow/{job}/input/{name}", get(input))
@@ -140,9 +132,8 @@ fn cgroups(name: &str) -> Option<CgroupManager> {
 }
 
 async fn env(policy: EvictionPolicy, owner: OwnerState, cg: Option<CgroupManager>) -> Env {
-    let dir = tempfile::tempdir().unwrap();
     // The guest user (nobody when root) must reach its sandbox.
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = shared_tempdir();
     let rec: Shared = Arc::default();
     let url = shadow(rec.clone()).await;
     let (tx, rx) = watch::channel(owner);
@@ -231,22 +222,7 @@ async fn guest_pid(env: &Env) -> i32 {
 
 /// (utime + stime ticks, scheduling policy) of a process.
 fn stat(pid: i32) -> Option<(u64, u32)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = s.rsplit_once(')')?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // Fields counted from 3 (state): utime 14, stime 15, policy 41.
-    let ticks = f[11].parse::<u64>().ok()? + f[12].parse::<u64>().ok()?;
-    Some((ticks, f[38].parse().ok()?))
-}
-
-fn alive(pid: i32) -> bool {
-    // A zombie still has /proc; state Z counts as gone.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            !s.rsplit_once(')')
-                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
+    proc_stat(pid).map(|(ticks, policy, _)| (ticks, policy))
 }
 
 const BUSY: &str = "#!/bin/sh\nwhile :; do :; done\n";

@@ -169,6 +169,31 @@ fn running_here(st: &Station, r: &crate::queue::JobRecord) -> bool {
     matches!(r.state, JobState::Running | JobState::Suspended) || st.placing().contains(&r.id)
 }
 
+/// The job a checkpoint upload or fetch names, for a daemon token and a job
+/// that runs here; otherwise the refusal ends with `refused`. Counts as a
+/// sign of life for the job's checkpoint lease.
+fn checkpoint_job(
+    st: &Station,
+    claims: &Claims,
+    id: &str,
+    refused: &str,
+) -> Result<JobId, ApiError> {
+    require_daemon(claims)?;
+    let id = parse_job_id(id)?;
+    let r = st
+        .queue()
+        .get(id)?
+        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no such job {id}")))?;
+    if !running_here(st, &r) {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!("job {id} is {}: {refused}", r.state),
+        ));
+    }
+    st.ckpt.touch(id);
+    Ok(id)
+}
+
 /// Records a refused checkpoint in the history and the user log.
 fn record_rejection(st: &Station, id: JobId, why: &str) {
     let at = now();
@@ -189,19 +214,7 @@ async fn store_checkpoint(
     Path(id): Path<String>,
     body: Body,
 ) -> Result<Json<StoredResponse>, ApiError> {
-    require_daemon(&claims)?;
-    let id = parse_job_id(&id)?;
-    let r = st
-        .queue()
-        .get(id)?
-        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no such job {id}")))?;
-    if !running_here(&st, &r) {
-        return Err(ApiError::new(
-            ErrorCode::Conflict,
-            format!("job {id} is {}: not accepting checkpoints", r.state),
-        ));
-    }
-    st.ckpt.touch(id);
+    let id = checkpoint_job(&st, &claims, &id, "not accepting checkpoints")?;
     let dir = ckpt_dir(&st, id);
     std::fs::create_dir_all(&dir).map_err(|e| internal("cannot create checkpoint dir", e))?;
     let tmp = dir.join(format!(
@@ -308,19 +321,7 @@ async fn fetch_checkpoint(
     Extension(claims): Extension<Claims>,
     Path(id): Path<String>,
 ) -> Result<axum::response::Response, ApiError> {
-    require_daemon(&claims)?;
-    let id = parse_job_id(&id)?;
-    let r = st
-        .queue()
-        .get(id)?
-        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no such job {id}")))?;
-    if !running_here(&st, &r) {
-        return Err(ApiError::new(
-            ErrorCode::Conflict,
-            format!("job {id} is {}: no checkpoint to restore", r.state),
-        ));
-    }
-    st.ckpt.touch(id);
+    let id = checkpoint_job(&st, &claims, &id, "no checkpoint to restore")?;
     let st2 = st.clone();
     let best = tokio::task::spawn_blocking(move || best_checkpoint(&st2, id))
         .await

@@ -1166,6 +1166,19 @@ mod tests {
             .unwrap();
     }
 
+    /// Submits DIAMOND as alice at t(0); the DAG's id.
+    fn submit_diamond(q: &mut JobQueue, dir: &std::path::Path) -> u64 {
+        submit(q, "alice", body(DIAMOND, dir), t(0)).unwrap().id
+    }
+
+    /// Runs `node`'s current job at t(`at`) and completes it one second
+    /// later with `code`.
+    fn run_to_exit(q: &mut JobQueue, dag: u64, node: &str, code: i32, at: u64) {
+        let j = job_of(q, dag, node).unwrap();
+        run(q, j, t(at));
+        complete(q, j, code, t(at + 1));
+    }
+
     const DIAMOND: &str = "JOB a a.sub\nJOB b b.sub\nJOB c c.sub\nJOB d d.sub\n\
                            PARENT a CHILD b\nPRIORITY_PARENT b CHILD c\nPARENT b c CHILD d\nRETRY b 1\n";
 
@@ -1173,9 +1186,7 @@ mod tests {
     fn data_and_priority_eligibility_against_the_queue() {
         let dir = tempfile::tempdir().unwrap();
         let mut q = open(dir.path());
-        let id = submit(&mut q, "alice", body(DIAMOND, dir.path()), t(0))
-            .unwrap()
-            .id;
+        let id = submit_diamond(&mut q, dir.path());
         let rd = dir.path().join("rescue");
         // Only the root is submitted.
         let r = tick(&mut q, t(1), &rd).unwrap();
@@ -1214,9 +1225,7 @@ mod tests {
         complete(&mut q, c, 0, t(14));
         let r = tick(&mut q, t(15), &rd).unwrap();
         assert_eq!(r.submitted[0].1, "d");
-        let d = job_of(&mut q, id, "d").unwrap();
-        run(&mut q, d, t(16));
-        complete(&mut q, d, 0, t(17));
+        run_to_exit(&mut q, id, "d", 0, 16);
         let r = tick(&mut q, t(18), &rd).unwrap();
         assert_eq!(r.finished, vec![(id, DagState::Done)]);
         let s = status_one(&mut q, id).unwrap().unwrap();
@@ -1229,14 +1238,10 @@ mod tests {
     fn failure_without_retries_fails_the_dag_and_writes_a_rescue() {
         let dir = tempfile::tempdir().unwrap();
         let mut q = open(dir.path());
-        let id = submit(&mut q, "alice", body(DIAMOND, dir.path()), t(0))
-            .unwrap()
-            .id;
+        let id = submit_diamond(&mut q, dir.path());
         let rd = dir.path().join("rescue");
         tick(&mut q, t(1), &rd).unwrap();
-        let a = job_of(&mut q, id, "a").unwrap();
-        run(&mut q, a, t(2));
-        complete(&mut q, a, 1, t(3));
+        run_to_exit(&mut q, id, "a", 1, 2);
         let r = tick(&mut q, t(4), &rd).unwrap();
         assert_eq!(r.finished, vec![(id, DagState::Failed)]);
         let s = status_one(&mut q, id).unwrap().unwrap();
@@ -1257,13 +1262,9 @@ mod tests {
         let rd = dir.path().join("rescue");
         let id = {
             let mut q = open(dir.path());
-            let id = submit(&mut q, "alice", body(DIAMOND, dir.path()), t(0))
-                .unwrap()
-                .id;
+            let id = submit_diamond(&mut q, dir.path());
             tick(&mut q, t(1), &rd).unwrap();
-            let a = job_of(&mut q, id, "a").unwrap();
-            run(&mut q, a, t(2));
-            complete(&mut q, a, 0, t(3));
+            run_to_exit(&mut q, id, "a", 0, 2);
             tick(&mut q, t(4), &rd).unwrap();
             let b = job_of(&mut q, id, "b").unwrap();
             run(&mut q, b, t(5));
@@ -1289,14 +1290,10 @@ mod tests {
     fn remove_then_resubmit_the_rescue_skips_done_nodes() {
         let dir = tempfile::tempdir().unwrap();
         let mut q = open(dir.path());
-        let id = submit(&mut q, "alice", body(DIAMOND, dir.path()), t(0))
-            .unwrap()
-            .id;
+        let id = submit_diamond(&mut q, dir.path());
         let rd = dir.path().join("rescue");
         tick(&mut q, t(1), &rd).unwrap();
-        let a = job_of(&mut q, id, "a").unwrap();
-        run(&mut q, a, t(2));
-        complete(&mut q, a, 0, t(3));
+        run_to_exit(&mut q, id, "a", 0, 2);
         tick(&mut q, t(4), &rd).unwrap();
         let b = job_of(&mut q, id, "b").unwrap();
         let (removed, rescue) = remove(&mut q, id, "alice", t(5), &rd).unwrap();

@@ -502,24 +502,36 @@ mod tests {
         assert!(bad.validate().is_err());
     }
 
+    /// Only the FILE source at `f`, no idle wait, a sample an hour apart
+    /// when available: activity events, not samples, move the detector.
+    fn file_config(f: &Path) -> OwnerWatchConfig {
+        OwnerWatchConfig {
+            sources: vec![SourceKind::File],
+            activity_file: Some(f.to_path_buf()),
+            idle_wait_secs: Some(0.0),
+            sample_period_av_secs: Some(3600.0),
+            ..Default::default()
+        }
+    }
+
+    fn file_loop(cfg: &OwnerWatchConfig, poll: Duration) -> WatchLoop<Shifted> {
+        WatchLoop::new(
+            cfg.build_monitor(None),
+            cfg.detector_config(),
+            Shifted(Cell::new(0)),
+            poll,
+        )
+    }
+
     #[test]
     fn file_write_wakes_the_loop_before_the_sample() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("activity");
         let cfg = OwnerWatchConfig {
-            sources: vec![SourceKind::File],
-            activity_file: Some(f.clone()),
-            idle_wait_secs: Some(0.0),
-            sample_period_av_secs: Some(3600.0),
             sample_period_na_secs: Some(3600.0),
-            ..Default::default()
+            ..file_config(&f)
         };
-        let mut lp = WatchLoop::new(
-            cfg.build_monitor(None),
-            cfg.detector_config(),
-            Shifted(Cell::new(0)),
-            Duration::from_secs(60),
-        );
+        let mut lp = file_loop(&cfg, Duration::from_secs(60));
         // First sample: no input, no CPU source → quiet → AV at once.
         assert!(lp.sample_if_due());
         assert_eq!(lp.state(), OwnerState::Av);
@@ -541,19 +553,7 @@ mod tests {
     fn old_timestamps_are_not_activity_events() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("activity");
-        let cfg = OwnerWatchConfig {
-            sources: vec![SourceKind::File],
-            activity_file: Some(f.clone()),
-            idle_wait_secs: Some(0.0),
-            sample_period_av_secs: Some(3600.0),
-            ..Default::default()
-        };
-        let mut lp = WatchLoop::new(
-            cfg.build_monitor(None),
-            cfg.detector_config(),
-            Shifted(Cell::new(0)),
-            Duration::from_millis(50),
-        );
+        let mut lp = file_loop(&file_config(&f), Duration::from_millis(50));
         lp.sample_if_due();
         assert_eq!(lp.state(), OwnerState::Av);
         // An hour-old report: new information, but not presence now.

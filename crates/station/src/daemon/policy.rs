@@ -174,19 +174,21 @@ mod tests {
         format!("{day} 00:00-24:00")
     }
 
+    /// Waits (at most 10 s) for the gate's output to become `want`.
+    async fn reaches(rx: &mut watch::Receiver<OwnerState>, want: OwnerState) {
+        tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|s| *s == want))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+
     #[tokio::test]
     async fn a_closed_window_reads_as_the_owner_being_back() {
         let (_stop_tx, stop) = watch::channel(false);
         let (raw_tx, raw_rx) = watch::channel(OwnerState::Av);
         let (out_tx, mut out_rx) = watch::channel(OwnerState::Av);
         let gate = spawn_window_gate(vec![closed_window()], raw_rx, out_tx, stop.clone());
-        tokio::time::timeout(
-            Duration::from_secs(10),
-            out_rx.wait_for(|s| *s == OwnerState::Na),
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        reaches(&mut out_rx, OwnerState::Na).await;
         gate.abort();
         // An open window passes the activity source through.
         let (out_tx, mut out_rx) = watch::channel(OwnerState::Av);
@@ -197,21 +199,9 @@ mod tests {
             stop,
         );
         raw_tx.send(OwnerState::Na).unwrap();
-        tokio::time::timeout(
-            Duration::from_secs(10),
-            out_rx.wait_for(|s| *s == OwnerState::Na),
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        reaches(&mut out_rx, OwnerState::Na).await;
         raw_tx.send(OwnerState::Av).unwrap();
-        tokio::time::timeout(
-            Duration::from_secs(10),
-            out_rx.wait_for(|s| *s == OwnerState::Av),
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        reaches(&mut out_rx, OwnerState::Av).await;
         gate.abort();
     }
 

@@ -1,6 +1,18 @@
-//! Helpers shared by the station's real-process test files.
+//! Helpers shared by the station's real-process test files. Each test file
+//! that says `mod common;` compiles its own copy and uses only part of it.
+#![allow(dead_code)]
 
+use gleaner_coordinator::CoordinatorConfig;
+use gleaner_proto::api::SubmitBody;
+use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
+use gleaner_proto::submit::{SubmitContext, parse_submit};
+use gleaner_proto::wire::{PROTOCOL_VERSION, PlacementRequest, PlacementResponse, SubmitResponse};
+use gleaner_station::client::StationClient;
+use gleaner_station::daemon::config::{StationConfig, StationRole};
+use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 /// Real-process tests run one at a time, also across test processes
 /// (nextest runs each test in its own process): they measure CPU shares, and
@@ -16,4 +28,128 @@ pub fn serial_lock() -> std::fs::File {
     // SAFETY: flock on a descriptor we own.
     assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
     f
+}
+
+/// A temporary directory guests can traverse: they may run as `nobody`
+/// (under root) and must reach their sandboxes below it.
+pub fn shared_tempdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// The pool key at `root/pool.key` (created): its path and the key.
+pub fn pool_key(root: &Path) -> (PathBuf, PoolKey) {
+    let key_path = root.join("pool.key");
+    let key = load_or_create_pool_key(&key_path).unwrap();
+    (key_path, key)
+}
+
+/// A token that never expires.
+pub fn sign(key: &PoolKey, subject: &str, role: Role, token_id: &str) -> String {
+    key.sign(&Claims {
+        subject: subject.into(),
+        role,
+        issued_at: 0,
+        expires_at: None,
+        token_id: token_id.into(),
+    })
+}
+
+/// A coordinator that schedules often and starts at once, state under
+/// `root/coord`.
+pub fn coordinator_config(root: &Path, key_path: &Path) -> CoordinatorConfig {
+    CoordinatorConfig {
+        state_dir: root.join("coord"),
+        pool_key: key_path.to_path_buf(),
+        scheduling_interval_secs: 0.2,
+        advertise_period_secs: 1,
+        startup_grace_secs: Some(0.0),
+        ..Default::default()
+    }
+}
+
+/// A station of the test pool on loopback, state under `root/<name>`, that
+/// advertises every second and places at once.
+pub fn pool_station(
+    root: &Path,
+    key_path: &Path,
+    coordinator: &str,
+    name: &str,
+    role: StationRole,
+) -> StationConfig {
+    StationConfig {
+        name: name.into(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        state_dir: root.join(name),
+        pool_key: key_path.to_path_buf(),
+        coordinator: coordinator.into(),
+        role,
+        advertise_secs: 1,
+        placement_interval_secs: 0.0,
+        ..Default::default()
+    }
+}
+
+/// Submits a submit file's text as alice from the submit directory `work`.
+pub async fn submit(client: &StationClient, text: &str, work: &Path) -> SubmitResponse {
+    let sub = parse_submit(text, &SubmitContext::new("job.sub", "alice")).unwrap();
+    client
+        .submit(&SubmitBody {
+            protocol: PROTOCOL_VERSION,
+            submission: sub,
+            submit_dir: Some(work.to_string_lossy().into_owned()),
+        })
+        .await
+        .unwrap()
+}
+
+/// Seconds since the Unix epoch, for claim tickets.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// Posts a placement to a station's `/v1/place` with a daemon token.
+pub async fn place(
+    http: &reqwest::Client,
+    station: SocketAddr,
+    token: &str,
+    req: &PlacementRequest,
+) -> PlacementResponse {
+    http.post(format!("http://{station}/v1/place"))
+        .bearer_auth(token)
+        .json(req)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Serves `app` on a free loopback port; its base URL.
+pub async fn serve(app: axum::Router) -> String {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+/// (utime + stime ticks, scheduling policy, state letter) of a process.
+pub fn proc_stat(pid: i32) -> Option<(u64, u32, char)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = s.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Fields counted from 3 (state): utime 14, stime 15, policy 41.
+    let state = f.first()?.chars().next()?;
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some((ticks, f.get(38)?.parse().ok()?, state))
+}
+
+/// A zombie still has /proc; state Z counts as gone.
+pub fn alive(pid: i32) -> bool {
+    proc_stat(pid).is_some_and(|(_, _, s)| s != 'Z')
 }
