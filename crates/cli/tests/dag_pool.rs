@@ -4,9 +4,11 @@
 //! dependency order, checked from the jobs' start and finish times; bad DAG
 //! files are refused with file:line and submit nothing.
 
+mod common;
 mod dag_common;
 
-use dag_common::{Pool, glean, shared_dir, wait_dag};
+use common::shared_dir;
+use dag_common::{Pool, glean, wait_dag};
 use std::collections::BTreeMap;
 
 /// 20 nodes: r → a1..a4 → b1..b8 → c1..c4 → s1, s2 → z, with priority

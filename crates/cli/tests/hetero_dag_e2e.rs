@@ -10,63 +10,19 @@
 //! so the licence limit and the placements are also checked from the
 //! guests' side, and the DAG's dependency order from its timestamps.
 
-mod dag_common;
+mod common;
 
-use dag_common::{glean_bin, glean_in, shared_dir};
+use common::{Daemons, free_port, glean_in, shared_dir, sign_token, spawn};
 use gleaner_coordinator::matchmaker::AdsView;
 use gleaner_proto::api::JobInfo;
-use gleaner_proto::auth::{Claims, Role, load_or_create_pool_key};
+use gleaner_proto::auth::{Role, load_or_create_pool_key};
 use gleaner_proto::job::JobState;
 use gleaner_station::client::StationClient;
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-/// Child daemons, killed on drop.
-struct Daemons(Vec<Child>);
-impl Drop for Daemons {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn spawn(what: &str, config: &Path, log: &Path, port: u16) -> Child {
-    let out = std::fs::File::create(log).unwrap();
-    let mut c = Command::new(glean_bin())
-        .arg(what)
-        .arg("--config")
-        .arg(config)
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .env("GLEAN_LOG", "info")
-        .spawn()
-        .unwrap();
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        assert!(
-            c.try_wait().unwrap().is_none(),
-            "{what} exited; see {}",
-            log.display()
-        );
-        assert!(Instant::now() < deadline, "{what} did not listen");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    c
-}
 
 /// The three execute stations: name, memory (MiB), `[attrs]`, `[policy]`.
 /// big has everything; small has the licensed program but little memory;
@@ -266,13 +222,7 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
         format!("station = \"http://127.0.0.1:{p0}\"\ncoordinator = \"{coord_url}\"\n"),
     )
     .unwrap();
-    let token = key.sign(&Claims {
-        subject: "alice".into(),
-        role: Role::User,
-        issued_at: 1,
-        expires_at: None,
-        token_id: "alice-test".into(),
-    });
+    let token = sign_token(&key, "alice", Role::User, 1, "alice-test");
     std::fs::write(home.join("token"), &token).unwrap();
 
     // Each guest writes `<start ns> <end ns> <sandbox>` for its node into a

@@ -1,34 +1,15 @@
 //! A personal pool for the `glean dag` tests.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use crate::common::{UpProcess, free_base_port, glean_in, spawn_up, wait_pool_up};
+use std::path::PathBuf;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
-
-pub fn glean_bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("glean")
-}
-
-/// A base port with its neighbours free (the pool uses P and P+2..P+N+1).
-fn free_base_port(n: u16) -> u16 {
-    for _ in 0..50 {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let p = l.local_addr().unwrap().port();
-        drop(l);
-        if p > 60000 {
-            continue;
-        }
-        let ok = (0..n + 2).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok());
-        if ok {
-            return p;
-        }
-    }
-    panic!("no free port range");
-}
 
 /// `glean up` in a temporary directory; stopped with SIGINT on drop.
 pub struct Pool {
-    child: Child,
+    // Declared first so the pool stops before its directory goes.
+    up: UpProcess,
     pub tmp: tempfile::TempDir,
 }
 
@@ -37,28 +18,10 @@ impl Pool {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
         std::fs::create_dir_all(tmp.path().join("work")).unwrap();
-        let port = free_base_port(stations);
-        let child = Command::new(glean_bin())
-            .args([
-                "up",
-                "--stations",
-                &stations.to_string(),
-                "--interval",
-                "1",
-                "--port",
-                &port.to_string(),
-            ])
-            .env("GLEAN_HOME", &home)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let pool = Pool { child, tmp };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !home.join("pool.toml").exists() {
-            assert!(Instant::now() < deadline, "pool did not come up");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let port = free_base_port(stations + 2);
+        let up = UpProcess(spawn_up(&home, stations, port, Stdio::null()));
+        let pool = Pool { up, tmp };
+        wait_pool_up(&home);
         pool
     }
 
@@ -71,43 +34,8 @@ impl Pool {
     }
 }
 
-impl Drop for Pool {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 pub fn glean(pool: &Pool, args: &[&str]) -> Output {
     glean_in(&pool.home(), &pool.work(), args)
-}
-
-pub fn glean_in(home: &Path, dir: &Path, args: &[&str]) -> Output {
-    Command::new(glean_bin())
-        .args(args)
-        .env("GLEAN_HOME", home)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
-
-/// A directory every guest may write to: guests run as another user and
-/// cannot enter the test's private temporary directory.
-pub fn shared_dir() -> tempfile::TempDir {
-    use std::os::unix::fs::PermissionsExt;
-    let d = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    d
 }
 
 /// `glean dag status ID --json`.
