@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{Daemons, free_port, glean_in, shared_dir, sign_token, spawn};
-use gleaner_proto::auth::{Role, load_or_create_pool_key};
+use common::{Daemons, UserDirs, free_port, glean_in, shared_dir, sign_token, spawn};
+use gleaner_proto::auth::Role;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -38,11 +38,12 @@ fn status(home: &Path, work: &Path) -> serde_json::Value {
 #[test]
 fn killed_home_station_resumes_its_dag() {
     let tmp = tempfile::tempdir().unwrap();
-    let (home, work) = (tmp.path().join("home"), tmp.path().join("work"));
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
-    let key_path = tmp.path().join("pool.key");
-    let key = load_or_create_pool_key(&key_path).unwrap();
+    let UserDirs {
+        home,
+        work,
+        key_path,
+        key,
+    } = UserDirs::new(tmp.path());
     let (pc, p0, p1) = (free_port(), free_port(), free_port());
     std::fs::write(
         home.join("pool.toml"),

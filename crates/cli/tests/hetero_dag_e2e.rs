@@ -11,11 +11,13 @@
 //! guests' side, and the DAG's dependency order from its timestamps.
 
 mod common;
+mod dag_common;
 
-use common::{Daemons, free_port, glean_in, shared_dir, sign_token, spawn};
+use common::{Daemons, UserDirs, free_port, glean_in, shared_dir, sign_token, spawn};
+use dag_common::{TWENTY_NODE_EDGES, assert_dependency_order};
 use gleaner_coordinator::matchmaker::AdsView;
 use gleaner_proto::api::JobInfo;
-use gleaner_proto::auth::{Role, load_or_create_pool_key};
+use gleaner_proto::auth::Role;
 use gleaner_proto::job::JobState;
 use gleaner_station::client::StationClient;
 use std::collections::{BTreeMap, BTreeSet};
@@ -113,24 +115,6 @@ const NODES: [(&str, &str); 20] = [
     ("z", "any"),
 ];
 
-const EDGES: &str = "\
-PARENT r CHILD a1 a2 a3 a4
-PRIORITY_PARENT a1 CHILD a2
-PRIORITY_PARENT a2 CHILD a3
-PARENT a1 CHILD b1 b2
-PARENT a2 CHILD b3 b4
-PARENT a3 CHILD b5 b6
-PARENT a4 CHILD b7 b8
-PRIORITY_PARENT b1 CHILD b3 b5 b7
-PARENT b1 b2 CHILD c1
-PARENT b3 b4 CHILD c2
-PARENT b5 b6 CHILD c3
-PARENT b7 b8 CHILD c4
-PARENT c1 c2 CHILD s1
-PARENT c3 c4 CHILD s2
-PARENT s1 s2 CHILD z
-";
-
 /// What the sampler saw.
 #[derive(Default)]
 struct Seen {
@@ -142,11 +126,12 @@ struct Seen {
 #[test]
 fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
     let tmp = tempfile::tempdir().unwrap();
-    let (home, work) = (tmp.path().join("home"), tmp.path().join("work"));
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
-    let key_path = tmp.path().join("pool.key");
-    let key = load_or_create_pool_key(&key_path).unwrap();
+    let UserDirs {
+        home,
+        work,
+        key_path,
+        key,
+    } = UserDirs::new(tmp.path());
     let pc = free_port();
     let coord_url = format!("http://127.0.0.1:{pc}");
 
@@ -253,7 +238,7 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
     for (n, kind) in NODES {
         dag.push_str(&format!("JOB {n} {kind}.sub\nVARS {n} node=\"{n}\"\n"));
     }
-    dag.push_str(EDGES);
+    dag.push_str(TWENTY_NODE_EDGES);
     std::fs::write(work.join("hetero.dag"), dag).unwrap();
 
     // Wait until the coordinator has all three execute stations' ads, so
@@ -389,37 +374,9 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
     assert!(seen.running_seen > 0, "the sampler never saw a running job");
 
     // Dependency order, from the DAG's own timestamps.
-    let nodes: BTreeMap<String, serde_json::Value> = s["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| (n["name"].as_str().unwrap().to_string(), n.clone()))
-        .collect();
-    assert_eq!(nodes.len(), 20);
-    let t = |n: &serde_json::Value, k: &str| -> u64 {
-        n[k].as_u64()
-            .unwrap_or_else(|| panic!("{} has no {k}: {n}", n["name"]))
-    };
-    for (name, n) in &nodes {
-        assert_eq!(n["status"], "done", "{name}: {n}");
+    assert_dependency_order(&s, 20, |n| {
         assert_eq!(n["clusters"].as_array().map(Vec::len), Some(1), "{n}");
-        for p in n["data_parents"].as_array().unwrap() {
-            let p = &nodes[p.as_str().unwrap()];
-            assert!(
-                t(n, "started_at") >= t(p, "finished_at"),
-                "{name} started before its data parent {} finished",
-                p["name"]
-            );
-        }
-        for p in n["priority_parents"].as_array().unwrap() {
-            let p = &nodes[p.as_str().unwrap()];
-            assert!(
-                t(n, "started_at") >= t(p, "started_at"),
-                "{name} started before its priority parent {} started",
-                p["name"]
-            );
-        }
-    }
+    });
 
     // The guests' own record: where each ran, and how many licensed ones
     // overlapped in time.

@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{free_port, glean_bin, kill9, sign_token, stop_child};
+use common::{free_port, glean_bin, kill9, sign_token, stop_term};
 use gleaner_proto::api::JobInfo;
 use gleaner_proto::auth::{Role, load_or_create_pool_key};
 use gleaner_proto::job::JobState;
@@ -97,12 +97,7 @@ impl Daemon {
     /// SIGTERM, as an operator stops a daemon; SIGKILL if it lingers.
     fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            stop_child(
-                &mut c,
-                "-TERM",
-                Duration::from_secs(5),
-                Duration::from_millis(50),
-            );
+            stop_term(&mut c);
         }
     }
 }

@@ -3,7 +3,7 @@
 //! uses part of it.
 #![allow(dead_code)]
 
-use gleaner_proto::auth::{Claims, PoolKey, Role};
+use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -51,6 +51,16 @@ pub fn stop_child(c: &mut Child, signal: &str, grace: Duration, poll: Duration) 
     }
     let _ = c.kill();
     let _ = c.wait();
+}
+
+/// SIGTERM, as an operator stops a daemon; SIGKILL after 5 s.
+pub fn stop_term(c: &mut Child) {
+    stop_child(
+        c,
+        "-TERM",
+        Duration::from_secs(5),
+        Duration::from_millis(50),
+    );
 }
 
 /// SIGKILL and reap: no chance to clean up.
@@ -172,4 +182,29 @@ pub fn sign_token(
         expires_at: None,
         token_id: token_id.into(),
     })
+}
+
+/// A user's GLEAN_HOME and submit directory under `root`, and the pool key
+/// at `root/pool.key`.
+pub struct UserDirs {
+    pub home: PathBuf,
+    pub work: PathBuf,
+    pub key_path: PathBuf,
+    pub key: PoolKey,
+}
+
+impl UserDirs {
+    pub fn new(root: &Path) -> UserDirs {
+        let (home, work) = (root.join("home"), root.join("work"));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        let key_path = root.join("pool.key");
+        let key = load_or_create_pool_key(&key_path).unwrap();
+        UserDirs {
+            home,
+            work,
+            key_path,
+            key,
+        }
+    }
 }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use crate::common::{UpProcess, free_base_port, glean_in, spawn_up, wait_pool_up};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
@@ -71,3 +72,65 @@ pub fn wait_dag(pool: &Pool, id: u64, state: &str, secs: u64) -> serde_json::Val
         std::thread::sleep(Duration::from_millis(300));
     }
 }
+
+/// Checks a finished DAG's `glean dag status --json` report `s`: `count`
+/// nodes, every one done (and passing `extra`), none started before a data
+/// parent finished or a priority parent started. Returns the nodes by name.
+pub fn assert_dependency_order(
+    s: &serde_json::Value,
+    count: usize,
+    extra: impl Fn(&serde_json::Value),
+) -> BTreeMap<String, serde_json::Value> {
+    let nodes: BTreeMap<String, serde_json::Value> = s["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["name"].as_str().unwrap().to_string(), n.clone()))
+        .collect();
+    assert_eq!(nodes.len(), count);
+    let t = |n: &serde_json::Value, k: &str| -> u64 {
+        n[k].as_u64()
+            .unwrap_or_else(|| panic!("{} has no {k}: {n}", n["name"]))
+    };
+    for (name, n) in &nodes {
+        assert_eq!(n["status"], "done", "{name}: {n}");
+        extra(n);
+        for p in n["data_parents"].as_array().unwrap() {
+            let p = &nodes[p.as_str().unwrap()];
+            assert!(
+                t(n, "started_at") >= t(p, "finished_at"),
+                "{name} started before its data parent {} finished",
+                p["name"]
+            );
+        }
+        for p in n["priority_parents"].as_array().unwrap() {
+            let p = &nodes[p.as_str().unwrap()];
+            assert!(
+                t(n, "started_at") >= t(p, "started_at"),
+                "{name} started before its priority parent {} started",
+                p["name"]
+            );
+        }
+    }
+    nodes
+}
+
+/// The edges of the 20-node test DAG: r → a1..a4 → b1..b8 → c1..c4 → s1,
+/// s2 → z, with priority chains a1 ⇢ a2 ⇢ a3 and b1 ⇢ b3, b5, b7.
+pub const TWENTY_NODE_EDGES: &str = "\
+PARENT r CHILD a1 a2 a3 a4
+PRIORITY_PARENT a1 CHILD a2
+PRIORITY_PARENT a2 CHILD a3
+PARENT a1 CHILD b1 b2
+PARENT a2 CHILD b3 b4
+PARENT a3 CHILD b5 b6
+PARENT a4 CHILD b7 b8
+PRIORITY_PARENT b1 CHILD b3 b5 b7
+PARENT b1 b2 CHILD c1
+PARENT b3 b4 CHILD c2
+PARENT b5 b6 CHILD c3
+PARENT b7 b8 CHILD c4
+PARENT c1 c2 CHILD s1
+PARENT c3 c4 CHILD s2
+PARENT s1 s2 CHILD z
+";

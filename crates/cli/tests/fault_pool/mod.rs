@@ -10,7 +10,7 @@
 //! measured.
 #![allow(dead_code)]
 
-use crate::common::{free_port, glean_bin, kill9, sign_token, stop_child};
+use crate::common::{free_port, glean_bin, kill9, sign_token, stop_term};
 use gleaner_proto::api::SubmitBody;
 use gleaner_proto::auth::{Role, load_or_create_pool_key};
 use gleaner_proto::job::{JobEventKind, JobState};
@@ -195,12 +195,7 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            stop_child(
-                &mut c,
-                "-TERM",
-                Duration::from_secs(5),
-                Duration::from_millis(50),
-            );
+            stop_term(&mut c);
         }
     }
 }
