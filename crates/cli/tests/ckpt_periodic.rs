@@ -5,6 +5,7 @@
 //! undisturbed run, and a vacate (preemption of the host) costs at most the
 //! work since the last checkpoint because the vacate itself checkpoints.
 
+mod common;
 mod fault_pool;
 use fault_pool::*;
 use gleaner_proto::job::JobEventKind;

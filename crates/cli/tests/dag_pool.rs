@@ -4,14 +4,15 @@
 //! dependency order, checked from the jobs' start and finish times; bad DAG
 //! files are refused with file:line and submit nothing.
 
+mod common;
 mod dag_common;
 
-use dag_common::{Pool, glean, shared_dir, wait_dag};
-use std::collections::BTreeMap;
+use common::shared_dir;
+use dag_common::{Pool, TWENTY_NODE_EDGES, assert_dependency_order, glean, wait_dag};
 
-/// 20 nodes: r → a1..a4 → b1..b8 → c1..c4 → s1, s2 → z, with priority
-/// chains a1 ⇢ a2 ⇢ a3 and b1 ⇢ b3, b5, b7; c2 fails on its first attempt.
-const DAG: &str = "\
+/// The 20 nodes of the test DAG (edges: `TWENTY_NODE_EDGES`); c2 fails on
+/// its first attempt.
+const JOBS: &str = "\
 # 20-node test DAG
 JOB r node.sub
 JOB a1 node.sub
@@ -33,22 +34,6 @@ JOB c4 node.sub
 JOB s1 node.sub
 JOB s2 node.sub
 JOB z node.sub
-PARENT r CHILD a1 a2 a3 a4
-PRIORITY_PARENT a1 CHILD a2
-PRIORITY_PARENT a2 CHILD a3
-PARENT a1 CHILD b1 b2
-PARENT a2 CHILD b3 b4
-PARENT a3 CHILD b5 b6
-PARENT a4 CHILD b7 b8
-PRIORITY_PARENT b1 CHILD b3 b5 b7
-PARENT b1 b2 CHILD c1
-PARENT b3 b4 CHILD c2
-PARENT b5 b6 CHILD c3
-PARENT b7 b8 CHILD c4
-PARENT c1 c2 CHILD s1
-PARENT c3 c4 CHILD s2
-PARENT s1 s2 CHILD z
-RETRY c2 2
 ";
 
 fn vars() -> String {
@@ -103,42 +88,17 @@ fn twenty_node_dag_completes_in_dependency_order() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v.as_array().map(Vec::len), Some(0), "{v}");
 
-    std::fs::write(work.join("big.dag"), format!("{DAG}{}", vars())).unwrap();
+    std::fs::write(
+        work.join("big.dag"),
+        format!("{JOBS}{TWENTY_NODE_EDGES}RETRY c2 2\n{}", vars()),
+    )
+    .unwrap();
     let out = glean(&pool, &["dag", "submit", "big.dag"]);
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("DAG 1 submitted: 20 nodes"));
 
     let s = wait_dag(&pool, 1, "done", 150);
-    let nodes: BTreeMap<String, serde_json::Value> = s["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| (n["name"].as_str().unwrap().to_string(), n.clone()))
-        .collect();
-    assert_eq!(nodes.len(), 20);
-    let t = |n: &serde_json::Value, k: &str| -> u64 {
-        n[k].as_u64()
-            .unwrap_or_else(|| panic!("{} has no {k}: {n}", n["name"]))
-    };
-    for (name, n) in &nodes {
-        assert_eq!(n["status"], "done", "{name}: {n}");
-        for p in n["data_parents"].as_array().unwrap() {
-            let p = &nodes[p.as_str().unwrap()];
-            assert!(
-                t(n, "started_at") >= t(p, "finished_at"),
-                "{name} started before its data parent {} finished",
-                p["name"]
-            );
-        }
-        for p in n["priority_parents"].as_array().unwrap() {
-            let p = &nodes[p.as_str().unwrap()];
-            assert!(
-                t(n, "started_at") >= t(p, "started_at"),
-                "{name} started before its priority parent {} started",
-                p["name"]
-            );
-        }
-    }
+    let nodes = assert_dependency_order(&s, 20, |_| {});
     // c2 failed once and succeeded on its retry: two clusters.
     assert_eq!(nodes["c2"]["failures"], 1);
     assert_eq!(nodes["c2"]["clusters"].as_array().map(Vec::len), Some(2));

@@ -2,9 +2,11 @@
 //! resumes the DAG without rerunning the nodes that were done (real
 //! processes: `glean up --stations 2`).
 
+mod common;
 mod dag_common;
 
-use dag_common::{Pool, dag_status, glean, shared_dir, wait_dag};
+use common::shared_dir;
+use dag_common::{Pool, dag_status, glean, wait_dag};
 use std::time::{Duration, Instant};
 
 #[test]

@@ -2,56 +2,12 @@
 //! DAG when it starts again, without submitting any node twice (separate
 //! `glean coordinator` / `glean station` processes on loopback).
 
-mod dag_common;
+mod common;
 
-use dag_common::{glean_bin, glean_in, shared_dir};
-use gleaner_proto::auth::{Claims, Role, load_or_create_pool_key};
-use std::net::{SocketAddr, TcpStream};
+use common::{Daemons, UserDirs, free_port, glean_in, shared_dir, sign_token, spawn};
+use gleaner_proto::auth::Role;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-/// Child daemons, stopped on drop.
-struct Daemons(Vec<Child>);
-impl Drop for Daemons {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn spawn(what: &str, config: &Path, log: &Path, port: u16) -> Child {
-    let out = std::fs::File::create(log).unwrap();
-    let mut c = Command::new(glean_bin())
-        .arg(what)
-        .arg("--config")
-        .arg(config)
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .env("GLEAN_LOG", "info")
-        .spawn()
-        .unwrap();
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        assert!(
-            c.try_wait().unwrap().is_none(),
-            "{what} exited; see {}",
-            log.display()
-        );
-        assert!(Instant::now() < deadline, "{what} did not listen");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    c
-}
 
 fn station_config(dir: &Path, name: &str, port: u16, coord: u16, key: &Path) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
@@ -82,24 +38,19 @@ fn status(home: &Path, work: &Path) -> serde_json::Value {
 #[test]
 fn killed_home_station_resumes_its_dag() {
     let tmp = tempfile::tempdir().unwrap();
-    let (home, work) = (tmp.path().join("home"), tmp.path().join("work"));
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
-    let key_path = tmp.path().join("pool.key");
-    let key = load_or_create_pool_key(&key_path).unwrap();
+    let UserDirs {
+        home,
+        work,
+        key_path,
+        key,
+    } = UserDirs::new(tmp.path());
     let (pc, p0, p1) = (free_port(), free_port(), free_port());
     std::fs::write(
         home.join("pool.toml"),
         format!("station = \"http://127.0.0.1:{p0}\"\n"),
     )
     .unwrap();
-    let token = key.sign(&Claims {
-        subject: "alice".into(),
-        role: Role::User,
-        issued_at: 1,
-        expires_at: None,
-        token_id: "alice-test".into(),
-    });
+    let token = sign_token(&key, "alice", Role::User, 1, "alice-test");
     std::fs::write(home.join("token"), token).unwrap();
 
     // The home station alone: no coordinator yet, so nothing can run and

@@ -3,9 +3,9 @@
 //! advertisements; the running job is not disturbed (no eviction, same
 //! host) and completes with the output of an undisturbed run.
 
+mod common;
 mod fault_pool;
 use fault_pool::*;
-use gleaner_proto::job::JobEventKind;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -18,13 +18,5 @@ async fn coordinator_restart_does_not_disturb_running_jobs() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     pool.coord.restart();
     let d = pool.wait_done(&id).await;
-    pool.assert_outcome(&d);
-    assert_eq!(d.job.host.as_deref(), Some(host.as_str()));
-    assert_eq!(
-        Pool::count_events(&d, JobEventKind::Evicted),
-        0,
-        "{:#?}",
-        d.events
-    );
-    assert!(redone_steps(&pool.progress()).is_empty());
+    pool.assert_stayed_on(&d, &host);
 }

@@ -4,9 +4,9 @@
 //! next lease renewal arrives, and the output streamed before and after
 //! the restart is complete.
 
+mod common;
 mod fault_pool;
 use fault_pool::*;
-use gleaner_proto::job::JobEventKind;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -20,13 +20,5 @@ async fn home_restart_reattaches_to_its_running_job() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     pool.home.restart();
     let d = pool.wait_done(&id).await;
-    pool.assert_outcome(&d);
-    assert_eq!(d.job.host.as_deref(), Some(host.as_str()));
-    assert_eq!(
-        Pool::count_events(&d, JobEventKind::Evicted),
-        0,
-        "{:#?}",
-        d.events
-    );
-    assert!(redone_steps(&pool.progress()).is_empty());
+    pool.assert_stayed_on(&d, &host);
 }

@@ -5,6 +5,7 @@
 //! checkpoint: the output is identical to an undisturbed run and at most
 //! one checkpoint interval of work is redone.
 
+mod common;
 mod fault_pool;
 use fault_pool::*;
 use gleaner_proto::job::JobEventKind;
@@ -18,16 +19,7 @@ async fn sigkill_of_the_executing_station_loses_at_most_one_interval() {
     pool.wait_progress((2 * EVERY + EVERY / 2) as usize).await;
     pool.hosts.get_mut(&host).unwrap().kill9();
     let d = pool.wait_done(&id).await;
-    pool.assert_outcome(&d);
-    let other = if host == "x1" { "x2" } else { "x1" };
-    assert_eq!(d.job.host.as_deref(), Some(other), "{:#?}", d.events);
-    assert!(
-        d.events
-            .iter()
-            .any(|e| e.kind == JobEventKind::Evicted && e.detail.contains("lease expired")),
-        "{:#?}",
-        d.events
-    );
+    pool.assert_moved_after_lease(&d, &host);
     assert!(Pool::count_events(&d, JobEventKind::Checkpointed) >= 2);
     // Work was redone once, by at most one interval (checked above).
     assert!(!redone_steps(&pool.progress()).is_empty());

@@ -4,6 +4,7 @@
 //! placed on the other station (the evicting one is avoided), which
 //! restores it. Nothing is redone: the vacate itself checkpointed.
 
+mod common;
 mod fault_pool;
 use fault_pool::*;
 use gleaner_proto::job::JobEventKind;

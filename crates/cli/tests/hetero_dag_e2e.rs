@@ -10,63 +10,21 @@
 //! so the licence limit and the placements are also checked from the
 //! guests' side, and the DAG's dependency order from its timestamps.
 
+mod common;
 mod dag_common;
 
-use dag_common::{glean_bin, glean_in, shared_dir};
+use common::{Daemons, UserDirs, free_port, glean_in, shared_dir, sign_token, spawn};
+use dag_common::{TWENTY_NODE_EDGES, assert_dependency_order};
 use gleaner_coordinator::matchmaker::AdsView;
 use gleaner_proto::api::JobInfo;
-use gleaner_proto::auth::{Claims, Role, load_or_create_pool_key};
+use gleaner_proto::auth::Role;
 use gleaner_proto::job::JobState;
 use gleaner_station::client::StationClient;
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-/// Child daemons, killed on drop.
-struct Daemons(Vec<Child>);
-impl Drop for Daemons {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn spawn(what: &str, config: &Path, log: &Path, port: u16) -> Child {
-    let out = std::fs::File::create(log).unwrap();
-    let mut c = Command::new(glean_bin())
-        .arg(what)
-        .arg("--config")
-        .arg(config)
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .env("GLEAN_LOG", "info")
-        .spawn()
-        .unwrap();
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        assert!(
-            c.try_wait().unwrap().is_none(),
-            "{what} exited; see {}",
-            log.display()
-        );
-        assert!(Instant::now() < deadline, "{what} did not listen");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    c
-}
 
 /// The three execute stations: name, memory (MiB), `[attrs]`, `[policy]`.
 /// big has everything; small has the licensed program but little memory;
@@ -157,24 +115,6 @@ const NODES: [(&str, &str); 20] = [
     ("z", "any"),
 ];
 
-const EDGES: &str = "\
-PARENT r CHILD a1 a2 a3 a4
-PRIORITY_PARENT a1 CHILD a2
-PRIORITY_PARENT a2 CHILD a3
-PARENT a1 CHILD b1 b2
-PARENT a2 CHILD b3 b4
-PARENT a3 CHILD b5 b6
-PARENT a4 CHILD b7 b8
-PRIORITY_PARENT b1 CHILD b3 b5 b7
-PARENT b1 b2 CHILD c1
-PARENT b3 b4 CHILD c2
-PARENT b5 b6 CHILD c3
-PARENT b7 b8 CHILD c4
-PARENT c1 c2 CHILD s1
-PARENT c3 c4 CHILD s2
-PARENT s1 s2 CHILD z
-";
-
 /// What the sampler saw.
 #[derive(Default)]
 struct Seen {
@@ -186,11 +126,12 @@ struct Seen {
 #[test]
 fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
     let tmp = tempfile::tempdir().unwrap();
-    let (home, work) = (tmp.path().join("home"), tmp.path().join("work"));
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
-    let key_path = tmp.path().join("pool.key");
-    let key = load_or_create_pool_key(&key_path).unwrap();
+    let UserDirs {
+        home,
+        work,
+        key_path,
+        key,
+    } = UserDirs::new(tmp.path());
     let pc = free_port();
     let coord_url = format!("http://127.0.0.1:{pc}");
 
@@ -266,13 +207,7 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
         format!("station = \"http://127.0.0.1:{p0}\"\ncoordinator = \"{coord_url}\"\n"),
     )
     .unwrap();
-    let token = key.sign(&Claims {
-        subject: "alice".into(),
-        role: Role::User,
-        issued_at: 1,
-        expires_at: None,
-        token_id: "alice-test".into(),
-    });
+    let token = sign_token(&key, "alice", Role::User, 1, "alice-test");
     std::fs::write(home.join("token"), &token).unwrap();
 
     // Each guest writes `<start ns> <end ns> <sandbox>` for its node into a
@@ -303,7 +238,7 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
     for (n, kind) in NODES {
         dag.push_str(&format!("JOB {n} {kind}.sub\nVARS {n} node=\"{n}\"\n"));
     }
-    dag.push_str(EDGES);
+    dag.push_str(TWENTY_NODE_EDGES);
     std::fs::write(work.join("hetero.dag"), dag).unwrap();
 
     // Wait until the coordinator has all three execute stations' ads, so
@@ -439,37 +374,9 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
     assert!(seen.running_seen > 0, "the sampler never saw a running job");
 
     // Dependency order, from the DAG's own timestamps.
-    let nodes: BTreeMap<String, serde_json::Value> = s["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| (n["name"].as_str().unwrap().to_string(), n.clone()))
-        .collect();
-    assert_eq!(nodes.len(), 20);
-    let t = |n: &serde_json::Value, k: &str| -> u64 {
-        n[k].as_u64()
-            .unwrap_or_else(|| panic!("{} has no {k}: {n}", n["name"]))
-    };
-    for (name, n) in &nodes {
-        assert_eq!(n["status"], "done", "{name}: {n}");
+    assert_dependency_order(&s, 20, |n| {
         assert_eq!(n["clusters"].as_array().map(Vec::len), Some(1), "{n}");
-        for p in n["data_parents"].as_array().unwrap() {
-            let p = &nodes[p.as_str().unwrap()];
-            assert!(
-                t(n, "started_at") >= t(p, "finished_at"),
-                "{name} started before its data parent {} finished",
-                p["name"]
-            );
-        }
-        for p in n["priority_parents"].as_array().unwrap() {
-            let p = &nodes[p.as_str().unwrap()];
-            assert!(
-                t(n, "started_at") >= t(p, "started_at"),
-                "{name} started before its priority parent {} started",
-                p["name"]
-            );
-        }
-    }
+    });
 
     // The guests' own record: where each ran, and how many licensed ones
     // overlapped in time.

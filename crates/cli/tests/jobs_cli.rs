@@ -1,8 +1,11 @@
 //! `glean submit|q|rm|hold|release|history|status` against a station on
 //! loopback.
 
+mod common;
+
 use assert_cmd::Command;
-use gleaner_proto::auth::{Claims, Role, load_or_create_pool_key};
+use common::sign_token;
+use gleaner_proto::auth::{Role, load_or_create_pool_key};
 use gleaner_station::daemon::config::{StationConfig, StationRole};
 use gleaner_station::daemon::spawn_for_test;
 use std::path::Path;
@@ -50,15 +53,7 @@ async fn job_commands_end_to_end() {
     };
     let (addr, running) = spawn_for_test(cfg).await.unwrap();
     let key = load_or_create_pool_key(&dir.path().join("pool.key")).unwrap();
-    let token = |who: &str| {
-        key.sign(&Claims {
-            subject: who.into(),
-            role: Role::User,
-            issued_at: 0,
-            expires_at: None,
-            token_id: who.into(),
-        })
-    };
+    let token = |who: &str| sign_token(&key, who, Role::User, 0, who);
     let home = dir.path().join("glean");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::write(

@@ -3,57 +3,11 @@
 //! on the pool's stations and their output files arrive back in the submit
 //! directory; Ctrl-C (SIGINT) stops every daemon.
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use common::{UpProcess, free_base_port, glean_in as glean, spawn_up, wait_pool_up};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn glean_bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin("glean")
-}
-
-/// A base port with its neighbours free (the pool uses P and P+2..P+4).
-fn free_base_port() -> u16 {
-    for _ in 0..50 {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let p = l.local_addr().unwrap().port();
-        drop(l);
-        if p > 60000 {
-            continue;
-        }
-        let ok = (0..5).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok());
-        if ok {
-            return p;
-        }
-    }
-    panic!("no free port range");
-}
-
-struct Pool(Child);
-impl Drop for Pool {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.0.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if matches!(self.0.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn glean(home: &Path, dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(glean_bin())
-        .args(args)
-        .env("GLEAN_HOME", home)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
 
 #[test]
 fn personal_pool_runs_jobs_and_stops_cleanly() {
@@ -61,30 +15,10 @@ fn personal_pool_runs_jobs_and_stops_cleanly() {
     let home = tmp.path().join("home");
     let work = tmp.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
-    let port = free_base_port();
-    let pool = Pool(
-        Command::new(glean_bin())
-            .args([
-                "up",
-                "--stations",
-                "3",
-                "--interval",
-                "1",
-                "--port",
-                &port.to_string(),
-            ])
-            .env("GLEAN_HOME", &home)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap(),
-    );
+    let port = free_base_port(5);
+    let pool = UpProcess(spawn_up(&home, 3, port, Stdio::piped()));
     // Wait for pool.toml (written once every daemon listens).
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !home.join("pool.toml").exists() {
-        assert!(Instant::now() < deadline, "pool did not come up");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_pool_up(&home);
 
     std::fs::write(
         work.join("job.sub"),

@@ -13,8 +13,11 @@
 //! takes seconds; deadlines are generous for a loaded 2-core machine. The
 //! tests share one lock: four pools at once would only slow each other.
 
+mod common;
+
+use common::{free_port, glean_bin, kill9, sign_token, stop_term};
 use gleaner_proto::api::JobInfo;
-use gleaner_proto::auth::{Claims, Role, load_or_create_pool_key};
+use gleaner_proto::auth::{Role, load_or_create_pool_key};
 use gleaner_proto::job::JobState;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{SocketAddr, TcpStream};
@@ -27,17 +30,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn glean_bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("glean")
-}
-
-/// A free loopback port (bound and released; the daemon binds it next, and
-/// keeps it across restarts so peers find it again).
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 /// One daemon process that the test can SIGKILL and start again.
@@ -98,26 +90,14 @@ impl Daemon {
     /// SIGKILL: no chance to flush anything.
     fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
+            kill9(&mut c);
         }
     }
 
     /// SIGTERM, as an operator stops a daemon; SIGKILL if it lingers.
     fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &c.id().to_string()])
-                .status();
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline {
-                if matches!(c.try_wait(), Ok(Some(_))) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
+            stop_term(&mut c);
         }
     }
 }
@@ -241,13 +221,7 @@ impl TestPool {
             ),
         )
         .unwrap();
-        let token = self.key.sign(&Claims {
-            subject: name.into(),
-            role: Role::User,
-            issued_at: 0,
-            expires_at: None,
-            token_id: format!("test-{name}"),
-        });
+        let token = sign_token(&self.key, name, Role::User, 0, &format!("test-{name}"));
         std::fs::write(ghome.join("token"), token).unwrap();
         User {
             name: name.to_string(),

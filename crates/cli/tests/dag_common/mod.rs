@@ -1,34 +1,16 @@
 //! A personal pool for the `glean dag` tests.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use crate::common::{UpProcess, free_base_port, glean_in, spawn_up, wait_pool_up};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
-
-pub fn glean_bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("glean")
-}
-
-/// A base port with its neighbours free (the pool uses P and P+2..P+N+1).
-fn free_base_port(n: u16) -> u16 {
-    for _ in 0..50 {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let p = l.local_addr().unwrap().port();
-        drop(l);
-        if p > 60000 {
-            continue;
-        }
-        let ok = (0..n + 2).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok());
-        if ok {
-            return p;
-        }
-    }
-    panic!("no free port range");
-}
 
 /// `glean up` in a temporary directory; stopped with SIGINT on drop.
 pub struct Pool {
-    child: Child,
+    // Declared first so the pool stops before its directory goes.
+    up: UpProcess,
     pub tmp: tempfile::TempDir,
 }
 
@@ -37,28 +19,10 @@ impl Pool {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
         std::fs::create_dir_all(tmp.path().join("work")).unwrap();
-        let port = free_base_port(stations);
-        let child = Command::new(glean_bin())
-            .args([
-                "up",
-                "--stations",
-                &stations.to_string(),
-                "--interval",
-                "1",
-                "--port",
-                &port.to_string(),
-            ])
-            .env("GLEAN_HOME", &home)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let pool = Pool { child, tmp };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !home.join("pool.toml").exists() {
-            assert!(Instant::now() < deadline, "pool did not come up");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let port = free_base_port(stations + 2);
+        let up = UpProcess(spawn_up(&home, stations, port, Stdio::null()));
+        let pool = Pool { up, tmp };
+        wait_pool_up(&home);
         pool
     }
 
@@ -71,43 +35,8 @@ impl Pool {
     }
 }
 
-impl Drop for Pool {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 pub fn glean(pool: &Pool, args: &[&str]) -> Output {
     glean_in(&pool.home(), &pool.work(), args)
-}
-
-pub fn glean_in(home: &Path, dir: &Path, args: &[&str]) -> Output {
-    Command::new(glean_bin())
-        .args(args)
-        .env("GLEAN_HOME", home)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
-
-/// A directory every guest may write to: guests run as another user and
-/// cannot enter the test's private temporary directory.
-pub fn shared_dir() -> tempfile::TempDir {
-    use std::os::unix::fs::PermissionsExt;
-    let d = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    d
 }
 
 /// `glean dag status ID --json`.
@@ -143,3 +72,65 @@ pub fn wait_dag(pool: &Pool, id: u64, state: &str, secs: u64) -> serde_json::Val
         std::thread::sleep(Duration::from_millis(300));
     }
 }
+
+/// Checks a finished DAG's `glean dag status --json` report `s`: `count`
+/// nodes, every one done (and passing `extra`), none started before a data
+/// parent finished or a priority parent started. Returns the nodes by name.
+pub fn assert_dependency_order(
+    s: &serde_json::Value,
+    count: usize,
+    extra: impl Fn(&serde_json::Value),
+) -> BTreeMap<String, serde_json::Value> {
+    let nodes: BTreeMap<String, serde_json::Value> = s["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["name"].as_str().unwrap().to_string(), n.clone()))
+        .collect();
+    assert_eq!(nodes.len(), count);
+    let t = |n: &serde_json::Value, k: &str| -> u64 {
+        n[k].as_u64()
+            .unwrap_or_else(|| panic!("{} has no {k}: {n}", n["name"]))
+    };
+    for (name, n) in &nodes {
+        assert_eq!(n["status"], "done", "{name}: {n}");
+        extra(n);
+        for p in n["data_parents"].as_array().unwrap() {
+            let p = &nodes[p.as_str().unwrap()];
+            assert!(
+                t(n, "started_at") >= t(p, "finished_at"),
+                "{name} started before its data parent {} finished",
+                p["name"]
+            );
+        }
+        for p in n["priority_parents"].as_array().unwrap() {
+            let p = &nodes[p.as_str().unwrap()];
+            assert!(
+                t(n, "started_at") >= t(p, "started_at"),
+                "{name} started before its priority parent {} started",
+                p["name"]
+            );
+        }
+    }
+    nodes
+}
+
+/// The edges of the 20-node test DAG: r → a1..a4 → b1..b8 → c1..c4 → s1,
+/// s2 → z, with priority chains a1 ⇢ a2 ⇢ a3 and b1 ⇢ b3, b5, b7.
+pub const TWENTY_NODE_EDGES: &str = "\
+PARENT r CHILD a1 a2 a3 a4
+PRIORITY_PARENT a1 CHILD a2
+PRIORITY_PARENT a2 CHILD a3
+PARENT a1 CHILD b1 b2
+PARENT a2 CHILD b3 b4
+PARENT a3 CHILD b5 b6
+PARENT a4 CHILD b7 b8
+PRIORITY_PARENT b1 CHILD b3 b5 b7
+PARENT b1 b2 CHILD c1
+PARENT b3 b4 CHILD c2
+PARENT b5 b6 CHILD c3
+PARENT b7 b8 CHILD c4
+PARENT c1 c2 CHILD s1
+PARENT c3 c4 CHILD s2
+PARENT s1 s2 CHILD z
+";

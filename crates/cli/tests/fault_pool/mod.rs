@@ -10,8 +10,9 @@
 //! measured.
 #![allow(dead_code)]
 
+use crate::common::{free_port, glean_bin, kill9, sign_token, stop_term};
 use gleaner_proto::api::SubmitBody;
-use gleaner_proto::auth::{Claims, Role, load_or_create_pool_key};
+use gleaner_proto::auth::{Role, load_or_create_pool_key};
 use gleaner_proto::job::{JobEventKind, JobState};
 use gleaner_proto::submit::{SubmitContext, parse_submit};
 use gleaner_proto::wire::PROTOCOL_VERSION;
@@ -52,15 +53,6 @@ unsafe extern "C" {
 unsafe fn libc_flock(fd: i32) -> i32 {
     // LOCK_EX = 2
     unsafe { flock(fd, 2) }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-fn glean_bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("glean")
 }
 
 pub fn repo_root() -> PathBuf {
@@ -186,8 +178,7 @@ impl Daemon {
     /// SIGKILL, no chance to clean up.
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
+            kill9(&mut c);
         }
     }
 
@@ -204,18 +195,7 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &c.id().to_string()])
-                .status();
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline {
-                if matches!(c.try_wait(), Ok(Some(_))) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
+            stop_term(&mut c);
         }
     }
 }
@@ -301,13 +281,7 @@ impl Pool {
             hosts.insert(h.to_string(), d);
         }
         let home_url = format!("http://127.0.0.1:{hport}");
-        let token = key.sign(&Claims {
-            subject: "alice".into(),
-            role: Role::User,
-            issued_at: 0,
-            expires_at: None,
-            token_id: "alice".into(),
-        });
+        let token = sign_token(&key, "alice", Role::User, 0, "alice");
         let client = StationClient::new(home_url.clone(), token).unwrap();
         let work = root.join("work");
         std::fs::create_dir_all(&work).unwrap();
@@ -475,6 +449,35 @@ impl Pool {
     pub fn count_events(d: &gleaner_proto::api::JobDetail, k: JobEventKind) -> usize {
         d.events.iter().filter(|e| e.kind == k).count()
     }
+
+    /// The job rode out the fault: the expected output, on the same host,
+    /// never evicted, no step redone.
+    pub fn assert_stayed_on(&self, d: &gleaner_proto::api::JobDetail, host: &str) {
+        self.assert_outcome(d);
+        assert_eq!(d.job.host.as_deref(), Some(host));
+        assert_eq!(
+            Pool::count_events(d, JobEventKind::Evicted),
+            0,
+            "{:#?}",
+            d.events
+        );
+        assert!(redone_steps(&self.progress()).is_empty());
+    }
+
+    /// The job lost its host `host` (the lease expired) and finished on
+    /// the other execute station with the expected output.
+    pub fn assert_moved_after_lease(&self, d: &gleaner_proto::api::JobDetail, host: &str) {
+        self.assert_outcome(d);
+        let other = if host == "x1" { "x2" } else { "x1" };
+        assert_eq!(d.job.host.as_deref(), Some(other), "{:#?}", d.events);
+        assert!(
+            d.events
+                .iter()
+                .any(|e| e.kind == JobEventKind::Evicted && e.detail.contains("lease expired")),
+            "{:#?}",
+            d.events
+        );
+    }
 }
 
 /// For each restart that redid work: how many steps were redone.
@@ -524,13 +527,7 @@ impl Pool {
     /// Asks `host` to vacate the job (as an administrator would), over a
     /// raw HTTP/1.1 request. Returns the status line.
     pub async fn vacate(&self, host: &str, id: &str) -> String {
-        let admin = self.key.sign(&Claims {
-            subject: "admin".into(),
-            role: Role::Admin,
-            issued_at: 0,
-            expires_at: None,
-            token_id: "admin".into(),
-        });
+        let admin = sign_token(&self.key, "admin", Role::Admin, 0, "admin");
         let url = &self.hosts[host].url;
         let addr = url.trim_start_matches("http://").to_string();
         let mut s = TcpStream::connect(&addr).await.unwrap();

@@ -1,0 +1,210 @@
+//! Plumbing shared by the `glean` integration tests: ports, daemon
+//! processes, running `glean` as a user, pool tokens. Each test binary
+//! uses part of it.
+#![allow(dead_code)]
+
+use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn glean_bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("glean")
+}
+
+/// A free loopback port (bound and released; the daemon binds it next).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// A base port P with P..P+span all free (`glean up` uses P and P+2..).
+pub fn free_base_port(span: u16) -> u16 {
+    for _ in 0..50 {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let p = l.local_addr().unwrap().port();
+        drop(l);
+        if p > 60000 {
+            continue;
+        }
+        let ok = (0..span).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok());
+        if ok {
+            return p;
+        }
+    }
+    panic!("no free port range");
+}
+
+/// Sends `signal` (e.g. "-INT", "-TERM"), waits up to `grace` polling every
+/// `poll`, then SIGKILLs a child that lingers.
+pub fn stop_child(c: &mut Child, signal: &str, grace: Duration, poll: Duration) {
+    let _ = Command::new("kill")
+        .args([signal, &c.id().to_string()])
+        .status();
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if matches!(c.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        std::thread::sleep(poll);
+    }
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
+/// SIGTERM, as an operator stops a daemon; SIGKILL after 5 s.
+pub fn stop_term(c: &mut Child) {
+    stop_child(
+        c,
+        "-TERM",
+        Duration::from_secs(5),
+        Duration::from_millis(50),
+    );
+}
+
+/// SIGKILL and reap: no chance to clean up.
+pub fn kill9(c: &mut Child) {
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
+/// Child daemons, killed on drop.
+pub struct Daemons(pub Vec<Child>);
+impl Drop for Daemons {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            kill9(c);
+        }
+    }
+}
+
+/// `glean WHAT --config CONFIG` logging to `log`; returns once it accepts
+/// connections on `port`.
+pub fn spawn(what: &str, config: &Path, log: &Path, port: u16) -> Child {
+    let out = std::fs::File::create(log).unwrap();
+    let mut c = Command::new(glean_bin())
+        .arg(what)
+        .arg("--config")
+        .arg(config)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .env("GLEAN_LOG", "info")
+        .spawn()
+        .unwrap();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        assert!(
+            c.try_wait().unwrap().is_none(),
+            "{what} exited; see {}",
+            log.display()
+        );
+        assert!(Instant::now() < deadline, "{what} did not listen");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    c
+}
+
+/// `glean up --stations N --interval 1 --port PORT` with GLEAN_HOME=home.
+pub fn spawn_up(home: &Path, stations: u16, port: u16, stdout: Stdio) -> Child {
+    Command::new(glean_bin())
+        .args([
+            "up",
+            "--stations",
+            &stations.to_string(),
+            "--interval",
+            "1",
+            "--port",
+            &port.to_string(),
+        ])
+        .env("GLEAN_HOME", home)
+        .stdout(stdout)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for `glean up` to write `home/pool.toml`.
+pub fn wait_pool_up(home: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !home.join("pool.toml").exists() {
+        assert!(Instant::now() < deadline, "pool did not come up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A `glean up` process, stopped with SIGINT (as Ctrl-C) on drop.
+pub struct UpProcess(pub Child);
+impl Drop for UpProcess {
+    fn drop(&mut self) {
+        stop_child(
+            &mut self.0,
+            "-INT",
+            Duration::from_secs(10),
+            Duration::from_millis(100),
+        );
+    }
+}
+
+/// `glean ARGS` in `dir` with GLEAN_HOME=home.
+pub fn glean_in(home: &Path, dir: &Path, args: &[&str]) -> Output {
+    Command::new(glean_bin())
+        .args(args)
+        .env("GLEAN_HOME", home)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// A directory every guest may write to: guests run as another user and
+/// cannot enter the test's private temporary directory.
+pub fn shared_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    d
+}
+
+/// A never-expiring token for `subject` with `role`, signed by the pool key.
+pub fn sign_token(
+    key: &PoolKey,
+    subject: &str,
+    role: Role,
+    issued_at: u64,
+    token_id: &str,
+) -> String {
+    key.sign(&Claims {
+        subject: subject.into(),
+        role,
+        issued_at,
+        expires_at: None,
+        token_id: token_id.into(),
+    })
+}
+
+/// A user's GLEAN_HOME and submit directory under `root`, and the pool key
+/// at `root/pool.key`.
+pub struct UserDirs {
+    pub home: PathBuf,
+    pub work: PathBuf,
+    pub key_path: PathBuf,
+    pub key: PoolKey,
+}
+
+impl UserDirs {
+    pub fn new(root: &Path) -> UserDirs {
+        let (home, work) = (root.join("home"), root.join("work"));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        let key_path = root.join("pool.key");
+        let key = load_or_create_pool_key(&key_path).unwrap();
+        UserDirs {
+            home,
+            work,
+            key_path,
+            key,
+        }
+    }
+}
