@@ -34,6 +34,11 @@ struct Shared {
     key: PoolKey,
     max_body: usize,
     state_dir: PathBuf,
+    /// Serial number of the last claims snapshot taken (under the pool
+    /// lock), and of the last one written: concurrent replies must never
+    /// race on the temporary file, nor put an older snapshot over a newer.
+    claims_taken: std::sync::atomic::AtomicU64,
+    claims_written: Mutex<u64>,
 }
 
 impl Shared {
@@ -41,6 +46,31 @@ impl Shared {
         // A panic while holding the lock leaves a consistent-enough pool
         // (every mutation is a whole step); keep serving.
         self.pool.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Numbers a claims snapshot; call while holding the pool lock, so the
+    /// numbers follow the order of the snapshots.
+    fn stamp_claims(&self) -> u64 {
+        self.claims_taken
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1
+    }
+
+    /// Writes snapshot `serial` to `claims.json` unless a newer one is there
+    /// already (it holds every claim this one holds, and more).
+    async fn save_claims(self: &Arc<Self>, serial: u64, claims: ClaimsState) -> bool {
+        let me = self.clone();
+        let saved = tokio::task::spawn_blocking(move || {
+            let mut written = me.claims_written.lock().unwrap_or_else(|p| p.into_inner());
+            if serial <= *written {
+                return Ok(());
+            }
+            claims.save(&me.state_dir)?;
+            *written = serial;
+            Ok::<(), CoordinatorError>(())
+        })
+        .await;
+        matches!(saved, Ok(Ok(())))
     }
 }
 
@@ -211,15 +241,15 @@ async fn advertise(
     let (reply, claims) = {
         let mut pool = shared.pool();
         let reply = pool.advertise(ad, Instant::now(), wall_secs());
-        let claims = pool.take_claims_dirty().then(|| pool.saved_claims());
+        let claims = pool
+            .take_claims_dirty()
+            .then(|| (shared.stamp_claims(), pool.saved_claims()));
         (reply, claims)
     };
-    if let Some(claims) = claims {
+    if let Some((serial, claims)) = claims {
         // A grant that takes a licence is handed out only once it is on
         // disk, so a restarted coordinator still counts it.
-        let dir = shared.state_dir.clone();
-        let saved = tokio::task::spawn_blocking(move || claims.save(&dir)).await;
-        if !matches!(saved, Ok(Ok(()))) {
+        if !shared.save_claims(serial, claims).await {
             tracing::error!("could not write claims.json; withholding grants");
             return Err(ApiError::new(
                 ErrorCode::Unavailable,
@@ -350,6 +380,8 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
         key,
         max_body: config.max_body_bytes,
         state_dir: config.state_dir.clone(),
+        claims_taken: Default::default(),
+        claims_written: Mutex::new(0),
     });
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -392,21 +424,21 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
                     _ = ticker.tick() => {}
                     _ = halt_rx.wait_for(|h| *h) => break,
                 }
-                let (state, claims) = {
+                let (state, serial, claims) = {
                     let mut pool = sched_shared.pool();
                     pool.tick(Instant::now(), wall_secs());
-                    (pool.fairness(), pool.saved_claims())
+                    (
+                        pool.fairness(),
+                        sched_shared.stamp_claims(),
+                        pool.saved_claims(),
+                    )
                 };
                 if let Err(e) = save(state, sched_dir.clone()).await {
                     tracing::error!(error = %e, "could not write the fairness state");
                 }
                 // Grants from a tick wait in the outbox until the next ad,
                 // so writing here, before any reply, is in time.
-                let d = sched_dir.clone();
-                if !matches!(
-                    tokio::task::spawn_blocking(move || claims.save(&d)).await,
-                    Ok(Ok(()))
-                ) {
+                if !sched_shared.save_claims(serial, claims).await {
                     tracing::error!("could not write claims.json");
                 }
             }
@@ -415,15 +447,11 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
         let _ = halt_tx.send(true);
         let _ = scheduler.await;
         let served = server.await;
-        let (state, claims) = {
+        let (state, serial, claims) = {
             let pool = shared.pool();
-            (pool.fairness(), pool.saved_claims())
+            (pool.fairness(), shared.stamp_claims(), pool.saved_claims())
         };
-        let d = dir.clone();
-        if !matches!(
-            tokio::task::spawn_blocking(move || claims.save(&d)).await,
-            Ok(Ok(()))
-        ) {
+        if !shared.save_claims(serial, claims).await {
             tracing::error!("could not write claims.json");
         }
         save(state, dir).await?;
