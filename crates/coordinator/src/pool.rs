@@ -859,25 +859,39 @@ impl Pool {
                     self.name(s),
                     self.name(from)
                 );
-                tracing::info!(host = self.name(host), %job, %reason, "preempt");
-                let preemption = Preemption {
-                    host: self.name(host).to_string(),
-                    job: Some(job),
-                    reason,
-                };
-                self.outbox
-                    .entry(from)
-                    .or_default()
-                    .preemptions
-                    .push(preemption);
-                self.reservations.push(Reservation {
-                    host,
-                    job,
-                    to: s,
-                    deadline: now + self.timing.preempt_timeout,
-                });
+                self.preempt(host, job, from, s, reason, now);
             }
         }
+    }
+
+    /// Asks `from` to give `host` back (vacating `job`) and reserves the
+    /// freed node for `to` until the preemption times out.
+    fn preempt(
+        &mut self,
+        host: StationId,
+        job: JobId,
+        from: StationId,
+        to: StationId,
+        reason: String,
+        now: Instant,
+    ) {
+        tracing::info!(host = self.name(host), %job, %reason, "preempt");
+        let preemption = Preemption {
+            host: self.name(host).to_string(),
+            job: Some(job),
+            reason,
+        };
+        self.outbox
+            .entry(from)
+            .or_default()
+            .preemptions
+            .push(preemption);
+        self.reservations.push(Reservation {
+            host,
+            job,
+            to,
+            deadline: now + self.timing.preempt_timeout,
+        });
     }
 
     fn apply(&mut self, decisions: Vec<Decision>, slots: &[Slot], now: Instant, wall: u64) {
@@ -910,23 +924,7 @@ impl Pool {
                         self.name(from),
                         self.policy.index(from)
                     );
-                    tracing::info!(host = self.name(slot.host), %job, %reason, "preempt");
-                    let preemption = Preemption {
-                        host: self.name(slot.host).to_string(),
-                        job: Some(job),
-                        reason,
-                    };
-                    self.outbox
-                        .entry(from)
-                        .or_default()
-                        .preemptions
-                        .push(preemption);
-                    self.reservations.push(Reservation {
-                        host: slot.host,
-                        job,
-                        to,
-                        deadline: now + self.timing.preempt_timeout,
-                    });
+                    self.preempt(slot.host, job, from, to, reason, now);
                 }
             }
         }
