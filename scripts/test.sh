@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Runs Gleaner's whole test suite on a fresh machine: installs the Python
-# test oracle (HTCondor's `classad` module, used by the differential tests),
-# then runs every Rust test in the workspace.
+# test oracle (HTCondor's `classad` module, used by the differential tests)
+# and, as root, a CRIU for the checkpoint tests, then runs every Rust test
+# in the workspace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if ! python3 -c "import classad2" >/dev/null 2>&1 && ! python3 -c "import classad" >/dev/null 2>&1; then
     python3 -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
+fi
+
+# A CRIU that works on this kernel, for the transparent-checkpoint tests
+# (they print "skipped" without one); needs root, never fails.
+if [ "$(id -u)" = 0 ]; then
+    scripts/install-criu.sh
 fi
 
 # nextest does not run doctests, so run them first; the suite's summary

@@ -102,6 +102,19 @@ pub enum WhenToTransferOutput {
     OnSuccess,
 }
 
+/// `checkpoint_method` (Gleaner's key): how a job is checkpointed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointMethod {
+    /// Self-checkpointing when `checkpoint_exit_code` is given, else none
+    /// (the job restarts from scratch).
+    #[default]
+    Auto,
+    /// Transparent dumps of the job's processes with CRIU (≥ 4.1): only
+    /// stations that advertise `HasCRIU` run the job.
+    Criu,
+}
+
 /// Everything needed to run one proc of a cluster, after macro expansion.
 ///
 /// Units follow HTCondor: memory in MiB, disk in KiB. `requirements`,
@@ -145,6 +158,7 @@ pub struct JobDescription {
     /// job to checkpoint this often (checkpoint signal, then the job exits
     /// with `checkpoint_exit_code` and is restarted in place).
     pub checkpoint_interval_secs: Option<u64>,
+    pub checkpoint_method: CheckpointMethod,
     pub concurrency_limits: Vec<String>,
     /// Times the job is restarted after a non-zero exit before it completes.
     pub max_retries: Option<u32>,

@@ -8,7 +8,7 @@
 //! [`class_ad`]) and tells the home station in a grant which class the host
 //! is for.
 
-use crate::job::JobDescription;
+use crate::job::{CheckpointMethod, JobDescription};
 use crate::wire::StationAd;
 use gleaner_classad::Ad;
 use serde::{Deserialize, Serialize};
@@ -103,10 +103,19 @@ impl JobClass {
             .filter(|(k, _)| exprs.contains(&k.to_ascii_lowercase()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        // A CRIU job can only run where a working CRIU is (the station
+        // advertises it after probing, see gleaner-station's checkpoint).
+        let requirements = match (d.checkpoint_method, &d.requirements) {
+            (CheckpointMethod::Criu, Some(r)) => {
+                Some(format!("({r}) && (TARGET.HasCRIU =?= true)"))
+            }
+            (CheckpointMethod::Criu, None) => Some("TARGET.HasCRIU =?= true".into()),
+            (CheckpointMethod::Auto, r) => r.clone(),
+        };
         let mut c = JobClass {
             key: String::new(),
             owner: d.owner.clone(),
-            requirements: d.requirements.clone(),
+            requirements,
             rank: d.rank.clone(),
             request_cpus: d.request_cpus.max(1),
             request_memory_mb: d.request_memory_mb,
@@ -333,6 +342,35 @@ mod tests {
         let mut e = c.clone();
         e.custom_attrs.insert("Index".into(), "1".into());
         assert_ne!(JobClass::of(&c).key, JobClass::of(&e).key);
+    }
+
+    #[test]
+    fn criu_jobs_match_only_stations_with_criu() {
+        let mut d = JobDescription::new("alice", "/bin/true");
+        d.checkpoint_method = CheckpointMethod::Criu;
+        let mut s = station("ws1");
+        assert!(!gleaner_classad::matches(
+            &class_ad(&JobClass::of(&d)),
+            &machine_ad(&s),
+            0
+        ));
+        s.attrs.insert("HasCRIU".into(), "true".into());
+        assert!(gleaner_classad::matches(
+            &class_ad(&JobClass::of(&d)),
+            &machine_ad(&s),
+            0
+        ));
+        // The user's own requirements still apply.
+        d.requirements = Some("Memory >= 8192".into());
+        assert!(!gleaner_classad::matches(
+            &class_ad(&JobClass::of(&d)),
+            &machine_ad(&s),
+            0
+        ));
+        // CRIU and non-CRIU jobs are different classes.
+        let mut e = d.clone();
+        e.checkpoint_method = CheckpointMethod::Auto;
+        assert_ne!(JobClass::of(&d).key, JobClass::of(&e).key);
     }
 
     #[test]

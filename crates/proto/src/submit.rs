@@ -30,8 +30,8 @@
 //! error unless it has a default: both catch typos before jobs run.
 
 use crate::job::{
-    JobDescription, ShouldTransferFiles, Universe, WhenToTransferOutput, parse_arguments,
-    parse_environment,
+    CheckpointMethod, JobDescription, ShouldTransferFiles, Universe, WhenToTransferOutput,
+    parse_arguments, parse_environment,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -74,6 +74,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "checkpoint_exit_code",
     "transfer_checkpoint_files",
     "checkpoint_interval",
+    "checkpoint_method",
     "concurrency_limits",
     "max_retries",
     "nice_user",
@@ -1034,6 +1035,11 @@ fn build_description(
                 Ok(n) if n >= 1 => d.checkpoint_interval_secs = Some(n),
                 _ => bad(format!("\"{value}\" is not a positive number of seconds")),
             },
+            "checkpoint_method" => match value.to_ascii_lowercase().as_str() {
+                "auto" | "self" => d.checkpoint_method = CheckpointMethod::Auto,
+                "criu" => d.checkpoint_method = CheckpointMethod::Criu,
+                _ => bad(format!("\"{value}\" (expected auto, self or criu)")),
+            },
             "max_retries" => match value.parse::<u32>() {
                 Ok(n) => d.max_retries = Some(n),
                 _ => bad(format!("\"{value}\" is not a whole number")),
@@ -1065,6 +1071,20 @@ fn build_description(
     }
     d.environment.extend(explicit_env);
 
+    // A CRIU dump already holds the whole process: a job exit code that
+    // means "checkpointed" would make two methods fight over one run.
+    if d.checkpoint_method == CheckpointMethod::Criu
+        && d.checkpoint_exit_code.is_some()
+        && let Some(a) = ex.vars.get("checkpoint_method")
+    {
+        errs.push(
+            a.line,
+            SubmitErrorKind::BadValue {
+                key: a.name.clone(),
+                reason: "criu cannot be combined with checkpoint_exit_code".into(),
+            },
+        );
+    }
     if d.executable.is_empty() && !ex.vars.contains_key("executable") {
         errs.push(queue_line, SubmitErrorKind::MissingExecutable);
     }

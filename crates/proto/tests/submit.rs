@@ -426,3 +426,19 @@ fn checkpoint_interval_is_seconds_and_positive() {
         assert_eq!(lines_of(&e), vec![2], "{e}");
     }
 }
+
+#[test]
+fn checkpoint_method_selects_criu_and_refuses_mixing() {
+    use gleaner_proto::job::CheckpointMethod;
+    let text = "executable = a\ncheckpoint_method = CRIU\ncheckpoint_interval = 30\nqueue\n";
+    let jobs = parse(text).unwrap().expand(1).unwrap();
+    assert_eq!(jobs[0].checkpoint_method, CheckpointMethod::Criu);
+    let jobs = parse("executable = a\nqueue\n").unwrap().expand(1).unwrap();
+    assert_eq!(jobs[0].checkpoint_method, CheckpointMethod::Auto);
+    let e = errors("executable = a\ncheckpoint_method = magic\nqueue\n");
+    assert_eq!(lines_of(&e), vec![2], "{e}");
+    // The error names the checkpoint_method line, whatever the order.
+    let e = errors("executable = a\ncheckpoint_method = criu\ncheckpoint_exit_code = 85\nqueue\n");
+    assert_eq!(lines_of(&e), vec![2], "{e}");
+    assert!(e.to_string().contains("checkpoint_exit_code"), "{e}");
+}

@@ -67,6 +67,14 @@ pub struct ManifestEntry {
     pub size: u64,
     /// Lower-case hex SHA-256 of the content.
     pub sha256: String,
+    /// Permission bits (0o777 at most: never set-id), restored with the
+    /// file. CRIU checks them when it reopens a file the job had open.
+    #[serde(default = "default_mode")]
+    pub mode: u32,
+}
+
+fn default_mode() -> u32 {
+    0o600
 }
 
 /// What a checkpoint holds and how to check it.
@@ -187,13 +195,24 @@ fn copy_hashed(
 /// follows the last file; with `into`, also writes the files there
 /// (created new, mode 0600, never through a link).
 pub fn read_bundle(r: &mut impl Read, into: Option<&Path>) -> Result<Manifest, CheckpointError> {
+    read_bundle_routed(r, &|name: &str| into.map(|d| d.join(name)))
+}
+
+/// [`read_bundle`] where `route` says where each file goes (`None`: check
+/// it only).
+pub fn read_bundle_routed(
+    r: &mut impl Read,
+    route: &dyn Fn(&str) -> Option<PathBuf>,
+) -> Result<Manifest, CheckpointError> {
     let m = read_manifest(r)?;
     for f in &m.files {
-        let digest = match into {
-            Some(dir) => {
-                let path = dir.join(&f.name);
+        let digest = match route(&f.name) {
+            Some(path) => {
                 let mut out = open_new(&path)?;
-                copy_hashed(r, f.size, Some(&mut out), &f.name)?
+                let d = copy_hashed(r, f.size, Some(&mut out), &f.name)?;
+                out.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(f.mode & 0o777))
+                    .map_err(|e| io_err(&path, e))?;
+                d
             }
             None => copy_hashed(r, f.size, None, &f.name)?,
         };
@@ -218,6 +237,103 @@ pub fn verify_bundle_file(path: &Path) -> Result<Manifest, CheckpointError> {
     read_bundle(&mut std::io::BufReader::with_capacity(1 << 20, f), None)
 }
 
+/// One file of a bundle being written: its name in the bundle and where it
+/// is on disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BundleSource {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+/// Opens a checkpoint file for reading without following a link (a guest
+/// could plant one to make the daemon ship any file home); only regular
+/// files.
+fn open_source(src: &BundleSource) -> Result<std::fs::File, CheckpointError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(&src.path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => CheckpointError::Missing(src.name.clone()),
+            _ if e.raw_os_error() == Some(libc::ELOOP) => {
+                CheckpointError::BadName(src.name.clone())
+            }
+            _ => io_err(&src.path, e),
+        })?;
+    match f.metadata() {
+        Ok(m) if m.is_file() => Ok(f),
+        Ok(_) => Err(CheckpointError::BadName(src.name.clone())),
+        Err(e) => Err(io_err(&src.path, e)),
+    }
+}
+
+/// Writes a bundle of `sources` to `w` without holding the files in
+/// memory: one pass hashes them for the manifest, a second copies them and
+/// checks they did not change in between (callers collect from a stopped
+/// or exited job). Returns the manifest written.
+pub fn write_bundle(
+    mut manifest: Manifest,
+    sources: &[BundleSource],
+    w: &mut impl Write,
+) -> Result<Manifest, CheckpointError> {
+    if sources.len() > MAX_FILES {
+        return Err(CheckpointError::Corrupt("too many files".into()));
+    }
+    manifest.files.clear();
+    for src in sources {
+        if !plain_name(&src.name) {
+            return Err(CheckpointError::BadName(src.name.clone()));
+        }
+        let mut f = open_source(src)?;
+        let md = f.metadata().map_err(|e| io_err(&src.path, e))?;
+        let size = md.len();
+        let sha256 = copy_hashed(&mut f, size, None, &src.name)?;
+        manifest.files.push(ManifestEntry {
+            name: src.name.clone(),
+            size,
+            sha256,
+            mode: std::os::unix::fs::PermissionsExt::mode(&md.permissions()) & 0o777,
+        });
+    }
+    let json = serde_json::to_vec(&manifest)
+        .map_err(|e| CheckpointError::Corrupt(format!("manifest: {e}")))?;
+    let len = u32::try_from(json.len())
+        .ok()
+        .filter(|l| *l <= MAX_MANIFEST)
+        .ok_or_else(|| CheckpointError::Corrupt("manifest too large".into()))?;
+    let werr = |e: std::io::Error| CheckpointError::Corrupt(format!("writing bundle: {e}"));
+    w.write_all(MAGIC).map_err(werr)?;
+    w.write_all(&len.to_be_bytes()).map_err(werr)?;
+    w.write_all(&json).map_err(werr)?;
+    for (src, entry) in sources.iter().zip(&manifest.files) {
+        let mut f = open_source(src)?;
+        let digest = copy_hashed(&mut f, entry.size, Some(w), &src.name)?;
+        if digest != entry.sha256 {
+            return Err(CheckpointError::Corrupt(format!(
+                "{}: changed while it was collected",
+                src.name
+            )));
+        }
+    }
+    w.flush().map_err(werr)?;
+    Ok(manifest)
+}
+
+/// [`write_bundle`] into a new file at `out` (mode 0600), synced.
+pub fn write_bundle_file(
+    manifest: Manifest,
+    sources: &[BundleSource],
+    out: &Path,
+) -> Result<Manifest, CheckpointError> {
+    let f = open_new(out)?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    let m = write_bundle(manifest, sources, &mut w)?;
+    let f = w.into_inner().map_err(|e| io_err(out, e.into_error()))?;
+    f.sync_all().map_err(|e| io_err(out, e))?;
+    Ok(m)
+}
+
 fn open_new(path: &Path) -> Result<std::fs::File, CheckpointError> {
     use std::os::unix::fs::OpenOptionsExt;
     if path.symlink_metadata().is_ok() {
@@ -232,15 +348,33 @@ fn open_new(path: &Path) -> Result<std::fs::File, CheckpointError> {
         .map_err(|e| io_err(path, e))
 }
 
-/// A checkpointing method. `collect` turns what the job left in its
-/// sandbox into a bundle; `restore` puts a bundle back before a run.
+/// A checkpointing method. `sources` names what the job left behind that
+/// makes up a checkpoint; `collect`/`collect_to` turn it into a bundle;
+/// `restore` puts a bundle back before a run.
 pub trait Checkpointer: Send + Sync {
     /// `self`, `criu` or `none`.
     fn name(&self) -> &'static str;
     /// Whether this job can be checkpointed at all.
     fn enabled(&self) -> bool;
-    /// Builds the bundle from the sandbox.
-    fn collect(&self, sandbox: &Path, manifest: Manifest) -> Result<Vec<u8>, CheckpointError>;
+    /// The files of a checkpoint, as found in the sandbox.
+    fn sources(&self, sandbox: &Path) -> Result<Vec<BundleSource>, CheckpointError>;
+    /// Builds the bundle in memory (small checkpoints, tests).
+    fn collect(&self, sandbox: &Path, mut manifest: Manifest) -> Result<Vec<u8>, CheckpointError> {
+        manifest.backend = self.name().into();
+        let mut out = Vec::new();
+        write_bundle(manifest, &self.sources(sandbox)?, &mut out)?;
+        Ok(out)
+    }
+    /// Builds the bundle in a file, streaming (any size).
+    fn collect_to(
+        &self,
+        sandbox: &Path,
+        mut manifest: Manifest,
+        out: &Path,
+    ) -> Result<Manifest, CheckpointError> {
+        manifest.backend = self.name().into();
+        write_bundle_file(manifest, &self.sources(sandbox)?, out)
+    }
     /// Writes a verified bundle's files into the sandbox.
     fn restore(&self, sandbox: &Path, bundle: &[u8]) -> Result<Manifest, CheckpointError> {
         read_bundle(&mut &bundle[..], Some(sandbox))
@@ -285,32 +419,19 @@ impl Checkpointer for SelfCheckpoint {
     fn enabled(&self) -> bool {
         true
     }
-    fn collect(&self, sandbox: &Path, mut manifest: Manifest) -> Result<Vec<u8>, CheckpointError> {
-        manifest.backend = "self".into();
-        manifest.files.clear();
-        let mut data = Vec::new();
-        for name in &self.files {
-            if !plain_name(name) {
-                return Err(CheckpointError::BadName(name.clone()));
-            }
-            let path = sandbox.join(name);
-            // Never follow a link the guest planted.
-            let md = match path.symlink_metadata() {
-                Ok(m) => m,
-                Err(_) => return Err(CheckpointError::Missing(name.clone())),
-            };
-            if !md.is_file() {
-                return Err(CheckpointError::BadName(name.clone()));
-            }
-            let bytes = std::fs::read(&path).map_err(|e| io_err(&path, e))?;
-            manifest.files.push(ManifestEntry {
-                name: name.clone(),
-                size: bytes.len() as u64,
-                sha256: hex(&Sha256::digest(&bytes)),
-            });
-            data.push(bytes);
-        }
-        Ok(encode_bundle(&manifest, &data))
+    fn sources(&self, sandbox: &Path) -> Result<Vec<BundleSource>, CheckpointError> {
+        self.files
+            .iter()
+            .map(|name| {
+                if !plain_name(name) {
+                    return Err(CheckpointError::BadName(name.clone()));
+                }
+                Ok(BundleSource {
+                    name: name.clone(),
+                    path: sandbox.join(name),
+                })
+            })
+            .collect()
     }
 }
 
@@ -325,16 +446,16 @@ impl Checkpointer for FromScratch {
     fn enabled(&self) -> bool {
         false
     }
-    fn collect(&self, _sandbox: &Path, _m: Manifest) -> Result<Vec<u8>, CheckpointError> {
+    fn sources(&self, _sandbox: &Path) -> Result<Vec<BundleSource>, CheckpointError> {
         Err(CheckpointError::Corrupt(
             "job declares no checkpointing".into(),
         ))
     }
 }
 
-/// The backend for a job: self-checkpointing when it declares it, else
-/// from scratch. (CRIU is chosen by the station when available and the job
-/// asks for it; see [`Criu`].)
+/// The file-based backend for a job: self-checkpointing when it declares
+/// it, else from scratch. (A job with `checkpoint_method = criu` is
+/// checkpointed by [`Criu`], driven by the starter.)
 pub fn for_job(d: &gleaner_proto::job::JobDescription) -> Box<dyn Checkpointer> {
     match SelfCheckpoint::for_job(d) {
         Some(s) => Box::new(s),
@@ -429,63 +550,234 @@ pub fn ad_attrs() -> std::collections::BTreeMap<String, String> {
     m
 }
 
-/// Transparent checkpoints with CRIU: the guest's process tree (its own
-/// PID namespace, so restored PIDs cannot clash) is dumped into `images`,
-/// which is then shipped like self-checkpoint files.
+/// Bundle names of CRIU image files carry this prefix; every other file of
+/// a CRIU bundle belongs in the sandbox.
+pub const CRIU_IMAGE_PREFIX: &str = "criu-image:";
+/// Files of the image directory that are never shipped.
+const CRIU_LOCAL_FILES: [&str; 3] = ["dump.log", "restore.log", "restore.pid"];
+
+/// Transparent checkpoints with CRIU (issue #6; platform.md §2.3).
+///
+/// Unlike the papers' Condor, which relinked jobs with a checkpoint library
+/// (Mutka 1988 §2.6), nothing is asked of the job: `criu dump` writes its
+/// whole process tree (memory, registers, open files) into `images`, and
+/// `criu restore` brings it back, here or on another station.
+///
+/// CRIU runs as the guest's own user with only `CAP_CHECKPOINT_RESTORE`
+/// (`--unprivileged`, through `setpriv`): root on these machines lacks
+/// `CAP_SYS_RESOURCE` and cannot dump another user's process, and a
+/// restore can then never give the job more than the guest user has, even
+/// from tampered images. The price is that the job cannot have its own PID
+/// namespace (an unprivileged dump cannot mount the namespace's /proc), so
+/// a restore fails if one of the job's PIDs is taken on the target; the
+/// starter then sends the job elsewhere.
+///
+/// The images hold files by path: a job must run in the same sandbox path
+/// on every station (the starter's `criu_sandbox_dir`), and the bundle
+/// carries the sandbox's files beside the images.
 #[derive(Clone, Debug)]
 pub struct Criu {
+    /// Image directory: owned by the guest user, outside its sandbox.
     pub images: PathBuf,
+    /// Who the job runs as (`None`: the daemon's own identity).
+    pub user: Option<crate::isolation::GuestUser>,
 }
 
 impl Criu {
-    /// Dumps the tree rooted at `pid` (the job is killed by the dump).
-    pub fn dump(&self, pid: u32) -> Result<(), CheckpointError> {
-        std::fs::create_dir_all(&self.images).map_err(|e| io_err(&self.images, e))?;
-        let st = Command::new("criu")
-            .args(["dump", "--shell-job", "-t", &pid.to_string(), "-D"])
-            .arg(&self.images)
-            .status()
-            .map_err(|e| CheckpointError::Criu(e.to_string()))?;
-        if !st.success() {
-            return Err(CheckpointError::Criu(format!("dump exited with {st}")));
+    /// `criu` itself, or `setpriv … criu --unprivileged` as the guest user.
+    pub fn program_and_args(&self) -> (PathBuf, Vec<std::ffi::OsString>) {
+        match self.user {
+            Some(u) => (
+                PathBuf::from("setpriv"),
+                [
+                    format!("--reuid={}", u.uid),
+                    format!("--regid={}", u.gid),
+                    // The groups the launcher gives a guest: CRIU's
+                    // restorer skips setgroups (which needs CAP_SETGID)
+                    // only when they already match.
+                    format!("--groups={}", u.gid),
+                    "--inh-caps=-all,+checkpoint_restore".into(),
+                    "--ambient-caps=+checkpoint_restore".into(),
+                    "--".into(),
+                    "criu".into(),
+                ]
+                .into_iter()
+                .map(Into::into)
+                .collect(),
+            ),
+            None => (PathBuf::from("criu"), Vec::new()),
         }
-        Ok(())
     }
 
-    /// Restores the tree detached; returns once CRIU has restored it.
-    pub fn restore(&self) -> Result<(), CheckpointError> {
-        let st = Command::new("criu")
-            .args(["restore", "--shell-job", "-d", "-D"])
-            .arg(&self.images)
-            .status()
-            .map_err(|e| CheckpointError::Criu(e.to_string()))?;
-        if !st.success() {
-            return Err(CheckpointError::Criu(format!("restore exited with {st}")));
+    fn command(&self, action: &str) -> Command {
+        let (prog, mut args) = self.program_and_args();
+        args.push(action.into());
+        if self.user.is_some() {
+            args.push("--unprivileged".into());
         }
-        Ok(())
+        let mut c = Command::new(prog);
+        c.args(args)
+            .arg("-D")
+            .arg(&self.images)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        c
     }
 
-    /// The image files, as a bundle.
-    pub fn collect_images(&self, manifest: Manifest) -> Result<Vec<u8>, CheckpointError> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.images)
-            .map_err(|e| io_err(&self.images, e))?
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+    /// The error lines of a CRIU log, for a useful message.
+    fn log_errors(&self, log: &str) -> String {
+        let text = std::fs::read_to_string(self.images.join(log)).unwrap_or_default();
+        let errs: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("Error") && !l.contains("RLIMIT_NOFILE"))
             .collect();
-        names.sort();
-        let sc = SelfCheckpoint {
-            exit_code: 0,
-            files: names,
+        let tail = errs.len().saturating_sub(3);
+        errs[tail..].join(" | ")
+    }
+
+    /// Empties the image directory (keeps the directory itself).
+    pub fn clear(&self) -> Result<(), CheckpointError> {
+        let rd = match std::fs::read_dir(&self.images) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io_err(&self.images, e)),
         };
-        let mut m = sc.collect(&self.images, manifest)?;
-        // Rewrite the backend name: same format, other origin.
-        let mut r = &m[..];
-        let mut man = read_manifest(&mut r)?;
-        man.backend = "criu".into();
-        let body = r.to_vec();
-        m = encode_bundle(&man, &[body]);
-        Ok(m)
+        for e in rd.flatten() {
+            let p = e.path();
+            let r = if e.file_type().is_ok_and(|t| t.is_dir()) {
+                std::fs::remove_dir_all(&p)
+            } else {
+                std::fs::remove_file(&p)
+            };
+            r.map_err(|e| io_err(&p, e))?;
+        }
+        Ok(())
+    }
+
+    /// Whether the directory holds a complete dump.
+    pub fn has_images(&self) -> bool {
+        self.images.join("inventory.img").is_file()
+    }
+
+    /// Dumps the tree rooted at `pid` into the (emptied) image directory.
+    /// The tree is gone afterwards; on failure CRIU leaves it running.
+    pub fn dump(&self, pid: u32) -> Result<(), CheckpointError> {
+        self.clear()?;
+        let st = self
+            .command("dump")
+            .args(["-t", &pid.to_string(), "-o", "dump.log"])
+            .status()
+            .map_err(|e| CheckpointError::Criu(format!("cannot run criu: {e}")))?;
+        if !st.success() {
+            return Err(CheckpointError::Criu(format!(
+                "dump of {pid} failed ({st}): {}",
+                self.log_errors("dump.log")
+            )));
+        }
+        Ok(())
+    }
+
+    /// Where a restore writes the restored root's PID.
+    pub fn pidfile(&self) -> PathBuf {
+        self.images.join("restore.pid")
+    }
+
+    /// Program and arguments that restore the dump, detached (the caller
+    /// reaps the tree as a child subreaper and learns its root from
+    /// [`Criu::pidfile`]). `inherit` maps file descriptors of the restoring
+    /// process onto files the job had open, by their paths at dump time
+    /// (the capture files of stdout and stderr, which are new on a new
+    /// host).
+    pub fn restore_command(&self, inherit: &[(i32, &Path)]) -> (PathBuf, Vec<std::ffi::OsString>) {
+        let (prog, mut args) = self.program_and_args();
+        args.push("restore".into());
+        if self.user.is_some() {
+            args.push("--unprivileged".into());
+        }
+        for a in [
+            "-d",
+            "-o",
+            "restore.log",
+            "--manage-cgroups=ignore",
+            "--pidfile",
+        ] {
+            args.push(a.into());
+        }
+        args.push(self.pidfile().into_os_string());
+        args.push("-D".into());
+        args.push(self.images.clone().into_os_string());
+        for (fd, path) in inherit {
+            // CRIU names a file by its path without the leading slash.
+            let key = path.to_string_lossy();
+            args.push("--inherit-fd".into());
+            args.push(format!("fd[{fd}]:{}", key.trim_start_matches('/')).into());
+        }
+        (prog, args)
+    }
+
+    /// Why the last restore failed, from its log.
+    pub fn restore_errors(&self) -> String {
+        self.log_errors("restore.log")
+    }
+
+    /// The files of a CRIU checkpoint: every image, and every regular file
+    /// at the top of the sandbox except `skip` (the output capture files,
+    /// which the home already has). CRIU reopens files by path and checks
+    /// their sizes, so the sandbox goes along.
+    pub fn bundle_sources(
+        &self,
+        sandbox: &Path,
+        skip: &[&str],
+    ) -> Result<Vec<BundleSource>, CheckpointError> {
+        let mut out = Vec::new();
+        for (dir, prefix) in [
+            (&self.images, CRIU_IMAGE_PREFIX),
+            (&sandbox.to_path_buf(), ""),
+        ] {
+            let mut names: Vec<String> = std::fs::read_dir(dir)
+                .map_err(|e| io_err(dir, e))?
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .collect();
+            names.sort();
+            for n in names {
+                let local = prefix.is_empty();
+                if (local && (skip.contains(&n.as_str()) || n.starts_with(CRIU_IMAGE_PREFIX)))
+                    || (!local && CRIU_LOCAL_FILES.contains(&n.as_str()))
+                {
+                    continue;
+                }
+                out.push(BundleSource {
+                    name: format!("{prefix}{n}"),
+                    path: dir.join(&n),
+                });
+            }
+        }
+        if !out
+            .iter()
+            .any(|s| s.name == format!("{CRIU_IMAGE_PREFIX}inventory.img"))
+        {
+            return Err(CheckpointError::Criu("no dump to collect".into()));
+        }
+        Ok(out)
+    }
+
+    /// Unpacks a CRIU bundle: images into the image directory, the rest
+    /// into the sandbox.
+    pub fn unpack(&self, bundle: &Path, sandbox: &Path) -> Result<Manifest, CheckpointError> {
+        self.clear()?;
+        let f = std::fs::File::open(bundle).map_err(|e| io_err(bundle, e))?;
+        let images = self.images.clone();
+        let sandbox = sandbox.to_path_buf();
+        read_bundle_routed(
+            &mut std::io::BufReader::with_capacity(1 << 20, f),
+            &move |name: &str| match name.strip_prefix(CRIU_IMAGE_PREFIX) {
+                Some(img) => Some(images.join(img)),
+                None => Some(sandbox.join(name)),
+            },
+        )
     }
 }
 
@@ -562,6 +854,35 @@ impl SharedBucket {
             tokio::time::sleep(wait).await;
         }
     }
+}
+
+/// A file as a stream of chunks for an HTTP body, each chunk waiting for
+/// `take(len)` first (the station's token bucket): a checkpoint transfer
+/// never needs the whole checkpoint in memory.
+pub fn throttled_stream<F, Fut>(
+    file: tokio::fs::File,
+    take: F,
+) -> impl futures_util::Stream<Item = std::io::Result<Vec<u8>>> + Send + 'static
+where
+    F: Fn(u64) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    futures_util::stream::unfold(file, move |mut f| {
+        let take = take.clone();
+        async move {
+            use tokio::io::AsyncReadExt;
+            let mut buf = vec![0u8; 256 * 1024];
+            match f.read(&mut buf).await {
+                Ok(0) => None,
+                Ok(n) => {
+                    buf.truncate(n);
+                    take(n as u64).await;
+                    Some((Ok(buf), f))
+                }
+                Err(e) => Some((Err(e), f)),
+            }
+        }
+    })
 }
 
 /// Exponentially weighted transfer rate (bytes/s) of a pool's checkpoint
@@ -660,6 +981,7 @@ mod tests {
                 name: "../x".into(),
                 size: 0,
                 sha256: hex(&Sha256::digest(b"")),
+                mode: 0o600,
             }],
             ..Default::default()
         };

@@ -215,6 +215,12 @@ pub struct Pool {
 
 impl Pool {
     pub async fn start() -> Pool {
+        Pool::start_with("").await
+    }
+
+    /// A pool whose execute stations get `host_extra` in their config;
+    /// `{root}` in it stands for the pool's directory.
+    pub async fn start_with(host_extra: &str) -> Pool {
         let lock = serial_lock();
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
@@ -276,7 +282,8 @@ impl Pool {
         let mut hosts = HashMap::new();
         for h in ["x1", "x2"] {
             let port = free_port();
-            let mut d = mk(h, station_cfg(h, port, "execute_only", ""), false, port);
+            let extra = host_extra.replace("{root}", &root.display().to_string());
+            let mut d = mk(h, station_cfg(h, port, "execute_only", &extra), false, port);
             d.spawn();
             hosts.insert(h.to_string(), d);
         }
@@ -330,7 +337,13 @@ impl Pool {
              log = job.log\nenvironment = \"SELFCKPT_PROGRESS={}\"\nqueue\n",
             self.progress_path().display()
         );
-        let sub = parse_submit(&text, &SubmitContext::new("job.sub", "alice")).unwrap();
+        self.submit_text(&text).await
+    }
+
+    /// Submits a submit file's text from the work directory; returns the
+    /// job's id.
+    pub async fn submit_text(&self, text: &str) -> String {
+        let sub = parse_submit(text, &SubmitContext::new("job.sub", "alice")).unwrap();
         let resp = self
             .client
             .submit(&SubmitBody {

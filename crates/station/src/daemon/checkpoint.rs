@@ -341,21 +341,9 @@ async fn fetch_checkpoint(
     let len = file.metadata().await.map(|m| m.len()).unwrap_or(0);
     // Throttled stream: the owner's disk and network stay usable.
     let st3 = st.clone();
-    let stream = futures_util::stream::unfold(file, move |mut f| {
+    let stream = crate::checkpoint::throttled_stream(file, move |n| {
         let st = st3.clone();
-        async move {
-            use tokio::io::AsyncReadExt;
-            let mut buf = vec![0u8; 256 * 1024];
-            match f.read(&mut buf).await {
-                Ok(0) => None,
-                Ok(n) => {
-                    buf.truncate(n);
-                    st.ckpt.bucket.take(n as u64).await;
-                    Some((Ok::<_, std::io::Error>(buf), f))
-                }
-                Err(e) => Some((Err(e), f)),
-            }
-        }
+        async move { st.ckpt.bucket.take(n).await }
     });
     axum::response::Response::builder()
         .header("content-type", "application/octet-stream")

@@ -130,6 +130,10 @@ pub struct StationConfig {
     /// How long a guest may take to checkpoint and exit after the signal
     /// before a vacate kills it, seconds.
     pub checkpoint_grace_secs: f64,
+    /// Parent of the sandboxes of CRIU jobs (`checkpoint_method = criu`).
+    /// Must be the same path on every station of the pool: a CRIU image
+    /// names the files the job had open by path.
+    pub criu_sandbox_dir: PathBuf,
 }
 
 impl Default for StationConfig {
@@ -165,6 +169,7 @@ impl Default for StationConfig {
             avoid_host_secs: 1800.0,
             checkpoint_signal: "SIGTERM".into(),
             checkpoint_grace_secs: 10.0,
+            criu_sandbox_dir: PathBuf::from(super::starter::DEFAULT_CRIU_SANDBOX_DIR),
         }
     }
 }

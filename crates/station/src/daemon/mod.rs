@@ -375,6 +375,7 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
         sc.checkpoint_signal = config.checkpoint_signal_number().unwrap_or(libc::SIGTERM);
         sc.checkpoint_grace = Duration::from_secs_f64(config.checkpoint_grace_secs.max(0.0));
         sc.checkpoint_bytes_per_sec = config.checkpoint_bytes_per_sec;
+        sc.criu_sandbox_dir = config.criu_sandbox_dir.clone();
         sc.address = address.clone();
         match EvictionPolicy::from_name(&config.eviction_policy) {
             Some(p) => sc.policy = p,

@@ -35,12 +35,21 @@
 //! for the whole lease, or says the job is no longer ours, the guest is
 //! killed at once.
 //!
-//! Open points (documented, not yet done): CRIU dumps in the starter (the
-//! backend and detection exist), migration to a chosen destination (a
-//! `Migrate` action vacates: the home station picks the next host), and
-//! `when_to_transfer_output = ON_EXIT_OR_EVICT`.
+//! A job with `checkpoint_method = criu` ([`Criu`]) runs under a reaping
+//! waiter in a sandbox whose path is the same on every station
+//! (`criu_sandbox_dir`, locked per job). A vacate and every
+//! `checkpoint_interval` dump its process tree; the images and the
+//! sandbox's files go home as one bundle (streamed from a file, never held
+//! in memory), and the next run, here after a periodic dump or on the next
+//! station, is a `criu restore` instead of a start.
+//!
+//! Open points (documented, not yet done): migration to a chosen
+//! destination (a `Migrate` action vacates: the home station picks the
+//! next host), and `when_to_transfer_output = ON_EXIT_OR_EVICT`.
 
-use crate::checkpoint::{Checkpointer, Manifest, RateMeter, SelfCheckpoint, SharedBucket};
+use crate::checkpoint::{
+    BundleSource, Checkpointer, Criu, Manifest, RateMeter, SelfCheckpoint, SharedBucket,
+};
 use crate::daemon::checkpoint::LeaseRenewal;
 use crate::isolation::{
     CgroupManager, GuestCgroup, GuestLauncher, GuestSpec, GuestUser, IsolationError, MemoryBounds,
@@ -57,7 +66,7 @@ use gleaner_core::eviction::{Action, Estimates, EvictionLadder, EvictionPolicy, 
 use gleaner_core::linger::MigrationCost;
 use gleaner_core::time::Time;
 use gleaner_proto::auth::PoolKey;
-use gleaner_proto::job::{JobDescription, JobEventKind, JobId, JobState};
+use gleaner_proto::job::{CheckpointMethod, JobDescription, JobEventKind, JobId, JobState};
 use gleaner_proto::wire::{
     ErrorBody, ErrorCode, GuestInfo, JobStatusReport, PROTOCOL_VERSION, PlacementRequest,
     PlacementResponse, RejectReason, Usage, check_version,
@@ -81,6 +90,9 @@ pub const STDERR_FILE: &str = "_gleaner_stderr";
 
 /// Largest chunk of stdout/stderr sent in one request.
 const MAX_CHUNK: usize = 256 * 1024;
+
+/// Default [`StarterConfig::criu_sandbox_dir`].
+pub const DEFAULT_CRIU_SANDBOX_DIR: &str = "/var/lib/gleaner-criu";
 
 /// Starter settings.
 #[derive(Clone, Debug)]
@@ -121,6 +133,10 @@ pub struct StarterConfig {
     pub keep_sandboxes: bool,
     /// Per-request timeout towards the shadow.
     pub http_timeout: Duration,
+    /// Parent of the sandboxes of CRIU jobs. A CRIU image names files by
+    /// path, so it must be the same directory on every station of the pool;
+    /// must not be writable by guests.
+    pub criu_sandbox_dir: PathBuf,
 }
 
 impl StarterConfig {
@@ -141,6 +157,7 @@ impl StarterConfig {
             address: String::new(),
             keep_sandboxes: false,
             http_timeout: Duration::from_secs(30),
+            criu_sandbox_dir: PathBuf::from(DEFAULT_CRIU_SANDBOX_DIR),
         }
     }
 }
@@ -459,6 +476,14 @@ impl Starter {
         if let Err(msg) = validate_names(&req.description) {
             return Self::reject(RejectReason::RequirementsUnmet, msg);
         }
+        if req.description.checkpoint_method == CheckpointMethod::Criu
+            && !crate::checkpoint::criu_status().available()
+        {
+            return Self::reject(
+                RejectReason::RequirementsUnmet,
+                "the job is checkpointed with CRIU and this host has no working CRIU",
+            );
+        }
         if let Some(check) = self.admission.get()
             && let Err(msg) = check(&req.description)
         {
@@ -549,7 +574,53 @@ impl Starter {
             rep_rx,
             req.lease_secs.map_or(Duration::ZERO, Duration::from_secs),
         ));
-        let sandbox = self.config.execute_dir.join(&entry.guest_id);
+        let criu = (req.description.checkpoint_method == CheckpointMethod::Criu).then(|| Criu {
+            images: self
+                .config
+                .execute_dir
+                .join(format!("{}.criu", entry.guest_id)),
+            user: self.user,
+        });
+        // A CRIU job's sandbox has one path pool-wide (its images name
+        // files by path), held under a lock so that a new run of the job on
+        // this machine waits for the old one's cleanup.
+        let (sandbox, _sandbox_lock) = if criu.is_some() {
+            let dir = self
+                .config
+                .criu_sandbox_dir
+                .join(criu_sandbox_name(&req.home, req.job_id));
+            match lock_sandbox(&self.config.criu_sandbox_dir, &dir).await {
+                Ok(l) => {
+                    // Whatever is there was left by a run that died (its
+                    // station was killed): this run starts clean.
+                    if let Err(e) = std::fs::remove_dir_all(&dir)
+                        && e.kind() != std::io::ErrorKind::NotFound
+                    {
+                        tracing::warn!(path = %dir.display(), error = %e, "cannot clear a stale CRIU sandbox");
+                    }
+                    (dir, Some(l))
+                }
+                Err(e) => {
+                    tracing::warn!(job = %req.job_id, error = %e, "CRIU sandbox busy");
+                    let _ = rep_tx.send(JobStatusReport {
+                        protocol: PROTOCOL_VERSION,
+                        job_id: req.job_id,
+                        host: self.config.host.clone(),
+                        event: JobEventKind::Evicted,
+                        state: JobState::Idle,
+                        at: self.now(),
+                        detail: format!("host error: {e}"),
+                        usage: None,
+                    });
+                    drop(rep_tx);
+                    let _ = reporter.await;
+                    self.lock_guests().remove(&req.job_id);
+                    return;
+                }
+            }
+        } else {
+            (self.config.execute_dir.join(&entry.guest_id), None)
+        };
         let (lease_tx, lease_rx) = watch::channel(None);
         let lease = req.lease_secs.filter(|l| *l > 0).map(|l| {
             tokio::spawn(lease_loop(
@@ -572,7 +643,8 @@ impl Starter {
             req: &req,
             sandbox: sandbox.clone(),
             reports: rep_tx,
-            ckpt: SelfCheckpoint::for_job(&req.description),
+            ckpt: SelfCheckpoint::for_job(&req.description).filter(|_| criu.is_none()),
+            criu: criu.clone(),
             lease: lease_rx,
             base_lens: Mutex::new((0, 0)),
         };
@@ -584,13 +656,96 @@ impl Starter {
         // Every report sent before the slot is freed, so that a new
         // placement of the same job never races its old report.
         let _ = reporter.await;
-        if !self.config.keep_sandboxes
-            && let Err(e) = std::fs::remove_dir_all(&sandbox)
-            && e.kind() != std::io::ErrorKind::NotFound
-        {
-            tracing::warn!(path = %sandbox.display(), error = %e, "cannot remove sandbox");
+        let mut leftovers = vec![sandbox];
+        if let Some(c) = &criu {
+            leftovers.push(c.images.clone());
+        }
+        for dir in leftovers {
+            if !self.config.keep_sandboxes
+                && let Err(e) = std::fs::remove_dir_all(&dir)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(path = %dir.display(), error = %e, "cannot remove sandbox");
+            }
         }
         self.lock_guests().remove(&req.job_id);
+    }
+}
+
+/// Directory name of a CRIU job's sandbox: the home and the job id, with
+/// anything but `[A-Za-z0-9._-]` replaced.
+fn criu_sandbox_name(home: &str, job: JobId) -> String {
+    let clean: String = home
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{clean}-{job}")
+}
+
+/// Takes the lock of a CRIU sandbox (`<dir>.lock`, flock), waiting up to
+/// 30 s for another run of the same job on this machine to finish its
+/// cleanup. The parent is created root-owned and must not be writable by
+/// anyone else: guests must not be able to plant files or links there.
+async fn lock_sandbox(parent: &Path, dir: &Path) -> Result<File, StarterError> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new()
+        .mode(0o755)
+        .recursive(true)
+        .create(parent)
+    {
+        Ok(()) => {}
+        Err(e) => return Err(io_err(parent, e)),
+    }
+    let md = std::fs::symlink_metadata(parent).map_err(|e| io_err(parent, e))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !md.is_dir() || md.uid() != me || md.mode() & 0o022 != 0 {
+        return Err(io_err(
+            parent,
+            std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "must be a directory owned by the daemon and writable only by it",
+            ),
+        ));
+    }
+    let lock_path = dir.with_extension("lock");
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&lock_path)
+        .map_err(|e| io_err(&lock_path, e))?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        // SAFETY: flock on a descriptor we own.
+        if unsafe {
+            libc::flock(
+                std::os::fd::AsRawFd::as_raw_fd(&f),
+                libc::LOCK_EX | libc::LOCK_NB,
+            )
+        } == 0
+        {
+            return Ok(f);
+        }
+        if Instant::now() > deadline {
+            return Err(io_err(
+                &lock_path,
+                std::io::Error::new(
+                    std::io::ErrorKind::WouldBlock,
+                    "another run of this job still holds its sandbox",
+                ),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -1099,6 +1254,8 @@ struct GuestRun<'a> {
     reports: mpsc::UnboundedSender<JobStatusReport>,
     /// The self-checkpointing backend, if the job declares it.
     ckpt: Option<SelfCheckpoint>,
+    /// The CRIU backend, if the job asks for it (then `ckpt` is `None`).
+    criu: Option<Criu>,
     /// Becomes `Some(why)` when the lease with the home is lost.
     lease: watch::Receiver<Option<String>>,
     /// stdout/stderr lengths at the restored checkpoint: this run's
@@ -1277,7 +1434,13 @@ impl GuestRun<'_> {
         }
         // --- checkpoint restore: the latest good one, from home ---------
         let mut seq = 0u64;
-        if self.ckpt.is_some() {
+        if let Some(c) = &self.criu {
+            // The image directory belongs to the guest user (CRIU runs as
+            // it) but lies outside the sandbox.
+            prepare_sandbox(&c.images, self.starter.user)?;
+            c.clear().map_err(|e| StarterError::Http(e.to_string()))?;
+        }
+        if self.ckpt.is_some() || self.criu.is_some() {
             match self.restore_checkpoint().await {
                 Ok(Some(m)) => {
                     seq = m.seq;
@@ -1348,7 +1511,7 @@ impl GuestRun<'_> {
         let checkpoint_exit = self.ckpt.as_ref().map(|c| c.exit_code);
         let ckpt_interval = d
             .checkpoint_interval_secs
-            .filter(|_| self.ckpt.is_some())
+            .filter(|_| self.ckpt.is_some() || self.criu.is_some())
             .map(Duration::from_secs);
         let (fin_tx, fin_rx) = watch::channel(false);
         let acked = [
@@ -1393,25 +1556,58 @@ impl GuestRun<'_> {
                 None => Stdio::null(),
             };
             let dup = |f: &File, p: &Path| f.try_clone().map_err(|e| io_err(p, e));
-            let spec = GuestSpec {
-                program: program.clone(),
-                args: d.arguments.iter().map(OsString::from).collect(),
-                env: env.clone().into_iter().collect(),
-                user: self.starter.user,
-                sandbox: self.sandbox.clone(),
-                sched_idle: sched_idle || ladder.owner_active(),
-                pid_namespace: self.starter.config.pid_namespace,
-                stdin,
-                stdout: Stdio::from(dup(&out_w, &out_path)?),
-                stderr: Stdio::from(dup(&err_w, &err_path)?),
+            // A CRIU job with a dump at hand is restored, not started.
+            let restoring = self.criu.as_ref().filter(|c| c.has_images());
+            let spec = match restoring {
+                Some(c) => {
+                    let _ = std::fs::remove_file(c.pidfile());
+                    // The restored job writes to this run's capture files.
+                    let (program, args) = c.restore_command(&[(1, &out_path), (2, &err_path)]);
+                    GuestSpec {
+                        program,
+                        args,
+                        env: vec![(
+                            "PATH".into(),
+                            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
+                        )],
+                        user: None,
+                        sandbox: self.sandbox.clone(),
+                        sched_idle: false,
+                        pid_namespace: false,
+                        no_new_privs: false,
+                        reaper: true,
+                        restore_pidfile: Some(c.pidfile()),
+                        stdin,
+                        stdout: Stdio::from(dup(&out_w, &out_path)?),
+                        stderr: Stdio::from(dup(&err_w, &err_path)?),
+                    }
+                }
+                None => GuestSpec {
+                    program: program.clone(),
+                    args: d.arguments.iter().map(OsString::from).collect(),
+                    env: env.clone().into_iter().collect(),
+                    user: self.starter.user,
+                    sandbox: self.sandbox.clone(),
+                    sched_idle: sched_idle || ladder.owner_active(),
+                    // An unprivileged CRIU dump cannot handle a PID
+                    // namespace (see `Criu`).
+                    pid_namespace: self.starter.config.pid_namespace && self.criu.is_none(),
+                    no_new_privs: true,
+                    reaper: self.criu.is_some(),
+                    restore_pidfile: None,
+                    stdin,
+                    stdout: Stdio::from(dup(&out_w, &out_path)?),
+                    stderr: Stdio::from(dup(&err_w, &err_path)?),
+                },
             };
             let mut proc = match GuestLauncher::new().spawn(spec, cgroup.as_ref()) {
                 Ok(p) => p,
                 Err(IsolationError::Spawn { source, .. })
-                    if matches!(
-                        source.kind(),
-                        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
-                    ) || source.raw_os_error() == Some(libc::ENOEXEC) =>
+                    if restoring.is_none()
+                        && (matches!(
+                            source.kind(),
+                            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+                        ) || source.raw_os_error() == Some(libc::ENOEXEC)) =>
                 {
                     return Ok(Outcome::Held(format!(
                         "cannot execute {:?}: {source}",
@@ -1420,7 +1616,37 @@ impl GuestRun<'_> {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let pid = proc.pid();
+            let mut pid = proc.pid();
+            if let Some(c) = restoring {
+                match await_restore(c, pid).await {
+                    Ok(Some(root)) => pid = root,
+                    Ok(None) => {}
+                    Err(why) => {
+                        // Not the job's fault, maybe this host's (a PID in
+                        // use): back to the queue; the home avoids us.
+                        let _ = c.clear();
+                        if let Some(g) = &cgroup {
+                            let _ = g.kill();
+                        }
+                        let _ = tokio::task::spawn_blocking(move || proc.wait()).await;
+                        return Ok(Outcome::Evicted(format!("CRIU restore failed: {why}")));
+                    }
+                }
+                tracing::info!(job = %self.req.job_id, pid, "guest restored by CRIU");
+            } else if self.criu.is_some() {
+                // The job runs under a reaping waiter: CRIU dumps the job.
+                let deadline = Instant::now() + Duration::from_secs(10);
+                loop {
+                    if let Some(p) = proc.job_pid() {
+                        pid = p;
+                        break;
+                    }
+                    if Instant::now() > deadline || parent_of(pid).is_none() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
             let pgid = i32::try_from(pid).unwrap_or(0);
             guard.pgid = Some(pgid);
             let mut ctl = Control {
@@ -1462,10 +1688,16 @@ impl GuestRun<'_> {
             } else if ladder.owner_active() {
                 ctl.set_idle(true);
             }
+            // A restored job has the priority it was dumped with.
+            if restoring.is_some() && leave.is_none() {
+                ctl.set_idle(ladder.owner_active());
+            }
 
             // --- supervision: owner events, deadlines, vacate, exit -------
             let mut owner_gone = false;
             let mut lease_lost = false;
+            // A CRIU dump ended the process: its exit is a checkpoint.
+            let mut dumped = false;
             let mut next_ckpt = ckpt_interval.map(|i| Instant::now() + i);
             let status = loop {
                 if leave.is_some() {
@@ -1510,10 +1742,19 @@ impl GuestRun<'_> {
                     }
                     _ = ckpt_tick => {
                         // Periodic checkpoint: the job saves and exits with
-                        // its checkpoint code. A frozen job waits its turn.
-                        if !(ctl.frozen || ctl.stopped_by_signal) {
-                            tracing::debug!(job = %self.req.job_id, "periodic checkpoint signal");
-                            ctl.checkpoint_signal();
+                        // its checkpoint code, or CRIU dumps it (and it is
+                        // restored in place). A frozen job waits its turn.
+                        if !(ctl.frozen || ctl.stopped_by_signal || dumped) {
+                            match &self.criu {
+                                Some(c) => match criu_dump(c, pid).await {
+                                    Ok(()) => dumped = true,
+                                    Err(e) => tracing::warn!(job = %self.req.job_id, error = %e, "periodic CRIU dump failed; the job goes on"),
+                                },
+                                None => {
+                                    tracing::debug!(job = %self.req.job_id, "periodic checkpoint signal");
+                                    ctl.checkpoint_signal();
+                                }
+                            }
                         }
                         next_ckpt = ckpt_interval.map(|i| Instant::now() + i);
                     }
@@ -1557,7 +1798,7 @@ impl GuestRun<'_> {
                     let u = usage(&ctl);
                     ctl.resume();
                     ctl.kill();
-                    if checkpoint_exit == Some(code) {
+                    if dumped || checkpoint_exit == Some(code) {
                         self.take_checkpoint(&mut ladder, &mut seq, &acked, [&out_w, &err_w])
                             .await;
                         if let Ok(Command::Vacate(why)) = rx.try_recv() {
@@ -1570,10 +1811,10 @@ impl GuestRun<'_> {
                 }
                 (None, Some(why)) => {
                     let u = usage(&ctl);
-                    let code = self.evict(&mut ctl, &mut exit_rx, lease_lost).await;
+                    let checkpointed = self.evict(&mut ctl, &mut exit_rx, lease_lost, pid).await;
                     // A checkpoint taken on the way out goes home first
                     // (not when the home is unreachable or gave up on us).
-                    if !lease_lost && code.is_some() && code == checkpoint_exit {
+                    if !lease_lost && checkpointed {
                         self.take_checkpoint(&mut ladder, &mut seq, &acked, [&out_w, &err_w])
                             .await;
                     }
@@ -1619,16 +1860,34 @@ impl GuestRun<'_> {
         Ok(outcome)
     }
 
-    /// Leave the host: the checkpoint signal for jobs that checkpoint, a
-    /// bounded grace to exit, then kill (at once when `now`). Returns the
-    /// exit code if the job exited by itself within the grace.
+    /// Leave the host: a CRIU dump, or the checkpoint signal for jobs that
+    /// checkpoint themselves with a bounded grace to exit, then kill (at
+    /// once when `now`). Returns whether a checkpoint is ready to ship.
     async fn evict(
         &self,
         ctl: &mut Control,
         exit_rx: &mut tokio::sync::oneshot::Receiver<std::io::Result<std::process::ExitStatus>>,
         now: bool,
-    ) -> Option<i32> {
-        if self.req.description.checkpoint_exit_code.is_some() && !now {
+        root: u32,
+    ) -> bool {
+        if let Some(c) = &self.criu
+            && !now
+        {
+            // CRIU cannot seize a frozen task.
+            ctl.resume();
+            match criu_dump(c, root).await {
+                Ok(()) => {
+                    ctl.kill();
+                    let _ = tokio::time::timeout(Duration::from_secs(10), &mut *exit_rx).await;
+                    return true;
+                }
+                Err(e) => {
+                    tracing::warn!(job = %self.req.job_id, error = %e, "CRIU dump on vacate failed")
+                }
+            }
+        } else if let Some(sc) = &self.ckpt
+            && !now
+        {
             // A frozen job cannot act on the signal.
             ctl.resume();
             ctl.set_idle(true);
@@ -1636,16 +1895,13 @@ impl GuestRun<'_> {
             let grace = self.starter.config.checkpoint_grace;
             if let Ok(r) = tokio::time::timeout(grace, &mut *exit_rx).await {
                 ctl.kill();
-                return match r {
-                    Ok(Ok(s)) => Some(exit_code(s)),
-                    _ => None,
-                };
+                return matches!(r, Ok(Ok(s)) if exit_code(s) == sc.exit_code);
             }
         }
         ctl.resume();
         ctl.kill();
         let _ = tokio::time::timeout(Duration::from_secs(10), exit_rx).await;
-        None
+        false
     }
 
     /// How long transfers to the home keep being retried: the lease (the
@@ -1656,9 +1912,20 @@ impl GuestRun<'_> {
             .map_or(Duration::from_secs(20), Duration::from_secs)
     }
 
-    /// Fetches the job's latest good checkpoint into the sandbox (throttled
-    /// by the station's bucket). `None`: the job has none yet.
+    /// Where this run keeps a checkpoint bundle in transit.
+    fn bundle_path(&self) -> PathBuf {
+        self.starter
+            .config
+            .execute_dir
+            .join(format!("{}.bundle", self.entry.guest_id))
+    }
+
+    /// Fetches the job's latest good checkpoint (throttled by the station's
+    /// bucket, streamed to a file) and unpacks it: into the sandbox, and
+    /// for CRIU the images into the image directory. `None`: the job has
+    /// none yet.
     async fn restore_checkpoint(&self) -> Result<Option<Manifest>, String> {
+        use tokio::io::AsyncWriteExt;
         let url = self.url(&["checkpoint"]).map_err(|e| e.to_string())?;
         let t0 = Instant::now();
         let mut resp = self
@@ -1676,26 +1943,65 @@ impl GuestRun<'_> {
         if !resp.status().is_success() {
             return Err(format!("shadow answered {}", resp.status()));
         }
-        let mut data =
-            Vec::with_capacity(usize::try_from(resp.content_length().unwrap_or(0)).unwrap_or(0));
-        while let Some(chunk) = resp
-            .chunk()
+        let path = self.bundle_path();
+        let _ = std::fs::remove_file(&path);
+        let mut file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
             .await
-            .map_err(|e| format!("checkpoint download: {e}"))?
-        {
-            self.starter.bucket.take(chunk.len() as u64).await;
-            data.extend_from_slice(&chunk);
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut bytes = 0u64;
+        let fetched: Result<(), String> = async {
+            while let Some(chunk) = resp
+                .chunk()
+                .await
+                .map_err(|e| format!("checkpoint download: {e}"))?
+            {
+                self.starter.bucket.take(chunk.len() as u64).await;
+                file.write_all(&chunk)
+                    .await
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                bytes += chunk.len() as u64;
+            }
+            file.flush()
+                .await
+                .map_err(|e| format!("{}: {e}", path.display()))
         }
-        self.starter.rate.record(data.len() as u64, t0.elapsed());
+        .await;
+        drop(file);
+        if let Err(e) = fetched {
+            let _ = std::fs::remove_file(&path);
+            return Err(e);
+        }
+        self.starter.rate.record(bytes, t0.elapsed());
         let dir = self.sandbox.clone();
         let user = self.starter.user;
+        let criu = self.criu.clone();
+        let bundle = path.clone();
         let m = tokio::task::spawn_blocking(move || -> Result<Manifest, String> {
-            let m = crate::checkpoint::FromScratch
-                .restore(&dir, &data)
-                .map_err(|e| e.to_string())?;
+            let m = match &criu {
+                Some(c) => c.unpack(&bundle, &dir).map_err(|e| e.to_string())?,
+                None => {
+                    let f =
+                        File::open(&bundle).map_err(|e| format!("{}: {e}", bundle.display()))?;
+                    crate::checkpoint::read_bundle(
+                        &mut std::io::BufReader::with_capacity(1 << 20, f),
+                        Some(&dir),
+                    )
+                    .map_err(|e| e.to_string())?
+                }
+            };
             if let Some(u) = user {
                 for f in &m.files {
-                    let p = dir.join(&f.name);
+                    let p = match (
+                        &criu,
+                        f.name.strip_prefix(crate::checkpoint::CRIU_IMAGE_PREFIX),
+                    ) {
+                        (Some(c), Some(img)) => c.images.join(img),
+                        _ => dir.join(&f.name),
+                    };
                     std::os::unix::fs::chown(&p, Some(u.uid), Some(u.gid))
                         .map_err(|e| format!("{}: {e}", p.display()))?;
                 }
@@ -1703,8 +2009,10 @@ impl GuestRun<'_> {
             Ok(m)
         })
         .await
-        .map_err(|e| e.to_string())??;
-        tracing::info!(job = %self.req.job_id, seq = m.seq, bytes = m.payload_bytes(), "checkpoint restored");
+        .map_err(|e| e.to_string());
+        let _ = std::fs::remove_file(&path);
+        let m = m??;
+        tracing::info!(job = %self.req.job_id, seq = m.seq, bytes = m.payload_bytes(), backend = %m.backend, "checkpoint restored");
         Ok(Some(m))
     }
 
@@ -1720,9 +2028,9 @@ impl GuestRun<'_> {
         acked: &[Arc<AtomicU64>; 2],
         capture: [&File; 2],
     ) {
-        let Some(sc) = self.ckpt.clone() else {
+        if self.ckpt.is_none() && self.criu.is_none() {
             return;
-        };
+        }
         let lens = capture.map(|f| f.metadata().map_or(0, |m| m.len()));
         let base = self.base();
         let want = [base.0 + lens[0], base.1 + lens[1]];
@@ -1742,36 +2050,92 @@ impl GuestRun<'_> {
             ..Default::default()
         };
         let dir = self.sandbox.clone();
-        let bundle = match tokio::task::spawn_blocking(move || sc.collect(&dir, manifest)).await {
-            Ok(Ok(b)) => b,
+        let path = self.bundle_path();
+        let _ = std::fs::remove_file(&path);
+        let (sc, criu, out) = (self.ckpt.clone(), self.criu.clone(), path.clone());
+        let collected = tokio::task::spawn_blocking(move || match (&criu, &sc) {
+            (Some(c), _) => {
+                let sources: Vec<BundleSource> =
+                    c.bundle_sources(&dir, &[STDOUT_FILE, STDERR_FILE])?;
+                crate::checkpoint::write_bundle_file(
+                    Manifest {
+                        backend: "criu".into(),
+                        ..manifest
+                    },
+                    &sources,
+                    &out,
+                )
+            }
+            (None, Some(sc)) => sc.collect_to(&dir, manifest, &out),
+            (None, None) => Err(crate::checkpoint::CheckpointError::Corrupt(
+                "no checkpointing".into(),
+            )),
+        })
+        .await;
+        let bytes = match collected {
+            Ok(Ok(m)) => m.payload_bytes(),
             Ok(Err(e)) => {
                 tracing::warn!(job = %self.req.job_id, error = %e, "cannot collect checkpoint");
+                let _ = std::fs::remove_file(&path);
                 return;
             }
             Err(e) => {
                 tracing::warn!(job = %self.req.job_id, error = %e, "checkpoint collector failed");
+                let _ = std::fs::remove_file(&path);
                 return;
             }
         };
+        let shipped = self.ship_bundle(&path, bytes, ladder, *seq, deadline).await;
+        let _ = std::fs::remove_file(&path);
+        if !shipped {
+            tracing::warn!(job = %self.req.job_id, "checkpoint not shipped home");
+        }
+    }
+
+    /// Uploads a bundle file to the home (streamed and throttled, retried
+    /// until `deadline`) and feeds the measured rate into the ladder's
+    /// `T_migr` (Ryu & Hollingsworth Eq. 5). Returns whether it arrived.
+    async fn ship_bundle(
+        &self,
+        path: &Path,
+        payload: u64,
+        ladder: &mut EvictionLadder,
+        seq: u64,
+        deadline: Instant,
+    ) -> bool {
         let Ok(url) = self.url(&["checkpoint"]) else {
-            return;
+            return false;
         };
-        let bytes = bundle.len() as u64;
-        let body = axum::body::Bytes::from(bundle);
+        let bytes = std::fs::metadata(path).map_or(payload, |m| m.len());
         let mut delay = Duration::from_millis(100);
         loop {
-            self.starter.bucket.take(bytes).await;
             let t0 = Instant::now();
-            let r = self
-                .starter
-                .http
-                .put(url.clone())
-                .bearer_auth(&self.starter.token)
-                .header("content-type", "application/octet-stream")
-                .timeout(Duration::from_secs(3600))
-                .body(body.clone())
-                .send()
-                .await;
+            let r = match tokio::fs::File::open(path).await {
+                Ok(file) => {
+                    let st = self.starter.clone();
+                    let body = reqwest::Body::wrap_stream(crate::checkpoint::throttled_stream(
+                        file,
+                        move |n| {
+                            let st = st.clone();
+                            async move { st.bucket.take(n).await }
+                        },
+                    ));
+                    self.starter
+                        .http
+                        .put(url.clone())
+                        .bearer_auth(&self.starter.token)
+                        .header("content-type", "application/octet-stream")
+                        .header("content-length", bytes)
+                        .timeout(Duration::from_secs(3600))
+                        .body(body)
+                        .send()
+                        .await
+                }
+                Err(e) => {
+                    tracing::warn!(job = %self.req.job_id, error = %e, "checkpoint bundle vanished");
+                    return false;
+                }
+            };
             match r {
                 Ok(resp) if resp.status().is_success() => {
                     let took = t0.elapsed();
@@ -1788,12 +2152,12 @@ impl GuestRun<'_> {
                         };
                         ladder.handle(self.starter.now(), LadderEvent::Estimates(est));
                     }
-                    tracing::info!(job = %self.req.job_id, seq = *seq, bytes, secs = took.as_secs_f64(), "checkpoint shipped home");
-                    return;
+                    tracing::info!(job = %self.req.job_id, seq, bytes, secs = took.as_secs_f64(), "checkpoint shipped home");
+                    return true;
                 }
                 Ok(resp) if resp.status().is_client_error() => {
                     tracing::warn!(job = %self.req.job_id, status = %resp.status(), "home refused the checkpoint");
-                    return;
+                    return false;
                 }
                 Ok(resp) => {
                     tracing::warn!(job = %self.req.job_id, status = %resp.status(), "checkpoint upload failed")
@@ -1804,7 +2168,7 @@ impl GuestRun<'_> {
             }
             if Instant::now() + delay > deadline {
                 tracing::warn!(job = %self.req.job_id, "checkpoint not shipped: home unreachable");
-                return;
+                return false;
             }
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(2));
@@ -1925,6 +2289,75 @@ impl GuestRun<'_> {
         }
         Ok(())
     }
+}
+
+/// Dumps a CRIU job (blocking work off the runtime).
+async fn criu_dump(c: &Criu, root: u32) -> Result<(), String> {
+    let c = c.clone();
+    let t0 = Instant::now();
+    let r = tokio::task::spawn_blocking(move || c.dump(root))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string());
+    if r.is_ok() {
+        tracing::info!(
+            pid = root,
+            secs = t0.elapsed().as_secs_f64(),
+            "CRIU dump taken"
+        );
+    }
+    r
+}
+
+/// Waits until a detached CRIU restore started under `waiter` has
+/// restored the job; returns the restored root's PID (`None` if it already
+/// finished). The pidfile is written by CRIU as the guest user, so a PID
+/// is trusted only if the waiter is its parent: the station signals that
+/// process group as root.
+async fn await_restore(c: &Criu, waiter: u32) -> Result<Option<u32>, String> {
+    // CRIU writes the pidfile before the restore is over, and the waiter
+    // removes it when CRIU fails: success is the root re-parented to the
+    // waiter (CRIU has exited), or the pidfile outliving the waiter.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let root = std::fs::read_to_string(c.pidfile())
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok());
+        let waiter_alive = parent_of(waiter).is_some();
+        match root {
+            Some(r) if parent_of(r) == Some(waiter) => return Ok(Some(r)),
+            // Finished already: its exit status reaches the waiter.
+            Some(_) if !waiter_alive => return Ok(None),
+            None if !waiter_alive => {
+                let errs = c.restore_errors();
+                return Err(if errs.is_empty() {
+                    "criu restore did not finish".into()
+                } else {
+                    errs
+                });
+            }
+            _ => {}
+        }
+        if Instant::now() > deadline {
+            return Err(match root {
+                Some(r) => format!("restored process {r} never came under the restorer {waiter}"),
+                None => "criu restore timed out".into(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A live (not zombie) process's parent PID, from /proc.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let mut f = rest.split_whitespace();
+    let state = f.next()?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    f.next()?.parse().ok()
 }
 
 fn exit_code(s: std::process::ExitStatus) -> i32 {

@@ -25,7 +25,27 @@
 //!    §2.3): stop guests through the cgroup (`cgroup.kill`/SIGKILL).
 //!    `/proc` is not remounted (no mount namespace), so tools inside still
 //!    see the host's `/proc`.
-//! 5. drop privileges: `setgroups([gid])`, `setgid`, `setuid`.
+//! 5. drop privileges: `setgroups([gid])`, `setgid`, `setuid`; then
+//!    `PR_SET_NO_NEW_PRIVS`, so that no set-id program or file capability
+//!    gives a guest more than it started with (CRIU's restorer also needs
+//!    it to restore a guest on hosts whose bounding set lacks capabilities
+//!    it cannot drop without `CAP_SETPCAP`).
+//!
+//! CRIU jobs are started with a reaper ([`GuestSpec::reaper`]): the forked
+//! child becomes a child subreaper and forks again; the grandchild (in a
+//! session of its own, so that CRIU can dump it) goes on with steps 3 and
+//! 5 and execs the job, and the child waits for it, then reaps for a
+//! moment whatever else of the tree is left. A dump kills the whole tree at
+//! once; without the reaper the job's children would be re-parented to
+//! init, and a pid 1 that does not reap (as on the development VMs) would
+//! keep their PIDs, which a restore needs again.
+//!
+//! A CRIU restore ([`GuestSpec::restore_pidfile`]) is the same with CRIU as
+//! the grandchild: `criu restore --restore-detached` (which drops to the
+//! guest user itself, through `setpriv`). The child waits first for CRIU,
+//! then, with the restored root's PID read from CRIU's pidfile, for the
+//! restored job, which CRIU's exit re-parents to it. The child's exit
+//! status is then the job's, as for a normal start.
 //!
 //! Only async-signal-safe calls (raw libc) run after the fork: the daemon is
 //! multi-threaded. The working directory is the sandbox (mode 0700, owned by
@@ -72,6 +92,17 @@ pub struct GuestSpec {
     pub sandbox: PathBuf,
     pub sched_idle: bool,
     pub pid_namespace: bool,
+    /// `PR_SET_NO_NEW_PRIVS` before exec (default; off only for the CRIU
+    /// restorer, which needs its ambient capability).
+    pub no_new_privs: bool,
+    /// A waiter that is a child subreaper runs the job as its child and
+    /// reaps the job's orphans (see the module comment); needs no PID
+    /// namespace. [`GuestProcess::job_pid`] finds the job.
+    pub reaper: bool,
+    /// The program is a detached `criu restore` writing the restored
+    /// root's PID here: the launcher reaps the restored job (implies
+    /// `reaper`). `user` must then be `None`: CRIU drops privileges itself.
+    pub restore_pidfile: Option<PathBuf>,
     pub stdin: Stdio,
     pub stdout: Stdio,
     pub stderr: Stdio,
@@ -87,6 +118,9 @@ impl GuestSpec {
             sandbox: sandbox.into(),
             sched_idle: false,
             pid_namespace: false,
+            no_new_privs: true,
+            reaper: false,
+            restore_pidfile: None,
             stdin: Stdio::null(),
             stdout: Stdio::null(),
             stderr: Stdio::null(),
@@ -104,16 +138,32 @@ impl GuestSpec {
     }
 }
 
-/// A started guest. With a PID namespace, `pid()` is the intermediate
-/// waiter in the daemon's namespace; the guest program is its only child.
+/// A started guest. With a PID namespace or a reaper, `pid()` is the
+/// intermediate waiter; the guest program is its only child.
 #[derive(Debug)]
 pub struct GuestProcess {
     pub child: Child,
+    reaper: bool,
 }
 
 impl GuestProcess {
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The job's own PID: `pid()`, or with a reaper the waiter's child
+    /// (`None` until it is forked or once it is gone).
+    pub fn job_pid(&self) -> Option<u32> {
+        if !self.reaper {
+            return Some(self.pid());
+        }
+        let p = self.pid();
+        std::fs::read_to_string(format!("/proc/{p}/task/{p}/children"))
+            .ok()?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
     }
     pub fn wait(&mut self) -> std::io::Result<ExitStatus> {
         self.child.wait()
@@ -176,6 +226,97 @@ fn last_err() -> std::io::Error {
     std::io::Error::last_os_error()
 }
 
+/// Exit code of a wait status, as a shell reports it.
+fn status_code(status: i32) -> i32 {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    }
+}
+
+/// The forked child of a reaped start (a child subreaper). With a
+/// `pidfile`, `child` is a detached CRIU restore: wait for it and read the
+/// restored root's PID from the pidfile (if CRIU failed or left none, exit
+/// with CRIU's status; the starter tells the two apart by the pidfile);
+/// else `child` is the job. Wait for the job, reaping any other orphan on
+/// the way; then, for at most 200 ms, reap what else of the tree dies
+/// (a CRIU dump kills it all at once); exit with the job's status.
+/// Async-signal-safe calls only.
+///
+/// # Safety
+/// Runs in a forked child of a multi-threaded process; `pidfile` must be
+/// null or a valid NUL-terminated path.
+unsafe fn reap_waiter(child: libc::pid_t, pidfile: *const libc::c_char) -> ! {
+    // SAFETY: raw syscalls on stack data; see the function's contract.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        let mut status = 0;
+        let mut root = child;
+        if !pidfile.is_null() {
+            let criu_status = loop {
+                let r = libc::waitpid(child, &mut status, 0);
+                if r == child {
+                    break status;
+                }
+                if r < 0 && *libc::__errno_location() != libc::EINTR {
+                    libc::_exit(127);
+                }
+            };
+            root = 0;
+            let fd = libc::open(pidfile, libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW);
+            if fd >= 0 {
+                let mut buf = [0u8; 24];
+                let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+                libc::close(fd);
+                let mut i = 0;
+                while n > 0 && i < n as usize && buf[i].is_ascii_digit() {
+                    root = root
+                        .saturating_mul(10)
+                        .saturating_add(libc::pid_t::from(buf[i] - b'0'));
+                    i += 1;
+                }
+            }
+            if root <= 0 || !(libc::WIFEXITED(criu_status) && libc::WEXITSTATUS(criu_status) == 0) {
+                // CRIU may have written the pidfile before it failed: the
+                // starter reads a missing pidfile as a failed restore.
+                libc::unlink(pidfile);
+                libc::_exit(status_code(criu_status).max(1));
+            }
+        }
+        let code = loop {
+            let r = libc::waitpid(-1, &mut status, 0);
+            if r == root {
+                break status_code(status);
+            }
+            if r < 0 && *libc::__errno_location() != libc::EINTR {
+                // The root was not ours (CRIU re-parented it elsewhere):
+                // nothing left to wait for.
+                libc::_exit(127);
+            }
+        };
+        let pause = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 10_000_000,
+        };
+        for _ in 0..20 {
+            loop {
+                let r = libc::waitpid(-1, &mut status, libc::WNOHANG);
+                if r > 0 {
+                    continue;
+                }
+                if r < 0 {
+                    // No child left.
+                    libc::_exit(code);
+                }
+                break;
+            }
+            libc::nanosleep(&pause, std::ptr::null_mut());
+        }
+        libc::_exit(code)
+    }
+}
+
 impl GuestLauncher {
     pub fn new() -> Self {
         GuestLauncher
@@ -208,6 +349,39 @@ impl GuestLauncher {
         let user = spec.user;
         let sched_idle = spec.sched_idle;
         let pid_ns = spec.pid_namespace;
+        let no_new_privs = spec.no_new_privs;
+        let reaper = spec.reaper || spec.restore_pidfile.is_some();
+        if reaper && pid_ns {
+            return Err(IsolationError::io(
+                &spec.sandbox,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "a reaped guest has no PID namespace",
+                ),
+            ));
+        }
+        let pidfile = match &spec.restore_pidfile {
+            Some(p) => {
+                if user.is_some() || pid_ns {
+                    return Err(IsolationError::io(
+                        p,
+                        std::io::Error::new(
+                            std::io::ErrorKind::InvalidInput,
+                            "a CRIU restore drops privileges itself and brings its own namespaces",
+                        ),
+                    ));
+                }
+                Some(
+                    std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).map_err(|_| {
+                        IsolationError::io(
+                            p,
+                            std::io::Error::from(std::io::ErrorKind::InvalidInput),
+                        )
+                    })?,
+                )
+            }
+            None => None,
+        };
 
         let mut cmd = Command::new(&spec.program);
         cmd.args(&spec.args)
@@ -251,6 +425,24 @@ impl GuestLauncher {
                         libc::close(fd);
                     }
                 }
+                if reaper {
+                    libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+                    match libc::fork() {
+                        -1 => return Err(last_err()),
+                        // The grandchild goes on to exec the job (in a
+                        // session of its own: CRIU dumps whole sessions) or
+                        // CRIU (which restores the job's session).
+                        0 => {
+                            if pidfile.is_none() && libc::setsid() < 0 {
+                                return Err(last_err());
+                            }
+                        }
+                        child => reap_waiter(
+                            child,
+                            pidfile.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
+                        ),
+                    }
+                }
                 if pid_ns && libc::unshare(libc::CLONE_NEWPID) < 0 {
                     return Err(last_err());
                 }
@@ -262,6 +454,9 @@ impl GuestLauncher {
                     {
                         return Err(last_err());
                     }
+                }
+                if no_new_privs && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
+                    return Err(last_err());
                 }
                 if pid_ns {
                     match libc::fork() {
@@ -311,6 +506,6 @@ impl GuestLauncher {
         })?;
         drop(procs);
         tracing::info!(pid = child.id(), program = %spec.program.display(), sched_idle, pid_ns, "guest started");
-        Ok(GuestProcess { child })
+        Ok(GuestProcess { child, reaper })
     }
 }
