@@ -121,6 +121,9 @@ pub struct StarterConfig {
     pub keep_sandboxes: bool,
     /// Per-request timeout towards the shadow.
     pub http_timeout: Duration,
+    /// Where running guests are recorded so that a crash leaves none
+    /// unfound (guest_records.rs); `None`: not recorded.
+    pub guest_records: Option<PathBuf>,
 }
 
 impl StarterConfig {
@@ -141,6 +144,7 @@ impl StarterConfig {
             address: String::new(),
             keep_sandboxes: false,
             http_timeout: Duration::from_secs(30),
+            guest_records: None,
         }
     }
 }
@@ -1294,6 +1298,12 @@ impl GuestRun<'_> {
         let before = snapshot(&self.sandbox);
 
         // --- isolation ----------------------------------------------------
+        // Declared before the guard: the record goes after the kill.
+        let mut record = super::guest_records::GuestTracker::new(
+            self.starter.config.guest_records.as_deref(),
+            &self.entry.guest_id,
+            self.req.job_id,
+        );
         let mut guard = KillOnDrop {
             pgid: None,
             cgroup: None,
@@ -1421,6 +1431,7 @@ impl GuestRun<'_> {
                 Err(e) => return Err(e.into()),
             };
             let pid = proc.pid();
+            record.spawned(pid);
             let pgid = i32::try_from(pid).unwrap_or(0);
             guard.pgid = Some(pgid);
             let mut ctl = Control {
@@ -1602,6 +1613,7 @@ impl GuestRun<'_> {
             }
         }
         guard.pgid = None;
+        record.reaped();
         ladder.on_finished(self.starter.now());
         self.entry.set_state("finishing", None);
 
