@@ -59,6 +59,20 @@ fn beat(work: &Path, pid: u32) -> Option<u32> {
         .ok()
 }
 
+/// Kills the orphan if the test fails before the station does.
+struct Reap(u32, u32);
+impl Drop for Reap {
+    fn drop(&mut self) {
+        for p in [self.0, self.1] {
+            if alive(p) {
+                let _ = std::process::Command::new("kill")
+                    .args(["-KILL", &p.to_string()])
+                    .status();
+            }
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_restarted_station_kills_the_guest_its_crash_orphaned() {
     let mut pool = Pool::start().await;
@@ -103,6 +117,7 @@ async fn a_restarted_station_kills_the_guest_its_crash_orphaned() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
 
+    let _reap = Reap(shell, child);
     pool.hosts.get_mut(&host).unwrap().kill9();
 
     // The bug: nothing stops the guest when its station dies.

@@ -154,6 +154,9 @@ pub fn liveness(rec: &GuestRecord) -> Liveness {
     }
 }
 
+/// A record file and what it holds (or why it cannot be read).
+pub type LoadedRecord = (PathBuf, Result<GuestRecord, RecordError>);
+
 /// The record files of one station.
 #[derive(Clone, Debug)]
 pub struct GuestRecords {
@@ -237,7 +240,7 @@ impl GuestRecords {
 
     /// Every record file with what it holds; a missing directory is no
     /// record. Temporaries of an interrupted write are not records.
-    pub fn load(&self) -> Result<Vec<(PathBuf, Result<GuestRecord, RecordError>)>, RecordError> {
+    pub fn load(&self) -> Result<Vec<LoadedRecord>, RecordError> {
         let rd = match std::fs::read_dir(&self.dir) {
             Ok(rd) => rd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
