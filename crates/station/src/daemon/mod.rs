@@ -20,6 +20,7 @@
 pub mod checkpoint;
 pub mod config;
 pub mod dagman;
+pub mod guest_records;
 pub mod machine;
 pub mod owner_watch;
 pub mod policy;
@@ -281,6 +282,10 @@ impl Running {
         for t in self.tasks {
             let _ = t.await;
         }
+        if self.station.starter.is_some() {
+            guest_records::GuestRecords::new(guest_records::dir(&self.station.config.state_dir))
+                .kill_leftovers();
+        }
         if let Some(m) = self.station.starter.as_ref().and_then(|s| s.cgroups()) {
             recover::kill_leftover_guests(m);
             if let Err(e) = m.remove_parent() {
@@ -354,6 +359,10 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
         if let Some(m) = &cgroups {
             recover::kill_leftover_guests(m);
         }
+        // Without cgroups too: the guests recorded by a previous run.
+        let records = guest_records::dir(&config.state_dir);
+        guest_records::GuestRecords::new(&records).kill_leftovers();
+        sc.guest_records = Some(records);
         // With operating windows the activity source feeds a gate that
         // forces NA while the windows are closed (policy.rs).
         let activity_tx = if config.policy.windows.is_empty() {

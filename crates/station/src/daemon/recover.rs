@@ -49,8 +49,8 @@ pub(crate) fn requeue_own_guests(queue: &mut JobQueue, station: &str, at: Time) 
 /// crash their processes may still run in their cgroups, unsupervised: the
 /// jobs were requeued (above) or will be by their homes' leases, so a
 /// survivor would only duplicate work and hold the owner's CPU. Without
-/// cgroups the station cannot find such processes; returns how many groups
-/// were cleared.
+/// cgroups such processes are found through their records instead
+/// (guest_records.rs); returns how many groups were cleared.
 pub(crate) fn kill_leftover_guests(cgroups: &CgroupManager) -> usize {
     let names = match cgroups.list() {
         Ok(n) => n,

@@ -137,6 +137,9 @@ pub struct StarterConfig {
     /// path, so it must be the same directory on every station of the pool;
     /// must not be writable by guests.
     pub criu_sandbox_dir: PathBuf,
+    /// Where running guests are recorded so that a crash leaves none
+    /// unfound (guest_records.rs); `None`: not recorded.
+    pub guest_records: Option<PathBuf>,
 }
 
 impl StarterConfig {
@@ -158,6 +161,7 @@ impl StarterConfig {
             keep_sandboxes: false,
             http_timeout: Duration::from_secs(30),
             criu_sandbox_dir: PathBuf::from(DEFAULT_CRIU_SANDBOX_DIR),
+            guest_records: None,
         }
     }
 }
@@ -1457,6 +1461,12 @@ impl GuestRun<'_> {
         let before = snapshot(&self.sandbox);
 
         // --- isolation ----------------------------------------------------
+        // Declared before the guard: the record goes after the kill.
+        let mut record = super::guest_records::GuestTracker::new(
+            self.starter.config.guest_records.as_deref(),
+            &self.entry.guest_id,
+            self.req.job_id,
+        );
         let mut guard = KillOnDrop {
             pgid: None,
             cgroup: None,
@@ -1617,6 +1627,9 @@ impl GuestRun<'_> {
                 Err(e) => return Err(e.into()),
             };
             let mut pid = proc.pid();
+            // The launched process: with a reaper, the waiter, whose
+            // descendants are the whole job.
+            record.spawned(pid);
             if let Some(c) = restoring {
                 match await_restore(c, pid).await {
                     Ok(Some(root)) => pid = root,
@@ -1843,6 +1856,7 @@ impl GuestRun<'_> {
             }
         }
         guard.pgid = None;
+        record.reaped();
         ladder.on_finished(self.starter.now());
         self.entry.set_state("finishing", None);
 
