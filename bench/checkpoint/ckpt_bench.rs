@@ -5,7 +5,11 @@
 //! home station's shadow over loopback HTTP (streamed to disk, verified,
 //! rotated), to fetch it back (verified again), and to restore it into a
 //! sandbox (verify and write) — beside a raw disk copy (with fsync) and a
-//! raw loopback TCP copy of the same bytes. Throttling is off here.
+//! raw loopback TCP copy of the same bytes. Throttling is off here. Every
+//! step streams through files, as the starter does. Where a working CRIU
+//! exists, a second row per size does the same for a process holding that
+//! much memory: CRIU dump (as the unprivileged guest user), bundle, send,
+//! fetch, unpack and `criu restore` until the process runs again.
 //!
 //! Part 2, Mutka's leverage: remote CPU seconds gained per CPU second the
 //! home station spends supporting the job. The home station runs in its
@@ -22,10 +26,14 @@ use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
 use gleaner_proto::job::JobState;
 use gleaner_proto::submit::{SubmitContext, parse_submit};
 use gleaner_proto::wire::PROTOCOL_VERSION;
-use gleaner_station::checkpoint::{Checkpointer, FromScratch, Manifest, SelfCheckpoint};
+use gleaner_station::checkpoint::{
+    Checkpointer, Criu, CriuStatus, Manifest, SelfCheckpoint, criu_status, read_bundle,
+    write_bundle_file,
+};
 use gleaner_station::client::StationClient;
 use gleaner_station::daemon::config::{StationConfig, StationRole};
 use gleaner_station::daemon::spawn_for_test;
+use gleaner_station::isolation::{GuestLauncher, GuestSpec, GuestUser, prepare_sandbox};
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -86,13 +94,9 @@ fn main() -> R<()> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        match gleaner_station::checkpoint::criu_status() {
-            gleaner_station::checkpoint::CriuStatus::Available { version } => {
-                println!("CRIU {version} available (CRIU rows not implemented in this bench)")
-            }
-            gleaner_station::checkpoint::CriuStatus::Unavailable { reason } => {
-                println!("CRIU skipped: {reason}")
-            }
+        match criu_status() {
+            CriuStatus::Available { version } => println!("CRIU {version}: CRIU rows included"),
+            CriuStatus::Unavailable { reason } => println!("CRIU rows skipped: {reason}"),
         }
         if !sizes_mb.is_empty() {
             transfer_bench(&sizes_mb).await?;
@@ -272,39 +276,23 @@ async fn transfer_bench(sizes_mb: &[u64]) -> R<()> {
             exit_code: 85,
             files: vec!["state".into()],
         };
+        let bundle = p.root.join(format!("bundle-{mb}"));
         let t = Instant::now();
-        let bundle = sc.collect(&sb, Manifest::default())?;
+        sc.collect_to(&sb, Manifest::default(), &bundle)?;
         let t_collect = t.elapsed();
-
-        let t = Instant::now();
-        let r = http
-            .put(&url)
-            .bearer_auth(&token)
-            .body(bundle.clone())
-            .send()
-            .await?;
-        if !r.status().is_success() {
-            return Err(format!("PUT failed: {} {}", r.status(), r.text().await?).into());
-        }
-        let t_put = t.elapsed();
-        drop(bundle);
-
-        let t = Instant::now();
-        let got = http
-            .get(&url)
-            .bearer_auth(&token)
-            .send()
-            .await?
-            .bytes()
-            .await?;
-        let t_get = t.elapsed();
+        let t_put = put_file(&http, &url, &token, &bundle).await?;
+        std::fs::remove_file(&bundle)?;
+        let t_get = get_to_file(&http, &url, &token, &bundle).await?;
 
         let out = p.root.join(format!("restore-{mb}"));
         std::fs::create_dir_all(&out)?;
         let t = Instant::now();
-        FromScratch.restore(&out, &got)?;
+        read_bundle(
+            &mut std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(&bundle)?),
+            Some(&out),
+        )?;
         let t_restore = t.elapsed();
-        drop(got);
+        std::fs::remove_file(&bundle)?;
 
         let t = Instant::now();
         std::fs::copy(sb.join("state"), p.root.join("copy"))?;
@@ -327,11 +315,174 @@ async fn transfer_bench(sizes_mb: &[u64]) -> R<()> {
         );
         std::fs::remove_dir_all(&sb)?;
         std::fs::remove_dir_all(&out)?;
+        if criu_status().available() {
+            criu_row(mb, &p.root, &http, &url, &token).await?;
+        }
     }
     let _ = client.rm(&id, None).await;
     home.stop().await;
     exec.stop().await;
     let _ = coord.stop().await;
+    Ok(())
+}
+
+/// Streams a file to `url` (PUT), as the starter ships a checkpoint.
+async fn put_file(http: &reqwest::Client, url: &str, token: &str, path: &Path) -> R<Duration> {
+    let t = Instant::now();
+    let len = std::fs::metadata(path)?.len();
+    let r = http
+        .put(url)
+        .bearer_auth(token)
+        .header("content-length", len)
+        .body(reqwest::Body::wrap_stream(
+            gleaner_station::checkpoint::throttled_stream(
+                tokio::fs::File::open(path).await?,
+                |_| async {},
+            ),
+        ))
+        .send()
+        .await?;
+    if !r.status().is_success() {
+        return Err(format!("PUT failed: {} {}", r.status(), r.text().await?).into());
+    }
+    Ok(t.elapsed())
+}
+
+/// Streams `url` (GET) into a new file, as the starter fetches one.
+async fn get_to_file(http: &reqwest::Client, url: &str, token: &str, path: &Path) -> R<Duration> {
+    use tokio::io::AsyncWriteExt;
+    let t = Instant::now();
+    let mut r = http.get(url).bearer_auth(token).send().await?;
+    if !r.status().is_success() {
+        return Err(format!("GET failed: {}", r.status()).into());
+    }
+    let mut f = tokio::fs::File::create(path).await?;
+    while let Some(c) = r.chunk().await? {
+        f.write_all(&c).await?;
+    }
+    f.flush().await?;
+    Ok(t.elapsed())
+}
+
+/// One CRIU row: a process holding `mb` MB of memory, run as `nobody`
+/// under the starter's reaping launcher, is dumped, bundled, sent home,
+/// fetched, unpacked and restored (until the restored process runs).
+async fn criu_row(mb: u64, root: &Path, http: &reqwest::Client, url: &str, token: &str) -> R<()> {
+    std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o755))?;
+    let user = GuestUser::lookup("nobody")?;
+    let sb = root.join(format!("criu-sandbox-{mb}"));
+    let criu = Criu {
+        images: root.join(format!("criu-images-{mb}")),
+        user: Some(user),
+    };
+    prepare_sandbox(&sb, Some(user))?;
+    prepare_sandbox(&criu.images, Some(user))?;
+    let n = mb * 1_000_000;
+    let spec = GuestSpec {
+        user: Some(user),
+        reaper: true,
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        ..GuestSpec::new("/usr/bin/python3", &sb)
+            .arg("-c")
+            .arg(format!(
+                "import time\nb = b'\\x01' * {n}\nopen('ready', 'w').close()\ntime.sleep(3600)\n"
+            ))
+    };
+    let mut job = GuestLauncher::new().spawn(spec, None)?;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !sb.join("ready").exists() {
+        if Instant::now() > deadline {
+            return Err("the CRIU test process did not start".into());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid = job.job_pid().ok_or("no job under the reaper")?;
+
+    let c = criu.clone();
+    let t = Instant::now();
+    tokio::task::spawn_blocking(move || c.dump(pid)).await??;
+    let t_dump = t.elapsed();
+    let _ = job.wait();
+    let bundle = root.join(format!("criu-bundle-{mb}"));
+    let t = Instant::now();
+    let m = write_bundle_file(
+        Manifest {
+            backend: "criu".into(),
+            ..Default::default()
+        },
+        &criu.bundle_sources(&sb, &[])?,
+        &bundle,
+    )?;
+    let t_collect = t.elapsed();
+    let t_put = put_file(http, url, token, &bundle).await?;
+    std::fs::remove_file(&bundle)?;
+    let t_get = get_to_file(http, url, token, &bundle).await?;
+
+    // As on a new host: only the bundle is left.
+    std::fs::remove_dir_all(&sb)?;
+    std::fs::remove_dir_all(&criu.images)?;
+    prepare_sandbox(&sb, Some(user))?;
+    prepare_sandbox(&criu.images, Some(user))?;
+    let t = Instant::now();
+    criu.unpack(&bundle, &sb)?;
+    let (program, args) = criu.restore_command(&[]);
+    let spec = GuestSpec {
+        program,
+        args,
+        env: vec![(
+            "PATH".into(),
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
+        )],
+        no_new_privs: false,
+        restore_pidfile: Some(criu.pidfile()),
+        ..GuestSpec::new("", &sb)
+    };
+    let mut restored = GuestLauncher::new().spawn(spec, None)?;
+    let waiter = restored.pid();
+    let root_pid = loop {
+        let pid = std::fs::read_to_string(criu.pidfile())
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok());
+        let parent = pid.and_then(|p| {
+            let st = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            st.rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse::<u32>()
+                .ok()
+        });
+        if let (Some(p), Some(pp)) = (pid, parent)
+            && pp == waiter
+        {
+            break p;
+        }
+        if restored.try_wait()?.is_some() {
+            return Err(format!("criu restore failed: {}", criu.restore_errors()).into());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let t_restore = t.elapsed();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &root_pid.to_string()])
+        .status();
+    let _ = restored.wait();
+    let total = t_dump + t_collect + t_put + t_get + t_restore;
+    println!(
+        "| {mb} MB, CRIU ({:.0} MB of images) | {} s (dump {} s + bundle {} s) | {} s ({:.0} MB/s) | {} s | {} s | {} s | | |",
+        m.payload_bytes() as f64 / 1e6,
+        secs(t_dump + t_collect),
+        secs(t_dump),
+        secs(t_collect),
+        secs(t_put),
+        m.payload_bytes() as f64 / 1e6 / t_put.as_secs_f64(),
+        secs(t_get),
+        secs(t_restore),
+        secs(total),
+    );
+    std::fs::remove_file(&bundle)?;
+    std::fs::remove_dir_all(&sb)?;
+    std::fs::remove_dir_all(&criu.images)?;
     Ok(())
 }
 

@@ -764,20 +764,33 @@ impl Criu {
         Ok(out)
     }
 
-    /// Unpacks a CRIU bundle: images into the image directory, the rest
-    /// into the sandbox.
+    /// Where a file of a CRIU bundle goes: images into the image
+    /// directory, the rest into the sandbox.
+    fn destination(&self, sandbox: &Path, name: &str) -> PathBuf {
+        match name.strip_prefix(CRIU_IMAGE_PREFIX) {
+            Some(img) => self.images.join(img),
+            None => sandbox.join(name),
+        }
+    }
+
+    /// Unpacks a CRIU bundle (images into the image directory, the rest
+    /// into the sandbox), every file owned by the guest user: CRIU runs as
+    /// that user and reads them.
     pub fn unpack(&self, bundle: &Path, sandbox: &Path) -> Result<Manifest, CheckpointError> {
         self.clear()?;
         let f = std::fs::File::open(bundle).map_err(|e| io_err(bundle, e))?;
-        let images = self.images.clone();
-        let sandbox = sandbox.to_path_buf();
-        read_bundle_routed(
+        let m = read_bundle_routed(
             &mut std::io::BufReader::with_capacity(1 << 20, f),
-            &move |name: &str| match name.strip_prefix(CRIU_IMAGE_PREFIX) {
-                Some(img) => Some(images.join(img)),
-                None => Some(sandbox.join(name)),
-            },
-        )
+            &|name: &str| Some(self.destination(sandbox, name)),
+        )?;
+        if let Some(u) = self.user {
+            for e in &m.files {
+                let p = self.destination(sandbox, &e.name);
+                std::os::unix::fs::chown(&p, Some(u.uid), Some(u.gid))
+                    .map_err(|e| io_err(&p, e))?;
+            }
+        }
+        Ok(m)
     }
 }
 

@@ -2007,15 +2007,10 @@ impl GuestRun<'_> {
                     .map_err(|e| e.to_string())?
                 }
             };
-            if let Some(u) = user {
+            // (CRIU's unpack hands its files to the guest user itself.)
+            if let (Some(u), None) = (user, &criu) {
                 for f in &m.files {
-                    let p = match (
-                        &criu,
-                        f.name.strip_prefix(crate::checkpoint::CRIU_IMAGE_PREFIX),
-                    ) {
-                        (Some(c), Some(img)) => c.images.join(img),
-                        _ => dir.join(&f.name),
-                    };
+                    let p = dir.join(&f.name);
                     std::os::unix::fs::chown(&p, Some(u.uid), Some(u.gid))
                         .map_err(|e| format!("{}: {e}", p.display()))?;
                 }
