@@ -425,18 +425,7 @@ async fn criu_row(mb: u64, root: &Path, http: &reqwest::Client, url: &str, token
     prepare_sandbox(&criu.images, Some(user))?;
     let t = Instant::now();
     criu.unpack(&bundle, &sb)?;
-    let (program, args) = criu.restore_command(&[]);
-    let spec = GuestSpec {
-        program,
-        args,
-        env: vec![(
-            "PATH".into(),
-            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
-        )],
-        no_new_privs: false,
-        restore_pidfile: Some(criu.pidfile()),
-        ..GuestSpec::new("", &sb)
-    };
+    let spec = criu.restore_spec(&sb, &[]);
     let mut restored = GuestLauncher::new().spawn(spec, None)?;
     let waiter = restored.pid();
     let root_pid = loop {

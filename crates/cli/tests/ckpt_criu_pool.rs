@@ -13,7 +13,7 @@
 mod common;
 mod fault_pool;
 use fault_pool::*;
-use gleaner_proto::job::{JobEventKind, JobState};
+use gleaner_proto::job::JobEventKind;
 use gleaner_station::checkpoint::{CriuStatus, criu_status};
 
 const STEPS: u32 = 100;
@@ -33,7 +33,11 @@ fn criu_available() -> bool {
 }
 
 async fn criu_pool() -> Pool {
-    let pool = Pool::start_with("criu_sandbox_dir = \"{root}/criu\"\n").await;
+    criu_pool_with("").await
+}
+
+async fn criu_pool_with(extra: &str) -> Pool {
+    let pool = Pool::start_with(&format!("criu_sandbox_dir = \"{{root}}/criu\"\n{extra}")).await;
     std::fs::copy(
         repo_root().join("examples/jobs/criu_count.sh"),
         pool.work.join("criu_count.sh"),
@@ -80,13 +84,7 @@ fn redone(p: &[(u32, u32)]) -> Vec<u32> {
 
 /// The job completed with the output of an undisturbed run.
 fn assert_complete(pool: &Pool, d: &gleaner_proto::api::JobDetail) {
-    assert_eq!(
-        d.job.state,
-        JobState::Completed { exit_code: 0 },
-        "{:#?}\n{}",
-        d.events,
-        pool.logs()
-    );
+    pool.assert_completed(d);
     let want: String = (1..=STEPS).map(|i| format!("step {i}\n")).collect();
     let got = std::fs::read_to_string(pool.work.join("out.txt")).unwrap();
     assert_eq!(got, want, "stdout differs from an undisturbed run");
@@ -101,7 +99,23 @@ async fn vacate_dumps_and_restores_the_same_process_elsewhere() {
     if !criu_available() {
         return;
     }
-    let pool = criu_pool().await;
+    vacate_and_restore(criu_pool().await).await;
+}
+
+/// The same with the guests in cgroups (as `glean up` runs them): the
+/// restored tree lands in the new host's guest cgroup.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn vacate_dumps_and_restores_guests_in_cgroups() {
+    if !criu_available() {
+        return;
+    }
+    let pool =
+        criu_pool_with("[isolation]\ncgroups = \"auto\"\nparent = \"gleaner-criu-test-{name}\"\n")
+            .await;
+    vacate_and_restore(pool).await;
+}
+
+async fn vacate_and_restore(pool: Pool) {
     let id = submit(&pool, "").await;
     let host = pool.running_host(&id).await;
     pool.wait_progress(20).await;

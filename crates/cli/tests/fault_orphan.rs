@@ -8,10 +8,6 @@
 mod common;
 mod fault_pool;
 use fault_pool::*;
-use gleaner_proto::api::SubmitBody;
-use gleaner_proto::job::{JobEventKind, JobState};
-use gleaner_proto::submit::{SubmitContext, parse_submit};
-use gleaner_proto::wire::PROTOCOL_VERSION;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -88,17 +84,7 @@ async fn a_restarted_station_kills_the_guest_its_crash_orphaned() {
          log = job.log\nqueue\n",
         work.display()
     );
-    let sub = parse_submit(&text, &SubmitContext::new("job.sub", "alice")).unwrap();
-    let resp = pool
-        .client
-        .submit(&SubmitBody {
-            protocol: PROTOCOL_VERSION,
-            submission: sub,
-            submit_dir: Some(work.to_string_lossy().into_owned()),
-        })
-        .await
-        .unwrap();
-    let id = resp.jobs[0].to_string();
+    let id = pool.submit_text(&text).await;
     let host = pool.running_host(&id).await;
 
     // The guest runs and beats.
@@ -154,22 +140,8 @@ async fn a_restarted_station_kills_the_guest_its_crash_orphaned() {
 
     // The job reruns elsewhere after the lease and completes as before.
     let d = pool.wait_done(&id).await;
-    assert_eq!(
-        d.job.state,
-        JobState::Completed { exit_code: 0 },
-        "{:#?}\n{}",
-        d.events,
-        pool.logs()
-    );
-    let other = if host == "x1" { "x2" } else { "x1" };
-    assert_eq!(d.job.host.as_deref(), Some(other), "{:#?}", d.events);
-    assert!(
-        d.events
-            .iter()
-            .any(|e| e.kind == JobEventKind::Evicted && e.detail.contains("lease expired")),
-        "{:#?}",
-        d.events
-    );
+    pool.assert_completed(&d);
+    Pool::assert_left_after_lease(&d, &host);
     assert_eq!(
         std::fs::read_to_string(work.join("out.txt")).unwrap(),
         "done 10\n"

@@ -716,6 +716,32 @@ impl Criu {
         (prog, args)
     }
 
+    /// How the launcher starts [`Criu::restore_command`]: as root (CRIU
+    /// drops to the guest user itself, keeping its one capability, so no
+    /// `no_new_privs`), under a reaping waiter that learns the restored
+    /// root from the pidfile. The caller sets the standard streams (those
+    /// named in `inherit`).
+    pub fn restore_spec(
+        &self,
+        sandbox: &Path,
+        inherit: &[(i32, &Path)],
+    ) -> crate::isolation::GuestSpec {
+        let _ = std::fs::remove_file(self.pidfile());
+        let (program, args) = self.restore_command(inherit);
+        crate::isolation::GuestSpec {
+            program,
+            args,
+            env: vec![(
+                "PATH".into(),
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
+            )],
+            no_new_privs: false,
+            reaper: true,
+            restore_pidfile: Some(self.pidfile()),
+            ..crate::isolation::GuestSpec::new("", sandbox)
+        }
+    }
+
     /// Why the last restore failed, from its log.
     pub fn restore_errors(&self) -> String {
         self.log_errors("restore.log")

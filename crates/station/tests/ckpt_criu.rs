@@ -139,18 +139,9 @@ fn criu_moves_an_unprivileged_guest_through_a_bundle() {
     }
 
     let out2 = sandbox.join("_out");
-    let (program, args) = criu.restore_command(&[(1, &out2)]);
     let spec = GuestSpec {
-        program,
-        args,
-        env: vec![(
-            "PATH".into(),
-            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
-        )],
-        restore_pidfile: Some(criu.pidfile()),
-        no_new_privs: false,
         stdout: Stdio::from(capture(&out2, user)),
-        ..GuestSpec::new("", &sandbox)
+        ..criu.restore_spec(&sandbox, &[(1, &out2)])
     };
     let mut restored = GuestLauncher::new().spawn(spec, None).unwrap();
     let st = restored.wait().unwrap();

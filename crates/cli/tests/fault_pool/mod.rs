@@ -219,7 +219,8 @@ impl Pool {
     }
 
     /// A pool whose execute stations get `host_extra` in their config;
-    /// `{root}` in it stands for the pool's directory.
+    /// `{root}` in it stands for the pool's directory, `{name}` for the
+    /// station's name.
     pub async fn start_with(host_extra: &str) -> Pool {
         let lock = serial_lock();
         let dir = tempfile::tempdir().unwrap();
@@ -282,7 +283,9 @@ impl Pool {
         let mut hosts = HashMap::new();
         for h in ["x1", "x2"] {
             let port = free_port();
-            let extra = host_extra.replace("{root}", &root.display().to_string());
+            let extra = host_extra
+                .replace("{root}", &root.display().to_string())
+                .replace("{name}", h);
             let mut d = mk(h, station_cfg(h, port, "execute_only", &extra), false, port);
             d.spawn();
             hosts.insert(h.to_string(), d);
@@ -436,13 +439,7 @@ impl Pool {
     /// As [`Pool::assert_outcome`], with at most `max_lost` steps redone per
     /// failure.
     pub fn assert_outcome_within(&self, d: &gleaner_proto::api::JobDetail, max_lost: u32) {
-        assert_eq!(
-            d.job.state,
-            JobState::Completed { exit_code: 0 },
-            "{:#?}\n{}",
-            d.events,
-            self.logs()
-        );
+        self.assert_completed(d);
         let (out, result) = reference_run();
         let got = std::fs::read_to_string(self.work.join("out.txt")).unwrap();
         assert_eq!(got, out, "stdout differs from an undisturbed run");
@@ -457,6 +454,17 @@ impl Pool {
                 "a failure cost {l} steps, more than one checkpoint interval ({max_lost}): {lost:?}"
             );
         }
+    }
+
+    /// The job completed with exit code 0 (else the events and logs).
+    pub fn assert_completed(&self, d: &gleaner_proto::api::JobDetail) {
+        assert_eq!(
+            d.job.state,
+            JobState::Completed { exit_code: 0 },
+            "{:#?}\n{}",
+            d.events,
+            self.logs()
+        );
     }
 
     pub fn count_events(d: &gleaner_proto::api::JobDetail, k: JobEventKind) -> usize {
@@ -481,6 +489,12 @@ impl Pool {
     /// the other execute station with the expected output.
     pub fn assert_moved_after_lease(&self, d: &gleaner_proto::api::JobDetail, host: &str) {
         self.assert_outcome(d);
+        Pool::assert_left_after_lease(d, host);
+    }
+
+    /// The job ended on the other execute station than `host`, after
+    /// `host`'s lease expired.
+    pub fn assert_left_after_lease(d: &gleaner_proto::api::JobDetail, host: &str) {
         let other = if host == "x1" { "x2" } else { "x1" };
         assert_eq!(d.job.host.as_deref(), Some(other), "{:#?}", d.events);
         assert!(

@@ -1569,29 +1569,13 @@ impl GuestRun<'_> {
             // A CRIU job with a dump at hand is restored, not started.
             let restoring = self.criu.as_ref().filter(|c| c.has_images());
             let spec = match restoring {
-                Some(c) => {
-                    let _ = std::fs::remove_file(c.pidfile());
+                Some(c) => GuestSpec {
                     // The restored job writes to this run's capture files.
-                    let (program, args) = c.restore_command(&[(1, &out_path), (2, &err_path)]);
-                    GuestSpec {
-                        program,
-                        args,
-                        env: vec![(
-                            "PATH".into(),
-                            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
-                        )],
-                        user: None,
-                        sandbox: self.sandbox.clone(),
-                        sched_idle: false,
-                        pid_namespace: false,
-                        no_new_privs: false,
-                        reaper: true,
-                        restore_pidfile: Some(c.pidfile()),
-                        stdin,
-                        stdout: Stdio::from(dup(&out_w, &out_path)?),
-                        stderr: Stdio::from(dup(&err_w, &err_path)?),
-                    }
-                }
+                    stdin,
+                    stdout: Stdio::from(dup(&out_w, &out_path)?),
+                    stderr: Stdio::from(dup(&err_w, &err_path)?),
+                    ..c.restore_spec(&self.sandbox, &[(1, &out_path), (2, &err_path)])
+                },
                 None => GuestSpec {
                     program: program.clone(),
                     args: d.arguments.iter().map(OsString::from).collect(),
