@@ -56,6 +56,7 @@ fn main() -> R<()> {
     let mut advertise = 10u64;
     let mut poll_ms = 0u64;
     let mut idle_secs = 30.0f64;
+    let mut history = 0usize;
     let mut i = 1;
     while i < args.len() {
         match args[i].as_str() {
@@ -87,6 +88,10 @@ fn main() -> R<()> {
                 poll_ms = args[i + 1].parse()?;
                 i += 1;
             }
+            "--history" => {
+                history = args[i + 1].parse()?;
+                i += 1;
+            }
             "--idle-secs" => {
                 idle_secs = args[i + 1].parse()?;
                 i += 1;
@@ -112,7 +117,7 @@ fn main() -> R<()> {
             transfer_bench(&sizes_mb).await?;
         }
         if !lev.is_empty() {
-            leverage_bench(&lev, every, advertise, poll_ms, idle_secs).await?;
+            leverage_bench(&lev, every, advertise, poll_ms, idle_secs, history).await?;
         }
         Ok(())
     })
@@ -477,6 +482,7 @@ async fn leverage_bench(
     advertise: u64,
     poll_ms: u64,
     idle_secs: f64,
+    history: usize,
 ) -> R<()> {
     println!();
     println!(
@@ -494,6 +500,21 @@ async fn leverage_bench(
         l.local_addr()?.port()
     };
     home_cfg.listen = format!("127.0.0.1:{port}").parse()?;
+    if history > 0 {
+        // A home that has been in use: `history` finished (removed) jobs
+        // in its queue, as a station accumulates them over months.
+        let mut q = gleaner_station::queue::JobQueue::open(home_cfg.queue_path())?;
+        let at = gleaner_core::time::Time::from_secs(1);
+        let ids = q.submit_with(at, |_| {
+            Ok((0..history)
+                .map(|_| gleaner_proto::job::JobDescription::new("bench", "/bin/true"))
+                .collect())
+        })?;
+        for id in ids {
+            q.transition(id, JobState::Removed, "bench history", at)?;
+        }
+        println!("home queue pre-filled with {history} removed jobs");
+    }
     let cfg_path = p.root.join("home.toml");
     std::fs::write(&cfg_path, toml::to_string(&home_cfg)?)?;
     let exe = std::env::current_exe()?;
