@@ -503,6 +503,7 @@ async fn leverage_bench(
     if history > 0 {
         // A home that has been in use: `history` finished (removed) jobs
         // in its queue, as a station accumulates them over months.
+        std::fs::create_dir_all(&home_cfg.state_dir)?;
         let mut q = gleaner_station::queue::JobQueue::open(home_cfg.queue_path())?;
         let at = gleaner_core::time::Time::from_secs(1);
         let ids = q.submit_with(at, |_| {
