@@ -13,8 +13,8 @@
 //!
 //! Part 2, Mutka's leverage: remote CPU seconds gained per CPU second the
 //! home station spends supporting the job. The home station runs in its
-//! own process (this binary with `--serve-station`), so its CPU time can
-//! be read from /proc; a CPU-bound self-checkpointing job runs on another
+//! own process (this binary with `--serve-station`), which reports its CPU
+//! time (getrusage, all threads) when sent SIGUSR1; a CPU-bound self-checkpointing job runs on another
 //! station for two lengths, and the home's CPU is fitted as `a + b·W`
 //! (fixed cost per job + cost per wall-second the job is out) to
 //! extrapolate a 1-hour job that gets a full CPU:
@@ -45,8 +45,12 @@ fn main() -> R<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--serve-station") {
         let cfg = StationConfig::load(Path::new(&args[2]))?;
+        let cpu_file = args.get(3).map(PathBuf::from);
         let rt = tokio::runtime::Runtime::new()?;
         return rt.block_on(async {
+            if let Some(f) = cpu_file {
+                tokio::spawn(report_cpu_on_signal(f));
+            }
             gleaner_station::daemon::run(cfg, async {
                 let _ = tokio::signal::ctrl_c().await;
             })
@@ -58,6 +62,9 @@ fn main() -> R<()> {
     let mut lev = vec![20.0f64, 60.0];
     let mut every = 10.0f64;
     let mut advertise = 10u64;
+    let mut poll_ms = 0u64;
+    let mut idle_secs = 30.0f64;
+    let mut history = 0usize;
     let mut i = 1;
     while i < args.len() {
         match args[i].as_str() {
@@ -85,6 +92,18 @@ fn main() -> R<()> {
                 advertise = args[i + 1].parse()?;
                 i += 1;
             }
+            "--poll-ms" => {
+                poll_ms = args[i + 1].parse()?;
+                i += 1;
+            }
+            "--history" => {
+                history = args[i + 1].parse()?;
+                i += 1;
+            }
+            "--idle-secs" => {
+                idle_secs = args[i + 1].parse()?;
+                i += 1;
+            }
             other => return Err(format!("unknown argument {other}").into()),
         }
         i += 1;
@@ -102,7 +121,7 @@ fn main() -> R<()> {
             transfer_bench(&sizes_mb).await?;
         }
         if !lev.is_empty() {
-            leverage_bench(&lev, every, advertise).await?;
+            leverage_bench(&lev, every, advertise, poll_ms, idle_secs, history).await?;
         }
         Ok(())
     })
@@ -507,21 +526,112 @@ fn loopback_copy(path: &Path) -> R<Duration> {
     Ok(t.elapsed())
 }
 
-fn proc_cpu_secs(pid: u32) -> R<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).ok_or("bad stat")?;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // Fields 14 and 15 (utime, stime) are at 11 and 12 after the comm.
-    let ticks: f64 = f[11].parse::<f64>()? + f[12].parse::<f64>()?;
-    // SAFETY: sysconf is a plain query.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    Ok(ticks / hz)
+/// This process's CPU time (user + system, all threads including finished
+/// ones), to the microsecond.
+fn own_cpu_secs() -> f64 {
+    // SAFETY: getrusage only writes into the struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return f64::NAN;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-async fn leverage_bench(lengths: &[f64], every: f64, advertise: u64) -> R<()> {
+/// In the home station's process: on every SIGUSR1, writes "n cpu_secs"
+/// to `path` (n counts the signals), so the bench reads the home's CPU
+/// time to the microsecond; /proc's stat has only 10 ms ticks, too coarse
+/// for a home that spends a few milliseconds per minute.
+async fn report_cpu_on_signal(path: PathBuf) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut sig) = signal(SignalKind::user_defined1()) else {
+        return;
+    };
+    let tmp = path.with_extension("tmp");
+    let mut n = 0u64;
+    while sig.recv().await.is_some() {
+        n += 1;
+        let line = format!("{n} {:.6}\n", own_cpu_secs());
+        if std::fs::write(&tmp, line).is_ok() {
+            let _ = std::fs::rename(&tmp, &path);
+        }
+    }
+}
+
+/// Asks the home (SIGUSR1) for its CPU time and waits for the answer.
+async fn home_cpu_secs(pid: u32, path: &Path, n: &mut u64) -> R<f64> {
+    *n += 1;
+    let pid = i32::try_from(pid)?;
+    // SAFETY: kill only sends a signal to our own child.
+    if unsafe { libc::kill(pid, libc::SIGUSR1) } != 0 {
+        return Err("cannot signal the home station".into());
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && let Some((k, v)) = text.trim().split_once(' ')
+            && k.parse::<u64>().ok() == Some(*n)
+        {
+            return Ok(v.parse()?);
+        }
+        if Instant::now() > deadline {
+            return Err("the home station did not report its CPU time".into());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Waits for a leverage job to finish. With `poll_ms` 0 the bench does not
+/// ask the home while the job runs (a user's `glean q` every 100 ms is not
+/// support the home gives the job): it watches the job's result file, which
+/// the home writes into the submit directory when the job completes, and
+/// only then asks for the final state. Otherwise it polls the home's job
+/// API every `poll_ms` (the bench before 2026-11-21 polled every 100 ms).
+async fn wait_done(
+    client: &StationClient,
+    id: &str,
+    result: &Path,
+    poll_ms: u64,
+) -> R<gleaner_proto::api::JobDetail> {
+    if poll_ms > 0 {
+        let deadline = Instant::now() + Duration::from_secs(3600);
+        loop {
+            let d = client.job(id).await?;
+            if d.job.state.is_terminal() || matches!(d.job.state, JobState::Held { .. }) {
+                return Ok(d);
+            }
+            if Instant::now() > deadline {
+                return Err(format!("job {id} stuck: {:?}", d.job.state).into());
+            }
+            tokio::time::sleep(Duration::from_millis(poll_ms)).await;
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(3600);
+    while !result.exists() {
+        if Instant::now() > deadline {
+            return Err(format!("job {id}: no {} after an hour", result.display()).into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    wait_state(client, id, true).await
+}
+
+async fn leverage_bench(
+    lengths: &[f64],
+    every: f64,
+    advertise: u64,
+    poll_ms: u64,
+    idle_secs: f64,
+    history: usize,
+) -> R<()> {
     println!();
     println!(
-        "leverage: checkpoint every {every} s of job CPU (1 MB state), ads every {advertise} s, lease 120 s"
+        "leverage: checkpoint every {every} s of job CPU (1 MB state), ads every {advertise} s, lease 120 s, {}",
+        if poll_ms > 0 {
+            format!("job state polled every {poll_ms} ms")
+        } else {
+            "job state not polled while it runs".to_string()
+        }
     );
     let (p, coord) = pool(advertise).await?;
     let mut home_cfg = p.station("home", StationRole::SubmitOnly);
@@ -530,12 +640,31 @@ async fn leverage_bench(lengths: &[f64], every: f64, advertise: u64) -> R<()> {
         l.local_addr()?.port()
     };
     home_cfg.listen = format!("127.0.0.1:{port}").parse()?;
+    if history > 0 {
+        // A home that has been in use: `history` finished (removed) jobs
+        // in its queue, as a station accumulates them over months.
+        std::fs::create_dir_all(&home_cfg.state_dir)?;
+        let mut q = gleaner_station::queue::JobQueue::open(home_cfg.queue_path())?;
+        let at = gleaner_core::time::Time::from_secs(1);
+        let ids = q.submit_with(at, |_| {
+            Ok((0..history)
+                .map(|_| gleaner_proto::job::JobDescription::new("bench", "/bin/true"))
+                .collect())
+        })?;
+        for id in ids {
+            q.transition(id, JobState::Removed, "bench history", at)?;
+        }
+        println!("home queue pre-filled with {history} removed jobs");
+    }
     let cfg_path = p.root.join("home.toml");
     std::fs::write(&cfg_path, toml::to_string(&home_cfg)?)?;
     let exe = std::env::current_exe()?;
+    let cpu_path = p.root.join("home.cpu");
+    let mut cpu_n = 0u64;
     let mut child = std::process::Command::new(exe)
         .arg("--serve-station")
         .arg(&cfg_path)
+        .arg(&cpu_path)
         .stderr(std::process::Stdio::null())
         .spawn()?;
     let (_x, exec) = spawn_for_test(p.station("exec", StationRole::ExecuteOnly)).await?;
@@ -546,6 +675,18 @@ async fn leverage_bench(lengths: &[f64], every: f64, advertise: u64) -> R<()> {
             return Err("home station did not start".into());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if idle_secs > 0.0 {
+        // The floor: the home with an empty queue (ads and timers only).
+        let cpu0 = home_cpu_secs(child.id(), &cpu_path, &mut cpu_n).await?;
+        let t = Instant::now();
+        tokio::time::sleep(Duration::from_secs_f64(idle_secs)).await;
+        let cpu = home_cpu_secs(child.id(), &cpu_path, &mut cpu_n).await? - cpu0;
+        println!(
+            "idle home (no jobs): {cpu:.4} s CPU in {:.1} s = {:.3} ms per second",
+            t.elapsed().as_secs_f64(),
+            cpu * 1000.0 / t.elapsed().as_secs_f64()
+        );
     }
     let job_src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/checkpoint/cpu_job.py");
     let mut rows = Vec::new();
@@ -562,12 +703,12 @@ async fn leverage_bench(lengths: &[f64], every: f64, advertise: u64) -> R<()> {
              transfer_checkpoint_files = cpu_job.state\ntransfer_output_files = cpu_job.result\n\
              output = out.txt\nqueue\n"
         );
-        let cpu0 = proc_cpu_secs(child.id())?;
+        let cpu0 = home_cpu_secs(child.id(), &cpu_path, &mut cpu_n).await?;
         let t = Instant::now();
         let id = p.submit(&client, &text, &work).await?;
-        let d = wait_state(&client, &id, true).await?;
+        let d = wait_done(&client, &id, &work.join("cpu_job.result"), poll_ms).await?;
         let wall = t.elapsed();
-        let home_cpu = proc_cpu_secs(child.id())? - cpu0;
+        let home_cpu = home_cpu_secs(child.id(), &cpu_path, &mut cpu_n).await? - cpu0;
         if d.job.state != (JobState::Completed { exit_code: 0 }) {
             return Err(format!("leverage job ended {:?}", d.job.state).into());
         }
@@ -580,7 +721,7 @@ async fn leverage_bench(lengths: &[f64], every: f64, advertise: u64) -> R<()> {
             .filter(|e| e.kind == gleaner_proto::job::JobEventKind::Checkpointed)
             .count();
         println!(
-            "| {job_cpu:.1} | {:.1} | {ckpts} | {home_cpu:.3} | {:.0} |",
+            "| {job_cpu:.1} | {:.1} | {ckpts} | {home_cpu:.4} | {:.0} |",
             wall.as_secs_f64(),
             job_cpu / home_cpu.max(1e-9)
         );

@@ -21,6 +21,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![forbid(unsafe_code)]
 
+mod ckpt_rate;
 mod config;
 pub mod matchmaker;
 mod persist;

@@ -543,6 +543,9 @@ impl Pool {
             preemptions: out.preemptions,
             next_advertise_secs: self.timing.advertise_secs,
             claims,
+            checkpoint_transfer_rate: crate::ckpt_rate::pool_rate(
+                self.stations.values().map(|k| &k.ad),
+            ),
         }
     }
 

@@ -523,3 +523,34 @@ async fn futures_join(p: &Pool, homes: &[&str]) -> Vec<AdvertiseReply> {
     }
     set.join_all().await
 }
+
+/// Issue #6 item 3: the reply carries the median of the checkpoint transfer
+/// rates the current ads advertise (T_migr's bandwidth, Ryu & Hollingsworth
+/// Eq. 5), for stations that have not measured their own.
+#[tokio::test]
+async fn reply_carries_the_median_checkpoint_rate_of_the_ads() {
+    use gleaner_proto::wire::CHECKPOINT_TRANSFER_RATE_ATTR as RATE;
+    let p = Pool::start(0.2, 0.0).await;
+    // Nobody has measured a rate yet: none in the reply (and none on the wire).
+    let r = p.advertise(&home("fresh", 0, 0)).await;
+    assert_eq!(r.checkpoint_transfer_rate, None);
+    let with_rate = |name: &str, rate: &str| {
+        let mut a = ad(name, OwnerState::Av, 1, 0, &[]);
+        a.attrs.insert(RATE.into(), rate.into());
+        a
+    };
+    p.advertise(&with_rate("h1", "20000000")).await;
+    let r = p.advertise(&with_rate("h2", "60000000")).await;
+    assert_eq!(r.checkpoint_transfer_rate, Some(40_000_000));
+    // A station without a rate of its own gets the pool's.
+    let r = p.advertise(&home("fresh", 0, 0)).await;
+    assert_eq!(r.checkpoint_transfer_rate, Some(40_000_000));
+    // A third rate (and a garbage one, ignored): the middle one.
+    p.advertise(&with_rate("h4", "not a number")).await;
+    let r = p.advertise(&with_rate("h3", "1000")).await;
+    assert_eq!(r.checkpoint_transfer_rate, Some(20_000_000));
+    // A station's newer ad replaces its old rate.
+    let r = p.advertise(&with_rate("h3", "90000000")).await;
+    assert_eq!(r.checkpoint_transfer_rate, Some(60_000_000));
+    p.coord.stop().await.unwrap();
+}

@@ -166,7 +166,19 @@ pub struct AdvertiseReply {
     /// placements (each claim id also verifies on its own with the pool key).
     #[serde(default)]
     pub claims: Vec<ClaimNotice>,
+    /// The pool's checkpoint transfer rate, bytes/s: the median of the
+    /// [`CHECKPOINT_TRANSFER_RATE_ATTR`] of the ads the coordinator holds;
+    /// `None` while no station has measured one. A station that has not
+    /// measured its own uses it for Linger-Longer's `T_migr`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_transfer_rate: Option<u64>,
 }
+
+/// Station-ad attribute (in [`StationAd::attrs`], an integer ClassAd
+/// literal in bytes/s) with the station's own measured checkpoint transfer
+/// rate; absent until it has measured one. Named like HTCondor's machine
+/// attributes, so jobs' `Requirements` and `Rank` may use it too.
+pub const CHECKPOINT_TRANSFER_RATE_ATTR: &str = "CheckpointTransferRate";
 
 /// One claim that a home station holds on the advertising host.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

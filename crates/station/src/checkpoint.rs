@@ -925,9 +925,19 @@ where
 }
 
 /// Exponentially weighted transfer rate (bytes/s) of a pool's checkpoint
-/// transfers, for Linger-Longer's `T_migr` (Ryu & Hollingsworth Eq. 5).
+/// transfers, for Linger-Longer's `T_migr` (Ryu & Hollingsworth Eq. 5,
+/// seeds/002_34f613b0a80e1e58.txt L87): this station's own measurement when
+/// it has one, else the pool's (the median the coordinator computes from the
+/// stations' ads, see `gleaner_proto::wire::CHECKPOINT_TRANSFER_RATE_ATTR`).
 #[derive(Debug, Default)]
-pub struct RateMeter(std::sync::Mutex<Option<f64>>);
+pub struct RateMeter {
+    own: std::sync::Mutex<Option<f64>>,
+    pool: std::sync::Mutex<Option<f64>>,
+}
+
+fn read_rate(m: &std::sync::Mutex<Option<f64>>) -> Option<f64> {
+    *m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 impl RateMeter {
     /// Records one transfer; tiny ones say more about latency than rate.
@@ -937,7 +947,7 @@ impl RateMeter {
         }
         let r = bytes as f64 / elapsed.as_secs_f64();
         let mut g = self
-            .0
+            .own
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         *g = Some(match *g {
@@ -946,11 +956,32 @@ impl RateMeter {
         });
     }
 
+    /// The rate for `T_migr`: this station's own when it has measured one
+    /// (its own link is the better guess), else the pool's.
     pub fn get(&self) -> Option<f64> {
+        self.own().or_else(|| self.pool())
+    }
+
+    /// This station's own measurement only (what it advertises: echoing
+    /// the pool's figure back would let it feed on itself).
+    pub fn own(&self) -> Option<f64> {
+        read_rate(&self.own)
+    }
+
+    /// The pool's rate as last heard from the coordinator.
+    pub fn pool(&self) -> Option<f64> {
+        read_rate(&self.pool)
+    }
+
+    /// Stores the pool's rate from an advertise reply (`None`: the pool has
+    /// none, e.g. after the coordinator forgot the stations that had one).
+    /// Non-positive or non-finite values are ignored.
+    pub fn set_pool(&self, rate: Option<f64>) {
+        let rate = rate.filter(|r| r.is_finite() && *r > 0.0);
         *self
-            .0
+            .pool
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = rate;
     }
 }
 
@@ -1073,5 +1104,25 @@ mod tests {
         assert_eq!(m.get(), None);
         m.record(1_000_000, Duration::from_secs(1));
         assert_eq!(m.get(), Some(1_000_000.0));
+    }
+
+    #[test]
+    fn rate_meter_falls_back_to_the_pool_rate() {
+        let m = RateMeter::default();
+        assert_eq!(m.get(), None);
+        m.set_pool(Some(40e6));
+        assert_eq!(m.get(), Some(40e6));
+        assert_eq!(m.own(), None, "the pool's rate is not the station's own");
+        m.set_pool(Some(f64::NAN));
+        assert_eq!(m.get(), None);
+        m.set_pool(Some(40e6));
+        // Once measured, the station's own rate wins.
+        m.record(2_000_000, Duration::from_secs(1));
+        assert_eq!(m.get(), Some(2e6));
+        m.set_pool(Some(90e6));
+        assert_eq!(m.get(), Some(2e6));
+        assert_eq!(m.pool(), Some(90e6));
+        m.set_pool(None);
+        assert_eq!(m.get(), Some(2e6));
     }
 }

@@ -391,6 +391,33 @@ impl JobQueue {
             .collect()
     }
 
+    /// Jobs that hold a host now (Running or Suspended) with the host they
+    /// were last placed on, in job-id order: what the home's lease monitor
+    /// watches. Reads only the `jobs_by_state` index range and three
+    /// columns (no description is decoded), so its cost follows the number
+    /// of running jobs, not the size of the queue.
+    pub fn running_jobs(&self) -> Result<Vec<(JobId, Option<String>)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT cluster, proc, host FROM jobs WHERE state IN (?1, ?2) ORDER BY cluster, proc",
+        )?;
+        let rows = stmt.query_map(
+            params![JobStateKind::Running.code(), JobStateKind::Suspended.code()],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                ))
+            },
+        )?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (cluster, proc, host) = row?;
+            out.push((JobId::new(u64::try_from(cluster).unwrap_or(0), proc), host));
+        }
+        Ok(out)
+    }
+
     /// Counts of jobs per state (for the station's advertised demand).
     pub fn count_by_state(&self) -> Result<Vec<(JobStateKind, u64)>> {
         let mut stmt = self

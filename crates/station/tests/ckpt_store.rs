@@ -125,6 +125,38 @@ async fn checkpoints_are_verified_rotated_and_rolled_back() {
         t.elapsed()
     );
     assert_eq!(get().await, second);
+    // The home measured its receive rate on the big one and advertises it
+    // for the pool's T_migr (issue #6 item 3); the tiny first one did not
+    // count. Ads go every second here.
+    let ads = format!("{coord_url}/v1/ads");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let rate = loop {
+        let v: serde_json::Value = http
+            .get(&ads)
+            .bearer_auth(token(&key, Role::Admin, "admin"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let advertised = v["stations"].as_array().and_then(|st| {
+            st.iter()
+                .find(|e| e["ad"]["name"] == "home")
+                .and_then(|e| e["ad"]["attrs"]["CheckpointTransferRate"].as_str())
+                .and_then(|r| r.parse::<u64>().ok())
+        });
+        if let Some(r) = advertised {
+            break r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "home never advertised its rate: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // 8 MiB through a 4 MiB/s bucket with one second of burst.
+    assert!(rate > 0 && rate < 64 << 20, "{rate}");
     let ckpt = root.join("home/spool").join(&id).join("ckpt");
     assert!(ckpt.join("previous.ckpt").exists());
 

@@ -377,3 +377,23 @@ fn expansion_failure_at_submit_stores_nothing() {
     // The id was not consumed.
     assert_eq!(submit_n(&mut q, "a", 1, t(3))[0], JobId::new(60, 0));
 }
+
+#[test]
+fn running_jobs_lists_only_jobs_holding_a_host() {
+    let (_d, _p, mut q) = temp_queue();
+    let ids = submit_n(&mut q, "a", 4, t(1));
+    assert!(q.running_jobs().unwrap().is_empty());
+    q.transition(ids[0], JobState::Running, "", t(2)).unwrap();
+    q.annotate(ids[0], JobEventKind::Placed, "hostA", t(2))
+        .unwrap();
+    q.transition(ids[2], JobState::Running, "", t(2)).unwrap();
+    q.transition(ids[2], JobState::Suspended, "owner active", t(3))
+        .unwrap();
+    q.transition(ids[3], JobState::Running, "", t(2)).unwrap();
+    q.transition(ids[3], JobState::Completed { exit_code: 0 }, "", t(4))
+        .unwrap();
+    assert_eq!(
+        q.running_jobs().unwrap(),
+        vec![(ids[0], Some("hostA".to_string())), (ids[2], None)]
+    );
+}

@@ -36,7 +36,7 @@ use axum::{Extension, Json, Router};
 use futures_util::StreamExt;
 use gleaner_proto::api::StoredResponse;
 use gleaner_proto::auth::{Claims, Role};
-use gleaner_proto::job::{JobEventKind, JobId, JobState, JobStateKind};
+use gleaner_proto::job::{JobEventKind, JobId, JobState};
 use gleaner_proto::wire::ErrorCode;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -402,6 +402,14 @@ async fn renew_lease(
 }
 
 /// Requeues running jobs whose host went silent for longer than the lease.
+///
+/// The monitor sleeps until the earliest lease deadline instead of polling:
+/// hosts renew every third of the lease, so on a quiet home it wakes about
+/// once per renewal period however many jobs run, and each pass reads only
+/// the running jobs (an index range of the queue, see
+/// [`crate::queue::JobQueue::running_jobs`]), not the whole queue. Leases are
+/// cut on time: a deadline is checked when it falls due, not up to a tick
+/// later.
 pub(crate) async fn lease_monitor(st: Arc<Station>, mut shutdown: watch::Receiver<bool>) {
     let lease = st.ckpt.lease;
     if lease.is_zero() {
@@ -410,63 +418,90 @@ pub(crate) async fn lease_monitor(st: Arc<Station>, mut shutdown: watch::Receive
     // The host gives up at `lease`; the home waits one renewal more, so the
     // old run is gone before the job can start elsewhere.
     let limit = lease + lease / 3;
-    let tick = (lease / 6).clamp(Duration::from_millis(100), Duration::from_secs(5));
+    // Longest sleep. A job is first seen (its lease starts) at the next
+    // pass after it went running; starters renew as soon as the guest
+    // starts, so this bound matters only for a host that died at once.
+    let max_sleep = (lease / 3).max(Duration::from_millis(100));
+    // Recheck of an expired job that is being placed again right now.
+    let placing_recheck = (lease / 6).clamp(Duration::from_millis(100), Duration::from_secs(5));
     loop {
+        let running = st.queue().running_jobs();
+        let running = match running {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "lease monitor cannot read the running jobs");
+                Vec::new()
+            }
+        };
+        let (expired, next) = lease_pass(&st, &running, limit, placing_recheck);
+        for (id, host) in expired {
+            requeue_expired(&st, id, host.unwrap_or_default(), limit);
+        }
+        let wake = Instant::now() + max_sleep;
+        let wake = next.map_or(wake, |n| n.min(wake));
         tokio::select! {
-            _ = tokio::time::sleep(tick) => {}
+            _ = tokio::time::sleep_until(wake.into()) => {}
             _ = shutdown.wait_for(|s| *s) => return,
         }
-        let running: Vec<_> = st
-            .queue()
-            .list(&Default::default())
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|r| {
-                matches!(
-                    r.state.kind(),
-                    JobStateKind::Running | JobStateKind::Suspended
-                )
-            })
-            .collect();
-        let mut expired = Vec::new();
-        {
-            let mut lc = lock(&st.ckpt.last_contact);
-            let now = Instant::now();
-            // Jobs that are no longer running need no lease.
-            lc.retain(|id, _| running.iter().any(|r| r.id == *id));
-            for r in &running {
-                // First sight (e.g. after a restart of this home): a full lease.
-                let t = *lc.entry(r.id).or_insert(now);
-                if now.duration_since(t) > limit && !st.placing().contains(&r.id) {
-                    expired.push(r.clone());
-                }
-            }
-            for r in &expired {
-                lc.remove(&r.id);
-            }
+    }
+}
+
+/// One pass of the lease monitor over the running jobs: the jobs whose lease
+/// ran out (their entries are dropped) and the next instant a lease can run
+/// out.
+fn lease_pass(
+    st: &Station,
+    running: &[(JobId, Option<String>)],
+    limit: Duration,
+    placing_recheck: Duration,
+) -> (Vec<(JobId, Option<String>)>, Option<Instant>) {
+    let mut lc = lock(&st.ckpt.last_contact);
+    let now = Instant::now();
+    // Jobs that are no longer running need no lease (`running` is in
+    // job-id order).
+    lc.retain(|id, _| running.binary_search_by(|(r, _)| r.cmp(id)).is_ok());
+    let mut expired = Vec::new();
+    let mut next: Option<Instant> = None;
+    for (id, host) in running {
+        // First sight (e.g. after a restart of this home): a full lease.
+        let t = *lc.entry(*id).or_insert(now);
+        let due = t + limit;
+        if due > now {
+            next = Some(next.map_or(due, |n| n.min(due)));
+        } else if st.placing().contains(id) {
+            // Its new placement decides; look again shortly.
+            let again = now + placing_recheck;
+            next = Some(next.map_or(again, |n| n.min(again)));
+        } else {
+            expired.push((*id, host.clone()));
         }
-        for r in expired {
-            let host = r.host.clone().unwrap_or_default();
-            let detail = format!(
-                "lease expired: no report from {host} for {:.0} s; requeued",
-                limit.as_secs_f64()
-            );
-            let at = now();
-            // Bound first: the queue lock must be released before the
-            // user log (which reads the queue) is written.
-            let moved = st.queue().transition(r.id, JobState::Idle, &detail, at);
-            match moved {
-                Ok(_) => {
-                    tracing::warn!(job = %r.id, %host, "lease expired; job requeued");
-                    st.ckpt.avoid_host(r.id, &host);
-                    st.hosts().remove(&r.id);
-                    super::shadow::user_log(&st, r.id, at, "004", "Job was evicted", &detail);
-                    st.wake.notify_one();
-                }
-                Err(e) => {
-                    tracing::warn!(job = %r.id, error = %e, "cannot requeue after lease expiry")
-                }
-            }
+    }
+    for (id, _) in &expired {
+        lc.remove(id);
+    }
+    (expired, next)
+}
+
+/// Requeues `id` after its lease ran out on `host`.
+fn requeue_expired(st: &Arc<Station>, id: JobId, host: String, limit: Duration) {
+    let detail = format!(
+        "lease expired: no report from {host} for {:.0} s; requeued",
+        limit.as_secs_f64()
+    );
+    let at = now();
+    // Bound first: the queue lock must be released before the user log
+    // (which reads the queue) is written.
+    let moved = st.queue().transition(id, JobState::Idle, &detail, at);
+    match moved {
+        Ok(_) => {
+            tracing::warn!(job = %id, %host, "lease expired; job requeued");
+            st.ckpt.avoid_host(id, &host);
+            st.hosts().remove(&id);
+            super::shadow::user_log(st, id, at, "004", "Job was evicted", &detail);
+            st.wake.notify_one();
+        }
+        Err(e) => {
+            tracing::warn!(job = %id, error = %e, "cannot requeue after lease expiry")
         }
     }
 }

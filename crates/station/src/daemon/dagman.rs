@@ -596,6 +596,8 @@ pub struct TickReport {
     pub submitted: Vec<(u64, String, Vec<JobId>)>,
     /// DAGs that finished in this pass, with their new state.
     pub finished: Vec<(u64, DagState)>,
+    /// DAGs that were running at the start of this pass.
+    pub running: usize,
 }
 
 /// One pass over every running DAG: observe the jobs of submitted nodes,
@@ -608,7 +610,9 @@ pub fn tick(
     rescue_dir: &std::path::Path,
 ) -> Result<TickReport, QueueError> {
     let mut report = TickReport::default();
-    for row in load_dags(q, Some(DagState::Running))? {
+    let rows = load_dags(q, Some(DagState::Running))?;
+    report.running = rows.len();
+    for row in rows {
         if let Err(e) = tick_one(q, &row, at, rescue_dir, &mut report) {
             tracing::error!(dag = row.id, error = %e, "DAG manager pass failed");
         }
@@ -959,7 +963,10 @@ fn rescue_dir(st: &Station) -> PathBuf {
     st.config.state_dir.join("dags")
 }
 
-/// The manager's loop: a pass every [`PASS_PERIOD`] until shutdown.
+/// The manager's loop: a pass every [`PASS_PERIOD`] while a DAG runs, until
+/// shutdown. With no DAG running it sleeps until one is submitted: a home
+/// whose jobs run elsewhere should not wake a few times a second for
+/// nothing (its CPU time is what Mutka's leverage divides by).
 pub(crate) async fn run_loop(st: Arc<Station>, mut shutdown: watch::Receiver<bool>) {
     let orphans = recover(&mut st.queue(), now());
     match orphans {
@@ -970,8 +977,10 @@ pub(crate) async fn run_loop(st: Arc<Station>, mut shutdown: watch::Receiver<boo
     loop {
         let at = now();
         let result = tick(&mut st.queue(), at, &dir);
+        let mut idle = false;
         match result {
             Ok(r) => {
+                idle = r.running == 0 && r.submitted.is_empty();
                 for (_, _, jobs) in &r.submitted {
                     for id in jobs {
                         shadow::user_log(
@@ -990,9 +999,16 @@ pub(crate) async fn run_loop(st: Arc<Station>, mut shutdown: watch::Receiver<boo
             }
             Err(e) => tracing::error!(error = %e, "DAG manager pass failed"),
         }
-        tokio::select! {
-            _ = tokio::time::sleep(PASS_PERIOD) => {}
-            _ = shutdown.wait_for(|s| *s) => return,
+        if idle {
+            tokio::select! {
+                _ = st.dag_wake.notified() => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+        } else {
+            tokio::select! {
+                _ = tokio::time::sleep(PASS_PERIOD) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
         }
     }
 }
@@ -1036,6 +1052,7 @@ async fn submit_handler(
     let raw = body(raw)?;
     let req: DagSubmitBody = parse_json(&raw)?;
     let resp = submit(&mut st.queue(), &claims.subject, req, now())?;
+    st.dag_wake.notify_one();
     tracing::info!(owner = %claims.subject, dag = resp.id, nodes = resp.nodes, "DAG submitted");
     Ok(Json(resp))
 }

@@ -24,6 +24,7 @@ pub mod guest_records;
 pub mod machine;
 pub mod owner_watch;
 pub mod policy;
+pub mod pool_rate;
 mod recover;
 pub mod schedd;
 pub mod shadow;
@@ -164,6 +165,8 @@ pub struct Station {
     pub(crate) spool_lock: tokio::sync::Mutex<()>,
     /// Wakes the advertise loop early (job submitted or finished).
     pub(crate) wake: Notify,
+    /// Wakes the DAG manager, which sleeps while no DAG runs.
+    pub(crate) dag_wake: Notify,
     /// Jobs with a placement request in flight.
     pub(crate) placing: Mutex<HashSet<JobId>>,
     /// Base URL of the host each remote job was placed on.
@@ -435,6 +438,7 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
         queue: Mutex::new(queue),
         spool_lock: tokio::sync::Mutex::new(()),
         wake: Notify::new(),
+        dag_wake: Notify::new(),
         placing: Mutex::new(HashSet::new()),
         hosts: Mutex::new(HashMap::new()),
         http,

@@ -103,6 +103,7 @@ fn build_ad(st: &Station, sequence: u64) -> StationAd {
     ad.demand = demand;
     ad.sequence = sequence;
     ad.sent_at = now();
+    super::pool_rate::add_to_ad(st, &mut ad);
     ad
 }
 
@@ -133,6 +134,7 @@ pub(crate) async fn advertise_loop(st: Arc<Station>, mut shutdown: watch::Receiv
         {
             Ok(resp) if resp.status().is_success() => match resp.json::<AdvertiseReply>().await {
                 Ok(reply) => {
+                    super::pool_rate::apply_reply(&st, &reply);
                     if reply.next_advertise_secs > 0 {
                         wait = Duration::from_secs(reply.next_advertise_secs)
                             .min(Duration::from_secs(st.config.advertise_secs));
@@ -252,6 +254,8 @@ async fn place_on_grant(st: &Arc<Station>, g: &Grant, last: &mut Option<Instant>
                 }
             }
             drop(q);
+            // The lease runs from the placement, not from an earlier run.
+            st.ckpt.touch(job.id);
             st.hosts().insert(job.id, g.host_address.clone());
             if started_here {
                 super::shadow::user_log(

@@ -304,7 +304,7 @@ pub struct Starter {
     /// Throttles checkpoint transfers of all guests on this host.
     bucket: SharedBucket,
     /// Measured checkpoint transfer rate, for `T_migr`.
-    rate: RateMeter,
+    pub(crate) rate: RateMeter,
 }
 
 /// Decides whether a job may start here; `Err` explains why not.
@@ -1438,6 +1438,7 @@ impl GuestRun<'_> {
         }
         // --- checkpoint restore: the latest good one, from home ---------
         let mut seq = 0u64;
+        let mut restored_bytes = None;
         if let Some(c) = &self.criu {
             // The image directory belongs to the guest user (CRIU runs as
             // it) but lies outside the sandbox.
@@ -1448,6 +1449,7 @@ impl GuestRun<'_> {
             match self.restore_checkpoint().await {
                 Ok(Some(m)) => {
                     seq = m.seq;
+                    restored_bytes = Some(m.payload_bytes());
                     if let Ok(mut b) = self.base_lens.lock() {
                         *b = (m.stdout_len, m.stderr_len);
                     }
@@ -1494,6 +1496,13 @@ impl GuestRun<'_> {
         let mut owner = self.starter.owner.clone();
         let owner_active = *owner.borrow_and_update() == OwnerState::Na;
         let mut ladder = EvictionLadder::new(self.starter.config.policy, self.starter.now());
+        // T_migr from this host's measured rate, else the pool's (issue #6).
+        let rate = self.starter.rate.get();
+        if let Some(e) =
+            super::pool_rate::initial_estimates(rate, restored_bytes, ladder.estimates())
+        {
+            ladder.handle(self.starter.now(), LadderEvent::Estimates(e));
+        }
         let first = ladder.on_placed(self.starter.now(), owner_active);
         if first.iter().any(|a| a.leaves_node()) {
             return Ok(Outcome::Evicted("owner active at start".into()));
