@@ -54,36 +54,14 @@ pub(crate) fn pool_rate<'a>(ads: impl Iterator<Item = &'a StationAd>) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gleaner_core::detector::OwnerState;
-    use gleaner_core::time::Time;
-    use gleaner_proto::wire::PROTOCOL_VERSION;
 
     fn ad(rate: Option<&str>) -> StationAd {
-        let mut attrs = std::collections::BTreeMap::new();
+        let mut ad = crate::matchmaker::tests::host("s", 1, 1024, 1.0);
         if let Some(r) = rate {
-            attrs.insert(CHECKPOINT_TRANSFER_RATE_ATTR.to_string(), r.to_string());
+            ad.attrs
+                .insert(CHECKPOINT_TRANSFER_RATE_ATTR.to_string(), r.to_string());
         }
-        StationAd {
-            protocol: PROTOCOL_VERSION,
-            name: "s".into(),
-            address: String::new(),
-            state: OwnerState::Av,
-            cpus: 1,
-            memory_mb: 1024,
-            disk_free_kb: 0,
-            arch: "X86_64".into(),
-            opsys: "LINUX".into(),
-            speed: 1.0,
-            running_guests: Vec::new(),
-            attrs,
-            demand: Default::default(),
-            policy: Default::default(),
-            classes: Vec::new(),
-            submit_only: false,
-            execute_only: false,
-            sequence: 0,
-            sent_at: Time::ZERO,
-        }
+        ad
     }
 
     #[test]
