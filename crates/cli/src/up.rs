@@ -94,6 +94,14 @@ fn token(key: &PoolKey, subject: &str, role: Role) -> String {
 }
 
 /// A TOML string literal (paths and names may contain quotes or backslashes).
+/// Why guests could not reach sandboxes under `dir`, when this runs as
+/// root (guests then run as `nobody`, the station's default).
+fn guest_reach_problem(dir: &Path) -> Option<String> {
+    let user = gleaner_station::isolation::GuestUser::for_daemon(None).ok()??;
+    gleaner_station::isolation::unreachable_by(dir, user)
+        .map(|(p, mode)| format!("guests cannot reach {} (mode {mode:o})", p.display()))
+}
+
 fn q(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -205,13 +213,23 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
         if !owner.exists() {
             std::fs::write(&owner, "idle\n")?;
         }
+        // Guests run as `nobody` when this is root: a GLEAN_HOME they
+        // cannot reach (root's home is 0700) keeps their sandboxes elsewhere.
+        let execute_line = match guest_reach_problem(&sdir) {
+            Some(why) => {
+                let dir = PathBuf::from(format!("/var/lib/gleaner/up-{port}/execute"));
+                println!("  {name}: sandboxes in {} ({why})", dir.display());
+                format!("execute_dir = {}\n", q(&dir.display().to_string()))
+            }
+            None => String::new(),
+        };
         let scfg = sdir.join("station.toml");
         std::fs::write(
             &scfg,
             format!(
                 "name = {}\nlisten = {}\nstate_dir = {}\ncoordinator = {}\npool_key = {}\n\
                  advertise_secs = {advertise}\nplacement_interval_secs = 1\ncpus = 1\n\
-                 activity = {{ source = \"file\", path = {} }}\n{}",
+                 activity = {{ source = \"file\", path = {} }}\n{execute_line}{}",
                 q(&name),
                 q(&addr.to_string()),
                 q(&sdir.join("state").display().to_string()),

@@ -130,6 +130,10 @@ pub struct StationConfig {
     /// How long a guest may take to checkpoint and exit after the signal
     /// before a vacate kills it, seconds.
     pub checkpoint_grace_secs: f64,
+    /// Parent of the guests' sandboxes (default `<state_dir>/execute`).
+    /// Guests must be able to reach it: every directory above it must be
+    /// searchable by the guest user.
+    pub execute_dir: Option<PathBuf>,
     /// Parent of the sandboxes of CRIU jobs (`checkpoint_method = criu`).
     /// Must be the same path on every station of the pool: a CRIU image
     /// names the files the job had open by path.
@@ -169,6 +173,7 @@ impl Default for StationConfig {
             avoid_host_secs: 1800.0,
             checkpoint_signal: "SIGTERM".into(),
             checkpoint_grace_secs: 10.0,
+            execute_dir: None,
             criu_sandbox_dir: PathBuf::from(super::starter::DEFAULT_CRIU_SANDBOX_DIR),
         }
     }
@@ -315,7 +320,9 @@ impl StationConfig {
     }
 
     pub fn execute_dir(&self) -> PathBuf {
-        self.state_dir.join("execute")
+        self.execute_dir
+            .clone()
+            .unwrap_or_else(|| self.state_dir.join("execute"))
     }
 
     /// The station name, falling back to the host name.

@@ -320,16 +320,30 @@ impl Starter {
         owner: watch::Receiver<OwnerState>,
         cgroups: Option<CgroupManager>,
     ) -> Result<Self, StarterError> {
-        let root = nix::unistd::geteuid().is_root();
-        let user = if root {
-            let name = config.guest_user.as_deref().unwrap_or("nobody");
-            Some(GuestUser::lookup(name)?)
-        } else {
-            if let Some(n) = &config.guest_user {
-                tracing::warn!(user = %n, "not root: guests run as the daemon's user");
-            }
-            None
-        };
+        let user = GuestUser::for_daemon(config.guest_user.as_deref())?;
+        if user.is_none()
+            && let Some(n) = &config.guest_user
+        {
+            tracing::warn!(user = %n, "not root: guests run as the daemon's user");
+        }
+        // A guest user must be able to reach its sandbox, or every job
+        // would be held ("cannot execute"): say so at start instead.
+        if let Some(u) = user
+            && let Some((dir, mode)) = crate::isolation::unreachable_by(&config.execute_dir, u)
+        {
+            return Err(io_err(
+                &config.execute_dir,
+                std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!(
+                        "guests (uid {}) cannot reach their sandboxes here: {} has mode {mode:o}; \
+                         set `execute_dir` to a directory they can reach",
+                        u.uid,
+                        dir.display()
+                    ),
+                ),
+            ));
+        }
         // Guests must not be able to write the sandboxes' parent (see
         // `prepare_sandbox`).
         std::fs::create_dir_all(&config.execute_dir).map_err(|e| io_err(&config.execute_dir, e))?;

@@ -68,6 +68,16 @@ pub struct GuestUser {
 }
 
 impl GuestUser {
+    /// Who guests of a daemon run as: as root, the named user (`nobody`
+    /// by default); otherwise the daemon's own identity (`None`).
+    pub fn for_daemon(name: Option<&str>) -> Result<Option<Self>, IsolationError> {
+        if nix::unistd::geteuid().is_root() {
+            Ok(Some(GuestUser::lookup(name.unwrap_or("nobody"))?))
+        } else {
+            Ok(None)
+        }
+    }
+
     /// Look a user up by name (its primary group is used).
     pub fn lookup(name: &str) -> Result<Self, IsolationError> {
         match nix::unistd::User::from_name(name) {
@@ -220,6 +230,33 @@ pub fn prepare_sandbox(dir: &Path, user: Option<GuestUser>) -> Result<(), Isolat
     }
     d.set_permissions(std::fs::Permissions::from_mode(0o700))
         .map_err(|e| IsolationError::io(dir, e))
+}
+
+/// The first directory on the way to `dir` (itself included, as far as it
+/// exists) that `user` may not search, with its mode: a guest cannot even
+/// start a program in a sandbox below it. `None`: reachable.
+pub fn unreachable_by(dir: &Path, user: GuestUser) -> Option<(PathBuf, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut p = PathBuf::new();
+    for c in dir.components() {
+        p.push(c);
+        let Ok(md) = std::fs::metadata(&p) else {
+            // What does not exist yet is created by the daemon, mode 0755.
+            return None;
+        };
+        let mode = md.mode();
+        let ok = if md.uid() == user.uid {
+            mode & 0o100 != 0
+        } else if md.gid() == user.gid {
+            mode & 0o010 != 0
+        } else {
+            mode & 0o001 != 0
+        };
+        if !ok {
+            return Some((p, mode & 0o7777));
+        }
+    }
+    None
 }
 
 fn last_err() -> std::io::Error {
@@ -507,5 +544,30 @@ impl GuestLauncher {
         drop(procs);
         tracing::info!(pid = child.id(), program = %spec.program.display(), sched_idle, pid_ns, "guest started");
         Ok(GuestProcess { child, reaper })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_private_ancestor_makes_sandboxes_unreachable() {
+        let d = tempfile::tempdir().unwrap();
+        // Someone other than the directories' owner and group.
+        let other = GuestUser {
+            uid: 4_000_000,
+            gid: 4_000_000,
+        };
+        let target = d.path().join("state/execute");
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(
+            unreachable_by(&target, other),
+            Some((d.path().to_path_buf(), 0o700))
+        );
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+        // Search permission is enough; what does not exist yet is ours.
+        assert_eq!(unreachable_by(&target, other), None);
     }
 }

@@ -25,7 +25,9 @@ pub use cgroup::{
     CgroupConfig, CgroupLayout, CgroupManager, Controller, FreezeMethod, GuestCgroup, IdleOutcome,
     KillMethod, MemoryBounds, RemoveOnDrop, V1Roots, parse_mountinfo,
 };
-pub use launch::{GuestLauncher, GuestProcess, GuestSpec, GuestUser, prepare_sandbox};
+pub use launch::{
+    GuestLauncher, GuestProcess, GuestSpec, GuestUser, prepare_sandbox, unreachable_by,
+};
 pub use settings::{CgroupMode, CgroupSettings};
 
 use std::path::{Path, PathBuf};
