@@ -37,6 +37,8 @@ fn gone(c: &mut Child) -> bool {
 async fn start_kills_recorded_guests_and_survives_a_torn_record() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
+    // Guests (nobody) must reach their sandboxes below it.
+    std::fs::set_permissions(root, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let (key_path, _) = pool_key(root);
     let cfg = pool_station(root, &key_path, "", "x", StationRole::ExecuteOnly);
     let records = GuestRecords::new(guest_records::dir(&cfg.state_dir));

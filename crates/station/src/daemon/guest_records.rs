@@ -191,11 +191,17 @@ impl GuestRecords {
 
     /// Writes (or replaces) a guest's record atomically and durably.
     pub fn write(&self, rec: &GuestRecord) -> Result<(), RecordError> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
-            .map_err(io(&self.dir))?;
+        // Only the records directory is private: a recursive 0700 would
+        // also make a missing state directory private, and guests must be
+        // able to pass through it to their sandboxes.
+        if let Some(parent) = self.dir.parent() {
+            std::fs::create_dir_all(parent).map_err(io(parent))?;
+        }
+        match std::fs::DirBuilder::new().mode(0o700).create(&self.dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io(&self.dir)(e)),
+        }
         let path = self.path_of(&rec.guest_id);
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
         let tmp = self.dir.join(format!(".{}.tmp", name.unwrap_or_default()));
