@@ -65,48 +65,21 @@ fn main() -> R<()> {
     let mut poll_ms = 0u64;
     let mut idle_secs = 30.0f64;
     let mut history = 0usize;
-    let mut i = 1;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--sizes" => {
-                sizes_mb = args[i + 1]
-                    .split(',')
-                    .map(|s| s.parse())
-                    .collect::<Result<_, _>>()?;
-                i += 1;
-            }
-            "--leverage-secs" => {
-                lev = args[i + 1]
-                    .split(',')
-                    .map(|s| s.parse())
-                    .collect::<Result<_, _>>()?;
-                i += 1;
-            }
+    let mut it = args.iter().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--sizes" => sizes_mb = parse_list(value()?)?,
+            "--leverage-secs" => lev = parse_list(value()?)?,
             "--no-leverage" => lev.clear(),
             "--no-transfer" => sizes_mb.clear(),
-            "--ckpt-every" => {
-                every = args[i + 1].parse()?;
-                i += 1;
-            }
-            "--advertise-secs" => {
-                advertise = args[i + 1].parse()?;
-                i += 1;
-            }
-            "--poll-ms" => {
-                poll_ms = args[i + 1].parse()?;
-                i += 1;
-            }
-            "--history" => {
-                history = args[i + 1].parse()?;
-                i += 1;
-            }
-            "--idle-secs" => {
-                idle_secs = args[i + 1].parse()?;
-                i += 1;
-            }
+            "--ckpt-every" => every = value()?.parse()?,
+            "--advertise-secs" => advertise = value()?.parse()?,
+            "--poll-ms" => poll_ms = value()?.parse()?,
+            "--history" => history = value()?.parse()?,
+            "--idle-secs" => idle_secs = value()?.parse()?,
             other => return Err(format!("unknown argument {other}").into()),
         }
-        i += 1;
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
@@ -125,6 +98,14 @@ fn main() -> R<()> {
         }
         Ok(())
     })
+}
+
+/// `10,100,1000` → a list.
+fn parse_list<T: std::str::FromStr>(s: &str) -> R<Vec<T>>
+where
+    T::Err: std::error::Error + 'static,
+{
+    Ok(s.split(',').map(str::parse).collect::<Result<_, _>>()?)
 }
 
 fn daemon_token(key: &PoolKey) -> String {

@@ -32,13 +32,7 @@ echo "done $n"
 
 /// Does `pid` run (a zombie does not)?
 fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .and_then(|(_, r)| r.split_whitespace().next().map(str::to_string))
-        })
-        .is_some_and(|state| state != "Z" && state != "X")
+    gleaner_station::daemon::guest_records::proc_stat(pid as i32).is_some()
 }
 
 fn first_run_pids(work: &Path) -> Option<(u32, u32)> {

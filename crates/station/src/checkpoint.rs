@@ -113,20 +113,6 @@ fn plain_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
 }
 
-/// Builds a bundle from files already in memory.
-pub fn encode_bundle(manifest: &Manifest, files: &[Vec<u8>]) -> Vec<u8> {
-    let json = serde_json::to_vec(manifest).unwrap_or_default();
-    let total: usize = files.iter().map(Vec::len).sum();
-    let mut out = Vec::with_capacity(8 + json.len() + total);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&u32::try_from(json.len()).unwrap_or(u32::MAX).to_be_bytes());
-    out.extend_from_slice(&json);
-    for f in files {
-        out.extend_from_slice(f);
-    }
-    out
-}
-
 /// Reads the header and manifest, checking names and limits.
 fn read_manifest(r: &mut impl Read) -> Result<Manifest, CheckpointError> {
     let mut head = [0u8; 8];
@@ -988,6 +974,20 @@ impl RateMeter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bundle built byte by byte, with no checks (to forge bad ones).
+    fn encode_bundle(manifest: &Manifest, files: &[Vec<u8>]) -> Vec<u8> {
+        let json = serde_json::to_vec(manifest).unwrap_or_default();
+        let total: usize = files.iter().map(Vec::len).sum();
+        let mut out = Vec::with_capacity(8 + json.len() + total);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&u32::try_from(json.len()).unwrap_or(u32::MAX).to_be_bytes());
+        out.extend_from_slice(&json);
+        for f in files {
+            out.extend_from_slice(f);
+        }
+        out
+    }
 
     fn sample() -> (Manifest, Vec<u8>) {
         let dir = tempfile::tempdir().unwrap();

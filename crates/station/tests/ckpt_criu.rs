@@ -12,10 +12,11 @@ use gleaner_station::checkpoint::{
     Criu, CriuStatus, Manifest, criu_status, verify_bundle_file, write_bundle_file,
 };
 use gleaner_station::isolation::{GuestLauncher, GuestSpec, GuestUser};
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+
+mod common;
 
 const STEPS: u32 = 40;
 
@@ -54,8 +55,8 @@ fn criu_moves_an_unprivileged_guest_through_a_bundle() {
         return;
     }
     let user = GuestUser::lookup("nobody").unwrap();
-    let root = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Guests (nobody) must reach their sandboxes below it.
+    let root = common::shared_tempdir();
     let sandbox = root.path().join("sandbox");
     let images = root.path().join("images");
     gleaner_station::isolation::prepare_sandbox(&sandbox, Some(user)).unwrap();

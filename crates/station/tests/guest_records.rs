@@ -11,7 +11,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{pool_key, pool_station};
+use common::{pool_key, pool_station, shared_tempdir};
 
 /// A stand-in for an orphaned guest: a session of its own, with a child.
 fn orphan() -> Child {
@@ -35,10 +35,8 @@ fn gone(c: &mut Child) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_kills_recorded_guests_and_survives_a_torn_record() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = shared_tempdir();
     let root = dir.path();
-    // Guests (nobody) must reach their sandboxes below it.
-    std::fs::set_permissions(root, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let (key_path, _) = pool_key(root);
     let cfg = pool_station(root, &key_path, "", "x", StationRole::ExecuteOnly);
     let records = GuestRecords::new(guest_records::dir(&cfg.state_dir));

@@ -1047,26 +1047,13 @@ impl Control {
 
 /// Members of a process group, from /proc.
 fn pgroup_members(pgid: i32) -> Vec<i32> {
-    let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir("/proc") else {
-        return out;
+        return Vec::new();
     };
-    for e in rd.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        // Fields after the parenthesised command: state ppid pgrp …
-        if let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) {
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            if f.get(2).and_then(|s| s.parse::<i32>().ok()) == Some(pgid) {
-                out.push(pid);
-            }
-        }
-    }
-    out
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| super::guest_records::proc_stat(pid).is_some_and(|st| st.pgrp == pgid))
+        .collect()
 }
 
 fn threads_of(pid: i32) -> Vec<i32> {
@@ -2366,14 +2353,8 @@ async fn await_restore(c: &Criu, waiter: u32) -> Result<Option<u32>, String> {
 
 /// A live (not zombie) process's parent PID, from /proc.
 fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = stat.rsplit_once(')')?.1;
-    let mut f = rest.split_whitespace();
-    let state = f.next()?;
-    if state == "Z" || state == "X" {
-        return None;
-    }
-    f.next()?.parse().ok()
+    let st = super::guest_records::proc_stat(i32::try_from(pid).ok()?)?;
+    u32::try_from(st.ppid).ok()
 }
 
 fn exit_code(s: std::process::ExitStatus) -> i32 {
