@@ -38,7 +38,7 @@ fn read_ad(path: &Path) -> anyhow::Result<Ad> {
     Ad::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
-pub fn run(args: ClassAdArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: ClassAdArgs, out: &dyn crate::output::Output) -> anyhow::Result<ExitCode> {
     match args.command {
         ClassAdCommand::Eval {
             expr,
@@ -54,9 +54,9 @@ pub fn run(args: ClassAdArgs) -> anyhow::Result<ExitCode> {
                     .map(|d| d.as_secs() as i64)
                     .unwrap_or(0)
             });
-            let out = eval_command(&expr, my.as_ref(), target.as_ref(), now)
+            let value = eval_command(&expr, my.as_ref(), target.as_ref(), now)
                 .map_err(|e| anyhow::anyhow!("expression: {e}"))?;
-            println!("{out}");
+            out.classad_value(&value);
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -11,16 +11,16 @@
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use gleaner_core::dag::{JobSpec, Rescue, RescueRetries, parse_dag};
 use gleaner_proto::auth::peek_claims;
 use gleaner_proto::submit::{SubmitContext, SubmitErrors, parse_submit};
 use gleaner_proto::wire::PROTOCOL_VERSION;
-use gleaner_station::daemon::dagman::{DagNodeSubmit, DagStatus, DagSubmitBody};
+use gleaner_station::daemon::dagman::{DagNodeSubmit, DagSubmitBody};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::jobs::ConnectArgs;
+use crate::output::Output;
 
 #[derive(Args, Debug)]
 pub struct DagArgs {
@@ -62,9 +62,6 @@ pub struct SubmitArgs {
 pub struct StatusArgs {
     /// A DAG id; without it, all your DAGs.
     pub id: Option<u64>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -76,11 +73,11 @@ pub struct RmArgs {
     pub connect: ConnectArgs,
 }
 
-pub fn run(args: DagArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: DagArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     match args.command {
-        DagCommand::Submit(a) => submit(a),
-        DagCommand::Status(a) => status(a),
-        DagCommand::Rm(a) => rm(a),
+        DagCommand::Submit(a) => submit(a, out),
+        DagCommand::Status(a) => status(a, out),
+        DagCommand::Rm(a) => rm(a, out),
     }
 }
 
@@ -152,7 +149,7 @@ fn node_submission(
     }
 }
 
-fn submit(args: SubmitArgs) -> anyhow::Result<ExitCode> {
+fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     let settings = args.connect.settings()?;
     let owner = peek_claims(&settings.token)
         .map(|c| c.subject)
@@ -236,113 +233,26 @@ fn submit(args: SubmitArgs) -> anyhow::Result<ExitCode> {
     };
     let client = gleaner_station::client::StationClient::from_settings(&settings)?;
     let resp = runtime()?.block_on(client.submit_dag(&body))?;
-    if resp.done > 0 {
-        println!(
-            "DAG {} submitted: {} nodes, {} already done (from the rescue file).",
-            resp.id, resp.nodes, resp.done
-        );
-    } else {
-        println!("DAG {} submitted: {} nodes.", resp.id, resp.nodes);
-    }
+    out.dag_submitted(&resp);
     Ok(ExitCode::SUCCESS)
 }
 
-fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
+fn status(args: StatusArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     let settings = args.connect.settings()?;
     let client = gleaner_station::client::StationClient::from_settings(&settings)?;
     let rt = runtime()?;
     if let Some(id) = args.id {
-        let s = rt.block_on(client.dag(id))?;
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&s)?);
-        } else {
-            print_one(&s);
-        }
+        out.dag(&rt.block_on(client.dag(id))?);
         return Ok(ExitCode::SUCCESS);
     }
     let owner = peek_claims(&settings.token).ok().map(|c| c.subject);
-    let all = rt.block_on(client.dags(owner.as_deref()))?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&all)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec![
-        "ID", "OWNER", "STATE", "DONE", "RUNNING", "FAILED", "NODES", "DAG FILE",
-    ]);
-    for s in &all {
-        let count = |k: &str| s.nodes.iter().filter(|n| n.status == k).count();
-        t.add_row(vec![
-            s.id.to_string(),
-            s.owner.clone(),
-            s.state.name().to_string(),
-            count("done").to_string(),
-            (count("running") + count("submitted")).to_string(),
-            count("failed").to_string(),
-            s.nodes.len().to_string(),
-            s.dag_file.clone(),
-        ]);
-    }
-    println!("{t}");
+    out.dags(&rt.block_on(client.dags(owner.as_deref()))?);
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_one(s: &DagStatus) {
-    println!(
-        "DAG {} ({}), {}: {}{}",
-        s.id,
-        s.owner,
-        s.state.name(),
-        s.dag_file,
-        if s.message.is_empty() {
-            String::new()
-        } else {
-            format!(" — {}", s.message)
-        }
-    );
-    if let Some(r) = &s.rescue_file {
-        println!("rescue file: {r}");
-    }
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec![
-        "NODE",
-        "STATUS",
-        "FAILURES",
-        "RETRY",
-        "CLUSTERS",
-        "PARENTS",
-        "PRIORITY PARENTS",
-    ]);
-    for n in &s.nodes {
-        t.add_row(vec![
-            n.name.clone(),
-            n.status.clone(),
-            n.failures.to_string(),
-            n.retries.to_string(),
-            n.clusters
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
-            n.data_parents.join(" "),
-            n.priority_parents.join(" "),
-        ]);
-    }
-    println!("{t}");
-}
-
-fn rm(args: RmArgs) -> anyhow::Result<ExitCode> {
+fn rm(args: RmArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     let settings = args.connect.settings()?;
     let client = gleaner_station::client::StationClient::from_settings(&settings)?;
-    let r = runtime()?.block_on(client.rm_dag(args.id))?;
-    println!(
-        "DAG {} removed ({} unfinished job(s) removed).",
-        r.id,
-        r.removed_jobs.len()
-    );
-    match &r.rescue_file {
-        Some(p) => println!("Rescue file: {p}\nResume with: glean dag submit {p}"),
-        None => println!("No rescue file could be written; see the station's log."),
-    }
+    out.dag_removed(&runtime()?.block_on(client.rm_dag(args.id))?);
     Ok(ExitCode::SUCCESS)
 }

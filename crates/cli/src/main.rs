@@ -9,6 +9,7 @@ mod daemons;
 mod dag;
 mod demo;
 mod jobs;
+mod output;
 mod sim;
 mod up;
 
@@ -23,6 +24,9 @@ use std::process::ExitCode;
     propagate_version = true
 )]
 struct Cli {
+    /// Print one JSON document instead of tables (for scripts).
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -70,21 +74,23 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    let out = output::for_mode(cli.json);
+    let out = out.as_ref();
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
-        Command::ClassAd(args) => classad::run(args),
+        Command::ClassAd(args) => classad::run(args, out),
         Command::Coordinator(args) => daemons::coordinator(args),
         Command::Station(args) => daemons::station(args),
-        Command::Submit(args) => jobs::submit(args),
-        Command::Dag(args) => dag::run(args),
-        Command::Q(args) => jobs::q(args),
-        Command::Status(args) => jobs::status(args),
-        Command::Rm(args) => jobs::rm(args),
-        Command::Hold(args) => jobs::hold(args),
-        Command::Release(args) => jobs::release(args),
-        Command::History(args) => jobs::history(args),
+        Command::Submit(args) => jobs::submit(args, out),
+        Command::Dag(args) => dag::run(args, out),
+        Command::Q(args) => jobs::q(args, out),
+        Command::Status(args) => jobs::status(args, out),
+        Command::Rm(args) => jobs::rm(args, out),
+        Command::Hold(args) => jobs::hold(args, out),
+        Command::Release(args) => jobs::release(args, out),
+        Command::History(args) => jobs::history(args, out),
         Command::Up(args) => up::up(args),
-        Command::Userprio(args) => jobs::userprio(args),
+        Command::Userprio(args) => jobs::userprio(args, out),
     };
     match result {
         Ok(code) => code,

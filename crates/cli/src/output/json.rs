@@ -1,0 +1,95 @@
+//! One JSON document per command on stdout, for scripts (`--json`).
+
+use super::{Analysis, JobAction, JobList, LocalQueue, Output};
+use gleaner_classad::{Ad, Expr, Literal, unparse_expr};
+use gleaner_proto::api::{ActionResponse, JobInfo};
+use gleaner_proto::wire::{PoolStatus, SubmitResponse, UserPrio};
+use gleaner_station::daemon::dagman::{DagRmResponse, DagStatus, DagSubmitResponse};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// Pretty-printed JSON; every command prints exactly one document.
+pub struct JsonOutput;
+
+fn print(v: &impl Serialize) {
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => println!("{s}"),
+        // Our own types always serialise; say so rather than print nothing.
+        Err(e) => eprintln!("glean: cannot render JSON: {e}"),
+    }
+}
+
+/// A machine ad as a JSON object: literals as JSON values, any other
+/// expression as HTCondor's JSON form `"\/Expr(EXPR)\/"`, so that
+/// `condor_status -json` readers understand it.
+fn ad_json(ad: &Ad) -> Value {
+    let mut m = serde_json::Map::new();
+    for (name, e) in ad.iter() {
+        let v = match e {
+            Expr::Lit(Literal::Bool(b)) => json!(b),
+            Expr::Lit(Literal::Int(i)) => json!(i),
+            Expr::Lit(Literal::Real(r)) if r.is_finite() => json!(r),
+            Expr::Lit(Literal::Str(s)) => json!(s),
+            Expr::Lit(Literal::Undefined) => Value::Null,
+            other => json!(format!("\\/Expr({})\\/", unparse_expr(other))),
+        };
+        m.insert(name.to_string(), v);
+    }
+    Value::Object(m)
+}
+
+impl Output for JsonOutput {
+    fn submitted(&self, resp: &SubmitResponse) {
+        print(resp);
+    }
+    fn jobs(&self, jobs: &[JobInfo], _list: JobList) {
+        print(&jobs);
+    }
+    fn actions(&self, action: JobAction, resp: &ActionResponse) {
+        print(&json!({ "action": action, "changed": resp.changed, "skipped": resp.skipped }));
+    }
+    fn analysis(&self, a: &Analysis) {
+        print(a);
+    }
+    fn pool(&self, pool: &PoolStatus) {
+        print(pool);
+    }
+    fn machine_ads(&self, ads: &[Ad]) {
+        print(&ads.iter().map(ad_json).collect::<Vec<_>>());
+    }
+    fn local_queue(&self, q: &LocalQueue) {
+        print(q);
+    }
+    fn userprio(&self, up: &UserPrio) {
+        print(up);
+    }
+    fn dag_submitted(&self, resp: &DagSubmitResponse) {
+        print(resp);
+    }
+    fn dags(&self, dags: &[DagStatus]) {
+        print(&dags);
+    }
+    fn dag(&self, dag: &DagStatus) {
+        print(dag);
+    }
+    fn dag_removed(&self, resp: &DagRmResponse) {
+        print(resp);
+    }
+    fn classad_value(&self, value: &str) {
+        print(&json!({ "value": value }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ads_follow_htcondor_json() {
+        let ad = Ad::parse("[ Name = \"ws1\"; Cpus = 2; Start = Memory > 10 ]").unwrap();
+        let v = ad_json(&ad);
+        assert_eq!(v["Name"], json!("ws1"));
+        assert_eq!(v["Cpus"], json!(2));
+        assert_eq!(v["Start"], json!("\\/Expr(Memory > 10)\\/"));
+    }
+}

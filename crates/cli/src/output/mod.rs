@@ -1,0 +1,126 @@
+//! The one output layer of `glean` (HyperQueue's `client/output` model):
+//! commands build data, and the renderer chosen once in `main` prints it.
+//!
+//! - [`table`]: tables and sentences for people (the default).
+//! - [`json`]: one JSON document per command for scripts (`--json`).
+//!
+//! Adding a format means one new file implementing [`Output`]; adding a
+//! command means one method here and one in each renderer, so the table
+//! and JSON views of a command can never drift apart.
+
+mod format;
+mod json;
+mod table;
+
+use gleaner_coordinator::matchmaker::{LicenceUse, StationVerdict};
+use gleaner_proto::api::{ActionResponse, JobInfo};
+use gleaner_proto::job::JobId;
+use gleaner_proto::wire::{PoolStatus, SubmitResponse, UserPrio};
+use gleaner_station::daemon::dagman::{DagRmResponse, DagStatus, DagSubmitResponse};
+use serde::Serialize;
+
+pub use json::JsonOutput;
+pub use table::TableOutput;
+
+/// Which jobs a job list shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobList {
+    /// `glean q`: active jobs, with a totals line.
+    Queue,
+    /// `glean history`: finished jobs, with their exit codes.
+    History,
+}
+
+/// `glean rm|hold|release`: which action was applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobAction {
+    Rm,
+    Hold,
+    Release,
+}
+
+impl JobAction {
+    /// The past participle used in sentences (`Job 3.0 held.`).
+    pub fn past(self) -> &'static str {
+        match self {
+            JobAction::Rm => "marked for removal",
+            JobAction::Hold => "held",
+            JobAction::Release => "released",
+        }
+    }
+}
+
+/// `glean q --analyze JOB`: one job against every station's ad.
+#[derive(Clone, Debug, Serialize)]
+pub struct Analysis {
+    pub job: JobId,
+    pub state: String,
+    pub owner: String,
+    pub requirements: Option<String>,
+    pub concurrency_limits: Vec<String>,
+    pub stations: Vec<StationVerdict>,
+    pub licences: Vec<LicenceUse>,
+}
+
+/// `glean status` without a coordinator: one station's own queue counts.
+#[derive(Clone, Debug, Serialize)]
+pub struct LocalQueue {
+    pub station: String,
+    pub idle: usize,
+    pub running: usize,
+    pub suspended: usize,
+    pub held: usize,
+}
+
+impl LocalQueue {
+    pub fn count(station: &str, jobs: &[JobInfo]) -> Self {
+        let n = |k: &str| jobs.iter().filter(|j| j.state.kind().name() == k).count();
+        LocalQueue {
+            station: station.to_string(),
+            idle: n("idle"),
+            running: n("running"),
+            suspended: n("suspended"),
+            held: n("held"),
+        }
+    }
+}
+
+/// How a command's result reaches the user.
+pub trait Output {
+    /// `glean submit`.
+    fn submitted(&self, resp: &SubmitResponse);
+    /// `glean q` and `glean history`.
+    fn jobs(&self, jobs: &[JobInfo], list: JobList);
+    /// `glean rm|hold|release`.
+    fn actions(&self, action: JobAction, resp: &ActionResponse);
+    /// `glean q --analyze`.
+    fn analysis(&self, a: &Analysis);
+    /// `glean status`.
+    fn pool(&self, pool: &PoolStatus);
+    /// `glean status --long`: each station's machine ClassAd.
+    fn machine_ads(&self, ads: &[gleaner_classad::Ad]);
+    /// `glean status` when no coordinator is known.
+    fn local_queue(&self, q: &LocalQueue);
+    /// `glean userprio`.
+    fn userprio(&self, up: &UserPrio);
+    /// `glean dag submit`.
+    fn dag_submitted(&self, resp: &DagSubmitResponse);
+    /// `glean dag status` (all of a user's DAGs).
+    fn dags(&self, dags: &[DagStatus]);
+    /// `glean dag status ID`.
+    fn dag(&self, dag: &DagStatus);
+    /// `glean dag rm`.
+    fn dag_removed(&self, resp: &DagRmResponse);
+    /// `glean classad eval`: the value in ClassAd syntax.
+    fn classad_value(&self, value: &str);
+}
+
+/// The renderer for this invocation.
+pub fn for_mode(json: bool) -> Box<dyn Output> {
+    if json {
+        Box::new(JsonOutput)
+    } else {
+        Box::new(TableOutput)
+    }
+}

@@ -1,0 +1,266 @@
+//! Tables and sentences for people: the default renderer.
+
+use super::format::{exit_code, run_time, short_date, yes_no};
+use super::{Analysis, JobAction, JobList, LocalQueue, Output};
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use gleaner_proto::api::{ActionResponse, JobInfo};
+use gleaner_proto::wire::{PoolStatus, SubmitResponse, UserPrio};
+use gleaner_station::daemon::dagman::{DagRmResponse, DagStatus, DagSubmitResponse};
+
+/// Renders with `comfy-table` on stdout; problems go to stderr.
+pub struct TableOutput;
+
+fn table(header: Vec<&str>) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(header);
+    t
+}
+
+fn count(jobs: &[JobInfo], kind: &str) -> usize {
+    jobs.iter()
+        .filter(|j| j.state.kind().name() == kind)
+        .count()
+}
+
+impl Output for TableOutput {
+    fn submitted(&self, resp: &SubmitResponse) {
+        println!(
+            "{} job(s) submitted to cluster {}.",
+            resp.jobs.len(),
+            resp.cluster
+        );
+    }
+
+    fn jobs(&self, jobs: &[JobInfo], list: JobList) {
+        let history = list == JobList::History;
+        let mut header = vec!["ID", "OWNER", "SUBMITTED", "RUN_TIME", "ST", "HOST", "CMD"];
+        if history {
+            header.insert(6, "EXIT");
+        }
+        let mut t = table(header);
+        for j in jobs {
+            let mut row = vec![
+                j.id.to_string(),
+                j.owner.clone(),
+                short_date(j.submitted_at),
+                run_time(j),
+                j.state.kind().letter().to_string(),
+                j.host.clone().unwrap_or_default(),
+                j.cmd.clone(),
+            ];
+            if history {
+                row.insert(6, exit_code(j));
+            }
+            t.add_row(row);
+        }
+        println!("{t}");
+        if list == JobList::Queue {
+            println!(
+                "Total: {} jobs; {} idle, {} running, {} suspended, {} held",
+                jobs.len(),
+                count(jobs, "idle"),
+                count(jobs, "running"),
+                count(jobs, "suspended"),
+                count(jobs, "held")
+            );
+        }
+    }
+
+    fn actions(&self, action: JobAction, resp: &ActionResponse) {
+        for j in &resp.changed {
+            println!("Job {j} {}.", action.past());
+        }
+        for (j, why) in &resp.skipped {
+            eprintln!("Job {j} not {}: {why}", action.past());
+        }
+    }
+
+    fn analysis(&self, a: &Analysis) {
+        println!(
+            "Job {} ({}), owner {}: {}",
+            a.job,
+            a.state,
+            a.owner,
+            a.requirements.as_deref().unwrap_or("no requirements")
+        );
+        if !a.concurrency_limits.is_empty() {
+            println!("Concurrency limits: {}", a.concurrency_limits.join(", "));
+        }
+        let mut t = table(vec!["STATION", "MATCH", "RANK", "SIGMA", "WHY NOT"]);
+        for v in &a.stations {
+            let why: Vec<String> = v.rejects.iter().map(ToString::to_string).collect();
+            t.add_row(vec![
+                v.station.clone(),
+                yes_no(v.rejects.is_empty()).to_string(),
+                format!("{}", v.rank),
+                format!("{:.2}", v.sigma),
+                why.join("\n"),
+            ]);
+        }
+        println!("{t}");
+        for l in &a.licences {
+            println!("Licence {}: {} of {} in use", l.name, l.in_use, l.limit);
+        }
+        let matching = a.stations.iter().filter(|v| v.rejects.is_empty()).count();
+        println!(
+            "{matching} of {} stations could run this job now.",
+            a.stations.len()
+        );
+    }
+
+    fn pool(&self, pool: &PoolStatus) {
+        let mut t = table(vec![
+            "NAME", "STATE", "CPUS", "MEMORY", "GUESTS", "IDLE", "REMOTE", "SEEN",
+        ]);
+        for s in &pool.stations {
+            let state = match (s.submit_only, s.execute_only) {
+                (true, _) => "submit-only".to_string(),
+                _ => format!("{:?}", s.state).to_uppercase(),
+            };
+            t.add_row(vec![
+                s.name.clone(),
+                state,
+                s.cpus.to_string(),
+                format!("{} MiB", s.memory_mb),
+                s.guests.to_string(),
+                s.idle_jobs.to_string(),
+                s.remote_jobs.to_string(),
+                format!("{:.0}s ago", s.last_seen_secs),
+            ]);
+        }
+        println!("{t}");
+        println!("Total: {} stations", pool.stations.len());
+    }
+
+    fn machine_ads(&self, ads: &[gleaner_classad::Ad]) {
+        for ad in ads {
+            println!("{}", ad.to_old_syntax());
+        }
+    }
+
+    fn local_queue(&self, q: &LocalQueue) {
+        println!("No coordinator configured; this station's queue only.");
+        let mut t = table(vec!["STATION", "IDLE", "RUNNING", "SUSPENDED", "HELD"]);
+        t.add_row(vec![
+            q.station.clone(),
+            q.idle.to_string(),
+            q.running.to_string(),
+            q.suspended.to_string(),
+            q.held.to_string(),
+        ]);
+        println!("{t}");
+    }
+
+    fn userprio(&self, up: &UserPrio) {
+        let mut t = table(vec![
+            "STATION",
+            "UP-DOWN INDEX",
+            "NODES HELD",
+            "WAITING",
+            "WANTS",
+            "ADVERTISING",
+        ]);
+        for e in &up.stations {
+            t.add_row(vec![
+                e.station.clone(),
+                format!("{}", e.si),
+                e.nodes_held.to_string(),
+                e.waiting.to_string(),
+                yes_no(e.wants).to_string(),
+                yes_no(e.known).to_string(),
+            ]);
+        }
+        println!("{t}");
+        println!(
+            "Allocator: {}. A smaller index means a higher priority (Mutka 1988 Table 4.3).",
+            up.allocator
+        );
+    }
+
+    fn dag_submitted(&self, resp: &DagSubmitResponse) {
+        if resp.done > 0 {
+            println!(
+                "DAG {} submitted: {} nodes, {} already done (from the rescue file).",
+                resp.id, resp.nodes, resp.done
+            );
+        } else {
+            println!("DAG {} submitted: {} nodes.", resp.id, resp.nodes);
+        }
+    }
+
+    fn dags(&self, dags: &[DagStatus]) {
+        let mut t = table(vec![
+            "ID", "OWNER", "STATE", "DONE", "RUNNING", "FAILED", "NODES", "DAG FILE",
+        ]);
+        for s in dags {
+            let count = |k: &str| s.nodes.iter().filter(|n| n.status == k).count();
+            t.add_row(vec![
+                s.id.to_string(),
+                s.owner.clone(),
+                s.state.name().to_string(),
+                count("done").to_string(),
+                (count("running") + count("submitted")).to_string(),
+                count("failed").to_string(),
+                s.nodes.len().to_string(),
+                s.dag_file.clone(),
+            ]);
+        }
+        println!("{t}");
+    }
+
+    fn dag(&self, s: &DagStatus) {
+        let message = if s.message.is_empty() {
+            String::new()
+        } else {
+            format!(" — {}", s.message)
+        };
+        println!(
+            "DAG {} ({}), {}: {}{message}",
+            s.id,
+            s.owner,
+            s.state.name(),
+            s.dag_file
+        );
+        if let Some(r) = &s.rescue_file {
+            println!("rescue file: {r}");
+        }
+        let mut t = table(vec![
+            "NODE",
+            "STATUS",
+            "FAILURES",
+            "RETRY",
+            "CLUSTERS",
+            "PARENTS",
+            "PRIORITY PARENTS",
+        ]);
+        for n in &s.nodes {
+            let clusters: Vec<String> = n.clusters.iter().map(u64::to_string).collect();
+            t.add_row(vec![
+                n.name.clone(),
+                n.status.clone(),
+                n.failures.to_string(),
+                n.retries.to_string(),
+                clusters.join(","),
+                n.data_parents.join(" "),
+                n.priority_parents.join(" "),
+            ]);
+        }
+        println!("{t}");
+    }
+
+    fn dag_removed(&self, r: &DagRmResponse) {
+        println!(
+            "DAG {} removed ({} unfinished job(s) removed).",
+            r.id,
+            r.removed_jobs.len()
+        );
+        match &r.rescue_file {
+            Some(p) => println!("Rescue file: {p}\nResume with: glean dag submit {p}"),
+            None => println!("No rescue file could be written; see the station's log."),
+        }
+    }
+
+    fn classad_value(&self, value: &str) {
+        println!("{value}");
+    }
+}
