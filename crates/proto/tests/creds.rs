@@ -128,7 +128,8 @@ fn bad_public_key_files_give_errors_naming_the_file() {
     assert!(matches!(err, KeyFileError::Missing { .. }));
     assert!(err.to_string().contains("pool.pub"), "{err}");
 
-    let cases: [(&str, fn(&KeyError) -> bool); 6] = [
+    type IsExpected = fn(&KeyError) -> bool;
+    let cases: [(&str, IsExpected); 6] = [
         ("", |e| matches!(e, KeyError::Empty { .. })),
         ("ssh-ed25519 AAAA", |e| {
             matches!(e, KeyError::WrongLabel { .. })
