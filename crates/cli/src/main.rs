@@ -10,6 +10,7 @@ mod dag;
 mod demo;
 mod jobs;
 mod sim;
+mod token;
 mod up;
 
 use clap::{Parser, Subcommand};
@@ -59,6 +60,9 @@ enum Command {
     Userprio(jobs::StatusArgs),
     /// Start a personal pool on this machine (a coordinator and N stations).
     Up(up::UpArgs),
+    /// Create, list and revoke the pool's tokens (where the coordinator's
+    /// signing key is).
+    Token(token::TokenArgs),
 }
 
 fn main() -> ExitCode {
@@ -85,6 +89,7 @@ fn main() -> ExitCode {
         Command::History(args) => jobs::history(args),
         Command::Up(args) => up::up(args),
         Command::Userprio(args) => jobs::userprio(args),
+        Command::Token(args) => token::run(args),
     };
     match result {
         Ok(code) => code,

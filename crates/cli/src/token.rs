@@ -1,0 +1,239 @@
+//! `glean token create|list|revoke`: issue, list and revoke the pool's
+//! tokens, where the coordinator's signing key is (DESIGN.md, Trust model;
+//! the role of HTCondor's `condor_token_create|list`).
+
+use anyhow::{Context, bail};
+use clap::{ArgGroup, Args, Subcommand};
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use gleaner_coordinator::CoordinatorConfig;
+use gleaner_coordinator::tokens::{
+    RevokeOutcome, TokenRecord, TokenRegistry, TokenRequest, signing_key_path,
+};
+use gleaner_proto::creds::{KeyFileError, PoolSigner, Role, load_signing_key};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct TokenArgs {
+    #[command(subcommand)]
+    command: TokenCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum TokenCommand {
+    /// Create a token and print it on stdout (and nothing else there).
+    Create(CreateArgs),
+    /// List the tokens issued (never the tokens themselves).
+    List(ListArgs),
+    /// Revoke a token by id; stations learn it at their next advertisement.
+    Revoke(RevokeArgs),
+}
+
+/// Where the coordinator's state directory is.
+#[derive(Args, Debug)]
+struct Place {
+    /// The coordinator's state directory (holding signing.key and
+    /// tokens.json).
+    #[arg(long, value_name = "DIR", conflicts_with = "config")]
+    state_dir: Option<PathBuf>,
+    /// The coordinator's TOML configuration, for its `state_dir`.
+    #[arg(long, value_name = "COORDINATOR.toml")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("who").required(true).args(["user", "admin", "station"])))]
+struct CreateArgs {
+    /// A user token acting as the Unix account NAME on home stations.
+    #[arg(long, value_name = "NAME")]
+    user: Option<String>,
+    /// An administrator token (may act on every job and station).
+    #[arg(long, value_name = "NAME")]
+    admin: Option<String>,
+    /// The token of the station named NAME (it may speak only for itself).
+    #[arg(long, value_name = "NAME")]
+    station: Option<String>,
+    /// Lifetime in days. Default 30 for user and admin tokens (which always
+    /// expire), 365 for station tokens; 0 (never) for station tokens only.
+    #[arg(long, value_name = "DAYS")]
+    expires: Option<u64>,
+    #[command(flatten)]
+    place: Place,
+}
+
+#[derive(Args, Debug)]
+struct ListArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    place: Place,
+}
+
+#[derive(Args, Debug)]
+struct RevokeArgs {
+    /// The token id, as `glean token list` shows it.
+    id: String,
+    #[command(flatten)]
+    place: Place,
+}
+
+pub fn run(args: TokenArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        TokenCommand::Create(a) => create(a),
+        TokenCommand::List(a) => list(a),
+        TokenCommand::Revoke(a) => revoke(a),
+    }
+}
+
+impl Place {
+    fn state_dir(&self) -> anyhow::Result<PathBuf> {
+        if let Some(d) = &self.state_dir {
+            return Ok(d.clone());
+        }
+        match &self.config {
+            Some(path) => Ok(CoordinatorConfig::load(path)
+                .with_context(|| format!("configuration {}", path.display()))?
+                .state_dir),
+            None => Ok(CoordinatorConfig::default().state_dir),
+        }
+    }
+}
+
+/// Why there is no signing key here, said so that the user knows where to
+/// go instead.
+fn no_key_here(path: &Path) -> anyhow::Error {
+    anyhow::anyhow!(
+        "no signing key at {}: tokens are created, listed and revoked where the \
+         coordinator's signing key is. Run `glean token` on the coordinator's \
+         machine, or give its state directory with --state-dir or --config",
+        path.display()
+    )
+}
+
+fn signer_at(state_dir: &Path) -> anyhow::Result<PoolSigner> {
+    let path = signing_key_path(state_dir);
+    match load_signing_key(&path) {
+        Ok(s) => Ok(s),
+        Err(KeyFileError::Missing { .. }) => Err(no_key_here(&path)),
+        Err(KeyFileError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        {
+            bail!(
+                "cannot read the signing key {}: permission denied; run as root or \
+                 as the coordinator's user",
+                path.display()
+            )
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The registry of the coordinator whose state directory this is: listing
+/// and revoking also happen where the signing key is, never elsewhere.
+fn registry_at(state_dir: &Path) -> anyhow::Result<TokenRegistry> {
+    let key = signing_key_path(state_dir);
+    match std::fs::symlink_metadata(&key) {
+        Ok(_) => Ok(TokenRegistry::in_state_dir(state_dir)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(no_key_here(&key)),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("{}", key.display()))),
+    }
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn create(a: CreateArgs) -> anyhow::Result<ExitCode> {
+    let (role, subject) = match (a.user, a.admin, a.station) {
+        (Some(n), None, None) => (Role::User, n),
+        (None, Some(n), None) => (Role::Admin, n),
+        (None, None, Some(n)) => (Role::Station, n),
+        // clap's group makes exactly one present.
+        _ => bail!("give exactly one of --user, --admin, --station"),
+    };
+    let state_dir = a.place.state_dir()?;
+    let signer = signer_at(&state_dir)?;
+    let registry = TokenRegistry::in_state_dir(&state_dir);
+    let request = TokenRequest {
+        role,
+        subject,
+        expires_days: a.expires,
+    };
+    let issued = registry.create(&signer, &request, now_secs())?;
+    println!("{}", issued.token);
+    let r = &issued.record;
+    eprintln!(
+        "glean: {} token {} for {:?}, expires {}",
+        r.role,
+        r.token_id,
+        r.subject,
+        expiry_text(r.expires_at)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(a: ListArgs) -> anyhow::Result<ExitCode> {
+    let registry = registry_at(&a.place.state_dir()?)?;
+    let tokens = registry.list()?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&tokens)?);
+    } else {
+        print_table(&tokens, now_secs());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn revoke(a: RevokeArgs) -> anyhow::Result<ExitCode> {
+    let registry = registry_at(&a.place.state_dir()?)?;
+    match registry.revoke(a.id.trim(), now_secs())? {
+        RevokeOutcome::Revoked(r) => println!(
+            "revoked {} token {} of {:?}; stations refuse it from their next advertisement",
+            r.role, r.token_id, r.subject
+        ),
+        RevokeOutcome::AlreadyRevoked(r) => {
+            println!("token {} was already revoked", r.token_id)
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `YYYY-MM-DD HH:MM` UTC.
+fn date(secs: u64) -> String {
+    let t = gleaner_core::time::Time::from_micros(secs.saturating_mul(1_000_000));
+    let full = gleaner_proto::api::utc_datetime(t);
+    full.get(..16).map_or(full.clone(), str::to_string)
+}
+
+fn expiry_text(expires_at: Option<u64>) -> String {
+    expires_at.map_or("never".into(), date)
+}
+
+fn print_table(tokens: &[TokenRecord], now: u64) {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec![
+        "ID", "SUBJECT", "ROLE", "ISSUED", "EXPIRES", "REVOKED",
+    ]);
+    for r in tokens {
+        let mut expires = expiry_text(r.expires_at);
+        if r.expires_at.is_some_and(|e| now >= e) {
+            expires.push_str(" (expired)");
+        }
+        let revoked = match (r.revoked, r.revoked_at) {
+            (true, Some(at)) => date(at),
+            (true, None) => "yes".into(),
+            (false, _) => "no".into(),
+        };
+        t.add_row(vec![
+            r.token_id.clone(),
+            r.subject.clone(),
+            r.role.to_string(),
+            date(r.issued_at),
+            expires,
+            revoked,
+        ]);
+    }
+    println!("{t}");
+}
