@@ -116,8 +116,31 @@ pub fn create_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<bo
             Ok(true)
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        // File systems without hard links (EPERM, ENOTSUP): create in place,
+        // still never over an existing file.
+        Err(e) if e.raw_os_error() == Some(1) || e.kind() == std::io::ErrorKind::Unsupported => {
+            create_in_place(path, bytes, mode)
+        }
         Err(e) => Err(e),
     }
+}
+
+fn create_in_place(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<bool> {
+    let mut f = match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    sync_parent(path)?;
+    Ok(true)
 }
 
 /// Reads `path` as UTF-8, or `None` if it does not exist.
