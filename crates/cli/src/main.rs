@@ -11,6 +11,7 @@ mod demo;
 mod jobs;
 mod output;
 mod sim;
+mod token;
 mod up;
 
 use clap::{Parser, Subcommand};
@@ -63,6 +64,9 @@ enum Command {
     Userprio(jobs::StatusArgs),
     /// Start a personal pool on this machine (a coordinator and N stations).
     Up(up::UpArgs),
+    /// Create, list and revoke the pool's tokens (where the coordinator's
+    /// signing key is).
+    Token(token::TokenArgs),
 }
 
 fn main() -> ExitCode {
@@ -91,6 +95,7 @@ fn main() -> ExitCode {
         Command::History(args) => jobs::history(args, out),
         Command::Up(args) => up::up(args),
         Command::Userprio(args) => jobs::userprio(args, out),
+        Command::Token(args) => token::run(args, out),
     };
     match result {
         Ok(code) => code,

@@ -27,6 +27,7 @@ pub mod matchmaker;
 mod persist;
 mod pool;
 mod server;
+pub mod tokens;
 
 pub use config::CoordinatorConfig;
 pub use persist::{ClaimsState, FairnessState, SavedClaim, StationEntry};

@@ -4,6 +4,7 @@
 //! - [`job`]: job descriptions and job states.
 //! - [`machine`]: matchmaking data: station policy, job classes, licences, machine and job ClassAds.
 //! - [`auth`]: tokens signed with the pool's key.
+//! - [`creds`]: Ed25519 tokens, claims, nonces and revocations (replaces `auth`).
 //! - [`wire`]: versioned HTTP/JSON messages between daemons and from the CLI.
 //! - [`api`]: bodies of the station's user and shadow APIs.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -11,6 +12,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod creds;
 pub mod job;
 pub mod machine;
 pub mod submit;

@@ -47,6 +47,12 @@ pub fn exit_code(j: &JobInfo) -> String {
     }
 }
 
+/// `YYYY-MM-DD HH:MM` (UTC) of seconds since the UNIX epoch.
+pub fn epoch_date(secs: u64) -> String {
+    let full = gleaner_proto::api::utc_datetime(Time::from_micros(secs.saturating_mul(1_000_000)));
+    full.get(..16).map_or(full.clone(), str::to_string)
+}
+
 pub fn yes_no(b: bool) -> &'static str {
     if b { "yes" } else { "no" }
 }

@@ -2,6 +2,7 @@
 
 use super::{Analysis, JobAction, JobList, LocalQueue, Output};
 use gleaner_classad::{Ad, Expr, Literal, unparse_expr};
+use gleaner_coordinator::tokens::{IssuedToken, RevokeOutcome, TokenRecord};
 use gleaner_proto::api::{ActionResponse, JobInfo};
 use gleaner_proto::wire::{PoolStatus, SubmitResponse, UserPrio};
 use gleaner_station::daemon::dagman::{DagRmResponse, DagStatus, DagSubmitResponse};
@@ -77,6 +78,19 @@ impl Output for JsonOutput {
     }
     fn classad_value(&self, value: &str) {
         print(&json!({ "value": value }));
+    }
+    fn token_issued(&self, issued: &IssuedToken) {
+        print(&json!({ "token": issued.token, "record": issued.record }));
+    }
+    fn tokens(&self, tokens: &[TokenRecord], _now_secs: u64) {
+        print(&tokens);
+    }
+    fn token_revoked(&self, outcome: &RevokeOutcome) {
+        let (already, record) = match outcome {
+            RevokeOutcome::Revoked(r) => (false, r),
+            RevokeOutcome::AlreadyRevoked(r) => (true, r),
+        };
+        print(&json!({ "already_revoked": already, "record": record }));
     }
 }
 

@@ -13,6 +13,7 @@ mod json;
 mod table;
 
 use gleaner_coordinator::matchmaker::{LicenceUse, StationVerdict};
+use gleaner_coordinator::tokens::{IssuedToken, RevokeOutcome, TokenRecord};
 use gleaner_proto::api::{ActionResponse, JobInfo};
 use gleaner_proto::job::JobId;
 use gleaner_proto::wire::{PoolStatus, SubmitResponse, UserPrio};
@@ -114,6 +115,13 @@ pub trait Output {
     fn dag_removed(&self, resp: &DagRmResponse);
     /// `glean classad eval`: the value in ClassAd syntax.
     fn classad_value(&self, value: &str);
+    /// `glean token create`: in a table run, only the token goes to
+    /// stdout (so `$(glean token create …)` captures it).
+    fn token_issued(&self, issued: &IssuedToken);
+    /// `glean token list` (never the tokens themselves).
+    fn tokens(&self, tokens: &[TokenRecord], now_secs: u64);
+    /// `glean token revoke`.
+    fn token_revoked(&self, outcome: &RevokeOutcome);
 }
 
 /// The renderer for this invocation.

@@ -1,8 +1,9 @@
 //! Tables and sentences for people: the default renderer.
 
-use super::format::{exit_code, run_time, short_date, yes_no};
+use super::format::{epoch_date, exit_code, run_time, short_date, yes_no};
 use super::{Analysis, JobAction, JobList, LocalQueue, Output};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use gleaner_coordinator::tokens::{IssuedToken, RevokeOutcome, TokenRecord};
 use gleaner_proto::api::{ActionResponse, JobInfo};
 use gleaner_proto::wire::{PoolStatus, SubmitResponse, UserPrio};
 use gleaner_station::daemon::dagman::{DagRmResponse, DagStatus, DagSubmitResponse};
@@ -262,5 +263,55 @@ impl Output for TableOutput {
 
     fn classad_value(&self, value: &str) {
         println!("{value}");
+    }
+
+    fn token_issued(&self, issued: &IssuedToken) {
+        println!("{}", issued.token);
+        let r = &issued.record;
+        eprintln!(
+            "glean: {} token {} for {:?}, expires {}",
+            r.role,
+            r.token_id,
+            r.subject,
+            r.expires_at.map_or("never".into(), epoch_date)
+        );
+    }
+
+    fn tokens(&self, tokens: &[TokenRecord], now: u64) {
+        let mut t = table(vec![
+            "ID", "SUBJECT", "ROLE", "ISSUED", "EXPIRES", "REVOKED",
+        ]);
+        for r in tokens {
+            let mut expires = r.expires_at.map_or("never".into(), epoch_date);
+            if r.expires_at.is_some_and(|e| now >= e) {
+                expires.push_str(" (expired)");
+            }
+            let revoked = match (r.revoked, r.revoked_at) {
+                (true, Some(at)) => epoch_date(at),
+                (true, None) => "yes".into(),
+                (false, _) => "no".into(),
+            };
+            t.add_row(vec![
+                r.token_id.clone(),
+                r.subject.clone(),
+                r.role.to_string(),
+                epoch_date(r.issued_at),
+                expires,
+                revoked,
+            ]);
+        }
+        println!("{t}");
+    }
+
+    fn token_revoked(&self, outcome: &RevokeOutcome) {
+        match outcome {
+            RevokeOutcome::Revoked(r) => println!(
+                "revoked {} token {} of {:?}; stations refuse it from their next advertisement",
+                r.role, r.token_id, r.subject
+            ),
+            RevokeOutcome::AlreadyRevoked(r) => {
+                println!("token {} was already revoked", r.token_id)
+            }
+        }
     }
 }
