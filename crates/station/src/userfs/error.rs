@@ -99,6 +99,8 @@ impl std::error::Error for PathError {
 pub enum UserFsError {
     #[error(transparent)]
     Path(#[from] PathError),
+    #[error(transparent)]
+    Account(#[from] super::AccountError),
     /// An unprivileged station serves only the account it runs as.
     #[error(
         "this station runs as uid {daemon_uid}, not as root, and acts only for that account, not for {user} (uid {uid})"

@@ -46,6 +46,9 @@
 //!   mode bits and ignore ACLs; the real opens are always the kernel's.
 //! - Resource limits (file size, open files) are the daemon's, not the
 //!   user's.
+//! - `/proc/self` in a user's path names the daemon; the user gets only
+//!   what they could read of the daemon's `/proc` entries anyway (its
+//!   magic links are walked as text, by the same rules).
 //!
 //! # Calling from async code
 //!
@@ -97,6 +100,12 @@ impl UserFs {
             user: Arc::new(user),
             switch: daemon_uid == 0,
         })
+    }
+
+    /// Serves the account called `name` (the job's owner): looks it up,
+    /// then as [`Self::new`].
+    pub fn for_user(name: &str) -> Result<UserFs, UserFsError> {
+        Self::new(UnixUser::lookup(name)?)
     }
 
     /// The user served.
@@ -263,6 +272,19 @@ mod tests {
         let root = UnixUser::lookup("root").expect("root");
         let e = UserFs::new(root).unwrap_err();
         assert!(matches!(e, UserFsError::Root { .. }), "{e}");
+        assert!(matches!(
+            UserFs::for_user("root"),
+            Err(UserFsError::Root { .. })
+        ));
+    }
+
+    #[test]
+    fn unknown_owners_are_named() {
+        let e = UserFs::for_user("bob-has-no-account").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "no Unix account \"bob-has-no-account\" on this station"
+        );
     }
 
     #[test]
