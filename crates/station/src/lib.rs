@@ -18,3 +18,4 @@ pub mod daemon;
 pub mod isolation;
 pub mod owner;
 pub mod queue;
+pub mod userfs;

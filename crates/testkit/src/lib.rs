@@ -1,0 +1,37 @@
+//! Test-only helpers shared by Gleaner's crates (`publish = false`).
+//!
+//! - [`TestUser`]: a real Unix account made for one test and removed when
+//!   it is dropped (its processes killed first), so tests about users,
+//!   permissions and isolation exercise the kernel rather than a mock.
+//! - [`is_root`] and [`skip_unless_root`]: tests that need root print one
+//!   clear `skipped: …` line elsewhere instead of failing.
+
+mod procs;
+mod user;
+
+pub use procs::{kill_user_processes, pids_of_uid};
+pub use user::TestUser;
+
+/// Whether this process runs with root's effective uid.
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// Returns `true` (after printing `skipped: REASON (needs root)`) when the
+/// calling test must be skipped because it does not run as root:
+///
+/// ```no_run
+/// if gleaner_testkit::skip_unless_root("creates Unix users") {
+///     return;
+/// }
+/// ```
+pub fn skip_unless_root(reason: &str) -> bool {
+    if is_root() {
+        return false;
+    }
+    println!(
+        "skipped: {reason} (needs root; running as uid {})",
+        nix::unistd::geteuid()
+    );
+    true
+}
