@@ -1,0 +1,112 @@
+//! The starter's settings, its errors and the fixed names in a sandbox.
+
+use crate::isolation::IsolationError;
+use gleaner_core::eviction::EvictionPolicy;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Names of the capture files in the sandbox. They are streamed, never
+/// uploaded as output files.
+pub const STDOUT_FILE: &str = "_gleaner_stdout";
+pub const STDERR_FILE: &str = "_gleaner_stderr";
+
+/// Default [`StarterConfig::criu_sandbox_dir`].
+pub const DEFAULT_CRIU_SANDBOX_DIR: &str = "/var/lib/gleaner-criu";
+
+/// Starter settings.
+#[derive(Clone, Debug)]
+pub struct StarterConfig {
+    /// This station's name (the `host` of status reports and claims).
+    pub host: String,
+    /// Parent of the guests' sandboxes. Must not be writable by guests.
+    pub execute_dir: PathBuf,
+    /// CPUs offered to guests (one slot per requested CPU).
+    pub cpus: u32,
+    /// Memory offered to guests, MiB.
+    pub memory_mb: u64,
+    /// Free disk kept for the owner in the execute directory, KiB.
+    pub reserved_disk_kb: u64,
+    /// The eviction policy of every guest on this station.
+    pub policy: EvictionPolicy,
+    /// Guest user name. When the daemon runs as root: this user, `nobody`
+    /// by default. Otherwise guests keep the daemon's identity (a warning
+    /// is logged if a name was given).
+    pub guest_user: Option<String>,
+    /// Start guests in their own PID namespace.
+    pub pid_namespace: bool,
+    /// How often the capture files are polled for new output.
+    pub output_poll: Duration,
+    /// Signal sent when a job that declares checkpointing
+    /// (`checkpoint_exit_code`) must checkpoint: the hook for the later
+    /// checkpoint issue. HTCondor's vanilla universe sends SIGTERM and
+    /// expects exit code 85 after a checkpoint.
+    pub checkpoint_signal: i32,
+    /// How long a checkpointing job may take to exit after the signal on
+    /// eviction before it is killed.
+    pub checkpoint_grace: Duration,
+    /// Checkpoint transfers of this host, bytes per second (0: unlimited).
+    pub checkpoint_bytes_per_sec: u64,
+    /// This station's base URL, sent with lease renewals.
+    pub address: String,
+    /// Keep sandboxes after the guest ends (debugging).
+    pub keep_sandboxes: bool,
+    /// Per-request timeout towards the shadow.
+    pub http_timeout: Duration,
+    /// Parent of the sandboxes of CRIU jobs. A CRIU image names files by
+    /// path, so it must be the same directory on every station of the pool;
+    /// must not be writable by guests.
+    pub criu_sandbox_dir: PathBuf,
+    /// Where running guests are recorded so that a crash leaves none
+    /// unfound (guest_records.rs); `None`: not recorded.
+    pub guest_records: Option<PathBuf>,
+}
+
+impl StarterConfig {
+    pub fn new(host: impl Into<String>, execute_dir: impl Into<PathBuf>) -> Self {
+        StarterConfig {
+            host: host.into(),
+            execute_dir: execute_dir.into(),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            memory_mb: 1024,
+            reserved_disk_kb: 0,
+            policy: EvictionPolicy::default(),
+            guest_user: None,
+            pid_namespace: false,
+            output_poll: Duration::from_millis(200),
+            checkpoint_signal: libc::SIGTERM,
+            checkpoint_grace: Duration::from_secs(10),
+            checkpoint_bytes_per_sec: 0,
+            address: String::new(),
+            keep_sandboxes: false,
+            http_timeout: Duration::from_secs(30),
+            criu_sandbox_dir: PathBuf::from(DEFAULT_CRIU_SANDBOX_DIR),
+            guest_records: None,
+        }
+    }
+}
+
+/// Starter errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StarterError {
+    #[error(transparent)]
+    Isolation(#[from] IsolationError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("HTTP client: {0}")]
+    Http(String),
+    #[error("invalid file name {0:?}")]
+    BadFileName(String),
+    #[error("shadow URL {0:?} is not a base URL")]
+    BadShadowUrl(String),
+}
+
+pub(crate) fn io_err(path: &Path, source: std::io::Error) -> StarterError {
+    StarterError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}

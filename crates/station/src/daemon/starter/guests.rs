@@ -1,0 +1,64 @@
+//! The guests on this host: the starter's entry for each, and the listing
+//! served at `GET /v1/guests`.
+
+use gleaner_proto::wire::GuestInfo;
+use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
+use tokio::sync::mpsc;
+
+/// One guest as listed by `GET /v1/guests`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestListing {
+    #[serde(flatten)]
+    pub info: GuestInfo,
+    pub guest_id: String,
+    /// Ladder state: `running`, `lingering`, `suspended`, … (`starting`
+    /// while the sandbox is transferred).
+    pub state: String,
+    #[serde(default)]
+    pub pid: Option<u32>,
+}
+
+/// What the starter asks of a running guest's task.
+pub(crate) enum Command {
+    Vacate(String),
+}
+
+/// A guest as the starter keeps it, from acceptance until its slot is
+/// freed.
+pub(crate) struct GuestEntry {
+    pub(crate) guest_id: String,
+    pub(crate) info: GuestInfo,
+    pub(crate) cpus: u32,
+    pub(crate) memory_mb: u64,
+    /// Ladder state name and the guest's process group.
+    pub(crate) state: Mutex<(String, Option<u32>)>,
+    pub(crate) cmd: mpsc::UnboundedSender<Command>,
+}
+
+impl GuestEntry {
+    pub(crate) fn set_state(&self, s: &str, pid: Option<u32>) {
+        if let Ok(mut g) = self.state.lock() {
+            g.0 = s.to_string();
+            if pid.is_some() {
+                g.1 = pid;
+            }
+        }
+    }
+
+    pub(crate) fn listing(&self) -> GuestListing {
+        let (state, pid) = self
+            .state
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_else(|p| p.into_inner().clone());
+        let mut info = self.info.clone();
+        info.suspended = state == "suspended";
+        GuestListing {
+            info,
+            guest_id: self.guest_id.clone(),
+            state,
+            pid,
+        }
+    }
+}

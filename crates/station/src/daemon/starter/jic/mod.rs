@@ -1,0 +1,125 @@
+//! A guest's line to its home station, as HTCondor's JobInfoCommunicator:
+//! status reports, the lease, output streaming and every file transfer to
+//! or from the home's shadow go through [`Home`]; the rest of the starter
+//! never builds a request.
+//!
+//! - `reports.rs`: status reports, in order, retried;
+//! - `lease.rs`: the lease renewal loop;
+//! - `stream.rs`: stdout/stderr streamed while the job runs;
+//! - `transfer.rs`: input files, checkpoint bundles, output files.
+
+mod lease;
+mod reports;
+mod stream;
+mod transfer;
+
+pub(crate) use lease::start_lease;
+pub(crate) use stream::Streaming;
+pub(crate) use transfer::FetchError;
+
+use super::{Starter, StarterError};
+use gleaner_proto::job::{JobEventKind, JobId, JobState};
+use gleaner_proto::wire::{JobStatusReport, PROTOCOL_VERSION, PlacementRequest, Usage};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// One guest's line to its home's shadow.
+pub(crate) struct Home {
+    starter: Arc<Starter>,
+    job: JobId,
+    /// The shadow's base URL, from the placement.
+    shadow: String,
+    lease_secs: Option<u64>,
+    reports: mpsc::UnboundedSender<JobStatusReport>,
+}
+
+impl Home {
+    /// Opens the line. Reports go out from a task of their own, so that
+    /// the guest's reactions are never delayed by the network; the task
+    /// ends when the `Home` is dropped and every report was sent (or
+    /// given up).
+    pub(crate) fn open(starter: &Arc<Starter>, req: &PlacementRequest) -> (Home, JoinHandle<()>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let reporter = tokio::spawn(reports::report_loop(
+            starter.http.clone(),
+            starter.token.clone(),
+            req.shadow.clone(),
+            req.job_id,
+            rx,
+            req.lease_secs.map_or(Duration::ZERO, Duration::from_secs),
+        ));
+        let home = Home {
+            starter: starter.clone(),
+            job: req.job_id,
+            shadow: req.shadow.clone(),
+            lease_secs: req.lease_secs,
+            reports: tx,
+        };
+        (home, reporter)
+    }
+
+    pub(crate) fn report(&self, event: JobEventKind, state: JobState, detail: impl Into<String>) {
+        self.report_usage(event, state, detail, None);
+    }
+
+    pub(crate) fn report_usage(
+        &self,
+        event: JobEventKind,
+        state: JobState,
+        detail: impl Into<String>,
+        usage: Option<Usage>,
+    ) {
+        let detail = detail.into();
+        tracing::info!(job = %self.job, ?event, %detail, "guest event");
+        let _ = self.reports.send(JobStatusReport {
+            protocol: PROTOCOL_VERSION,
+            job_id: self.job,
+            host: self.starter.config.host.clone(),
+            event,
+            state,
+            at: self.starter.now(),
+            detail,
+            usage,
+        });
+    }
+
+    /// `<shadow>/v1/shadow/<job>/<segs…>`.
+    pub(crate) fn url(&self, segs: &[&str]) -> Result<reqwest::Url, StarterError> {
+        let job = self.job.to_string();
+        let mut all = vec!["v1", "shadow", job.as_str()];
+        all.extend_from_slice(segs);
+        shadow_url(&self.shadow, &all)
+    }
+
+    /// How long transfers to the home keep being retried: the lease (the
+    /// home waits that long before it gives up on this run), else 20 s.
+    pub(crate) fn patience(&self) -> Duration {
+        self.lease_secs
+            .map_or(Duration::from_secs(20), Duration::from_secs)
+    }
+}
+
+/// Builds `<base>/<segments…>`, each segment percent-encoded.
+pub(crate) fn shadow_url(base: &str, segments: &[&str]) -> Result<reqwest::Url, StarterError> {
+    let mut u =
+        reqwest::Url::parse(base).map_err(|_| StarterError::BadShadowUrl(base.to_string()))?;
+    u.path_segments_mut()
+        .map_err(|_| StarterError::BadShadowUrl(base.to_string()))?
+        .pop_if_empty()
+        .extend(segments);
+    Ok(u)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shadow_urls_encode_segments() {
+        let u = shadow_url("http://h:1/", &["v1", "shadow", "1.0", "input", "a b/c"]).unwrap();
+        assert_eq!(u.as_str(), "http://h:1/v1/shadow/1.0/input/a%20b%2Fc");
+        assert!(shadow_url("not a url", &["x"]).is_err());
+    }
+}

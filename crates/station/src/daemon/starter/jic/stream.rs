@@ -1,0 +1,224 @@
+//! stdout/stderr streamed to the shadow while the job runs
+//! (`POST .../output/{stream}?offset=N`), from the capture files' read
+//! handles.
+
+use super::{Home, StarterError};
+use axum::http::StatusCode;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Largest chunk of stdout/stderr sent in one request.
+const MAX_CHUNK: usize = 256 * 1024;
+
+/// The guest's output on its way home: one streamer for every start of
+/// the program in a run.
+pub(crate) struct Streaming {
+    /// The streams, until the streamer takes them.
+    pending: Option<Vec<OutputStream>>,
+    task: Option<JoinHandle<()>>,
+    finish_tx: watch::Sender<bool>,
+    finish_rx: watch::Receiver<bool>,
+    /// Stream offsets the shadow acknowledged (stdout, stderr), for the
+    /// checkpoint code to wait on.
+    acked: [Arc<AtomicU64>; 2],
+}
+
+impl Streaming {
+    /// `base`: the stream offsets of the capture files' first bytes (the
+    /// output lengths of the restored checkpoint); `readers`: the capture
+    /// files' read handles (stdout, stderr).
+    pub(crate) fn new(
+        home: &Home,
+        base: (u64, u64),
+        readers: [File; 2],
+    ) -> Result<Self, StarterError> {
+        let (finish_tx, finish_rx) = watch::channel(false);
+        let acked = [
+            Arc::new(AtomicU64::new(base.0)),
+            Arc::new(AtomicU64::new(base.1)),
+        ];
+        let [out_r, err_r] = readers;
+        let pending = vec![
+            OutputStream {
+                name: "stdout",
+                file: out_r,
+                base: base.0,
+                acked: base.0,
+                shared: acked[0].clone(),
+                url: home.url(&["output", "stdout"])?,
+            },
+            OutputStream {
+                name: "stderr",
+                file: err_r,
+                base: base.1,
+                acked: base.1,
+                shared: acked[1].clone(),
+                url: home.url(&["output", "stderr"])?,
+            },
+        ];
+        Ok(Streaming {
+            pending: Some(pending),
+            task: None,
+            finish_tx,
+            finish_rx,
+            acked,
+        })
+    }
+
+    /// Starts the streamer (the first call only).
+    pub(crate) fn start(&mut self, home: &Home) {
+        if let Some(s) = self.pending.take() {
+            self.task = Some(tokio::spawn(stream_loop(
+                home.starter.http.clone(),
+                home.starter.token.clone(),
+                s,
+                home.starter.config.output_poll,
+                self.finish_rx.clone(),
+                home.patience(),
+            )));
+        }
+    }
+
+    /// Whether the shadow acknowledged stdout and stderr up to `want`.
+    pub(crate) fn delivered(&self, want: [u64; 2]) -> bool {
+        (0..2).all(|i| self.acked[i].load(Ordering::SeqCst) >= want[i])
+    }
+
+    /// The guest is done: the streamer flushes the rest, and this waits
+    /// for it.
+    pub(crate) async fn finish(&mut self) {
+        let _ = self.finish_tx.send(true);
+        if let Some(s) = self.task.take() {
+            let _ = s.await;
+        }
+    }
+}
+
+/// One stream's state: offset acknowledged by the shadow.
+struct OutputStream {
+    name: &'static str,
+    file: File,
+    /// Stream offset of the capture file's first byte (the output length
+    /// of the restored checkpoint).
+    base: u64,
+    acked: u64,
+    /// `acked`, for the checkpoint code to wait on.
+    shared: Arc<AtomicU64>,
+    url: reqwest::Url,
+}
+
+impl OutputStream {
+    /// Sends what the shadow lacks. Returns true when it has everything
+    /// written so far.
+    async fn pump(&mut self, http: &reqwest::Client, token: &str) -> bool {
+        loop {
+            let len = self.base + self.file.metadata().map_or(0, |m| m.len());
+            if self.acked >= len {
+                return true;
+            }
+            let n = usize::try_from(len - self.acked)
+                .unwrap_or(MAX_CHUNK)
+                .min(MAX_CHUNK);
+            let mut buf = vec![0u8; n];
+            let got = match self.file.read_at(&mut buf, self.acked - self.base) {
+                Ok(g) => g,
+                Err(e) => {
+                    tracing::warn!(stream = self.name, error = %e, "cannot read capture file");
+                    return false;
+                }
+            };
+            if got == 0 {
+                return true;
+            }
+            buf.truncate(got);
+            if !self.send(http, token, buf).await {
+                return false;
+            }
+        }
+    }
+
+    /// Sends one chunk at the acknowledged offset; true when it arrived.
+    async fn send(&mut self, http: &reqwest::Client, token: &str, buf: Vec<u8>) -> bool {
+        let got = buf.len();
+        let mut url = self.url.clone();
+        url.query_pairs_mut()
+            .append_pair("offset", &self.acked.to_string());
+        let r = http
+            .post(url)
+            .bearer_auth(token)
+            .header("content-type", "application/octet-stream")
+            .body(buf)
+            .send()
+            .await;
+        match r {
+            Ok(resp) if resp.status().is_success() => {
+                self.acked += got as u64;
+                self.shared.store(self.acked, Ordering::SeqCst);
+                true
+            }
+            Ok(resp) if resp.status() == StatusCode::CONFLICT => {
+                // The shadow has less than we thought (e.g. it restarted
+                // without its file): resend from the start; the endpoint
+                // is idempotent, so nothing is duplicated.
+                tracing::warn!(
+                    stream = self.name,
+                    offset = self.acked,
+                    "output gap; resending from the start of this run"
+                );
+                self.acked = self.base;
+                false
+            }
+            Ok(resp) => {
+                tracing::warn!(stream = self.name, status = %resp.status(), "output chunk refused");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(stream = self.name, error = %e, "output chunk failed");
+                false
+            }
+        }
+    }
+}
+
+/// Polls the capture files and streams them until told to finish; then
+/// flushes the rest (bounded retries).
+async fn stream_loop(
+    http: reqwest::Client,
+    token: String,
+    mut streams: Vec<OutputStream>,
+    poll: Duration,
+    mut finish: watch::Receiver<bool>,
+    patience: Duration,
+) {
+    loop {
+        for s in &mut streams {
+            s.pump(&http, &token).await;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(poll) => {}
+            _ = finish.changed() => break,
+        }
+    }
+    let mut delay = Duration::from_millis(100);
+    let until = Instant::now() + patience;
+    for attempt in 0.. {
+        if attempt >= 10 && Instant::now() > until {
+            break;
+        }
+        let mut done = true;
+        for s in &mut streams {
+            done &= s.pump(&http, &token).await;
+        }
+        if done {
+            return;
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(2));
+    }
+    tracing::warn!("output streams not fully delivered");
+}

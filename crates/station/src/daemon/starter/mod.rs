@@ -1,0 +1,271 @@
+//! The starter: the execute side of a station.
+//!
+//! A home station that holds a claim on this host sends a
+//! [`PlacementRequest`](gleaner_proto::wire::PlacementRequest)
+//! (`POST /v1/place`). The starter checks it (owner state, claim, free
+//! CPUs, memory and disk), answers at once, and runs the guest
+//! asynchronously:
+//!
+//! 1. a private sandbox `<execute_dir>/<job>-r<run>-<seq>` (mode 0700, owned
+//!    by the guest user);
+//! 2. the executable and `transfer_input_files` (and `input`) fetched from
+//!    the shadow (`GET /v1/shadow/{job}/input/{name}`);
+//! 3. the guest started unprivileged with
+//!    [`GuestLauncher`](crate::isolation::GuestLauncher), in a per-job
+//!    cgroup with memory bounds from `request_memory` when a
+//!    [`CgroupManager`] is given (otherwise its own process group);
+//! 4. stdout/stderr captured to files in the sandbox and streamed to the
+//!    shadow while the job runs (`POST .../output/{stream}?offset=N`);
+//! 5. on exit, output files uploaded (`PUT .../files/{name}`) and
+//!    `completed` reported with the exit code.
+//!
+//! While it runs, each guest has its own
+//! [`EvictionLadder`](gleaner_core::eviction::EvictionLadder) with the
+//! station's policy. Owner-activity changes arrive on a
+//! [`watch::Receiver<OwnerState>`] and are applied to the real process at
+//! once: lower priority (Ryu & Hollingsworth L54: the owner strictly first),
+//! freeze then vacate after the grace (Mutka 1988 L841), or kill at once
+//! (Immediate-Eviction, Mutka 1988 L583). A guest that leaves the host is
+//! reported `evicted` with job state `Idle`, so that its home requeues it.
+//!
+//! Checkpoints (issue #6, [`crate::checkpoint`]): a job that declares
+//! `checkpoint_exit_code` gets its latest good checkpoint from home before
+//! it starts; when it exits with that code its `transfer_checkpoint_files`
+//! go home (after the output written so far) and it is restarted in place;
+//! a vacate sends the checkpoint signal first, and `checkpoint_interval`
+//! sends it periodically. A lease with the home (`lease_secs` of the
+//! placement) is renewed every third of it; when the home cannot be reached
+//! for the whole lease, or says the job is no longer ours, the guest is
+//! killed at once.
+//!
+//! A job with `checkpoint_method = criu`
+//! ([`Criu`](crate::checkpoint::Criu)) runs under a reaping waiter in a
+//! sandbox whose path is the same on every station (`criu_sandbox_dir`,
+//! locked per job). A vacate and every `checkpoint_interval` dump its
+//! process tree; the images and the sandbox's files go home as one bundle
+//! (streamed from a file, never held in memory), and the next run, here
+//! after a periodic dump or on the next station, is a `criu restore`
+//! instead of a start.
+//!
+//! Open points (documented, not yet done): migration to a chosen
+//! destination (a `Migrate` action vacates: the home station picks the
+//! next host), and `when_to_transfer_output = ON_EXIT_OR_EVICT`.
+//!
+//! # Layout
+//!
+//! As HTCondor's starter, three concerns are kept apart: talking to the
+//! job's home (`jic/`, its JobInfoCommunicator), how the job's processes
+//! are run and controlled (`control.rs`, `sandbox.rs`, `criu.rs`), and the
+//! lifecycle (`run/`: prepare → restore → launch → supervise → finish).
+//! This file holds the [`Starter`] and its public API; `place.rs` decides
+//! placements, `routes.rs` serves them, `claims.rs` checks their claims,
+//! `ckpt.rs` and `outputs.rs` send checkpoints and output files home.
+
+mod ckpt;
+mod claims;
+mod config;
+mod control;
+mod criu;
+mod guests;
+mod jic;
+mod outputs;
+mod place;
+mod routes;
+mod run;
+mod sandbox;
+
+pub use claims::{AnyNonEmptyClaim, ClaimRejected, ClaimVerifier, PoolKeyClaims};
+pub use config::{DEFAULT_CRIU_SANDBOX_DIR, STDERR_FILE, STDOUT_FILE, StarterConfig, StarterError};
+pub use guests::GuestListing;
+pub use routes::router;
+
+use crate::checkpoint::{RateMeter, SharedBucket};
+use crate::isolation::{CgroupManager, GuestUser};
+use config::io_err;
+use gleaner_core::detector::OwnerState;
+use gleaner_core::time::Time;
+use gleaner_proto::job::{JobDescription, JobId};
+use gleaner_proto::wire::GuestInfo;
+use guests::{Command, GuestEntry};
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// The execute side of a station. See the module docs.
+pub struct Starter {
+    config: StarterConfig,
+    /// Authenticates the starter at the shadows (a Daemon token).
+    token: String,
+    verifier: Box<dyn ClaimVerifier>,
+    owner: watch::Receiver<OwnerState>,
+    cgroups: Option<CgroupManager>,
+    user: Option<GuestUser>,
+    http: reqwest::Client,
+    guests: Mutex<HashMap<JobId, Arc<GuestEntry>>>,
+    epoch: Instant,
+    seq: AtomicU64,
+    draining: AtomicBool,
+    /// The station policy's check of a new guest (policy.rs).
+    admission: std::sync::OnceLock<Admission>,
+    /// Throttles checkpoint transfers of all guests on this host.
+    bucket: SharedBucket,
+    /// Measured checkpoint transfer rate, for `T_migr`.
+    pub(crate) rate: RateMeter,
+}
+
+/// Decides whether a job may start here; `Err` explains why not.
+pub type Admission = Box<dyn Fn(&JobDescription) -> Result<(), String> + Send + Sync>;
+
+impl Starter {
+    /// `token` authenticates the starter at the shadows (a Daemon token);
+    /// `owner` is fed by the station's owner monitor.
+    pub fn new(
+        config: StarterConfig,
+        token: impl Into<String>,
+        verifier: Box<dyn ClaimVerifier>,
+        owner: watch::Receiver<OwnerState>,
+        cgroups: Option<CgroupManager>,
+    ) -> Result<Self, StarterError> {
+        let user = GuestUser::for_daemon(config.guest_user.as_deref())?;
+        if user.is_none()
+            && let Some(n) = &config.guest_user
+        {
+            tracing::warn!(user = %n, "not root: guests run as the daemon's user");
+        }
+        prepare_execute_dir(&config.execute_dir, user)?;
+        if let Some(m) = &cgroups {
+            m.ensure_parent()?;
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(config.http_timeout)
+            // Names the host in the home's logs (and lets fault-injection
+            // tests tell hosts apart behind one proxy).
+            .user_agent(format!("gleaner-starter/{}", config.host))
+            .build()
+            .map_err(|e| StarterError::Http(e.to_string()))?;
+        let bucket = SharedBucket::new(config.checkpoint_bytes_per_sec);
+        Ok(Starter {
+            config,
+            token: token.into(),
+            verifier,
+            owner,
+            cgroups,
+            user,
+            http,
+            guests: Mutex::new(HashMap::new()),
+            epoch: Instant::now(),
+            seq: AtomicU64::new(0),
+            admission: std::sync::OnceLock::new(),
+            draining: AtomicBool::new(false),
+            bucket,
+            rate: RateMeter::default(),
+        })
+    }
+
+    pub fn config(&self) -> &StarterConfig {
+        &self.config
+    }
+
+    /// Installs the station policy's admission check (once).
+    pub fn set_admission(&self, check: Admission) {
+        let _ = self.admission.set(check);
+    }
+
+    /// The guests' cgroups, when the station has them.
+    pub fn cgroups(&self) -> Option<&CgroupManager> {
+        self.cgroups.as_ref()
+    }
+
+    /// Refuse new placements (running guests are left alone).
+    pub fn set_draining(&self, on: bool) {
+        self.draining.store(on, Ordering::SeqCst);
+    }
+
+    /// The ladder's clock: time since the starter was made.
+    fn now(&self) -> Time {
+        Time::from_micros(u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX))
+    }
+
+    fn instant_of(&self, t: Time) -> Instant {
+        self.epoch + Duration::from_micros(t.as_micros())
+    }
+
+    fn lock_guests(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, Arc<GuestEntry>>> {
+        // A poisoned map is still consistent: entries are inserted/removed whole.
+        self.guests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Guests on this host, for the station ad's `running_guests`.
+    pub fn running_guests(&self) -> Vec<GuestInfo> {
+        self.listing().into_iter().map(|l| l.info).collect()
+    }
+
+    /// Guests with their ladder state and pid.
+    pub fn listing(&self) -> Vec<GuestListing> {
+        let mut v: Vec<GuestListing> = self.lock_guests().values().map(|g| g.listing()).collect();
+        v.sort_by_key(|l| l.info.job);
+        v
+    }
+
+    /// CPUs taken by guests.
+    pub fn used_cpus(&self) -> u32 {
+        self.lock_guests().values().map(|g| g.cpus).sum()
+    }
+
+    /// Memory the guests requested, MiB.
+    pub fn used_memory_mb(&self) -> u64 {
+        self.lock_guests().values().map(|g| g.memory_mb).sum()
+    }
+
+    /// Ask a guest to leave (checkpoint signal if it checkpoints, then
+    /// kill); it is reported `evicted`. False if no such guest.
+    pub fn vacate(&self, job: JobId, reason: &str) -> bool {
+        match self.lock_guests().get(&job) {
+            Some(g) => g.cmd.send(Command::Vacate(reason.to_string())).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Vacate every guest (shutdown).
+    pub fn vacate_all(&self, reason: &str) {
+        for g in self.lock_guests().values() {
+            let _ = g.cmd.send(Command::Vacate(reason.to_string()));
+        }
+    }
+}
+
+/// Makes the sandboxes' parent: reachable by the guest user, writable by
+/// the daemon alone.
+fn prepare_execute_dir(dir: &Path, user: Option<GuestUser>) -> Result<(), StarterError> {
+    // A guest user must be able to reach its sandbox, or every job
+    // would be held ("cannot execute"): say so at start instead.
+    if let Some(u) = user
+        && let Some((bad, mode)) = crate::isolation::unreachable_by(dir, u)
+    {
+        return Err(io_err(
+            dir,
+            std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "guests (uid {}) cannot reach their sandboxes here: {} has mode {mode:o}; \
+                     set `execute_dir` to a directory they can reach",
+                    u.uid,
+                    bad.display()
+                ),
+            ),
+        ));
+    }
+    // Guests must not be able to write the sandboxes' parent (see
+    // `prepare_sandbox`).
+    std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| io_err(dir, e))?;
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! Stage 5, finish: the guest is gone; its output is flushed home, its
+//! cgroup and record removed, and on a normal exit its output files are
+//! uploaded and `completed` reported.
+
+use super::super::control::Control;
+use super::super::sandbox::Snapshot;
+use super::setup::Launchpad;
+use super::{GuestRun, Outcome};
+use gleaner_proto::job::{JobEventKind, JobState};
+use gleaner_proto::wire::Usage;
+
+impl GuestRun<'_> {
+    /// Cleans up after the last pass and turns `outcome` into the run's
+    /// end: an exit whose output files cannot be delivered holds the job.
+    pub(super) async fn finish(
+        &self,
+        mut pad: Launchpad,
+        ctl: Control,
+        outcome: Outcome,
+        usage: Usage,
+        before: &Snapshot,
+    ) -> Outcome {
+        drop(ctl);
+        pad.streams.finish().await;
+        pad.iso.release();
+        pad.ladder.on_finished(self.starter.now());
+        self.entry.set_state("finishing", None);
+
+        if let Outcome::Exited(code) = outcome {
+            match self.upload_outputs(before).await {
+                Ok(()) => self.home.report_usage(
+                    JobEventKind::Completed,
+                    JobState::Completed { exit_code: code },
+                    format!("exit code {code}"),
+                    Some(usage),
+                ),
+                Err(why) => return Outcome::Held(why),
+            }
+        }
+        outcome
+    }
+}

@@ -1,0 +1,216 @@
+//! Stage 3b, launch (each start of the program): the guest started
+//! unprivileged in its cgroup (or restored by CRIU), its control, its exit
+//! waiter, the output streamer, and the ladder's first actions.
+
+use super::super::config::io_err;
+use super::super::control::{Control, parent_of};
+use super::super::criu::await_restore;
+use super::super::sandbox::{local_name, open_output};
+use super::{GuestRun, Stop, prepare::Prepared, setup::Launchpad};
+use crate::checkpoint::Criu;
+use crate::isolation::{GuestLauncher, GuestProcess, GuestSpec, IsolationError};
+use gleaner_proto::job::{JobEventKind, JobState};
+use std::ffi::OsString;
+use std::fs::File;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// The exit status as the waiter thread sends it.
+pub(crate) type ExitWait = oneshot::Receiver<std::io::Result<ExitStatus>>;
+
+/// One start of the program.
+pub(crate) struct Pass {
+    pub(crate) ctl: Control,
+    /// The job's root process: the program, the job under its reaping
+    /// waiter, or the restored root.
+    pub(crate) pid: u32,
+    pub(crate) exit: ExitWait,
+    /// Why the guest must leave at once (from the ladder's first actions).
+    pub(crate) leave: Option<String>,
+    /// The job was restored by CRIU rather than started.
+    pub(crate) restored: bool,
+}
+
+impl GuestRun<'_> {
+    /// Starts the program once: spawns it (a CRIU job with a dump at hand
+    /// is restored, not started), finds its root process, and hands it
+    /// to a waiter thread.
+    pub(super) async fn launch(
+        &self,
+        pad: &mut Launchpad,
+        prepared: &Prepared,
+    ) -> Result<Pass, Stop> {
+        let restoring = self.criu.as_ref().filter(|c| c.has_images());
+        let spec = self.spec(pad, prepared, restoring)?;
+        let proc = match GuestLauncher::new().spawn(spec, pad.iso.cgroup.as_ref()) {
+            Ok(p) => p,
+            Err(IsolationError::Spawn { source, .. })
+                if restoring.is_none()
+                    && (matches!(
+                        source.kind(),
+                        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+                    ) || source.raw_os_error() == Some(libc::ENOEXEC)) =>
+            {
+                return Err(Stop::held(format!(
+                    "cannot execute {:?}: {source}",
+                    self.req.description.executable
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        // The launched process: with a reaper, the waiter, whose
+        // descendants are the whole job.
+        pad.iso.record.spawned(proc.pid());
+        let (mut proc, pid) = match restoring {
+            Some(c) => self.restored_root(c, proc, pad).await?,
+            None => {
+                let pid = self.job_root(&proc).await;
+                (proc, pid)
+            }
+        };
+        let pgid = i32::try_from(pid).unwrap_or(0);
+        pad.iso.guard.pgid = Some(pgid);
+        let ctl = Control::new(
+            pgid,
+            pad.iso.cgroup.clone(),
+            self.starter.config.checkpoint_signal,
+        );
+        let (exit_tx, exit) = oneshot::channel();
+        std::thread::spawn(move || {
+            let _ = exit_tx.send(proc.wait());
+        });
+        let mut pass = Pass {
+            ctl,
+            pid,
+            exit,
+            leave: None,
+            restored: restoring.is_some(),
+        };
+        // Output streaming: one streamer for all passes.
+        pad.streams.start(&self.home);
+        self.announce(pad, &mut pass);
+        Ok(pass)
+    }
+
+    /// What to start: the program, or CRIU's restore of the dump. Either
+    /// writes to this run's capture files.
+    fn spec(
+        &self,
+        pad: &Launchpad,
+        prepared: &Prepared,
+        restoring: Option<&Criu>,
+    ) -> Result<GuestSpec, Stop> {
+        let d = &self.req.description;
+        let stdin = match &d.input {
+            Some(i) => {
+                let p = self.sandbox.join(local_name(i)?);
+                Stdio::from(open_output(&p).map_err(|e| io_err(&p, e))?.ok_or_else(|| {
+                    io_err(&p, std::io::Error::from(std::io::ErrorKind::NotFound))
+                })?)
+            }
+            None => Stdio::null(),
+        };
+        let dup = |f: &File, p: &Path| f.try_clone().map_err(|e| io_err(p, e));
+        let c = &pad.capture;
+        Ok(match restoring {
+            Some(criu) => GuestSpec {
+                // The restored job writes to this run's capture files.
+                stdin,
+                stdout: Stdio::from(dup(&c.out, &c.out_path)?),
+                stderr: Stdio::from(dup(&c.err, &c.err_path)?),
+                ..criu.restore_spec(&self.sandbox, &[(1, &c.out_path), (2, &c.err_path)])
+            },
+            None => GuestSpec {
+                program: prepared.program.clone(),
+                args: d.arguments.iter().map(OsString::from).collect(),
+                env: pad.env.clone().into_iter().collect(),
+                user: self.starter.user,
+                sandbox: self.sandbox.clone(),
+                sched_idle: pad.sched_idle || pad.ladder.owner_active(),
+                // An unprivileged CRIU dump cannot handle a PID
+                // namespace (see `Criu`).
+                pid_namespace: self.starter.config.pid_namespace && self.criu.is_none(),
+                no_new_privs: true,
+                reaper: self.criu.is_some(),
+                restore_pidfile: None,
+                stdin,
+                stdout: Stdio::from(dup(&c.out, &c.out_path)?),
+                stderr: Stdio::from(dup(&c.err, &c.err_path)?),
+            },
+        })
+    }
+
+    /// Waits for CRIU to hand over the restored job; its root process (the
+    /// waiter if the job already finished). A failed restore evicts the
+    /// guest: not the job's fault, maybe this host's (a PID in use), and
+    /// the home avoids us next time.
+    async fn restored_root(
+        &self,
+        c: &Criu,
+        mut proc: GuestProcess,
+        pad: &Launchpad,
+    ) -> Result<(GuestProcess, u32), Stop> {
+        let waiter = proc.pid();
+        match await_restore(c, waiter).await {
+            Ok(root) => {
+                let pid = root.unwrap_or(waiter);
+                tracing::info!(job = %self.req.job_id, pid, "guest restored by CRIU");
+                Ok((proc, pid))
+            }
+            Err(why) => {
+                let _ = c.clear();
+                if let Some(g) = &pad.iso.cgroup {
+                    let _ = g.kill();
+                }
+                let _ = tokio::task::spawn_blocking(move || proc.wait()).await;
+                Err(Stop::evicted(format!("CRIU restore failed: {why}")))
+            }
+        }
+    }
+
+    /// The process to control: the launched one, or for a CRIU job the job
+    /// under its reaping waiter (CRIU dumps the job, not the waiter).
+    async fn job_root(&self, proc: &GuestProcess) -> u32 {
+        let mut pid = proc.pid();
+        if self.criu.is_none() {
+            return pid;
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(p) = proc.job_pid() {
+                pid = p;
+                break;
+            }
+            if Instant::now() > deadline || parent_of(pid).is_none() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        pid
+    }
+
+    /// `started` on the first start; then the ladder's first actions (or
+    /// idle priority while the owner is active).
+    fn announce(&self, pad: &mut Launchpad, pass: &mut Pass) {
+        if pad.runs == 0 {
+            self.home.report(
+                JobEventKind::Started,
+                JobState::Running,
+                format!("pid {} on {}", pass.pid, self.starter.config.host),
+            );
+        } else {
+            tracing::info!(job = %self.req.job_id, pid = pass.pid, runs = pad.runs, "guest restarted in place after a checkpoint");
+        }
+        if let Some(f) = pad.first.take() {
+            pass.leave = self.apply(&mut pass.ctl, &f, &pad.ladder);
+        } else if pad.ladder.owner_active() {
+            pass.ctl.set_idle(true);
+        }
+        // A restored job has the priority it was dumped with.
+        if pass.restored && pass.leave.is_none() {
+            pass.ctl.set_idle(pad.ladder.owner_active());
+        }
+    }
+}

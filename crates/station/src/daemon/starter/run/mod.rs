@@ -1,0 +1,178 @@
+//! One guest's run on this host, as a sequence of stages:
+//!
+//! 1. [`prepare`](GuestRun::prepare) (`prepare.rs`): the sandbox, the
+//!    executable and the input files → [`Prepared`];
+//! 2. [`restore`](GuestRun::restore) (`restore.rs`): the latest good
+//!    checkpoint from home → [`Restored`];
+//! 3. launch: [`setup`](GuestRun::setup) (`setup.rs`) once per run —
+//!    cgroup, eviction ladder, capture files, environment → [`Launchpad`];
+//!    then [`launch`](GuestRun::launch) (`launch.rs`) for each start of the
+//!    program → [`Pass`];
+//! 4. [`supervise`](GuestRun::supervise) (`supervise.rs`): owner events,
+//!    ladder deadlines, periodic checkpoints, the lease and vacate requests
+//!    until the program ends or must leave → [`PassEnd`]; then
+//!    [`settle`](GuestRun::settle) (`settle.rs`): restart in place after a
+//!    checkpoint, or the run's [`Outcome`];
+//! 5. [`finish`](GuestRun::finish) (`finish.rs`): output flushed, cgroup
+//!    removed, output files home, `completed` reported.
+//!
+//! A stage that ends the run early returns [`Stop`]. `actions.rs` carries
+//! the ladder's actions out on the processes; `task.rs` is the guest's
+//! task around the run (reports, CRIU sandbox, lease, clean-up).
+
+mod actions;
+mod finish;
+mod launch;
+mod prepare;
+mod restore;
+mod settle;
+mod setup;
+mod supervise;
+mod task;
+
+pub(crate) use task::guest_task;
+
+use super::guests::{Command, GuestEntry};
+use super::jic::Home;
+use super::{Starter, StarterError};
+use crate::checkpoint::{Criu, SelfCheckpoint};
+use crate::isolation::IsolationError;
+use gleaner_proto::job::{JobEventKind, JobState};
+use gleaner_proto::wire::PlacementRequest;
+use launch::Pass;
+use prepare::Prepared;
+use restore::Restored;
+use settle::Next;
+use setup::Launchpad;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use supervise::PassEnd;
+use tokio::sync::{mpsc, watch};
+
+/// How a run ended.
+pub(crate) enum Outcome {
+    Exited(i32),
+    Evicted(String),
+    Held(String),
+}
+
+/// Why the stages stopped before the run's end.
+pub(crate) enum Stop {
+    /// The run is over with this outcome (evicted, held).
+    Early(Outcome),
+    /// A host-side failure.
+    Failed(StarterError),
+}
+
+impl Stop {
+    fn evicted(why: impl Into<String>) -> Self {
+        Stop::Early(Outcome::Evicted(why.into()))
+    }
+
+    fn held(why: impl Into<String>) -> Self {
+        Stop::Early(Outcome::Held(why.into()))
+    }
+}
+
+impl From<StarterError> for Stop {
+    fn from(e: StarterError) -> Self {
+        Stop::Failed(e)
+    }
+}
+
+impl From<IsolationError> for Stop {
+    fn from(e: IsolationError) -> Self {
+        Stop::Failed(e.into())
+    }
+}
+
+/// One run of a guest on this host.
+pub(crate) struct GuestRun<'a> {
+    pub(crate) starter: &'a Arc<Starter>,
+    pub(crate) entry: &'a Arc<GuestEntry>,
+    pub(crate) req: &'a PlacementRequest,
+    pub(crate) sandbox: PathBuf,
+    /// The line to the job's home.
+    pub(crate) home: Home,
+    /// The self-checkpointing backend, if the job declares it.
+    pub(crate) ckpt: Option<SelfCheckpoint>,
+    /// The CRIU backend, if the job asks for it (then `ckpt` is `None`).
+    pub(crate) criu: Option<Criu>,
+    /// Becomes `Some(why)` when the lease with the home is lost.
+    pub(crate) lease: watch::Receiver<Option<String>>,
+    /// stdout/stderr lengths at the restored checkpoint: this run's
+    /// output continues from there.
+    pub(crate) base_lens: Mutex<(u64, u64)>,
+}
+
+impl GuestRun<'_> {
+    pub(crate) fn base(&self) -> (u64, u64) {
+        self.base_lens.lock().map_or((0, 0), |b| *b)
+    }
+
+    /// Runs the guest and reports how it ended (`completed` is reported by
+    /// `finish`, after the uploads).
+    pub(crate) async fn run(&self, rx: &mut mpsc::UnboundedReceiver<Command>) {
+        match self.execute(rx).await {
+            Ok(Outcome::Exited(code)) => {
+                tracing::debug!(job = %self.req.job_id, code, "guest done");
+            }
+            Ok(Outcome::Evicted(why)) => {
+                self.home.report(JobEventKind::Evicted, JobState::Idle, why);
+            }
+            Ok(Outcome::Held(why)) => {
+                self.home.report(
+                    JobEventKind::Held,
+                    JobState::Held {
+                        reason: why.clone(),
+                    },
+                    why,
+                );
+            }
+            // A host-side failure is not the job's fault: back to the queue.
+            Err(e) => {
+                tracing::error!(job = %self.req.job_id, error = %e, "guest failed on this host");
+                self.home.report(
+                    JobEventKind::Evicted,
+                    JobState::Idle,
+                    format!("host error: {e}"),
+                );
+            }
+        }
+    }
+
+    async fn execute(
+        &self,
+        rx: &mut mpsc::UnboundedReceiver<Command>,
+    ) -> Result<Outcome, StarterError> {
+        match self.stages(rx).await {
+            Ok(o) | Err(Stop::Early(o)) => Ok(o),
+            Err(Stop::Failed(e)) => Err(e),
+        }
+    }
+
+    /// prepare → restore → launch → supervise → finish.
+    async fn stages(&self, rx: &mut mpsc::UnboundedReceiver<Command>) -> Result<Outcome, Stop> {
+        let prepared: Prepared = self.prepare(rx).await?;
+        let restored: Restored = self.restore().await?;
+        let mut pad: Launchpad = self.setup(&restored)?;
+        // Each pass runs the program once; a self-checkpointing job that
+        // exits with its checkpoint code is restarted in place (HTCondor's
+        // checkpoint_exit_code semantics).
+        let (outcome, usage, ctl) = loop {
+            let mut pass: Pass = self.launch(&mut pad, &prepared).await?;
+            let end: PassEnd = self.supervise(&mut pad, &mut pass, rx).await;
+            match self.settle(&mut pad, pass, end, rx, &prepared).await? {
+                Next::Restart => pad.runs += 1,
+                Next::Done {
+                    outcome,
+                    usage,
+                    ctl,
+                } => break (outcome, usage, ctl),
+            }
+        };
+        Ok(self
+            .finish(pad, ctl, outcome, usage, &restored.before)
+            .await)
+    }
+}

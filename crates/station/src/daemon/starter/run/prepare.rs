@@ -1,0 +1,93 @@
+//! Stage 1, prepare: the sandbox, then the executable and the input files
+//! from home.
+
+use super::super::jic::FetchError;
+use super::super::sandbox::{local_name, write_input};
+use super::{Command, GuestRun, Stop};
+use crate::isolation::prepare_sandbox;
+use std::path::PathBuf;
+use tokio::sync::mpsc;
+
+/// What `prepare` hands on.
+pub(crate) struct Prepared {
+    /// The program to start: transferred into the sandbox, or a path on
+    /// this host.
+    pub(crate) program: PathBuf,
+}
+
+impl GuestRun<'_> {
+    /// Makes the sandbox and fills it. A home that cannot be reached
+    /// evicts the guest (it goes back to its queue); a file that is
+    /// missing or refused holds it. A vacate that arrived meanwhile ends
+    /// the run here.
+    pub(super) async fn prepare(
+        &self,
+        rx: &mut mpsc::UnboundedReceiver<Command>,
+    ) -> Result<Prepared, Stop> {
+        prepare_sandbox(&self.sandbox, self.starter.user)?;
+        let program = self.program().await?;
+        self.fetch_inputs().await?;
+        if let Ok(Command::Vacate(why)) = rx.try_recv() {
+            return Err(Stop::evicted(why));
+        }
+        Ok(Prepared { program })
+    }
+
+    /// The executable: fetched, or an absolute path that exists here.
+    async fn program(&self) -> Result<PathBuf, Stop> {
+        let d = &self.req.description;
+        if d.transfer_executable {
+            return match self.fetch(&d.executable, 0o755).await {
+                Ok(p) => Ok(p),
+                Err(FetchError::Transient(e)) => Err(Stop::evicted(format!("executable: {e}"))),
+                Err(FetchError::Permanent(e)) => Err(Stop::held(format!("executable: {e}"))),
+            };
+        }
+        let p = PathBuf::from(&d.executable);
+        if !p.is_absolute() || !p.is_file() {
+            return Err(Stop::held(format!(
+                "executable {:?} not found on {}",
+                d.executable, self.starter.config.host
+            )));
+        }
+        Ok(p)
+    }
+
+    /// `transfer_input_files`, and `input` if not among them.
+    async fn fetch_inputs(&self) -> Result<(), Stop> {
+        let d = &self.req.description;
+        let mut inputs: Vec<&String> = d.transfer_input_files.iter().collect();
+        if let Some(i) = &d.input
+            && !inputs.contains(&i)
+        {
+            inputs.push(i);
+        }
+        for name in inputs {
+            match self.fetch(name, 0o644).await {
+                Ok(_) => {}
+                Err(FetchError::Transient(e)) => {
+                    return Err(Stop::evicted(format!("input transfer interrupted: {e}")));
+                }
+                Err(FetchError::Permanent(e)) => {
+                    return Err(Stop::held(format!("input transfer failed: {e}")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fetches one file from the home's shadow into the sandbox, as a new
+    /// file with `mode` owned by the guest user.
+    async fn fetch(&self, name: &str, mode: u32) -> Result<PathBuf, FetchError> {
+        let local = local_name(name).map_err(|e| FetchError::Permanent(e.to_string()))?;
+        let bytes = self.home.get_input(name).await?;
+        let path = self.sandbox.join(&local);
+        let user = self.starter.user;
+        let p = path.clone();
+        tokio::task::spawn_blocking(move || write_input(&p, &bytes, mode, user))
+            .await
+            .map_err(|e| FetchError::Permanent(e.to_string()))?
+            .map_err(|e| FetchError::Permanent(format!("cannot write {}: {e}", path.display())))?;
+        Ok(path)
+    }
+}

@@ -1,0 +1,115 @@
+//! After a pass: a checkpoint exit restarts the program in place; an exit
+//! ends the run; a guest that must leave is evicted (its checkpoint, if
+//! one was taken on the way out, shipped home first).
+
+use super::super::config::io_err;
+use super::super::control::{Control, exit_code};
+use super::launch::Pass;
+use super::prepare::Prepared;
+use super::setup::Launchpad;
+use super::supervise::{ExitResult, PassEnd};
+use super::{Command, GuestRun, Outcome, StarterError, Stop};
+use gleaner_proto::wire::Usage;
+use tokio::sync::mpsc;
+
+/// What follows a pass.
+pub(crate) enum Next {
+    /// Start the program again (after a checkpoint).
+    Restart,
+    /// The run is over; `ctl` still holds its processes' cgroup.
+    Done {
+        outcome: Outcome,
+        usage: Usage,
+        ctl: Control,
+    },
+}
+
+impl GuestRun<'_> {
+    /// Decides what follows a pass and does what it takes: kills
+    /// stragglers, takes and ships checkpoints, evicts.
+    pub(super) async fn settle(
+        &self,
+        pad: &mut Launchpad,
+        pass: Pass,
+        end: PassEnd,
+        rx: &mut mpsc::UnboundedReceiver<Command>,
+        prepared: &Prepared,
+    ) -> Result<Next, Stop> {
+        match (end.status, end.leave) {
+            (Some(st), _) => self.exited(pad, pass, st, end.dumped, rx, prepared).await,
+            (None, Some(why)) => Ok(self.leave(pad, pass, why, end.lease_lost).await),
+            (None, None) => {
+                pass.ctl.kill();
+                let usage = pass.ctl.usage(pad.started);
+                Ok(Next::Done {
+                    outcome: Outcome::Evicted("internal: no exit and no eviction".into()),
+                    usage,
+                    ctl: pass.ctl,
+                })
+            }
+        }
+    }
+
+    /// The program exited: a checkpoint (its checkpoint code, or a CRIU
+    /// dump) goes home and the program restarts, unless a vacate came
+    /// meanwhile; any other exit ends the run.
+    async fn exited(
+        &self,
+        pad: &mut Launchpad,
+        mut pass: Pass,
+        st: ExitResult,
+        dumped: bool,
+        rx: &mut mpsc::UnboundedReceiver<Command>,
+        prepared: &Prepared,
+    ) -> Result<Next, Stop> {
+        let code = match st {
+            Ok(Ok(s)) => exit_code(s),
+            Ok(Err(e)) => return Err(io_err(&prepared.program, e).into()),
+            Err(_) => return Err(StarterError::Http("guest waiter vanished".into()).into()),
+        };
+        // Stragglers the job left behind (daemonised children).
+        let usage = pass.ctl.usage(pad.started);
+        pass.ctl.resume();
+        pass.ctl.kill();
+        let outcome = if dumped || pad.checkpoint_exit == Some(code) {
+            self.take_checkpoint(&mut pad.ladder, &mut pad.seq, &pad.streams, &pad.capture)
+                .await;
+            match rx.try_recv() {
+                Ok(Command::Vacate(why)) => Outcome::Evicted(why),
+                Err(_) => return Ok(Next::Restart),
+            }
+        } else {
+            Outcome::Exited(code)
+        };
+        Ok(Next::Done {
+            outcome,
+            usage,
+            ctl: pass.ctl,
+        })
+    }
+
+    /// The guest must leave: evicted, with a checkpoint taken on the way
+    /// out shipped home first (not when the home is unreachable or gave up
+    /// on us).
+    async fn leave(
+        &self,
+        pad: &mut Launchpad,
+        mut pass: Pass,
+        why: String,
+        lease_lost: bool,
+    ) -> Next {
+        let usage = pass.ctl.usage(pad.started);
+        let checkpointed = self
+            .evict(&mut pass.ctl, &mut pass.exit, lease_lost, pass.pid)
+            .await;
+        if !lease_lost && checkpointed {
+            self.take_checkpoint(&mut pad.ladder, &mut pad.seq, &pad.streams, &pad.capture)
+                .await;
+        }
+        Next::Done {
+            outcome: Outcome::Evicted(why),
+            usage,
+            ctl: pass.ctl,
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Stage 4, supervise: one start of the program watched until it exits or
+//! must leave. Each event source has its handler: the owner's state, the
+//! ladder's deadlines, periodic checkpoints, the lease, the starter's
+//! commands.
+
+use super::super::criu::criu_dump;
+use super::launch::Pass;
+use super::setup::Launchpad;
+use super::{Command, GuestRun};
+use gleaner_core::detector::OwnerState;
+use std::process::ExitStatus;
+use std::time::Instant;
+use tokio::sync::mpsc;
+use tokio::sync::oneshot::error::RecvError;
+
+/// The exit status as the waiter thread delivered it.
+pub(crate) type ExitResult = Result<std::io::Result<ExitStatus>, RecvError>;
+
+/// How a pass ended.
+pub(crate) struct PassEnd {
+    /// The program's exit, if it ended by itself.
+    pub(crate) status: Option<ExitResult>,
+    /// Why the guest must leave, if it must.
+    pub(crate) leave: Option<String>,
+    /// The lease was lost: leave at once, ship nothing.
+    pub(crate) lease_lost: bool,
+    /// A CRIU dump ended the process: its exit is a checkpoint.
+    pub(crate) dumped: bool,
+}
+
+/// The supervision loop's state for one pass.
+struct Watch {
+    leave: Option<String>,
+    /// The owner monitor is gone (the owner is then taken as active).
+    owner_gone: bool,
+    lease_lost: bool,
+    dumped: bool,
+    next_ckpt: Option<Instant>,
+}
+
+/// Sleeps until `t`; forever without one.
+async fn sleep_until(t: Option<Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+impl GuestRun<'_> {
+    /// Waits for the program's exit, applying the ladder's actions as
+    /// events arrive, until it exits or must leave.
+    pub(super) async fn supervise(
+        &self,
+        pad: &mut Launchpad,
+        pass: &mut Pass,
+        rx: &mut mpsc::UnboundedReceiver<Command>,
+    ) -> PassEnd {
+        let mut w = Watch {
+            leave: pass.leave.take(),
+            owner_gone: false,
+            lease_lost: false,
+            dumped: false,
+            next_ckpt: pad.ckpt_interval.map(|i| Instant::now() + i),
+        };
+        let status = loop {
+            if w.leave.is_some() {
+                break None;
+            }
+            let deadline = pad
+                .ladder
+                .next_deadline()
+                .map(|t| self.starter.instant_of(t));
+            tokio::select! {
+                st = &mut pass.exit => break Some(st),
+                ch = pad.owner.changed(), if !w.owner_gone => {
+                    self.on_owner(ch.is_ok(), pad, pass, &mut w);
+                }
+                _ = sleep_until(deadline) => self.on_deadline(pad, pass, &mut w),
+                _ = sleep_until(w.next_ckpt) => self.on_ckpt_tick(pad, pass, &mut w).await,
+                ch = pad.lease.changed(), if pad.lease_open => {
+                    self.on_lease(ch.is_ok(), pad, &mut w);
+                }
+                cmd = rx.recv() => on_command(cmd, &mut w),
+            }
+        };
+        PassEnd {
+            status,
+            leave: w.leave,
+            lease_lost: w.lease_lost,
+            dumped: w.dumped,
+        }
+    }
+
+    /// The owner's state changed (or its monitor is gone: assume the owner
+    /// is back, the safe side for the owner; then wait for exit, deadlines
+    /// or vacate only).
+    fn on_owner(&self, alive: bool, pad: &mut Launchpad, pass: &mut Pass, w: &mut Watch) {
+        let now = self.starter.now();
+        let acts = if !alive {
+            w.owner_gone = true;
+            pad.ladder.on_owner_active(now)
+        } else {
+            match *pad.owner.borrow_and_update() {
+                OwnerState::Na => pad.ladder.on_owner_active(now),
+                OwnerState::Av => pad.ladder.on_owner_idle(now),
+            }
+        };
+        w.leave = self.apply(&mut pass.ctl, &acts, &pad.ladder);
+    }
+
+    /// A ladder deadline passed (grace, linger, pause…).
+    fn on_deadline(&self, pad: &mut Launchpad, pass: &mut Pass, w: &mut Watch) {
+        let acts = pad.ladder.on_timer(self.starter.now());
+        w.leave = self.apply(&mut pass.ctl, &acts, &pad.ladder);
+    }
+
+    /// Periodic checkpoint: the job saves and exits with its checkpoint
+    /// code, or CRIU dumps it (and it is restored in place). A stopped job
+    /// waits its turn.
+    async fn on_ckpt_tick(&self, pad: &Launchpad, pass: &Pass, w: &mut Watch) {
+        if !(pass.ctl.is_stopped() || w.dumped) {
+            match &self.criu {
+                Some(c) => match criu_dump(c, pass.pid).await {
+                    Ok(()) => w.dumped = true,
+                    Err(e) => {
+                        tracing::warn!(job = %self.req.job_id, error = %e, "periodic CRIU dump failed; the job goes on")
+                    }
+                },
+                None => {
+                    tracing::debug!(job = %self.req.job_id, "periodic checkpoint signal");
+                    pass.ctl.checkpoint_signal();
+                }
+            }
+        }
+        w.next_ckpt = pad.ckpt_interval.map(|i| Instant::now() + i);
+    }
+
+    /// The lease changed: lost means leave at once.
+    fn on_lease(&self, alive: bool, pad: &mut Launchpad, w: &mut Watch) {
+        if !alive {
+            pad.lease_open = false;
+            return;
+        }
+        if let Some(why) = pad.lease.borrow_and_update().clone() {
+            w.lease_lost = true;
+            w.leave = Some(why);
+        }
+    }
+}
+
+/// A vacate request, or the starter is going away.
+fn on_command(cmd: Option<Command>, w: &mut Watch) {
+    w.leave = Some(match cmd {
+        Some(Command::Vacate(why)) => why,
+        None => "starter shutting down".into(),
+    });
+}

@@ -1,0 +1,88 @@
+//! The guest's task, from acceptance until its slot is freed: the line to
+//! home, the sandbox (locked for CRIU jobs), the lease, the run, and the
+//! clean-up after it.
+
+use super::super::config::StarterConfig;
+use super::super::criu::claim_sandbox;
+use super::super::jic::start_lease;
+use super::{Command, GuestEntry, GuestRun, Home, Starter};
+use crate::checkpoint::{Criu, SelfCheckpoint};
+use gleaner_proto::job::{CheckpointMethod, JobEventKind, JobState};
+use gleaner_proto::wire::PlacementRequest;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+/// Runs one accepted guest to its end, then frees its slot.
+pub(crate) async fn guest_task(
+    starter: Arc<Starter>,
+    entry: Arc<GuestEntry>,
+    req: PlacementRequest,
+    mut rx: mpsc::UnboundedReceiver<Command>,
+) {
+    let (home, reporter) = Home::open(&starter, &req);
+    let criu = (req.description.checkpoint_method == CheckpointMethod::Criu).then(|| Criu {
+        images: starter
+            .config
+            .execute_dir
+            .join(format!("{}.criu", entry.guest_id)),
+        user: starter.user,
+    });
+    let (sandbox, _sandbox_lock) = if criu.is_some() {
+        match claim_sandbox(&starter.config, &req.home, req.job_id).await {
+            Ok((dir, lock)) => (dir, Some(lock)),
+            Err(e) => {
+                tracing::warn!(job = %req.job_id, error = %e, "CRIU sandbox busy");
+                home.report(
+                    JobEventKind::Evicted,
+                    JobState::Idle,
+                    format!("host error: {e}"),
+                );
+                drop(home);
+                let _ = reporter.await;
+                starter.lock_guests().remove(&req.job_id);
+                return;
+            }
+        }
+    } else {
+        (starter.config.execute_dir.join(&entry.guest_id), None)
+    };
+    let (lease, lease_rx) = start_lease(&starter, &req, &entry.guest_id);
+    let run = GuestRun {
+        starter: &starter,
+        entry: &entry,
+        req: &req,
+        sandbox: sandbox.clone(),
+        home,
+        ckpt: SelfCheckpoint::for_job(&req.description).filter(|_| criu.is_none()),
+        criu: criu.clone(),
+        lease: lease_rx,
+        base_lens: Mutex::new((0, 0)),
+    };
+    run.run(&mut rx).await;
+    drop(run);
+    if let Some(l) = lease {
+        l.abort();
+    }
+    // Every report sent before the slot is freed, so that a new
+    // placement of the same job never races its old report.
+    let _ = reporter.await;
+    remove_leftovers(&starter.config, sandbox, criu.as_ref());
+    starter.lock_guests().remove(&req.job_id);
+}
+
+/// Removes the sandbox (and a CRIU job's images) unless they are kept.
+fn remove_leftovers(config: &StarterConfig, sandbox: PathBuf, criu: Option<&Criu>) {
+    let mut leftovers = vec![sandbox];
+    if let Some(c) = criu {
+        leftovers.push(c.images.clone());
+    }
+    for dir in leftovers {
+        if !config.keep_sandboxes
+            && let Err(e) = std::fs::remove_dir_all(&dir)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %dir.display(), error = %e, "cannot remove sandbox");
+        }
+    }
+}
