@@ -2,10 +2,10 @@
 //! tokens, where the coordinator's signing key is (DESIGN.md, Trust model;
 //! the role of HTCondor's `condor_token_create|list`).
 
+use crate::output::Output;
 use anyhow::{Context, bail};
 use clap::{ArgGroup, Args, Subcommand};
 use gleaner_coordinator::CoordinatorConfig;
-use crate::output::Output;
 use gleaner_coordinator::tokens::{TokenRegistry, TokenRequest, signing_key_path};
 use gleaner_proto::creds::{KeyFileError, PoolSigner, Role, load_signing_key};
 use std::path::{Path, PathBuf};
