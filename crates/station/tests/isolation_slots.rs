@@ -21,11 +21,14 @@
 //!   supplementary groups and `no_new_privs`, and both complete with
 //!   their own outputs, nothing of the other's planted;
 //! - a double-fork + `setsid` escapee with cgroups off outlives its guest
-//!   and is gone after kill-by-uid; a fork loop is killed completely too;
+//!   and is gone after kill-by-uid; a fork loop is killed completely too,
+//!   and so is a guest in its own PID namespace, waiter included;
 //! - slots are exclusive; a slot with a lingering process is not leased
-//!   until it is reaped;
+//!   until it is reaped; fixed slot uids (`first_uid`) are created and
+//!   checked, and a slot is leased by uid (CRIU restores);
 //! - an existing account with a login shell is refused as a slot;
-//! - CRIU-style (reaped) guests keep the host's namespaces.
+//! - CRIU-style (reaped) guests keep the host's namespaces, and a CRIU job
+//!   as a slot account is dumped and restored and goes on, still idle.
 
 use gleaner_station::isolation::{
     CgroupConfig, CgroupLayout, CgroupManager, Confinement, GuestCgroup, GuestLauncher,
@@ -141,8 +144,11 @@ impl TestAccounts {
 
     /// Create (through the library's own `ensure`) and check.
     fn create(tag: char, count: u32) -> Self {
+        Self::create_with(Self::config(tag, count))
+    }
+
+    fn create_with(cfg: SlotConfig) -> Self {
         sweep_stale();
-        let cfg = Self::config(tag, count);
         let mut t = TestAccounts {
             cfg: cfg.clone(),
             accounts: None,
@@ -719,6 +725,50 @@ fn kill_by_uid_wins_against_a_fork_loop() {
 }
 
 #[test]
+fn a_namespaced_guest_and_its_waiter_die_by_uid() {
+    if !root_or_skip("namespaced kill") {
+        return;
+    }
+    let policy = match Confinement::for_station(NamespaceMode::Required) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("SKIP namespaced kill: {e}");
+            return;
+        }
+    };
+    let _lock = serial_lock();
+    let accounts = TestAccounts::create('g', 1);
+    let _reaper = Subreaper::new();
+    let pool = SlotPool::new(accounts.accounts());
+    let lease = pool.lease("nsjob").unwrap();
+    let uid = lease.user().unwrap().uid;
+    let tmp = shared_tempdir("glnskill");
+    let mut spec = GuestSpec::new("/bin/sh", tmp.path().join("sandbox"))
+        .arg("-c")
+        .arg("( setsid sleep 1000 & ); sleep 1000 & wait")
+        .env("PATH", "/usr/bin:/bin");
+    spec.user = lease.user();
+    let mut g = Guest(
+        GuestLauncher::new()
+            .spawn_confined(spec, None, &policy)
+            .unwrap(),
+    );
+    assert!(g.0.has_namespaces());
+    // The waiter, the namespace's init (sh) and two sleeps.
+    wait_until("four processes", 60, || processes_of_uid(uid).len() >= 4);
+    assert!(processes_of_uid(uid).contains(&(g.0.pid() as i32)));
+    let rep = lease.release(REAP_TIMEOUT).unwrap();
+    eprintln!(
+        "namespaced guest: killed {:?} in {} round(s), {:?}",
+        rep.found, rep.rounds, rep.elapsed
+    );
+    assert_eq!(processes_of_uid(uid), Vec::<i32>::new());
+    let st = wait_exit(&mut g, 30);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(st.signal(), Some(libc::SIGKILL), "{st:?}");
+}
+
+#[test]
 fn slots_are_exclusive_and_a_busy_slot_is_not_leased() {
     if !root_or_skip("exclusive slots") {
         return;
@@ -784,6 +834,62 @@ fn slots_are_exclusive_and_a_busy_slot_is_not_leased() {
     let mut cfg = accounts.cfg.clone();
     cfg.create = false;
     assert_eq!(SlotAccounts::ensure(&cfg).unwrap(), accounts.accounts());
+}
+
+/// `count` consecutive ids from 62000 up that no account or group holds.
+fn free_id_range(count: u32) -> u32 {
+    let mut taken = std::collections::BTreeSet::new();
+    for f in ["/etc/passwd", "/etc/group"] {
+        for l in fs::read_to_string(f).unwrap_or_default().lines() {
+            if let Some(id) = l.split(':').nth(2).and_then(|x| x.parse::<u32>().ok()) {
+                taken.insert(id);
+            }
+        }
+    }
+    // Spread concurrent test processes apart.
+    let mut base = 62000 + (std::process::id() % 500) * 4;
+    while (base..base + count).any(|id| taken.contains(&id)) {
+        base += count;
+    }
+    base
+}
+
+#[test]
+fn fixed_slot_uids_and_a_lease_by_uid_for_criu() {
+    if !root_or_skip("fixed uids") {
+        return;
+    }
+    let _lock = serial_lock();
+    let mut cfg = TestAccounts::config('h', 2);
+    let base = free_id_range(2);
+    cfg.first_uid = Some(base);
+    let accounts = TestAccounts::create_with(cfg.clone());
+    assert_eq!(accounts.accounts().uids(), vec![base, base + 1]);
+    let pool = SlotPool::new(accounts.accounts());
+    // A CRIU job dumped as base + 1 is restored as base + 1.
+    let criu = pool.lease_uid("criu-job", base + 1).unwrap();
+    assert_eq!(criu.user().unwrap().uid, base + 1);
+    match pool.lease_uid("again", base + 1) {
+        Err(IsolationError::NoFreeSlot {
+            total: 1,
+            leased: 1,
+            ..
+        }) => {}
+        other => panic!("a leased uid was leased again: {other:?}"),
+    }
+    assert!(matches!(
+        pool.lease_uid("stranger", base + 7),
+        Err(IsolationError::NoFreeSlot { total: 0, .. })
+    ));
+    let other = pool.lease("other").unwrap();
+    assert_eq!(other.user().unwrap().uid, base);
+    drop((criu, other));
+    // Accounts whose uids are not the configured ones are refused.
+    let mut shifted = cfg.clone();
+    shifted.create = false;
+    shifted.first_uid = Some(base + 5);
+    let e = SlotAccounts::ensure(&shifted).unwrap_err().to_string();
+    assert!(e.contains("slot_first_uid"), "{e}");
 }
 
 #[test]
@@ -860,6 +966,116 @@ fn criu_style_reaped_guests_keep_the_host_namespaces() {
     eprintln!("reaped guest: pid {pid}, sees {visible} processes");
     assert!(pid > 1, "a reaped (CRIU) guest has no PID namespace");
     assert!(visible > 3, "it sees the host's /proc");
+}
+
+/// The CRIU path under slots and the station policy: a reaped guest as a
+/// slot account is dumped by CRIU running as that slot, restored in place,
+/// goes on from where it was, and is still idle.
+#[test]
+fn a_criu_job_as_a_slot_account_is_dumped_and_restored() {
+    use gleaner_station::checkpoint::{Criu, CriuStatus, criu_status};
+    if !root_or_skip("CRIU with slots") {
+        return;
+    }
+    if let CriuStatus::Unavailable { reason } = criu_status() {
+        eprintln!("SKIP CRIU with slots: {reason}");
+        return;
+    }
+    let policy = Confinement::for_station(NamespaceMode::Auto).unwrap();
+    let _lock = serial_lock();
+    let accounts = TestAccounts::create('i', 1);
+    let _reaper = Subreaper::new();
+    let pool = SlotPool::new(accounts.accounts());
+    let lease = pool.lease("criu").unwrap();
+    let user = lease.user().unwrap();
+    let tmp = shared_tempdir("glcriuslot");
+    let sandbox = tmp.path().join("sandbox");
+    let images = tmp.path().join("images");
+    gleaner_station::isolation::prepare_sandbox(&images, Some(user)).unwrap();
+    gleaner_station::isolation::prepare_sandbox(&sandbox, Some(user)).unwrap();
+    fs::write(
+        sandbox.join("job.sh"),
+        "exec 3>>data\ni=0\nwhile [ $i -lt 30 ]; do i=$((i+1)); echo $i >&3; \
+         sleep 0.05; done\nexit 3\n",
+    )
+    .unwrap();
+    let steps = || -> Vec<u32> {
+        fs::read_to_string(sandbox.join("data"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.parse().ok())
+            .collect()
+    };
+    let mut spec = GuestSpec::new("/bin/sh", &sandbox)
+        .arg("job.sh")
+        .env("PATH", "/usr/bin:/bin");
+    spec.user = Some(user);
+    spec.reaper = true;
+    let mut job = Guest(
+        GuestLauncher::new()
+            .spawn_confined(spec, None, &policy)
+            .unwrap(),
+    );
+    assert!(!job.0.has_namespaces(), "CRIU jobs keep the host's");
+    wait_until("job running", 60, || steps().len() >= 5);
+    let criu = Criu {
+        images: images.clone(),
+        user: Some(user),
+    };
+    let pid = job.0.job_pid().unwrap();
+    criu.dump(pid).unwrap();
+    assert!(!wait_exit(&mut job, 30).success());
+    let before = steps().len();
+    assert!((5..30).contains(&before), "{before} steps before the dump");
+    let mut spec = criu.restore_spec(&sandbox, &[]);
+    spec.stdout = Stdio::null();
+    let mut restored = Guest(
+        GuestLauncher::new()
+            .spawn_confined(spec, None, &policy)
+            .unwrap(),
+    );
+    wait_until("restored", 60, || {
+        criu.pidfile().exists() || restored.0.child.try_wait().ok().flatten().is_some()
+    });
+    assert!(
+        criu.pidfile().exists(),
+        "restore failed: {}",
+        criu.restore_errors()
+    );
+    let root: i32 = fs::read_to_string(criu.pidfile())
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let status = fs::read_to_string(format!("/proc/{root}/status")).unwrap_or_default();
+    // SAFETY: plain queries of another process's scheduling.
+    let (policy_now, nice) = unsafe {
+        (
+            libc::sched_getscheduler(root),
+            libc::getpriority(libc::PRIO_PROCESS, root as libc::id_t),
+        )
+    };
+    let st = wait_exit(&mut restored, 60);
+    assert_eq!(st.code(), Some(3), "{st:?}");
+    assert_eq!(
+        steps(),
+        (1..=30).collect::<Vec<_>>(),
+        "went on from the dump"
+    );
+    eprintln!(
+        "CRIU as slot uid {}: dumped after {before} steps, restored (policy {policy_now}, \
+         nice {nice}, status read: {}), finished",
+        user.uid,
+        !status.is_empty()
+    );
+    if !status.is_empty() {
+        assert!(
+            status.contains(&format!("Uid:\t{}\t", user.uid)),
+            "restored as the slot: {status}"
+        );
+        assert_eq!((policy_now, nice), (libc::SCHED_IDLE, 19), "still idle");
+    }
+    lease.release(REAP_TIMEOUT).unwrap();
 }
 
 #[test]

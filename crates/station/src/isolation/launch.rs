@@ -33,8 +33,9 @@
 //!    first process mounts a fresh `/proc` (nosuid, nodev, noexec) before
 //!    it drops root: the guest sees only its own processes. Without it
 //!    (`GuestSpec::pid_namespace` alone) `/proc` is the host's.
-//! 5. drop privileges: `setgroups(0)` (no supplementary groups), `setgid`,
-//!    `setuid`; then `PR_SET_NO_NEW_PRIVS`, so that no set-id program or
+//! 5. drop privileges: `setgroups(0)` (no supplementary groups; a CRIU
+//!    job keeps its own gid as the only one, see `checkpoint.rs` `Criu`),
+//!    `setgid`, `setuid`; then `PR_SET_NO_NEW_PRIVS`, so that no set-id program or
 //!    file capability gives a guest more than it started with (CRIU's
 //!    restorer also needs it to restore a guest on hosts whose bounding
 //!    set lacks capabilities it cannot drop without `CAP_SETPCAP`). In a
@@ -81,6 +82,8 @@ pub struct GuestUser {
 impl GuestUser {
     /// Who guests of a daemon run as: as root, the named user (`nobody`
     /// by default); otherwise the daemon's own identity (`None`).
+    /// Superseded by slot accounts ([`super::SlotPool`]: one uid per
+    /// guest, never `nobody`); kept until the starter leases slots.
     pub fn for_daemon(name: Option<&str>) -> Result<Option<Self>, IsolationError> {
         if nix::unistd::geteuid().is_root() {
             Ok(Some(GuestUser::lookup(name.unwrap_or("nobody"))?))
@@ -317,18 +320,23 @@ struct ChildPlan {
     no_new_privs: bool,
 }
 
-/// Give up root for `u`: no supplementary groups at all, then gid, then uid
-/// (last: it drops the capabilities the others need).
+/// Give up root for `u`: supplementary groups first (none at all, or with
+/// `own_group` just the user's own primary group, which grants nothing
+/// more), then gid, then uid (last: it drops the capabilities the others
+/// need).
 ///
 /// # Safety
 /// Forked child only (async-signal-safe calls).
-unsafe fn drop_to(u: GuestUser) -> std::io::Result<()> {
-    // SAFETY: plain syscalls.
+unsafe fn drop_to(u: GuestUser, own_group: bool) -> std::io::Result<()> {
+    // SAFETY: plain syscalls on stack data.
     unsafe {
-        if libc::setgroups(0, std::ptr::null()) < 0
-            || libc::setgid(u.gid) < 0
-            || libc::setuid(u.uid) < 0
-        {
+        let gid: libc::gid_t = u.gid;
+        let r = if own_group {
+            libc::setgroups(1, &gid)
+        } else {
+            libc::setgroups(0, std::ptr::null())
+        };
+        if r < 0 || libc::setgid(u.gid) < 0 || libc::setuid(u.uid) < 0 {
             return Err(last_err());
         }
     }
@@ -346,7 +354,7 @@ unsafe fn ns_waiter(child: libc::pid_t, user: Option<GuestUser>) -> ! {
     // SAFETY: raw syscalls on stack data.
     unsafe {
         if let Some(u) = user
-            && drop_to(u).is_err()
+            && drop_to(u, false).is_err()
         {
             libc::kill(child, libc::SIGKILL);
             libc::_exit(127);
@@ -445,7 +453,11 @@ unsafe fn child_setup(
         }
         if !plan.pid_ns {
             if let Some(u) = plan.user {
-                drop_to(u)?;
+                // A CRIU job keeps its own gid as the one supplementary
+                // group: `Criu` restores it with `setpriv --groups=<gid>`,
+                // and CRIU's restorer (without CAP_SETGID) needs the groups
+                // to match the dump's.
+                drop_to(u, plan.reaper)?;
             }
             if plan.no_new_privs && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
                 return Err(last_err());
@@ -488,7 +500,7 @@ unsafe fn child_setup(
             return Err(last_err());
         }
         if let Some(u) = plan.user {
-            drop_to(u)?;
+            drop_to(u, false)?;
         }
         if plan.no_new_privs && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
             return Err(last_err());

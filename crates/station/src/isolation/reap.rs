@@ -26,6 +26,12 @@ use super::IsolationError;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+/// `kill(-1)` passes per killer child. One pass already reaches every
+/// process that exists or is being forked; more cover what a pass might
+/// miss. Kept small because zombies answer every pass (so a killer whose
+/// uid has zombies always runs them all) and the /proc scan decides.
+const KILL_PASSES: u32 = 50;
+
 /// The default bound on [`kill_uid`].
 pub const REAP_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -147,7 +153,7 @@ fn run_killer(uid: u32) -> Result<(), IsolationError> {
                 {
                     libc::_exit(2);
                 }
-                for _ in 0..1000 {
+                for _ in 0..KILL_PASSES {
                     if libc::kill(-1, libc::SIGKILL) < 0 && *libc::__errno_location() == libc::ESRCH
                     {
                         libc::_exit(0);

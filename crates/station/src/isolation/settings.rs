@@ -13,6 +13,7 @@
 //! slot_prefix = "gleaner-slot"   # slot accounts gleaner-slot1..N
 //! slot_count = 4        # default: the station's CPUs
 //! create_slot_users = true       # false: a package created them
+//! slot_first_uid = 61000         # optional: fixed slot uids (CRIU pools)
 //! namespaces = "auto"   # off | auto | required
 //! ```
 
@@ -68,6 +69,8 @@ pub struct CgroupSettings {
     pub slot_count: Option<u32>,
     /// Create missing slot accounts at start (root only).
     pub create_slot_users: bool,
+    /// Fixed slot uids from this one on (`None`: chosen by `useradd`).
+    pub slot_first_uid: Option<u32>,
     /// Own PID and mount namespaces for guests (`confine.rs`).
     pub namespaces: NamespaceMode,
 }
@@ -88,6 +91,7 @@ impl Default for CgroupSettings {
             slot_prefix: DEFAULT_SLOT_PREFIX.to_string(),
             slot_count: None,
             create_slot_users: true,
+            slot_first_uid: None,
             namespaces: NamespaceMode::Auto,
         }
     }
@@ -122,11 +126,13 @@ impl CgroupSettings {
 
     /// The slot accounts these settings name.
     pub fn slot_config(&self) -> SlotConfig {
-        SlotConfig {
-            prefix: self.slot_prefix.clone(),
-            count: self.slot_count.unwrap_or_else(default_slot_count),
-            create: self.create_slot_users,
-        }
+        let mut c = SlotConfig::new(
+            self.slot_prefix.clone(),
+            self.slot_count.unwrap_or_else(default_slot_count),
+        );
+        c.create = self.create_slot_users;
+        c.first_uid = self.slot_first_uid;
+        c
     }
 
     /// The launch policy these settings ask for, after probing whether
@@ -251,7 +257,8 @@ mod tests {
     #[test]
     fn slot_and_namespace_keys() {
         let s: CgroupSettings = toml::from_str(
-            "slot_prefix = \"gl-slot\"\nslot_count = 3\ncreate_slot_users = false\nnamespaces = \"required\"\n",
+            "slot_prefix = \"gl-slot\"\nslot_count = 3\ncreate_slot_users = false\n\
+             slot_first_uid = 61000\nnamespaces = \"required\"\n",
         )
         .unwrap();
         assert_eq!(
@@ -259,7 +266,8 @@ mod tests {
             SlotConfig {
                 prefix: "gl-slot".into(),
                 count: 3,
-                create: false
+                create: false,
+                first_uid: Some(61000),
             }
         );
         assert_eq!(s.namespaces, NamespaceMode::Required);

@@ -114,6 +114,22 @@ impl SlotPool {
     /// process of its uid. In personal mode, always a lease without
     /// identity.
     pub fn lease(&self, job: &str) -> Result<SlotLease, IsolationError> {
+        self.lease_where(job, |_| true)
+    }
+
+    /// Lease the slot whose uid is `uid`, if it is free: a CRIU job must be
+    /// restored as the uid it was dumped as (see `SlotConfig::first_uid`).
+    /// In personal mode, a lease without identity whatever `uid` is (the
+    /// daemon's own uid is the only one there).
+    pub fn lease_uid(&self, job: &str, uid: u32) -> Result<SlotLease, IsolationError> {
+        self.lease_where(job, |s| s.user.uid == uid)
+    }
+
+    fn lease_where(
+        &self,
+        job: &str,
+        wanted: impl Fn(&Slot) -> bool,
+    ) -> Result<SlotLease, IsolationError> {
         if self.inner.personal {
             return Ok(SlotLease {
                 pool: self.clone(),
@@ -124,7 +140,7 @@ impl SlotPool {
         let mut leased = self.inner.leased();
         let mut busy = 0;
         for (i, s) in self.inner.slots.iter().enumerate() {
-            if leased[i].is_some() {
+            if leased[i].is_some() || !wanted(s) {
                 continue;
             }
             let procs = processes_of_uid(s.user.uid);
@@ -144,8 +160,10 @@ impl SlotPool {
         }
         Err(IsolationError::NoFreeSlot {
             job: job.to_string(),
-            total: self.inner.slots.len(),
-            leased: leased.iter().filter(|j| j.is_some()).count(),
+            total: self.inner.slots.iter().filter(|s| wanted(s)).count(),
+            leased: (self.inner.slots.iter().zip(leased.iter()))
+                .filter(|(s, j)| j.is_some() && wanted(s))
+                .count(),
             busy,
         })
     }

@@ -28,6 +28,7 @@ const MAX_NAME: usize = 32;
 
 /// Which slot accounts a station uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SlotConfig {
     /// Names are `<prefix><n>`, n = 1..=count.
     pub prefix: String,
@@ -35,6 +36,11 @@ pub struct SlotConfig {
     pub count: u32,
     /// Create missing accounts (root only); `false`: a package made them.
     pub create: bool,
+    /// Slot n has uid `first_uid + n - 1` (created so, refused otherwise);
+    /// `None`: whatever `useradd --system` picks. A CRIU image restores
+    /// its processes' uid, and an unprivileged restore cannot change it:
+    /// stations that move CRIU jobs between them need the same slot uids.
+    pub first_uid: Option<u32>,
 }
 
 /// The station's CPUs (at least 1): the default slot count.
@@ -48,6 +54,7 @@ impl Default for SlotConfig {
             prefix: DEFAULT_SLOT_PREFIX.to_string(),
             count: default_slot_count(),
             create: true,
+            first_uid: None,
         }
     }
 }
@@ -58,7 +65,13 @@ impl SlotConfig {
             prefix: prefix.into(),
             count,
             create: true,
+            first_uid: None,
         }
+    }
+
+    /// The uid slot `index` (0-based) must have, if fixed.
+    pub fn uid_of(&self, index: u32) -> Option<u32> {
+        self.first_uid.map(|f| f.saturating_add(index))
     }
 
     /// The account names, in slot order.
@@ -88,6 +101,15 @@ impl SlotConfig {
         }
         if self.count == 0 {
             return Err("isolation.slot_count: must be at least 1".to_string());
+        }
+        if let Some(f) = self.first_uid {
+            let last = u64::from(f) + u64::from(self.count) - 1;
+            if f == 0 || last >= 65534 {
+                return Err(format!(
+                    "isolation.slot_first_uid {f}: slots would take uids {f}..={last}; \
+                     they must lie between 1 and 65533"
+                ));
+            }
         }
         let longest = p.len() + self.count.to_string().len();
         if longest > MAX_NAME {
@@ -255,15 +277,20 @@ fn nologin_shell() -> &'static str {
 const USERADD_LOCKED: [i32; 2] = [1, 10];
 const USERADD_EXISTS: i32 = 9;
 
-/// Create one slot account, retrying while the account files are locked.
-fn create_account(name: &str) -> Result<(), IsolationError> {
+/// Create one slot account (with `uid` if given, its group preferably with
+/// the same number), retrying while the account files are locked.
+fn create_account(name: &str, uid: Option<u32>) -> Result<(), IsolationError> {
     let err = |why: String| IsolationError::SlotAccount {
         name: name.to_string(),
         why,
     };
     let mut last = String::new();
     for attempt in 0..40u32 {
-        let out = Command::new("useradd")
+        let mut cmd = Command::new("useradd");
+        if let Some(u) = uid {
+            cmd.arg("--uid").arg(u.to_string());
+        }
+        let out = cmd
             .args([
                 "--system",
                 "--no-create-home",
@@ -321,7 +348,7 @@ impl SlotAccounts {
         })?;
         let root = nix::unistd::geteuid().is_root();
         let mut created = false;
-        for name in cfg.names() {
+        for (i, name) in (0u32..).zip(cfg.names()) {
             if lookup(&name).is_some() {
                 continue;
             }
@@ -337,7 +364,7 @@ impl SlotAccounts {
                     why: "no such account, and only root can create it".to_string(),
                 });
             }
-            create_account(&name)?;
+            create_account(&name, cfg.uid_of(i))?;
             created = true;
         }
         let mut forbidden = forbidden.to_vec();
@@ -345,7 +372,7 @@ impl SlotAccounts {
         forbidden.push(nix::unistd::geteuid().as_raw());
         let db = AccountDb::load();
         let mut slots = Vec::new();
-        for name in cfg.names() {
+        for (i, name) in (0u32..).zip(cfg.names()) {
             let e = lookup(&name)
                 .or_else(|| db.user(&name).cloned())
                 .ok_or_else(|| IsolationError::SlotAccount {
@@ -354,6 +381,14 @@ impl SlotAccounts {
                 })?;
             if let Some(why) = refusal(&e, &db, &forbidden, |h| Path::new(h).exists()) {
                 return Err(IsolationError::SlotAccount { name, why });
+            }
+            if let Some(want) = cfg.uid_of(i)
+                && e.uid != want
+            {
+                return Err(IsolationError::SlotAccount {
+                    name,
+                    why: format!("uid {} where slot_first_uid asks for {want}", e.uid),
+                });
             }
             if let Some(o) = slots.iter().find(|s: &&Slot| s.user.uid == e.uid) {
                 return Err(IsolationError::SlotAccount {
@@ -449,6 +484,17 @@ grouped:x:987:alice
             assert!(SlotConfig::new(bad, 1).validate().is_err(), "{bad:?}");
         }
         assert!(SlotConfig::new("s", 0).validate().is_err());
+        let mut fixed = SlotConfig::new("s", 4);
+        fixed.first_uid = Some(61000);
+        assert!(fixed.validate().is_ok());
+        assert_eq!(
+            (fixed.uid_of(0), fixed.uid_of(3)),
+            (Some(61000), Some(61003))
+        );
+        fixed.first_uid = Some(65531);
+        assert!(fixed.validate().unwrap_err().contains("slot_first_uid"));
+        fixed.first_uid = Some(0);
+        assert!(fixed.validate().is_err());
         assert!(SlotConfig::new("x".repeat(31), 10).validate().is_err());
         assert!(SlotConfig::default().count >= 1);
     }
