@@ -8,33 +8,45 @@
 //! 2. join the guest cgroup in every hierarchy by writing `0` ("this
 //!    process") to pre-opened `cgroup.procs` descriptors: a guest never runs
 //!    outside its limits, and its children inherit the group.
-//! 3. `SCHED_IDLE` when lingering (Ryu & Hollingsworth L54: owner processes
-//!    may starve the guest; platform.md §1.3 measured 411 vs 1 ticks), and
-//!    nice 19 on the session's autogroup, without which SCHED_IDLE is moot
-//!    after `setsid` for a guest outside any cpu cgroup. Per-task SCHED_IDLE
-//!    only ranks tasks within one task group: the cgroup's `cpu.idle` (on
-//!    the guests' parent, see `CgroupConfig::parent_idle`) is the real
-//!    protection; this is the second line.
+//! 3. `SCHED_IDLE` (Ryu & Hollingsworth L54: owner processes may starve
+//!    the guest; platform.md §1.3 measured 411 vs 1 ticks), and nice 19 on
+//!    the session's autogroup, without which SCHED_IDLE is moot after
+//!    `setsid` for a guest outside any cpu cgroup. Per-task SCHED_IDLE only
+//!    ranks tasks within one task group: the cgroup's `cpu.idle` (on the
+//!    guests' parent, see `CgroupConfig::parent_idle`) is the real
+//!    protection; this is the second line. With [`GuestSpec::sched_idle`]
+//!    only while lingering; under a [`Confinement`] always, with per-task
+//!    nice 19 and zero `RLIMIT_NICE`/`RLIMIT_RTPRIO` so the guest cannot
+//!    climb back (issue 12: idle priority at all times); then umask 077.
 //! 4. optional PID namespace: `unshare(CLONE_NEWPID)` then `fork()`; the
 //!    grandchild is PID 1 of the new namespace and execs the program, the
-//!    intermediate child closes every descriptor and only waits and relays
-//!    the exit status (what `unshare --pid --fork` does). Own PID namespace
-//!    makes CRIU restores PID-clash-free (platform.md §2.3); `setsid` is
-//!    repeated inside the namespace because CRIU refuses a session leader
-//!    outside it. The namespace init ignores SIGTERM from outside (platform
-//!    §2.3): stop guests through the cgroup (`cgroup.kill`/SIGKILL).
-//!    `/proc` is not remounted (no mount namespace), so tools inside still
-//!    see the host's `/proc`.
-//! 5. drop privileges: `setgroups([gid])`, `setgid`, `setuid`; then
-//!    `PR_SET_NO_NEW_PRIVS`, so that no set-id program or file capability
-//!    gives a guest more than it started with (CRIU's restorer also needs
-//!    it to restore a guest on hosts whose bounding set lacks capabilities
-//!    it cannot drop without `CAP_SETPCAP`).
+//!    intermediate child (the waiter) drops to the guest user too, closes
+//!    every descriptor and only waits and relays the exit status (what
+//!    `unshare --pid --fork` does). Own PID namespace makes CRIU restores
+//!    PID-clash-free (platform.md §2.3); `setsid` is repeated inside the
+//!    namespace because CRIU refuses a session leader outside it. The
+//!    namespace init ignores SIGTERM from outside (platform §2.3): stop
+//!    guests through the cgroup (`cgroup.kill`/SIGKILL) or by uid
+//!    (`reap.rs`). Under a [`Confinement`] with namespaces the same
+//!    `unshare` also makes a mount namespace (`CLONE_NEWNS`), every mount
+//!    is made private (`MS_REC|MS_PRIVATE` on `/`) and the namespace's
+//!    first process mounts a fresh `/proc` (nosuid, nodev, noexec) before
+//!    it drops root: the guest sees only its own processes. Without it
+//!    (`GuestSpec::pid_namespace` alone) `/proc` is the host's.
+//! 5. drop privileges: `setgroups(0)` (no supplementary groups; a CRIU
+//!    job keeps its own gid as the only one, see `checkpoint.rs` `Criu`),
+//!    `setgid`, `setuid`; then `PR_SET_NO_NEW_PRIVS`, so that no set-id program or
+//!    file capability gives a guest more than it started with (CRIU's
+//!    restorer also needs it to restore a guest on hosts whose bounding
+//!    set lacks capabilities it cannot drop without `CAP_SETPCAP`). In a
+//!    PID namespace this happens after the fork, in both processes, since
+//!    the fresh `/proc` needs root.
 //!
-//! CRIU jobs are started with a reaper ([`GuestSpec::reaper`]): the forked
-//! child becomes a child subreaper and forks again; the grandchild (in a
-//! session of its own, so that CRIU can dump it) goes on with steps 3 and
-//! 5 and execs the job, and the child waits for it, then reaps for a
+//! CRIU jobs are started with a reaper ([`GuestSpec::reaper`]) and never
+//! get namespaces, under a [`Confinement`] either (see `confine.rs`): the
+//! forked child becomes a child subreaper and forks again; the grandchild
+//! (in a session of its own, so that CRIU can dump it) goes on with step 5
+//! and execs the job, and the child waits for it, then reaps for a
 //! moment whatever else of the tree is left. A dump kills the whole tree at
 //! once; without the reaper the job's children would be re-parented to
 //! init, and a pid 1 that does not reap (as on the development VMs) would
@@ -51,11 +63,11 @@
 //! multi-threaded. The working directory is the sandbox (mode 0700, owned by
 //! the guest user), the environment is exactly what the caller gives.
 
-use super::{GuestCgroup, IsolationError};
+use super::{Confinement, GuestCgroup, IsolationError, prepare_sandbox};
 use std::ffi::OsString;
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -70,6 +82,8 @@ pub struct GuestUser {
 impl GuestUser {
     /// Who guests of a daemon run as: as root, the named user (`nobody`
     /// by default); otherwise the daemon's own identity (`None`).
+    /// Superseded by slot accounts ([`super::SlotPool`]: one uid per
+    /// guest, never `nobody`); kept until the starter leases slots.
     pub fn for_daemon(name: Option<&str>) -> Result<Option<Self>, IsolationError> {
         if nix::unistd::geteuid().is_root() {
             Ok(Some(GuestUser::lookup(name.unwrap_or("nobody"))?))
@@ -154,6 +168,8 @@ impl GuestSpec {
 pub struct GuestProcess {
     pub child: Child,
     reaper: bool,
+    /// Own PID and mount namespaces with a fresh `/proc`.
+    namespaces: bool,
 }
 
 impl GuestProcess {
@@ -175,6 +191,12 @@ impl GuestProcess {
             .parse()
             .ok()
     }
+    /// Whether the guest got its own PID and mount namespaces with a
+    /// fresh `/proc` ([`GuestLauncher::spawn_confined`]).
+    pub fn has_namespaces(&self) -> bool {
+        self.namespaces
+    }
+
     pub fn wait(&mut self) -> std::io::Result<ExitStatus> {
         self.child.wait()
     }
@@ -186,78 +208,6 @@ impl GuestProcess {
 /// Starts guests (stateless; a type so the daemon can hold its policy).
 #[derive(Clone, Debug, Default)]
 pub struct GuestLauncher;
-
-/// Create the sandbox directory: mode 0700, owned by the guest. Refuses a
-/// symlink in its place (a guest could point it anywhere).
-pub fn prepare_sandbox(dir: &Path, user: Option<GuestUser>) -> Result<(), IsolationError> {
-    match std::fs::symlink_metadata(dir) {
-        Ok(m) if m.file_type().is_symlink() || !m.is_dir() => {
-            return Err(IsolationError::io(
-                dir,
-                std::io::Error::new(
-                    std::io::ErrorKind::AlreadyExists,
-                    "sandbox exists and is not a plain directory",
-                ),
-            ));
-        }
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            // Ancestors get the default mode (the guest must be able to
-            // reach its own sandbox by absolute path); only the sandbox is
-            // private.
-            if let Some(parent) = dir.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| IsolationError::io(parent, e))?;
-            }
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(dir)
-                .map_err(|e| IsolationError::io(dir, e))?;
-        }
-        Err(e) => return Err(IsolationError::io(dir, e)),
-    }
-    // chown/chmod through a descriptor opened with O_NOFOLLOW: a guest that
-    // swapped its old sandbox for a symlink (to /etc, say) between the check
-    // above and here must not get the target chowned to it. The sandboxes'
-    // parent directory must not be writable by guests.
-    let d = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(dir)
-        .map_err(|e| IsolationError::io(dir, e))?;
-    if let Some(u) = user {
-        std::os::unix::fs::fchown(&d, Some(u.uid), Some(u.gid))
-            .map_err(|e| IsolationError::io(dir, e))?;
-    }
-    d.set_permissions(std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| IsolationError::io(dir, e))
-}
-
-/// The first directory on the way to `dir` (itself included, as far as it
-/// exists) that `user` may not search, with its mode: a guest cannot even
-/// start a program in a sandbox below it. `None`: reachable.
-pub fn unreachable_by(dir: &Path, user: GuestUser) -> Option<(PathBuf, u32)> {
-    use std::os::unix::fs::MetadataExt;
-    let mut p = PathBuf::new();
-    for c in dir.components() {
-        p.push(c);
-        let Ok(md) = std::fs::metadata(&p) else {
-            // What does not exist yet is created by the daemon, mode 0755.
-            return None;
-        };
-        let mode = md.mode();
-        let ok = if md.uid() == user.uid {
-            mode & 0o100 != 0
-        } else if md.gid() == user.gid {
-            mode & 0o010 != 0
-        } else {
-            mode & 0o001 != 0
-        };
-        if !ok {
-            return Some((p, mode & 0o7777));
-        }
-    }
-    None
-}
 
 fn last_err() -> std::io::Error {
     std::io::Error::last_os_error()
@@ -354,16 +304,259 @@ unsafe fn reap_waiter(child: libc::pid_t, pidfile: *const libc::c_char) -> ! {
     }
 }
 
+/// What the forked child does, decided before the fork (no allocation
+/// afterwards).
+#[derive(Clone, Copy)]
+struct ChildPlan {
+    user: Option<GuestUser>,
+    sched_idle: bool,
+    /// Nice 19 and zero `RLIMIT_NICE`/`RLIMIT_RTPRIO` (confined guests).
+    pinned_idle: bool,
+    umask: Option<libc::mode_t>,
+    reaper: bool,
+    pid_ns: bool,
+    /// With `pid_ns`: private mounts and a fresh `/proc`.
+    mount_ns: bool,
+    no_new_privs: bool,
+}
+
+/// Give up root for `u`: supplementary groups first (none at all, or with
+/// `own_group` just the user's own primary group, which grants nothing
+/// more), then gid, then uid (last: it drops the capabilities the others
+/// need).
+///
+/// # Safety
+/// Forked child only (async-signal-safe calls).
+unsafe fn drop_to(u: GuestUser, own_group: bool) -> std::io::Result<()> {
+    // SAFETY: plain syscalls on stack data.
+    unsafe {
+        let gid: libc::gid_t = u.gid;
+        let r = if own_group {
+            libc::setgroups(1, &gid)
+        } else {
+            libc::setgroups(0, std::ptr::null())
+        };
+        if r < 0 || libc::setgid(u.gid) < 0 || libc::setuid(u.uid) < 0 {
+            return Err(last_err());
+        }
+    }
+    Ok(())
+}
+
+/// The waiter of a PID namespace: wait for `child` (the namespace's first
+/// process) and exit with its status. Closes every descriptor first,
+/// including std's exec-status pipe: the parent then learns the outcome
+/// from the grandchild's exec alone.
+///
+/// # Safety
+/// Forked child only.
+unsafe fn ns_waiter(child: libc::pid_t, user: Option<GuestUser>) -> ! {
+    // SAFETY: raw syscalls on stack data.
+    unsafe {
+        if let Some(u) = user
+            && drop_to(u, false).is_err()
+        {
+            libc::kill(child, libc::SIGKILL);
+            libc::_exit(127);
+        }
+        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        let mut status = 0;
+        loop {
+            let r = libc::waitpid(child, &mut status, 0);
+            if r == child {
+                break;
+            }
+            if r < 0 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(127);
+            }
+        }
+        libc::_exit(status_code(status))
+    }
+}
+
+/// The `pre_exec` hook: steps 1–5 of the module comment.
+///
+/// # Safety
+/// Forked child only: async-signal-safe calls on stack data and on
+/// descriptors the parent opened; `pidfile` null or a valid C string.
+unsafe fn child_setup(
+    plan: ChildPlan,
+    procs: &[i32],
+    pidfile: *const libc::c_char,
+) -> std::io::Result<()> {
+    // SAFETY: see the function's contract.
+    unsafe {
+        if libc::setsid() < 0 {
+            return Err(last_err());
+        }
+        for &fd in procs {
+            if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                return Err(last_err());
+            }
+        }
+        if plan.sched_idle {
+            let p = libc::sched_param { sched_priority: 0 };
+            if libc::sched_setscheduler(0, libc::SCHED_IDLE, &p) < 0 {
+                return Err(last_err());
+            }
+            // With autogroup (sched(7)), a task left in the root cpu
+            // cgroup gets a task group per session, and setsid() above
+            // made a new one: SCHED_IDLE would then only rank the guest
+            // against itself while its group competes with the owner's
+            // session at full weight (measured 50/50). Nice 19 on the
+            // autogroup lowers the group to weight 15 (≈1.5 %). Absent
+            // when autogroup is off or compiled out.
+            let fd = libc::open(
+                c"/proc/self/autogroup".as_ptr(),
+                libc::O_WRONLY | libc::O_CLOEXEC,
+            );
+            if fd >= 0 {
+                libc::write(fd, b"19".as_ptr().cast(), 2);
+                libc::close(fd);
+            }
+        }
+        if plan.pinned_idle {
+            // Idle at all times (issue 12): nice 19 as well, and no way
+            // back. Leaving SCHED_IDLE or lowering nice needs room under
+            // RLIMIT_NICE (sched(7)), which the daemon's own limits might
+            // give; RT policies need RLIMIT_RTPRIO.
+            if libc::setpriority(libc::PRIO_PROCESS, 0, 19) < 0 {
+                return Err(last_err());
+            }
+            let zero = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::setrlimit(libc::RLIMIT_NICE, &zero) < 0
+                || libc::setrlimit(libc::RLIMIT_RTPRIO, &zero) < 0
+            {
+                return Err(last_err());
+            }
+        }
+        if let Some(m) = plan.umask {
+            libc::umask(m);
+        }
+        if plan.reaper {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+            match libc::fork() {
+                -1 => return Err(last_err()),
+                // The grandchild goes on to exec the job (in a session of
+                // its own: CRIU dumps whole sessions) or CRIU (which
+                // restores the job's session).
+                0 => {
+                    if pidfile.is_null() && libc::setsid() < 0 {
+                        return Err(last_err());
+                    }
+                }
+                child => reap_waiter(child, pidfile),
+            }
+        }
+        if !plan.pid_ns {
+            if let Some(u) = plan.user {
+                // A CRIU job keeps its own gid as the one supplementary
+                // group: `Criu` restores it with `setpriv --groups=<gid>`,
+                // and CRIU's restorer (without CAP_SETGID) needs the groups
+                // to match the dump's.
+                drop_to(u, plan.reaper)?;
+            }
+            if plan.no_new_privs && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
+                return Err(last_err());
+            }
+            return Ok(());
+        }
+        let flags = libc::CLONE_NEWPID | if plan.mount_ns { libc::CLONE_NEWNS } else { 0 };
+        if libc::unshare(flags) < 0 {
+            return Err(last_err());
+        }
+        // Private first, so that the /proc below (and anything the guest
+        // could mount) never propagates to the host's namespace.
+        if plan.mount_ns
+            && libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) < 0
+        {
+            return Err(last_err());
+        }
+        match libc::fork() {
+            -1 => return Err(last_err()),
+            0 => {}
+            child => ns_waiter(child, plan.user),
+        }
+        // PID 1 of the new namespace. A /proc of this namespace can only be
+        // mounted from inside it, and only while still root.
+        if plan.mount_ns
+            && libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            ) < 0
+        {
+            return Err(last_err());
+        }
+        if let Some(u) = plan.user {
+            drop_to(u, false)?;
+        }
+        if plan.no_new_privs && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
+            return Err(last_err());
+        }
+        // Die with the waiter so the namespace never outlives it. Set after
+        // the uid change, which clears it (prctl(2)).
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::setsid() < 0 {
+            return Err(last_err());
+        }
+    }
+    Ok(())
+}
+
+fn invalid(path: &Path, why: &'static str) -> IsolationError {
+    IsolationError::io(
+        path,
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
+    )
+}
+
 impl GuestLauncher {
     pub fn new() -> Self {
         GuestLauncher
     }
 
-    /// Start `spec`, inside `cgroup` if given (create it first).
+    /// Start `spec`, inside `cgroup` if given (create it first). Only what
+    /// `spec` says: see [`GuestLauncher::spawn_confined`] for the
+    /// station-wide policy of issue 12.
     pub fn spawn(
         &self,
         spec: GuestSpec,
         cgroup: Option<&GuestCgroup>,
+    ) -> Result<GuestProcess, IsolationError> {
+        self.start(spec, cgroup, None)
+    }
+
+    /// Start `spec` under `policy` as well: idle priority whatever
+    /// `spec.sched_idle` says, PID and mount namespaces with a fresh
+    /// `/proc` (except for CRIU jobs, see [`Confinement`]), a private
+    /// umask. `spec.user` should be the guest's slot
+    /// ([`super::SlotLease::user`]).
+    pub fn spawn_confined(
+        &self,
+        spec: GuestSpec,
+        cgroup: Option<&GuestCgroup>,
+        policy: &Confinement,
+    ) -> Result<GuestProcess, IsolationError> {
+        self.start(spec, cgroup, Some(policy))
+    }
+
+    fn start(
+        &self,
+        spec: GuestSpec,
+        cgroup: Option<&GuestCgroup>,
+        policy: Option<&Confinement>,
     ) -> Result<GuestProcess, IsolationError> {
         prepare_sandbox(&spec.sandbox, spec.user)?;
         // Opened here, written in the child: no allocation or path lookup
@@ -383,38 +576,41 @@ impl GuestLauncher {
             None => Vec::new(),
         };
         let fds: Vec<i32> = procs.iter().map(|f| f.as_raw_fd()).collect();
-        let user = spec.user;
-        let sched_idle = spec.sched_idle;
-        let pid_ns = spec.pid_namespace;
-        let no_new_privs = spec.no_new_privs;
         let reaper = spec.reaper || spec.restore_pidfile.is_some();
-        if reaper && pid_ns {
-            return Err(IsolationError::io(
+        if reaper && spec.pid_namespace {
+            return Err(invalid(
                 &spec.sandbox,
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    "a reaped guest has no PID namespace",
-                ),
+                "a reaped guest has no PID namespace",
             ));
         }
+        let always_idle = policy.is_some_and(|p| p.always_idle);
+        // CRIU jobs (reaped or restored) keep the host's namespaces: see
+        // `Confinement`.
+        let ns = policy.is_some_and(|p| p.namespaces) && !reaper;
+        if policy.is_some_and(|p| p.namespaces) && reaper {
+            tracing::debug!(program = %spec.program.display(), "CRIU job: no namespaces");
+        }
+        let plan = ChildPlan {
+            user: spec.user,
+            sched_idle: spec.sched_idle || always_idle,
+            pinned_idle: always_idle,
+            umask: policy.filter(|p| p.private_umask).map(|_| 0o077),
+            reaper,
+            pid_ns: spec.pid_namespace || ns,
+            mount_ns: ns,
+            no_new_privs: spec.no_new_privs,
+        };
         let pidfile = match &spec.restore_pidfile {
             Some(p) => {
-                if user.is_some() || pid_ns {
-                    return Err(IsolationError::io(
+                if spec.user.is_some() || plan.pid_ns {
+                    return Err(invalid(
                         p,
-                        std::io::Error::new(
-                            std::io::ErrorKind::InvalidInput,
-                            "a CRIU restore drops privileges itself and brings its own namespaces",
-                        ),
+                        "a CRIU restore drops privileges itself and brings its own namespaces",
                     ));
                 }
                 Some(
-                    std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).map_err(|_| {
-                        IsolationError::io(
-                            p,
-                            std::io::Error::from(std::io::ErrorKind::InvalidInput),
-                        )
-                    })?,
+                    std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+                        .map_err(|_| invalid(p, "NUL in the pidfile path"))?,
                 )
             }
             None => None,
@@ -429,109 +625,10 @@ impl GuestLauncher {
             .stdout(spec.stdout)
             .stderr(spec.stderr);
         let hook = move || -> std::io::Result<()> {
-            // SAFETY: runs in the forked child before exec; only
-            // async-signal-safe libc calls, on stack data and descriptors
-            // opened by the parent; no allocation.
-            unsafe {
-                if libc::setsid() < 0 {
-                    return Err(last_err());
-                }
-                for &fd in &fds {
-                    if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                        return Err(last_err());
-                    }
-                }
-                if sched_idle {
-                    let p = libc::sched_param { sched_priority: 0 };
-                    if libc::sched_setscheduler(0, libc::SCHED_IDLE, &p) < 0 {
-                        return Err(last_err());
-                    }
-                    // With autogroup (sched(7)), a task left in the root cpu
-                    // cgroup gets a task group per session, and setsid()
-                    // above made a new one: SCHED_IDLE would then only rank
-                    // the guest against itself while its group competes with
-                    // the owner's session at full weight (measured 50/50).
-                    // Nice 19 on the autogroup lowers the group to weight 15
-                    // (≈1.5 %). Absent when autogroup is off or compiled out.
-                    let fd = libc::open(
-                        c"/proc/self/autogroup".as_ptr(),
-                        libc::O_WRONLY | libc::O_CLOEXEC,
-                    );
-                    if fd >= 0 {
-                        libc::write(fd, b"19".as_ptr().cast(), 2);
-                        libc::close(fd);
-                    }
-                }
-                if reaper {
-                    libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
-                    match libc::fork() {
-                        -1 => return Err(last_err()),
-                        // The grandchild goes on to exec the job (in a
-                        // session of its own: CRIU dumps whole sessions) or
-                        // CRIU (which restores the job's session).
-                        0 => {
-                            if pidfile.is_none() && libc::setsid() < 0 {
-                                return Err(last_err());
-                            }
-                        }
-                        child => reap_waiter(
-                            child,
-                            pidfile.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
-                        ),
-                    }
-                }
-                if pid_ns && libc::unshare(libc::CLONE_NEWPID) < 0 {
-                    return Err(last_err());
-                }
-                if let Some(u) = user {
-                    let gid: libc::gid_t = u.gid;
-                    if libc::setgroups(1, &gid) < 0
-                        || libc::setgid(u.gid) < 0
-                        || libc::setuid(u.uid) < 0
-                    {
-                        return Err(last_err());
-                    }
-                }
-                if no_new_privs && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
-                    return Err(last_err());
-                }
-                if pid_ns {
-                    match libc::fork() {
-                        -1 => return Err(last_err()),
-                        0 => {
-                            // PID 1 of the new namespace: die with the
-                            // waiter so the namespace never outlives it.
-                            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                            if libc::setsid() < 0 {
-                                return Err(last_err());
-                            }
-                        }
-                        child => {
-                            // Close everything, including std's exec-status
-                            // pipe: the parent then learns the outcome from
-                            // the grandchild's exec alone.
-                            libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
-                            let mut status = 0;
-                            loop {
-                                let r = libc::waitpid(child, &mut status, 0);
-                                if r == child {
-                                    break;
-                                }
-                                if r < 0 && *libc::__errno_location() != libc::EINTR {
-                                    libc::_exit(127);
-                                }
-                            }
-                            let code = if libc::WIFEXITED(status) {
-                                libc::WEXITSTATUS(status)
-                            } else {
-                                128 + libc::WTERMSIG(status)
-                            };
-                            libc::_exit(code);
-                        }
-                    }
-                }
-            }
-            Ok(())
+            let pf = pidfile.as_ref().map_or(std::ptr::null(), |p| p.as_ptr());
+            // SAFETY: runs in the forked child before exec (see
+            // `child_setup`).
+            unsafe { child_setup(plan, &fds, pf) }
         };
         // SAFETY: the hook only makes async-signal-safe calls (see above).
         unsafe {
@@ -542,32 +639,19 @@ impl GuestLauncher {
             source,
         })?;
         drop(procs);
-        tracing::info!(pid = child.id(), program = %spec.program.display(), sched_idle, pid_ns, "guest started");
-        Ok(GuestProcess { child, reaper })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    #[test]
-    fn a_private_ancestor_makes_sandboxes_unreachable() {
-        let d = tempfile::tempdir().unwrap();
-        // Someone other than the directories' owner and group.
-        let other = GuestUser {
-            uid: 4_000_000,
-            gid: 4_000_000,
-        };
-        let target = d.path().join("state/execute");
-        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-        assert_eq!(
-            unreachable_by(&target, other),
-            Some((d.path().to_path_buf(), 0o700))
+        tracing::info!(
+            pid = child.id(),
+            program = %spec.program.display(),
+            uid = spec.user.map(|u| u.uid),
+            sched_idle = plan.sched_idle,
+            pid_ns = plan.pid_ns,
+            mount_ns = plan.mount_ns,
+            "guest started"
         );
-        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
-        // Search permission is enough; what does not exist yet is ours.
-        assert_eq!(unreachable_by(&target, other), None);
+        Ok(GuestProcess {
+            child,
+            reaper,
+            namespaces: plan.mount_ns,
+        })
     }
 }

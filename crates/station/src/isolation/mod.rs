@@ -10,7 +10,17 @@
 //! - [`GuestLauncher`]: start a guest as an unprivileged user in its own
 //!   session (optionally its own PID namespace), with `SCHED_IDLE`, inside
 //!   its cgroup before `exec`, in a private sandbox directory with a cleared
-//!   environment.
+//!   environment; [`GuestLauncher::spawn_confined`] adds the station-wide
+//!   [`Confinement`]: idle at all times, own PID and mount namespaces with a
+//!   fresh `/proc` where the kernel allows (`confine.rs`).
+//! - [`SlotAccounts`] / [`SlotPool`]: one dedicated account per running
+//!   guest (`gleaner-slot1..N`, never `nobody`, never the owner's), leased
+//!   exclusively (`slots.rs`, `slot_pool.rs`); a daemon that is not root
+//!   runs a personal pool instead.
+//! - [`kill_uid`]: every process of a slot, found and killed by uid, with
+//!   or without cgroups (`reap.rs`).
+//! - [`prepare_execute_dir`] / [`prepare_sandbox`]: root's 0711 parent,
+//!   one 0700 sandbox per guest owned by its slot (`sandbox.rs`).
 //!
 //! Priority rule (Ryu & Hollingsworth, linger-longer spec §1.2, L54/L15):
 //! while lingering, owner processes must be able to starve the guest and
@@ -18,17 +28,25 @@
 //! (weight 3 vs 1024, wakeup preemption; spec §6.3).
 
 mod cgroup;
+mod confine;
 mod launch;
+mod reap;
+mod sandbox;
 mod settings;
+mod slot_pool;
+mod slots;
 
 pub use cgroup::{
     CgroupConfig, CgroupLayout, CgroupManager, Controller, FreezeMethod, GuestCgroup, IdleOutcome,
     KillMethod, MemoryBounds, RemoveOnDrop, V1Roots, parse_mountinfo,
 };
-pub use launch::{
-    GuestLauncher, GuestProcess, GuestSpec, GuestUser, prepare_sandbox, unreachable_by,
-};
-pub use settings::{CgroupMode, CgroupSettings};
+pub use confine::{Confinement, NamespaceMode, namespace_support};
+pub use launch::{GuestLauncher, GuestProcess, GuestSpec, GuestUser};
+pub use reap::{REAP_TIMEOUT, ReapReport, kill_uid, processes_of_uid};
+pub use sandbox::{prepare_execute_dir, prepare_sandbox, unreachable_by};
+pub use settings::{CgroupMode, CgroupSettings, IsolationSettings};
+pub use slot_pool::{SlotLease, SlotPool};
+pub use slots::{DEFAULT_SLOT_PREFIX, Slot, SlotAccounts, SlotConfig, default_slot_count};
 
 use std::path::{Path, PathBuf};
 
@@ -68,6 +86,30 @@ pub enum IsolationError {
         #[source]
         source: std::io::Error,
     },
+    #[error("slot account {name:?}: {why}")]
+    SlotAccount { name: String, why: String },
+    #[error(
+        "no free slot account for {job:?}: {leased} of {total} leased, \
+         {busy} more still running processes"
+    )]
+    NoFreeSlot {
+        job: String,
+        total: usize,
+        leased: usize,
+        busy: usize,
+    },
+    #[error("will not kill the processes of uid {uid}: {why}")]
+    RefusedUid { uid: u32, why: &'static str },
+    #[error("uid {uid}: processes {pids:?} survived SIGKILL for {after:?}")]
+    Survivors {
+        uid: u32,
+        pids: Vec<i32>,
+        after: std::time::Duration,
+    },
+    #[error(
+        "guest namespaces required ([isolation] namespaces = \"required\") but unavailable: {0}"
+    )]
+    Namespaces(String),
 }
 
 impl IsolationError {

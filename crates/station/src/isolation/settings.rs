@@ -1,5 +1,6 @@
 //! The station's `[isolation]` settings and how they become a
-//! [`CgroupManager`] (or, with a clear warning, none).
+//! [`CgroupManager`] (or, with a clear warning, none), a [`SlotConfig`] and
+//! a launch [`Confinement`].
 //!
 //! ```toml
 //! [isolation]
@@ -9,9 +10,17 @@
 //! parent_idle = true
 //! required = false      # true: refuse to start without cgroups
 //! bound_memory = true   # memory bound on the whole guest subtree
+//! slot_prefix = "gleaner-slot"   # slot accounts gleaner-slot1..N
+//! slot_count = 4        # default: the station's CPUs
+//! create_slot_users = true       # false: a package created them
+//! slot_first_uid = 61000         # optional: fixed slot uids (CRIU pools)
+//! namespaces = "auto"   # off | auto | required
 //! ```
 
-use super::{CgroupConfig, CgroupLayout, CgroupManager, IsolationError, MemoryBounds, V1Roots};
+use super::{
+    CgroupConfig, CgroupLayout, CgroupManager, Confinement, DEFAULT_SLOT_PREFIX, IsolationError,
+    MemoryBounds, NamespaceMode, SlotConfig, V1Roots, default_slot_count,
+};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -53,7 +62,22 @@ pub struct CgroupSettings {
     /// station offers (`memory_mb`): soft bound there, hard bound 25 %
     /// above, so the owner's working set wins (Ryu & Hollingsworth L142).
     pub bound_memory: bool,
+    /// Slot account names are `<slot_prefix><n>` (root only; see
+    /// `slots.rs`).
+    pub slot_prefix: String,
+    /// How many slot accounts, i.e. guests at once; `None`: the CPUs.
+    pub slot_count: Option<u32>,
+    /// Create missing slot accounts at start (root only).
+    pub create_slot_users: bool,
+    /// Fixed slot uids from this one on (`None`: chosen by `useradd`).
+    pub slot_first_uid: Option<u32>,
+    /// Own PID and mount namespaces for guests (`confine.rs`).
+    pub namespaces: NamespaceMode,
 }
+
+/// `[isolation]` by the name of what it configures (the struct predates
+/// slot accounts and namespaces).
+pub type IsolationSettings = CgroupSettings;
 
 impl Default for CgroupSettings {
     fn default() -> Self {
@@ -64,6 +88,11 @@ impl Default for CgroupSettings {
             parent_idle: true,
             required: false,
             bound_memory: true,
+            slot_prefix: DEFAULT_SLOT_PREFIX.to_string(),
+            slot_count: None,
+            create_slot_users: true,
+            slot_first_uid: None,
+            namespaces: NamespaceMode::Auto,
         }
     }
 }
@@ -92,7 +121,25 @@ impl CgroupSettings {
                 "isolation.parent {p:?}: must be one path component"
             ));
         }
-        Ok(())
+        self.slot_config().validate()
+    }
+
+    /// The slot accounts these settings name.
+    pub fn slot_config(&self) -> SlotConfig {
+        let mut c = SlotConfig::new(
+            self.slot_prefix.clone(),
+            self.slot_count.unwrap_or_else(default_slot_count),
+        );
+        c.create = self.create_slot_users;
+        c.first_uid = self.slot_first_uid;
+        c
+    }
+
+    /// The launch policy these settings ask for, after probing whether
+    /// namespaces are allowed here (`namespaces = "required"` fails when
+    /// they are not).
+    pub fn confinement(&self) -> Result<Confinement, IsolationError> {
+        Confinement::for_station(self.namespaces)
     }
 
     /// The layout these settings select, `None` when cgroups are off.
@@ -123,6 +170,12 @@ impl CgroupSettings {
         let mut cfg = CgroupConfig::new(layout);
         cfg.parent = self.parent.clone();
         cfg.parent_idle = self.parent_idle;
+        if !self.parent_idle {
+            tracing::warn!(
+                "isolation.parent_idle = false: the guest subtree competes with the owner at \
+                 normal weight; guests should run at idle priority at all times"
+            );
+        }
         let m = CgroupManager::new(cfg)?;
         // Creating the parent proves we may write there (root, delegation).
         m.ensure_parent()?;
@@ -199,6 +252,39 @@ mod tests {
         assert!(s.build(1024).is_err());
         s.parent = "a/b".into();
         assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn slot_and_namespace_keys() {
+        let s: CgroupSettings = toml::from_str(
+            "slot_prefix = \"gl-slot\"\nslot_count = 3\ncreate_slot_users = false\n\
+             slot_first_uid = 61000\nnamespaces = \"required\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            s.slot_config(),
+            SlotConfig {
+                prefix: "gl-slot".into(),
+                count: 3,
+                create: false,
+                first_uid: Some(61000),
+            }
+        );
+        assert_eq!(s.namespaces, NamespaceMode::Required);
+        assert!(s.validate().is_ok());
+        let d = CgroupSettings::default();
+        assert_eq!(d.slot_config().prefix, "gleaner-slot");
+        assert_eq!(d.slot_config().count, default_slot_count());
+        assert!(d.slot_config().create);
+        assert_eq!(d.namespaces, NamespaceMode::Auto);
+        let bad = CgroupSettings {
+            slot_prefix: "Bad/Prefix".into(),
+            ..Default::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("slot_prefix"));
+        assert!(toml::from_str::<CgroupSettings>("slot_count = 0").is_ok());
+        let zero: CgroupSettings = toml::from_str("slot_count = 0").unwrap();
+        assert!(zero.validate().is_err());
     }
 
     #[test]

@@ -1,0 +1,280 @@
+//! Leasing slot accounts to guests: one free slot per guest, exclusive
+//! while leased, never one that still has processes.
+//!
+//! Two modes, chosen once at start ([`SlotPool::for_daemon`]):
+//!
+//! - **Slots** (the daemon is root): each guest runs as its own slot
+//!   account. A lease ends with every process of the slot's uid killed
+//!   ([`SlotLease::release`], `reap.rs`), and a slot whose uid still owns
+//!   a live process (an escapee the kill missed, a process someone started
+//!   by hand) is skipped until it has none.
+//! - **Personal** (the daemon is not root): a single-user personal pool.
+//!   Guests run as the daemon's own user, as nothing else is possible
+//!   without privileges; leases always succeed, carry no identity
+//!   ([`SlotLease::user`] is `None`, the launcher's "keep the daemon's
+//!   identity") and never kill by uid, since that uid is the daemon's.
+//!   Guests are then protected from one another only as much as processes
+//!   of one user are: run such a station only for one's own jobs.
+
+use super::reap::{REAP_TIMEOUT, ReapReport, kill_uid, processes_of_uid};
+use super::{GuestUser, IsolationError, Slot, SlotAccounts, SlotConfig};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+#[derive(Debug)]
+struct Inner {
+    /// Empty in personal mode.
+    slots: Vec<Slot>,
+    personal: bool,
+    /// The job holding each slot (same order as `slots`).
+    leased: Mutex<Vec<Option<String>>>,
+}
+
+impl Inner {
+    fn leased(&self) -> MutexGuard<'_, Vec<Option<String>>> {
+        // A panic while holding the lock leaves the table consistent (each
+        // change is one assignment): keep using it.
+        self.leased.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The station's slots and who holds them. Cheap to clone (shared).
+#[derive(Clone, Debug)]
+pub struct SlotPool {
+    inner: Arc<Inner>,
+}
+
+impl SlotPool {
+    /// A pool over checked accounts.
+    pub fn new(accounts: SlotAccounts) -> Self {
+        let slots = accounts.slots().to_vec();
+        let leased = Mutex::new(vec![None; slots.len()]);
+        SlotPool {
+            inner: Arc::new(Inner {
+                slots,
+                personal: false,
+                leased,
+            }),
+        }
+    }
+
+    /// The single-user personal pool of an unprivileged daemon (see the
+    /// module comment).
+    pub fn personal() -> Self {
+        SlotPool {
+            inner: Arc::new(Inner {
+                slots: Vec::new(),
+                personal: true,
+                leased: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// As root: the slot accounts of `cfg` (created if allowed, checked);
+    /// otherwise the personal pool, said once in the log.
+    pub fn for_daemon(cfg: &SlotConfig) -> Result<Self, IsolationError> {
+        if nix::unistd::geteuid().is_root() {
+            let accounts = SlotAccounts::ensure(cfg)?;
+            tracing::info!(
+                slots = accounts.slots().len(),
+                prefix = %cfg.prefix,
+                "guests run as slot accounts, one per guest"
+            );
+            Ok(SlotPool::new(accounts))
+        } else {
+            tracing::warn!(
+                uid = nix::unistd::geteuid().as_raw(),
+                "not root: personal pool, guests run as the daemon's own user \
+                 (no slot accounts, no kill by uid, no isolation between guests)"
+            );
+            Ok(SlotPool::personal())
+        }
+    }
+
+    pub fn is_personal(&self) -> bool {
+        self.inner.personal
+    }
+
+    pub fn slots(&self) -> &[Slot] {
+        &self.inner.slots
+    }
+
+    /// (slot name, job) of every current lease.
+    pub fn leases(&self) -> Vec<(String, String)> {
+        let leased = self.inner.leased();
+        self.inner
+            .slots
+            .iter()
+            .zip(leased.iter())
+            .filter_map(|(s, j)| Some((s.name.clone(), j.clone()?)))
+            .collect()
+    }
+
+    /// Lease the first free slot for `job`: not leased, and no live
+    /// process of its uid. In personal mode, always a lease without
+    /// identity.
+    pub fn lease(&self, job: &str) -> Result<SlotLease, IsolationError> {
+        self.lease_where(job, |_| true)
+    }
+
+    /// Lease the slot whose uid is `uid`, if it is free: a CRIU job must be
+    /// restored as the uid it was dumped as (see `SlotConfig::first_uid`).
+    /// In personal mode, a lease without identity whatever `uid` is (the
+    /// daemon's own uid is the only one there).
+    pub fn lease_uid(&self, job: &str, uid: u32) -> Result<SlotLease, IsolationError> {
+        self.lease_where(job, |s| s.user.uid == uid)
+    }
+
+    fn lease_where(
+        &self,
+        job: &str,
+        wanted: impl Fn(&Slot) -> bool,
+    ) -> Result<SlotLease, IsolationError> {
+        if self.inner.personal {
+            return Ok(SlotLease {
+                pool: self.clone(),
+                index: None,
+                job: job.to_string(),
+            });
+        }
+        let mut leased = self.inner.leased();
+        let mut busy = 0;
+        for (i, s) in self.inner.slots.iter().enumerate() {
+            if leased[i].is_some() || !wanted(s) {
+                continue;
+            }
+            let procs = processes_of_uid(s.user.uid);
+            if !procs.is_empty() {
+                tracing::warn!(slot = %s.name, uid = s.user.uid, pids = ?procs,
+                    "slot not leased: processes of its uid still run");
+                busy += 1;
+                continue;
+            }
+            leased[i] = Some(job.to_string());
+            tracing::debug!(slot = %s.name, job, "slot leased");
+            return Ok(SlotLease {
+                pool: self.clone(),
+                index: Some(i),
+                job: job.to_string(),
+            });
+        }
+        Err(IsolationError::NoFreeSlot {
+            job: job.to_string(),
+            total: self.inner.slots.iter().filter(|s| wanted(s)).count(),
+            leased: (self.inner.slots.iter().zip(leased.iter()))
+                .filter(|(s, j)| j.is_some() && wanted(s))
+                .count(),
+            busy,
+        })
+    }
+
+    /// Kill every process of every slot not currently leased: at station
+    /// start, the leftovers of a run that crashed (there are no leases
+    /// then). One result per slot that had processes.
+    pub fn reap_unleased(
+        &self,
+        timeout: Duration,
+    ) -> Vec<(String, Result<ReapReport, IsolationError>)> {
+        let free: Vec<Slot> = {
+            let leased = self.inner.leased();
+            self.inner
+                .slots
+                .iter()
+                .zip(leased.iter())
+                .filter(|(_, j)| j.is_none())
+                .map(|(s, _)| s.clone())
+                .collect()
+        };
+        let mut out = Vec::new();
+        for s in free {
+            if processes_of_uid(s.user.uid).is_empty() {
+                continue;
+            }
+            let r = kill_uid(s.user.uid, timeout);
+            match &r {
+                Ok(rep) => tracing::warn!(slot = %s.name, killed = rep.found.len(),
+                    "killed processes a previous run left in its slot"),
+                Err(e) => tracing::error!(slot = %s.name, error = %e, "cannot clear slot"),
+            }
+            out.push((s.name, r));
+        }
+        out
+    }
+
+    fn free(&self, index: usize) {
+        if let Some(j) = self.inner.leased().get_mut(index) {
+            *j = None;
+        }
+    }
+}
+
+/// One guest's hold on a slot. Release it with [`SlotLease::release`] once
+/// the guest has ended; dropping it without does the same, best effort
+/// (and blocks while killing).
+#[derive(Debug)]
+pub struct SlotLease {
+    pool: SlotPool,
+    /// `None` in personal mode, or once released.
+    index: Option<usize>,
+    job: String,
+}
+
+impl SlotLease {
+    pub fn job(&self) -> &str {
+        &self.job
+    }
+
+    /// The slot, `None` in personal mode.
+    pub fn slot(&self) -> Option<&Slot> {
+        self.pool.inner.slots.get(self.index?)
+    }
+
+    /// Who the guest runs as ([`super::GuestSpec::user`]); `None` in
+    /// personal mode (the daemon's own identity).
+    pub fn user(&self) -> Option<GuestUser> {
+        self.slot().map(|s| s.user)
+    }
+
+    /// Live processes of the slot's uid (none known in personal mode).
+    pub fn processes(&self) -> Vec<i32> {
+        self.user()
+            .map(|u| processes_of_uid(u.uid))
+            .unwrap_or_default()
+    }
+
+    /// Kill every process of the slot's uid (`glean rm`, a vacate, the
+    /// end of the guest); the lease stays held. A no-op in personal mode.
+    pub fn kill_all(&self, timeout: Duration) -> Result<ReapReport, IsolationError> {
+        match self.user() {
+            Some(u) => kill_uid(u.uid, timeout),
+            None => Ok(ReapReport {
+                uid: nix::unistd::geteuid().as_raw(),
+                found: Vec::new(),
+                rounds: 0,
+                elapsed: Duration::ZERO,
+            }),
+        }
+    }
+
+    /// Kill every process of the slot and give the slot back. The slot is
+    /// freed even when the kill fails; [`SlotPool::lease`] then skips it
+    /// as long as anything of its uid lives.
+    pub fn release(mut self, timeout: Duration) -> Result<ReapReport, IsolationError> {
+        let r = self.kill_all(timeout);
+        if let Some(i) = self.index.take() {
+            self.pool.free(i);
+            tracing::debug!(job = %self.job, "slot released");
+        }
+        r
+    }
+}
+
+impl Drop for SlotLease {
+    fn drop(&mut self) {
+        let Some(i) = self.index else { return };
+        if let Err(e) = self.kill_all(REAP_TIMEOUT) {
+            tracing::warn!(job = %self.job, error = %e, "slot lease dropped: kill by uid failed");
+        }
+        self.pool.free(i);
+    }
+}
