@@ -32,7 +32,7 @@ echo "done $n"
 
 /// Does `pid` run (a zombie does not)?
 fn alive(pid: u32) -> bool {
-    gleaner_station::daemon::guest_records::proc_stat(pid as i32).is_some()
+    gleaner_station::host::procs::proc_stat(pid as i32).is_some()
 }
 
 fn first_run_pids(work: &Path) -> Option<(u32, u32)> {

@@ -50,11 +50,11 @@
 use crate::checkpoint::{
     BundleSource, Checkpointer, Criu, Manifest, RateMeter, SelfCheckpoint, SharedBucket,
 };
-use crate::daemon::checkpoint::LeaseRenewal;
 use crate::isolation::{
     CgroupManager, GuestCgroup, GuestLauncher, GuestSpec, GuestUser, IsolationError, MemoryBounds,
     prepare_sandbox,
 };
+use crate::lease::LeaseRenewal;
 use axum::Json;
 use axum::Router;
 use axum::extract::{Path as UrlPath, State};
@@ -1052,7 +1052,7 @@ fn pgroup_members(pgid: i32) -> Vec<i32> {
     };
     rd.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| super::guest_records::proc_stat(pid).is_some_and(|st| st.pgrp == pgid))
+        .filter(|&pid| crate::host::procs::proc_stat(pid).is_some_and(|st| st.pgrp == pgid))
         .collect()
 }
 
@@ -1465,7 +1465,7 @@ impl GuestRun<'_> {
 
         // --- isolation ----------------------------------------------------
         // Declared before the guard: the record goes after the kill.
-        let mut record = super::guest_records::GuestTracker::new(
+        let mut record = crate::host::guest_records::GuestTracker::new(
             self.starter.config.guest_records.as_deref(),
             &self.entry.guest_id,
             self.req.job_id,
@@ -1500,7 +1500,7 @@ impl GuestRun<'_> {
         // T_migr from this host's measured rate, else the pool's (issue #6).
         let rate = self.starter.rate.get();
         if let Some(e) =
-            super::pool_rate::initial_estimates(rate, restored_bytes, ladder.estimates())
+            crate::host::transfer_rate::initial_estimates(rate, restored_bytes, ladder.estimates())
         {
             ladder.handle(self.starter.now(), LadderEvent::Estimates(e));
         }
@@ -2353,7 +2353,7 @@ async fn await_restore(c: &Criu, waiter: u32) -> Result<Option<u32>, String> {
 
 /// A live (not zombie) process's parent PID, from /proc.
 fn parent_of(pid: u32) -> Option<u32> {
-    let st = super::guest_records::proc_stat(i32::try_from(pid).ok()?)?;
+    let st = crate::host::procs::proc_stat(i32::try_from(pid).ok()?)?;
     u32::try_from(st.ppid).ok()
 }
 
@@ -2395,14 +2395,11 @@ fn error_response(code: ErrorCode, msg: impl Into<String>) -> Response {
 /// Placement and vacating are daemon-to-daemon requests: a user's token,
 /// even a valid one, must not start or stop guests on a host (only the
 /// home station's daemon acts for its jobs, or an administrator).
-fn require_daemon(
-    claims: Option<&axum::Extension<gleaner_proto::auth::Claims>>,
-) -> Option<Response> {
-    use gleaner_proto::auth::Role;
+fn require_daemon(claims: Option<&axum::Extension<gleaner_edge::Caller>>) -> Option<Response> {
     match claims {
-        Some(c) if matches!(c.role, Role::Daemon | Role::Admin) => None,
+        Some(c) if c.is_station() || c.is_admin() => None,
         Some(c) => {
-            tracing::warn!(subject = %c.subject, "refused a starter request from a non-daemon token");
+            tracing::warn!(subject = %c.name, "refused a starter request from a non-daemon token");
             Some(error_response(
                 ErrorCode::Forbidden,
                 "only station daemons and administrators may place or vacate guests",
@@ -2417,7 +2414,7 @@ fn require_daemon(
 
 async fn place_handler(
     State(s): State<Arc<Starter>>,
-    claims: Option<axum::Extension<gleaner_proto::auth::Claims>>,
+    claims: Option<axum::Extension<gleaner_edge::Caller>>,
     Json(req): Json<PlacementRequest>,
 ) -> Response {
     if let Some(r) = require_daemon(claims.as_ref()) {
@@ -2433,7 +2430,7 @@ async fn place_handler(
 
 async fn vacate_handler(
     State(s): State<Arc<Starter>>,
-    claims: Option<axum::Extension<gleaner_proto::auth::Claims>>,
+    claims: Option<axum::Extension<gleaner_edge::Caller>>,
     UrlPath(job): UrlPath<String>,
 ) -> Response {
     if let Some(r) = require_daemon(claims.as_ref()) {

@@ -30,6 +30,11 @@
 //! poll_ms = 1000
 //! ```
 
+mod state_file;
+
+pub use state_file::{read_state_file, spawn_state_file};
+
+use crate::config::{ActivitySource, StationConfig};
 use crate::isolation::CgroupManager;
 use crate::owner::{
     CpuMeter, EvdevSource, FileSource, InterruptsSource, LogindSource, MinIdle, NoGuests,
@@ -38,7 +43,7 @@ use crate::owner::{
 use gleaner_core::detector::{Detector, DetectorConfig, DetectorProfile, OwnerState};
 use gleaner_core::time::{Clock, Dur, Time};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -257,7 +262,7 @@ fn to_time(t: SystemTime) -> Time {
     Time::from_micros(us)
 }
 
-fn publish(tx: &watch::Sender<OwnerState>, s: OwnerState) {
+pub(crate) fn publish(tx: &watch::Sender<OwnerState>, s: OwnerState) {
     tx.send_if_modified(|cur| {
         let changed = *cur != s;
         *cur = s;
@@ -391,78 +396,19 @@ pub fn spawn_linux(
     })
 }
 
-/// Reads a state file: `active` as its first word means the owner is
-/// there; anything else, or no file, means idle.
-pub fn read_state_file(path: &Path) -> OwnerState {
-    let active = std::fs::read_to_string(path).is_ok_and(|t| {
-        t.split_whitespace()
-            .next()
-            .is_some_and(|w| w.eq_ignore_ascii_case("active"))
-    });
-    if active {
-        OwnerState::Na
-    } else {
-        OwnerState::Av
-    }
-}
-
-/// Starts the state-file watch (the `file` activity kind): inotify on the
-/// file's directory wakes it at once; a 250 ms poll covers filesystems
-/// without inotify.
-pub fn spawn_state_file(
-    path: PathBuf,
+/// Starts the configured activity source feeding `tx`; `None` for an
+/// owner who is never active.
+pub fn spawn_activity(
+    config: &StationConfig,
+    cgroups: Option<CgroupManager>,
     tx: watch::Sender<OwnerState>,
-    mut shutdown: watch::Receiver<bool>,
-) -> JoinHandle<()> {
-    use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
-    use std::os::fd::AsFd;
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop2 = stop.clone();
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let spawned = std::thread::Builder::new()
-        .name("owner-file".into())
-        .spawn(move || {
-            let flags = AddWatchFlags::IN_CLOSE_WRITE
-                | AddWatchFlags::IN_MODIFY
-                | AddWatchFlags::IN_CREATE
-                | AddWatchFlags::IN_MOVED_TO
-                | AddWatchFlags::IN_DELETE
-                | AddWatchFlags::IN_MOVED_FROM;
-            let ino = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
-                .and_then(|i| i.add_watch(&dir, flags).map(|_| i))
-                .map_err(|e| {
-                    tracing::debug!(dir = %dir.display(), error = %e, "no inotify; polling the activity file");
-                })
-                .ok();
-            while !stop2.load(Ordering::Relaxed) && !tx.is_closed() {
-                publish(&tx, read_state_file(&path));
-                match &ino {
-                    Some(i) => {
-                        let mut fds = [nix::poll::PollFd::new(
-                            i.as_fd(),
-                            nix::poll::PollFlags::POLLIN,
-                        )];
-                        let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(250u16));
-                        while let Ok(evs) = i.read_events() {
-                            if evs.is_empty() {
-                                break;
-                            }
-                        }
-                    }
-                    None => std::thread::sleep(Duration::from_millis(250)),
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::error!(error = %e, "cannot start the activity-file watch");
+    shutdown: watch::Receiver<bool>,
+) -> Option<JoinHandle<()>> {
+    match &config.activity {
+        ActivitySource::AlwaysIdle => None,
+        ActivitySource::File { path } => Some(spawn_state_file(path.clone(), tx, shutdown)),
+        ActivitySource::Linux => Some(spawn_linux(&config.owner, cgroups, tx, shutdown)),
     }
-    tokio::spawn(async move {
-        let _ = shutdown.wait_for(|s| *s).await;
-        stop.store(true, Ordering::Relaxed);
-    })
 }
 
 #[cfg(test)]
@@ -470,6 +416,7 @@ mod tests {
     use super::*;
     use gleaner_core::detector::TransitionCause;
     use std::cell::Cell;
+    use std::path::Path;
 
     /// A clock that reads the wall clock plus an offset we can move.
     struct Shifted(Cell<u64>);
@@ -606,7 +553,7 @@ mod tests {
 
     #[test]
     fn station_toml_with_owner_and_isolation() {
-        use crate::daemon::config::{ActivitySource, StationConfig};
+        use crate::config::{ActivitySource, StationConfig};
         use crate::isolation::CgroupMode;
         let c: StationConfig = toml::from_str(
             "activity = { source = \"linux\" }\n\
@@ -634,16 +581,5 @@ mod tests {
                 .contains("isolation.parent")
         );
         assert!(toml::from_str::<StationConfig>("[isolation]\ncgroup = \"auto\"\n").is_err());
-    }
-
-    #[test]
-    fn state_file_words() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("s");
-        assert_eq!(read_state_file(&f), OwnerState::Av);
-        std::fs::write(&f, "ACTIVE since 9\n").unwrap();
-        assert_eq!(read_state_file(&f), OwnerState::Na);
-        std::fs::write(&f, "idle\n").unwrap();
-        assert_eq!(read_state_file(&f), OwnerState::Av);
     }
 }

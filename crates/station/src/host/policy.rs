@@ -61,7 +61,7 @@ impl PolicyConfig {
     pub fn to_ad(&self, unix: i64) -> PolicyAd {
         PolicyAd {
             windows: self.windows.clone(),
-            utc_offset_secs: super::machine::utc_offset_secs(unix),
+            utc_offset_secs: super::machine_ad::utc_offset_secs(unix),
             allow_users: self.allow_users.clone(),
             deny_users: self.deny_users.clone(),
             start: self.start.clone(),
@@ -122,9 +122,9 @@ pub fn spawn_window_gate(
     tokio::spawn(async move {
         let mut was_open = None;
         loop {
-            let now = super::now_secs() as i64;
+            let now = crate::clock::now_secs() as i64;
             let open = PolicyAd {
-                utc_offset_secs: super::machine::utc_offset_secs(now),
+                utc_offset_secs: super::machine_ad::utc_offset_secs(now),
                 ..policy.clone()
             }
             .window_open(now);
@@ -165,10 +165,10 @@ mod tests {
     /// A window covering no minute of any day but the current one's
     /// opposite: closed now, whatever the zone.
     fn closed_window() -> String {
-        let now = crate::daemon::now_secs() as i64;
+        let now = crate::clock::now_secs() as i64;
         let t = gleaner_core::matchmaking::LocalTime::from_unix(
             now,
-            crate::daemon::machine::utc_offset_secs(now),
+            crate::host::machine_ad::utc_offset_secs(now),
         );
         let day = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"][((t.weekday + 3) % 7) as usize];
         format!("{day} 00:00-24:00")

@@ -4,18 +4,21 @@
 //! Job state lives on the submitting station (Mutka 1988 §5), so every one
 //! of these requests is answered from the local queue. Reading the queue is
 //! open to every authenticated user, as `condor_q` is; changing a job or
-//! reading its output needs its owner's token or an Admin one.
+//! reading its output needs its owner's token or an Admin one
+//! ([`gleaner_edge::may_act_on`]).
 
-use super::{ApiError, Station, body, may_act_on, now, parse_job_id, parse_json, shadow};
+use super::user_log::user_log;
+use super::{Home, parse_job_id, schedd, shadow};
+use crate::clock::now;
 use crate::queue::{JobFilter, JobRecord};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
+use gleaner_edge::{ApiError, Caller, body_bytes, may_act_on, parse_json};
 use gleaner_proto::api::{
     ActionRequest, ActionResponse, EventInfo, JobDetail, JobInfo, SubmitBody,
 };
-use gleaner_proto::auth::Claims;
 use gleaner_proto::job::{JobId, JobState, JobStateKind};
 use gleaner_proto::wire::{ErrorCode, SubmitResponse, check_version};
 use std::collections::HashMap;
@@ -25,7 +28,7 @@ use std::sync::Arc;
 type Q = Query<HashMap<String, String>>;
 type QR = Result<Q, axum::extract::rejection::QueryRejection>;
 
-pub(crate) fn router() -> Router<Arc<Station>> {
+pub(crate) fn router() -> Router<Arc<Home>> {
     Router::new()
         .route("/v1/submit", post(submit))
         .route("/v1/jobs", get(list))
@@ -81,19 +84,19 @@ pub(crate) fn resolve_iwd(iwd: Option<&str>, submit_dir: Option<&str>) -> Option
 }
 
 async fn submit(
-    State(st): State<Arc<Station>>,
-    Extension(claims): Extension<Claims>,
+    State(home): State<Arc<Home>>,
+    Extension(caller): Extension<Caller>,
     raw: Result<axum::body::Bytes, BytesRejection>,
 ) -> Result<Json<SubmitResponse>, ApiError> {
-    if !st.config.role.submits() {
+    if !home.config.role.submits() {
         return Err(ApiError::new(
             ErrorCode::Forbidden,
             "this station is execute-only and accepts no submissions",
         ));
     }
-    let raw = body(raw)?;
+    let raw = body_bytes(raw)?;
     let mut req: SubmitBody = parse_json(&raw)?;
-    check_version(req.protocol).map_err(ApiError)?;
+    check_version(req.protocol).map_err(ApiError::from)?;
     if let Some(d) = &req.submit_dir
         && !d.starts_with('/')
     {
@@ -102,16 +105,16 @@ async fn submit(
             format!("submit_dir must be an absolute path, got {d:?}"),
         ));
     }
-    // The owner is who the token says, never what the body claims.
-    req.submission.owner = claims.subject.clone();
+    // The owner is who the caller is, never what the body claims.
+    req.submission.owner = caller.name.clone();
     let submit_dir = req.submit_dir.clone();
     let at = now();
     let ids = {
-        let mut q = st.queue();
+        let mut q = home.queue();
         q.submit_with(at, |cluster| {
             let mut descs = req.submission.expand(cluster)?;
             for d in &mut descs {
-                d.owner = claims.subject.clone();
+                d.owner = caller.name.clone();
                 d.iwd = resolve_iwd(d.iwd.as_deref(), submit_dir.as_deref());
             }
             Ok(descs)
@@ -119,15 +122,22 @@ async fn submit(
     };
     let cluster = ids.first().map_or(0, |j| j.cluster);
     for id in &ids {
-        shadow::user_log(&st, *id, at, "000", "Job submitted from host", &st.address);
+        user_log(
+            &home,
+            *id,
+            at,
+            "000",
+            "Job submitted from host",
+            &home.address,
+        );
     }
-    tracing::info!(owner = %claims.subject, cluster, procs = ids.len(), "cluster submitted");
+    tracing::info!(owner = %caller.name, cluster, procs = ids.len(), "cluster submitted");
     // A new demand is news for the coordinator: advertise now.
-    st.wake.notify_one();
+    home.news.notify_one();
     Ok(Json(SubmitResponse { cluster, jobs: ids }))
 }
 
-async fn list(State(st): State<Arc<Station>>, q: QR) -> Result<Json<Vec<JobInfo>>, ApiError> {
+async fn list(State(home): State<Arc<Home>>, q: QR) -> Result<Json<Vec<JobInfo>>, ApiError> {
     let q = query(q)?;
     let mut filter = JobFilter::default();
     if let Some(o) = q.get("owner").filter(|o| !o.is_empty()) {
@@ -146,7 +156,7 @@ async fn list(State(st): State<Arc<Station>>, q: QR) -> Result<Json<Vec<JobInfo>
         ));
     }
     let all = q.get("all").is_some_and(|v| v == "1" || v == "true");
-    let rows = st.queue().list(&filter)?;
+    let rows = home.queue().list(&filter)?;
     // Like condor_q, the queue shows active jobs; finished ones are in
     // history unless a state filter or `all` asks for them.
     let rows = rows
@@ -157,19 +167,19 @@ async fn list(State(st): State<Arc<Station>>, q: QR) -> Result<Json<Vec<JobInfo>
     Ok(Json(rows))
 }
 
-async fn history(State(st): State<Arc<Station>>, q: QR) -> Result<Json<Vec<JobInfo>>, ApiError> {
+async fn history(State(home): State<Arc<Home>>, q: QR) -> Result<Json<Vec<JobInfo>>, ApiError> {
     let q = query(q)?;
     let owner = q.get("owner").filter(|o| !o.is_empty());
-    let rows = st.queue().history(owner.map(String::as_str))?;
+    let rows = home.queue().history(owner.map(String::as_str))?;
     Ok(Json(rows.iter().map(info).collect()))
 }
 
 async fn detail(
-    State(st): State<Arc<Station>>,
+    State(home): State<Arc<Home>>,
     Path(id): Path<String>,
 ) -> Result<Json<JobDetail>, ApiError> {
     let id = parse_job_id(&id)?;
-    let q = st.queue();
+    let q = home.queue();
     let r = q
         .get(id)?
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no such job {id}")))?;
@@ -190,8 +200,8 @@ async fn detail(
 }
 
 /// `12.3` is one job, `12` all procs of cluster 12.
-fn target_jobs(st: &Station, id: &str) -> Result<Vec<JobRecord>, ApiError> {
-    let q = st.queue();
+fn target_jobs(home: &Home, id: &str) -> Result<Vec<JobRecord>, ApiError> {
+    let q = home.queue();
     if id.contains('.') {
         let id = parse_job_id(id)?;
         let r = q
@@ -226,28 +236,28 @@ enum Action {
 }
 
 async fn act(
-    st: Arc<Station>,
-    claims: Claims,
+    home: Arc<Home>,
+    caller: Caller,
     id: String,
     raw: Result<axum::body::Bytes, BytesRejection>,
     action: Action,
 ) -> Result<Json<ActionResponse>, ApiError> {
-    let raw = body(raw)?;
+    let raw = body_bytes(raw)?;
     let req: ActionRequest = if raw.iter().all(u8::is_ascii_whitespace) {
         ActionRequest::default()
     } else {
         parse_json(&raw)?
     };
-    let jobs = target_jobs(&st, &id)?;
+    let jobs = target_jobs(&home, &id)?;
     // All or nothing: one foreign job refuses the whole request.
-    if let Some(j) = jobs.iter().find(|j| !may_act_on(&claims, &j.owner)) {
-        tracing::warn!(user = %claims.subject, job = %j.id, owner = %j.owner, "refused action on another user's job");
+    if let Some(j) = jobs.iter().find(|j| !may_act_on(&caller, &j.owner)) {
+        tracing::warn!(user = %caller.name, job = %j.id, owner = %j.owner, "refused action on another user's job");
         return Err(ApiError::new(
             ErrorCode::Forbidden,
             format!("job {} belongs to {}", j.id, j.owner),
         ));
     }
-    let by = &claims.subject;
+    let by = &caller.name;
     let reason = req.reason.unwrap_or_default();
     let (to, detail, code, text) = match action {
         Action::Rm => (
@@ -282,13 +292,13 @@ async fn act(
     let mut resp = ActionResponse::default();
     for j in &jobs {
         let was_remote = matches!(j.state, JobState::Running | JobState::Suspended);
-        let r = st.queue().transition(j.id, to.clone(), &detail, at);
+        let r = home.queue().transition(j.id, to.clone(), &detail, at);
         match r {
             Ok(_) => {
                 resp.changed.push(j.id);
-                shadow::user_log(&st, j.id, at, code, text, &detail);
+                user_log(&home, j.id, at, code, text, &detail);
                 if was_remote {
-                    super::schedd::spawn_vacate(&st, j.id, &detail);
+                    schedd::spawn_vacate(&home, j.id, &detail);
                 }
             }
             Err(crate::queue::QueueError::IllegalTransition { source, .. }) => {
@@ -306,7 +316,7 @@ async fn act(
         return Err(ApiError::new(ErrorCode::Conflict, why.join("; ")));
     }
     tracing::info!(user = %by, changed = resp.changed.len(), "job action applied");
-    st.wake.notify_one();
+    home.news.notify_one();
     Ok(Json(resp))
 }
 
@@ -319,37 +329,37 @@ fn suffix(reason: &str) -> String {
 }
 
 async fn rm(
-    State(st): State<Arc<Station>>,
-    Extension(c): Extension<Claims>,
+    State(home): State<Arc<Home>>,
+    Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     raw: Result<axum::body::Bytes, BytesRejection>,
 ) -> Result<Json<ActionResponse>, ApiError> {
-    act(st, c, id, raw, Action::Rm).await
+    act(home, c, id, raw, Action::Rm).await
 }
 
 async fn hold(
-    State(st): State<Arc<Station>>,
-    Extension(c): Extension<Claims>,
+    State(home): State<Arc<Home>>,
+    Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     raw: Result<axum::body::Bytes, BytesRejection>,
 ) -> Result<Json<ActionResponse>, ApiError> {
-    act(st, c, id, raw, Action::Hold).await
+    act(home, c, id, raw, Action::Hold).await
 }
 
 async fn release(
-    State(st): State<Arc<Station>>,
-    Extension(c): Extension<Claims>,
+    State(home): State<Arc<Home>>,
+    Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     raw: Result<axum::body::Bytes, BytesRejection>,
 ) -> Result<Json<ActionResponse>, ApiError> {
-    act(st, c, id, raw, Action::Release).await
+    act(home, c, id, raw, Action::Release).await
 }
 
 /// stdout/stderr received so far, from `offset` (visible while the job
 /// runs: the shadow appends as the host streams).
 async fn output(
-    State(st): State<Arc<Station>>,
-    Extension(claims): Extension<Claims>,
+    State(home): State<Arc<Home>>,
+    Extension(caller): Extension<Caller>,
     Path((id, stream)): Path<(String, String)>,
     q: QR,
 ) -> Result<Vec<u8>, ApiError> {
@@ -362,16 +372,16 @@ async fn output(
             .map_err(|_| ApiError::bad("offset", format!("offset {o:?} is not a byte count")))?,
         None => 0,
     };
-    let owner = st
+    let owner = home
         .queue()
         .get(id)?
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no such job {id}")))?
         .owner;
-    if !may_act_on(&claims, &owner) {
+    if !may_act_on(&caller, &owner) {
         return Err(ApiError::new(
             ErrorCode::Forbidden,
             format!("job {id} belongs to {owner}"),
         ));
     }
-    shadow::read_stream(&st, id, stream, offset).await
+    shadow::read_stream(&home, id, stream, offset).await
 }

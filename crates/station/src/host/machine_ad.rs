@@ -1,12 +1,51 @@
-//! What the station advertises about itself as a machine: measured speed
-//! β, free disk of the execute directory, local zone, custom attributes,
-//! and its idle jobs grouped into classes for matchmaking.
+//! The host's part of the station ad as a machine: architecture and
+//! system, measured speed β, free disk of the execute directory, the local
+//! zone, custom attributes and the checkpoint backends.
 
-use crate::queue::JobQueue;
-use gleaner_proto::machine::JobClass;
+use crate::config::StationConfig;
+use gleaner_core::time::Time;
+use gleaner_proto::wire::{Demand, PROTOCOL_VERSION, StationAd};
 use std::path::Path;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+/// The parts of the ad that do not change while the daemon runs; the
+/// starter's admission checks placements against it, and the advertise
+/// loop starts every ad from it.
+pub fn template(cfg: &StationConfig, name: &str) -> StationAd {
+    // Built-in attributes (checkpoint backends) first; the owner's `[attrs]`
+    // may override them.
+    let mut attrs = crate::checkpoint::ad_attrs();
+    attrs.extend(cfg.attrs.clone());
+    StationAd {
+        protocol: PROTOCOL_VERSION,
+        name: name.to_string(),
+        address: String::new(),
+        state: gleaner_core::detector::OwnerState::Av,
+        cpus: cfg.cpus.unwrap_or(1),
+        memory_mb: cfg.memory_mb.unwrap_or(1024),
+        disk_free_kb: 0,
+        arch: cfg
+            .arch
+            .clone()
+            .unwrap_or_else(|| std::env::consts::ARCH.to_uppercase()),
+        opsys: cfg.opsys.clone().unwrap_or_else(|| "LINUX".into()),
+        speed: match cfg.speed {
+            Some(s) => s,
+            None if cfg.role.executes() => measured_speed(),
+            None => 0.0,
+        },
+        running_guests: Vec::new(),
+        attrs,
+        demand: Demand::default(),
+        policy: Default::default(),
+        classes: Vec::new(),
+        submit_only: !cfg.role.executes(),
+        execute_only: !cfg.role.submits(),
+        sequence: 0,
+        sent_at: Time::ZERO,
+    }
+}
 
 /// Benchmark iterations per second of the reference machine (β = 1). Set
 /// so that one core of a 2020s x86-64 desktop measures a β of a few units;
@@ -85,39 +124,6 @@ pub fn utc_offset_secs(unix: i64) -> i32 {
         i32::try_from(tm.tm_gmtoff).unwrap_or(0)
     } else {
         0
-    }
-}
-
-/// Most idle jobs looked at when grouping (a bigger queue still advertises
-/// its full count; the rest is grouped as it comes forward).
-const MAX_GROUPED: usize = 10_000;
-
-/// Most classes advertised: the ad stays small; jobs of further classes
-/// still count in the demand and are advertised as earlier ones leave.
-const MAX_CLASSES: usize = 256;
-
-/// The station's idle jobs in queue order, grouped into classes; `skip`
-/// jobs are being placed right now; `avoided` names the hosts a job must
-/// stay away from (so the matchmaker never offers them).
-pub fn idle_classes(
-    q: &JobQueue,
-    skip: &std::collections::HashSet<gleaner_proto::job::JobId>,
-    avoided: impl Fn(gleaner_proto::job::JobId) -> Vec<String>,
-) -> Vec<JobClass> {
-    match q.next_idle_jobs(MAX_GROUPED) {
-        Ok(jobs) => {
-            let mut classes = JobClass::merge(
-                jobs.iter()
-                    .filter(|j| !skip.contains(&j.id))
-                    .map(|j| JobClass::avoiding(&j.description, avoided(j.id))),
-            );
-            classes.truncate(MAX_CLASSES);
-            classes
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "cannot read idle jobs");
-            Vec::new()
-        }
     }
 }
 

@@ -17,18 +17,19 @@
 //!   stdout/stderr and output files are copied to the paths named in the
 //!   submit description (relative to the initial directory).
 //!
-//! Every event also goes to the user log (`log =`), in HTCondor's event
-//! format, so that tools that read user logs keep working.
+//! Every event also goes to the user log ([`super::user_log`]).
 
-use super::{ApiError, Station, body, now, parse_job_id, parse_json};
+use super::http::job_record;
+use super::user_log::user_log;
+use super::{Home, parse_job_id};
+use crate::clock::now;
 use crate::queue::JobRecord;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::routing::{get, post, put};
 use axum::{Extension, Json, Router};
-use gleaner_core::time::Time;
+use gleaner_edge::{ApiError, Caller, body_bytes, parse_json, require_station};
 use gleaner_proto::api::{AppendResponse, StoredResponse};
-use gleaner_proto::auth::{Claims, Role};
 use gleaner_proto::job::{JobEventKind, JobId, JobState, JobStateKind};
 use gleaner_proto::wire::{ErrorCode, JobStatusReport, check_version};
 use std::collections::HashMap;
@@ -36,7 +37,11 @@ use std::io::Write;
 use std::path::{Component, PathBuf};
 use std::sync::Arc;
 
-pub(crate) fn router() -> Router<Arc<Station>> {
+/// What a user token hears on a shadow endpoint: they are for stations
+/// (and administrators debugging).
+pub(crate) const STATIONS_ONLY: &str = "shadow endpoints need a daemon token";
+
+pub(crate) fn router() -> Router<Arc<Home>> {
     Router::new()
         .route("/v1/shadow/{job}/input/{name}", get(input))
         .route("/v1/shadow/{job}/output/{stream}", post(append))
@@ -70,29 +75,11 @@ impl Stream {
     }
 }
 
-/// Shadow endpoints are for daemons (and administrators debugging).
-fn require_daemon(c: &Claims) -> Result<(), ApiError> {
-    if matches!(c.role, Role::Daemon | Role::Admin) {
-        Ok(())
-    } else {
-        tracing::warn!(subject = %c.subject, "user token on a shadow endpoint");
-        Err(ApiError::new(
-            ErrorCode::Forbidden,
-            "shadow endpoints need a daemon token",
-        ))
-    }
-}
-
-fn job(st: &Station, id: JobId) -> Result<JobRecord, ApiError> {
-    st.queue()
-        .get(id)?
-        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no such job {id}")))
-}
-
 /// Output may arrive while the job runs, or while its placement is being
 /// acknowledged (the host may start before the home hears "accepted").
-fn accepts_output(st: &Station, r: &JobRecord) -> bool {
-    matches!(r.state, JobState::Running | JobState::Suspended) || st.placing().contains(&r.id)
+/// Checkpoints and leases follow the same rule.
+pub(crate) fn runs_remotely(home: &Home, r: &JobRecord) -> bool {
+    matches!(r.state, JobState::Running | JobState::Suspended) || home.remote.is_placing(r.id)
 }
 
 fn iwd(r: &JobRecord) -> Result<PathBuf, ApiError> {
@@ -159,13 +146,13 @@ fn input_path(r: &JobRecord, name: &str) -> Result<PathBuf, ApiError> {
 }
 
 async fn input(
-    State(st): State<Arc<Station>>,
-    Extension(claims): Extension<Claims>,
+    State(home): State<Arc<Home>>,
+    Extension(caller): Extension<Caller>,
     Path((id, name)): Path<(String, String)>,
 ) -> Result<Vec<u8>, ApiError> {
-    require_daemon(&claims)?;
+    require_station(&caller, STATIONS_ONLY)?;
     let id = parse_job_id(&id)?;
-    let r = job(&st, id)?;
+    let r = job_record(&home, id)?;
     if r.state.is_terminal() || r.state.kind() == JobStateKind::Held {
         return Err(ApiError::new(
             ErrorCode::Conflict,
@@ -198,18 +185,18 @@ async fn input(
     })
 }
 
-fn stream_path(st: &Station, id: JobId, s: Stream) -> PathBuf {
-    st.spool_for(id).join(s.name())
+fn stream_path(home: &Home, id: JobId, s: Stream) -> PathBuf {
+    home.spool_for(id).join(s.name())
 }
 
 /// Output received so far, from `offset`.
 pub(crate) async fn read_stream(
-    st: &Station,
+    home: &Home,
     id: JobId,
     s: Stream,
     offset: u64,
 ) -> Result<Vec<u8>, ApiError> {
-    let data = match tokio::fs::read(stream_path(st, id, s)).await {
+    let data = match tokio::fs::read(stream_path(home, id, s)).await {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => {
@@ -226,19 +213,14 @@ pub(crate) async fn read_stream(
     Ok(data[start..].to_vec())
 }
 
-fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
-    tracing::error!(error = %e, "{what}");
-    ApiError::new(ErrorCode::Internal, what.to_string())
-}
-
 async fn append(
-    State(st): State<Arc<Station>>,
-    Extension(claims): Extension<Claims>,
+    State(home): State<Arc<Home>>,
+    Extension(caller): Extension<Caller>,
     Path((id, stream)): Path<(String, String)>,
     q: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
     raw: Result<axum::body::Bytes, BytesRejection>,
 ) -> Result<Json<AppendResponse>, ApiError> {
-    require_daemon(&claims)?;
+    require_station(&caller, STATIONS_ONLY)?;
     let id = parse_job_id(&id)?;
     let s = Stream::parse(&stream)?;
     let Query(q) = q.map_err(|e| ApiError::bad("offset", e.to_string()))?;
@@ -247,18 +229,19 @@ async fn append(
         .ok_or_else(|| ApiError::bad("offset", "offset is required"))?
         .parse()
         .map_err(|_| ApiError::bad("offset", "offset is not a byte count"))?;
-    let data = body(raw)?;
-    let r = job(&st, id)?;
-    if !accepts_output(&st, &r) {
+    let data = body_bytes(raw)?;
+    let r = job_record(&home, id)?;
+    if !runs_remotely(&home, &r) {
         return Err(ApiError::new(
             ErrorCode::Conflict,
             format!("job {id} is {}: not accepting output", r.state),
         ));
     }
-    let _guard = st.spool_lock.lock().await;
-    let dir = st.spool_for(id);
-    std::fs::create_dir_all(&dir).map_err(|e| internal("cannot create spool directory", e))?;
-    let path = stream_path(&st, id, s);
+    let _guard = home.spool_lock.lock().await;
+    let dir = home.spool_for(id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| ApiError::internal("cannot create spool directory", e))?;
+    let path = stream_path(&home, id, s);
     let len = std::fs::metadata(&path).map_or(0, |m| m.len());
     if offset > len {
         return Err(ApiError::field(
@@ -278,9 +261,9 @@ async fn append(
             .create(true)
             .append(true)
             .open(&path)
-            .map_err(|e| internal("cannot open spooled output", e))?;
+            .map_err(|e| ApiError::internal("cannot open spooled output", e))?;
         f.write_all(data.get(skip..).unwrap_or_default())
-            .map_err(|e| internal("cannot write spooled output", e))?;
+            .map_err(|e| ApiError::internal("cannot write spooled output", e))?;
     }
     Ok(Json(AppendResponse {
         length: end.max(len),
@@ -288,12 +271,12 @@ async fn append(
 }
 
 async fn store_file(
-    State(st): State<Arc<Station>>,
-    Extension(claims): Extension<Claims>,
+    State(home): State<Arc<Home>>,
+    Extension(caller): Extension<Caller>,
     Path((id, name)): Path<(String, String)>,
     raw: Result<axum::body::Bytes, BytesRejection>,
 ) -> Result<Json<StoredResponse>, ApiError> {
-    require_daemon(&claims)?;
+    require_station(&caller, STATIONS_ONLY)?;
     let id = parse_job_id(&id)?;
     if !is_plain_name(&name) {
         tracing::warn!(job = %id, name, "output file name refused");
@@ -302,9 +285,9 @@ async fn store_file(
             format!("{name:?} is not a plain file name"),
         ));
     }
-    let data = body(raw)?;
-    let r = job(&st, id)?;
-    if !accepts_output(&st, &r) {
+    let data = body_bytes(raw)?;
+    let r = job_record(&home, id)?;
+    if !runs_remotely(&home, &r) {
         return Err(ApiError::new(
             ErrorCode::Conflict,
             format!("job {id} is {}: not accepting output files", r.state),
@@ -319,13 +302,15 @@ async fn store_file(
             format!("{name:?} is not in transfer_output_files"),
         ));
     }
-    let _guard = st.spool_lock.lock().await;
-    let dir = st.spool_for(id).join("files");
-    std::fs::create_dir_all(&dir).map_err(|e| internal("cannot create spool directory", e))?;
+    let _guard = home.spool_lock.lock().await;
+    let dir = home.spool_for(id).join("files");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| ApiError::internal("cannot create spool directory", e))?;
     // Write then rename, so that a retried upload never leaves half a file.
     let tmp = dir.join(format!(".{name}.part"));
-    std::fs::write(&tmp, &data).map_err(|e| internal("cannot store output file", e))?;
-    std::fs::rename(&tmp, dir.join(&name)).map_err(|e| internal("cannot store output file", e))?;
+    std::fs::write(&tmp, &data).map_err(|e| ApiError::internal("cannot store output file", e))?;
+    std::fs::rename(&tmp, dir.join(&name))
+        .map_err(|e| ApiError::internal("cannot store output file", e))?;
     Ok(Json(StoredResponse {
         ok: true,
         detail: format!("{} bytes", data.len()),
@@ -335,12 +320,12 @@ async fn store_file(
 /// Copies spooled stdout/stderr and output files to where the submit
 /// description wants them. Failures are logged and returned as text: the
 /// job still completes (its output stays in the spool).
-fn deliver_outputs(st: &Station, r: &JobRecord) -> Vec<String> {
+fn deliver_outputs(home: &Home, r: &JobRecord) -> Vec<String> {
     let mut problems = Vec::new();
     let Some(iwd) = r.description.iwd.as_deref().map(PathBuf::from) else {
         return vec!["no initial directory: outputs stay in the spool".into()];
     };
-    let spool = st.spool_for(r.id);
+    let spool = home.spool_for(r.id);
     let mut copy = |from: PathBuf, to: PathBuf| {
         if !from.exists() {
             // Nothing was written: create the file empty, as HTCondor does.
@@ -377,36 +362,36 @@ fn deliver_outputs(st: &Station, r: &JobRecord) -> Vec<String> {
 }
 
 async fn status(
-    State(st): State<Arc<Station>>,
-    Extension(claims): Extension<Claims>,
+    State(home): State<Arc<Home>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     raw: Result<axum::body::Bytes, BytesRejection>,
 ) -> Result<Json<StoredResponse>, ApiError> {
-    require_daemon(&claims)?;
+    require_station(&caller, STATIONS_ONLY)?;
     let id = parse_job_id(&id)?;
-    let raw = body(raw)?;
+    let raw = body_bytes(raw)?;
     let rep: JobStatusReport = parse_json(&raw)?;
-    check_version(rep.protocol).map_err(ApiError)?;
+    check_version(rep.protocol).map_err(ApiError::from)?;
     if rep.job_id != id {
         return Err(ApiError::bad(
             "job_id",
             format!("report is for {} but was sent to {id}", rep.job_id),
         ));
     }
-    let r = job(&st, id)?;
+    let r = job_record(&home, id)?;
     // A host the home gave up on (lease expired, job requeued and placed
     // elsewhere) must not change the job any more.
-    if r.host.as_deref().is_some_and(|h| h != rep.host) && !st.placing().contains(&id) {
+    if r.host.as_deref().is_some_and(|h| h != rep.host) && !home.remote.is_placing(id) {
         tracing::warn!(job = %id, host = %rep.host, "status report from a former host refused");
         return Err(ApiError::new(
             ErrorCode::Conflict,
             format!("job {id} no longer runs on {}", rep.host),
         ));
     }
-    st.ckpt.touch(id);
+    home.remote.touch(id);
     let at = now();
     if matches!(rep.event, JobEventKind::Checkpointed | JobEventKind::Placed) {
-        st.queue().annotate(id, rep.event, &rep.detail, at)?;
+        home.queue().annotate(id, rep.event, &rep.detail, at)?;
         return Ok(Json(StoredResponse {
             ok: true,
             detail: "recorded".into(),
@@ -425,17 +410,20 @@ async fn status(
         format!("on {}: {}", rep.host, rep.detail)
     };
     if let JobState::Completed { .. } = rep.state {
-        let problems = deliver_outputs(&st, &r);
+        let problems = deliver_outputs(&home, &r);
         if !problems.is_empty() {
             detail.push_str(&format!(" (output delivery: {})", problems.join("; ")));
         }
     }
-    let new = st.queue().transition(id, rep.state.clone(), &detail, at)?;
+    let new = home
+        .queue()
+        .transition(id, rep.state.clone(), &detail, at)?;
     if rep.event == JobEventKind::Evicted {
         // Resource feedback (Neeracher 1998 §4): not this host again soon.
-        st.ckpt.avoid_host(id, &rep.host);
+        home.remote.avoid_host(id, &rep.host);
     }
-    st.placing().remove(&id);
+    let still_remote = matches!(new.state, JobState::Running | JobState::Suspended);
+    home.remote.reported(id, still_remote);
     let (code, text) = match &new.state {
         JobState::Running if r.state.kind() == JobStateKind::Suspended => {
             ("011", "Job was unsuspended".to_string())
@@ -450,59 +438,11 @@ async fn status(
         ),
         JobState::Removed => ("009", "Job was aborted".to_string()),
     };
-    user_log(&st, id, at, code, &text, &detail);
-    if !matches!(new.state, JobState::Running | JobState::Suspended) {
-        st.hosts().remove(&id);
+    user_log(&home, id, at, code, &text, &detail);
+    if !still_remote {
         // A host came free or a job came back: tell the coordinator now.
-        st.wake.notify_one();
+        home.news.notify_one();
     }
     tracing::info!(job = %id, host = %rep.host, state = %new.state, "status report applied");
     Ok(Json(StoredResponse { ok: true, detail }))
-}
-
-/// Appends one HTCondor-style event to the job's user log, if it has one.
-/// Failures are logged, never fatal: the queue's history is authoritative.
-pub(crate) fn user_log(st: &Station, id: JobId, at: Time, code: &str, text: &str, detail: &str) {
-    let Ok(Some(r)) = st.queue().get(id) else {
-        return;
-    };
-    let Some(log) = r.description.log.as_deref() else {
-        return;
-    };
-    let path = match (log.starts_with('/'), r.description.iwd.as_deref()) {
-        (true, _) => PathBuf::from(log),
-        (false, Some(iwd)) => PathBuf::from(iwd).join(log),
-        (false, None) => return,
-    };
-    let entry = format!(
-        "{code} ({:03}.{:03}.000) {} {text}\n\t{detail}\n...\n",
-        id.cluster,
-        id.proc,
-        gleaner_proto::api::utc_datetime(at)
-    );
-    let res = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut f| f.write_all(entry.as_bytes()));
-    if let Err(e) = res {
-        tracing::warn!(job = %id, path = %path.display(), error = %e, "cannot write user log");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(
-            gleaner_proto::api::utc_datetime(Time::from_secs(0)),
-            "1970-01-01 00:00:00"
-        );
-        assert_eq!(
-            gleaner_proto::api::utc_datetime(Time::from_secs(1_763_707_800)),
-            "2025-11-21 06:50:00"
-        );
-    }
 }

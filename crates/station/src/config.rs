@@ -16,7 +16,7 @@
 //! placement_interval_secs = 120 # at most one placement per interval
 //! activity = { source = "always_idle" } # or "file" (path = ...), or "linux" with [owner]
 //! eviction_policy = "linger_longer" # see gleaner_core::eviction
-//! [owner]                         # daemon::owner_watch
+//! [owner]                         # host::owner_watch
 //! sources = ["evdev", "tty", "logind", "power", "load"]
 //! [isolation]                     # isolation::CgroupSettings
 //! cgroups = "auto"
@@ -59,7 +59,7 @@ pub enum ActivitySource {
     /// A file whose first word is `active` or `idle` (tests, scripts).
     File { path: PathBuf },
     /// The real Linux sources and detector, configured in `[owner]`
-    /// (see `daemon::owner_watch`).
+    /// (see `host::owner_watch`).
     Linux,
 }
 
@@ -103,14 +103,14 @@ pub struct StationConfig {
     /// Largest request body accepted, bytes.
     pub max_body_bytes: usize,
     /// Real owner-activity sources and detector (`activity.source = "linux"`).
-    pub owner: super::owner_watch::OwnerWatchConfig,
+    pub owner: crate::host::owner_watch::OwnerWatchConfig,
     /// Guest cgroups (`[isolation]`).
     pub isolation: crate::isolation::CgroupSettings,
     /// Custom machine attributes (`[attrs]`, name = ClassAd expression
     /// text), advertised in the machine ad for jobs' requirements.
     pub attrs: std::collections::BTreeMap<String, String>,
     /// The owner's rules for guests (`[policy]`).
-    pub policy: super::policy::PolicyConfig,
+    pub policy: crate::host::policy::PolicyConfig,
     /// Lease between a job's home and its host, seconds (0: no leases).
     /// The host renews every third of it and kills a guest whose home it
     /// cannot reach for this long; the home requeues a job not heard of for
@@ -174,7 +174,7 @@ impl Default for StationConfig {
             checkpoint_signal: "SIGTERM".into(),
             checkpoint_grace_secs: 10.0,
             execute_dir: None,
-            criu_sandbox_dir: PathBuf::from(super::starter::DEFAULT_CRIU_SANDBOX_DIR),
+            criu_sandbox_dir: PathBuf::from(crate::daemon::starter::DEFAULT_CRIU_SANDBOX_DIR),
         }
     }
 }

@@ -14,61 +14,23 @@
 //! State changes are checked against [`JobStateKind::can_transition_to`]; an
 //! illegal one fails and changes nothing.
 
+mod rows;
+mod schema;
+
 use gleaner_core::time::Time;
 use gleaner_proto::job::{
     IllegalTransition, JobDescription, JobEventKind, JobId, JobState, JobStateKind,
 };
 use gleaner_proto::submit::{ClusterSubmission, SubmitErrors};
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
+use rows::{JOB_COLUMNS, RawJob, decode_state, time_from, time_sql, to_i64};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use schema::SCHEMA_VERSION;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
 
-/// Schema version stored in `PRAGMA user_version`.
-const SCHEMA_VERSION: i64 = 1;
-
 /// How long a writer waits for another process's transaction to finish.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS meta (
-    key   TEXT PRIMARY KEY,
-    value INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS jobs (
-    cluster      INTEGER NOT NULL,
-    proc         INTEGER NOT NULL,
-    owner        TEXT NOT NULL,
-    description  TEXT NOT NULL,          -- JobDescription as JSON
-    state        INTEGER NOT NULL,       -- HTCondor JobStatus code
-    hold_reason  TEXT,
-    exit_code    INTEGER,
-    priority     INTEGER NOT NULL DEFAULT 0,
-    submitted_at INTEGER NOT NULL,       -- microseconds, caller's epoch
-    updated_at   INTEGER NOT NULL,
-    started_at   INTEGER,                -- last start
-    finished_at  INTEGER,                -- entered Completed/Removed
-    run_count    INTEGER NOT NULL DEFAULT 0,
-    host         TEXT,                   -- host it was last placed on
-    PRIMARY KEY (cluster, proc)
-);
-CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, priority, cluster, proc);
-CREATE INDEX IF NOT EXISTS jobs_by_owner ON jobs (owner, state);
-CREATE TABLE IF NOT EXISTS events (
-    seq     INTEGER PRIMARY KEY AUTOINCREMENT,
-    cluster INTEGER NOT NULL,
-    proc    INTEGER NOT NULL,
-    at      INTEGER NOT NULL,
-    kind    TEXT NOT NULL,
-    detail  TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS events_by_job ON events (cluster, proc, seq);
-CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
-    BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
-    BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-INSERT OR IGNORE INTO meta (key, value) VALUES ('next_cluster', 1);
-";
 
 /// Errors of the job queue.
 #[derive(Debug, thiserror::Error)]
@@ -127,6 +89,14 @@ pub struct JobEvent {
     pub detail: String,
 }
 
+/// A job that holds a host now, where it was placed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunningJob {
+    pub id: JobId,
+    pub host: Option<String>,
+    pub host_address: Option<String>,
+}
+
 /// Selects jobs for [`JobQueue::list`]; empty fields match everything.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JobFilter {
@@ -164,21 +134,6 @@ impl std::fmt::Debug for JobQueue {
     }
 }
 
-fn to_i64(v: u64, what: &'static str) -> Result<i64> {
-    i64::try_from(v).map_err(|_| QueueError::Range(what))
-}
-
-fn time_sql(t: Time) -> Result<i64> {
-    to_i64(t.as_micros(), "time")
-}
-
-fn time_from(v: i64) -> Time {
-    Time::from_micros(u64::try_from(v).unwrap_or(0))
-}
-
-const JOB_COLUMNS: &str = "cluster, proc, owner, description, state, hold_reason, exit_code, \
-     submitted_at, updated_at, started_at, finished_at, run_count, host";
-
 impl JobQueue {
     /// Opens (creating if needed) the queue at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
@@ -193,13 +148,7 @@ impl JobQueue {
             tracing::warn!(mode, "job queue could not switch to WAL journaling");
         }
         conn.pragma_update(None, "synchronous", "FULL")?;
-        let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if found > SCHEMA_VERSION {
-            return Err(QueueError::SchemaTooNew { found });
-        }
-        conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-        ))?;
+        schema::create_or_migrate(&conn)?;
         Ok(JobQueue { conn })
     }
 
@@ -418,6 +367,37 @@ impl JobQueue {
         Ok(out)
     }
 
+    /// Like [`JobQueue::running_jobs`], with the host's address when it was
+    /// recorded ([`JobQueue::record_placement`]): what the home reloads its
+    /// table of remote jobs from after a restart.
+    pub fn running_placements(&self) -> Result<Vec<RunningJob>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT cluster, proc, host, host_address FROM jobs WHERE state IN (?1, ?2) \
+             ORDER BY cluster, proc",
+        )?;
+        let rows = stmt.query_map(
+            params![JobStateKind::Running.code(), JobStateKind::Suspended.code()],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                ))
+            },
+        )?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (cluster, proc, host, host_address) = row?;
+            out.push(RunningJob {
+                id: JobId::new(u64::try_from(cluster).unwrap_or(0), proc),
+                host,
+                host_address,
+            });
+        }
+        Ok(out)
+    }
+
     /// Counts of jobs per state (for the station's advertised demand).
     pub fn count_by_state(&self) -> Result<Vec<(JobStateKind, u64)>> {
         let mut stmt = self
@@ -497,7 +477,8 @@ impl JobQueue {
     }
 
     /// Records an event that does not change the job's state: `Placed`
-    /// (with the host name as detail, which also becomes the job's host) or
+    /// (with the host name as detail, which also becomes the job's host;
+    /// its address becomes unknown, see [`JobQueue::record_placement`]) or
     /// `Checkpointed`. Other kinds must go through [`JobQueue::transition`].
     pub fn annotate(
         &mut self,
@@ -509,15 +490,47 @@ impl JobQueue {
         if !matches!(kind, JobEventKind::Placed | JobEventKind::Checkpointed) {
             return Err(QueueError::NotAnAnnotation(kind));
         }
+        self.annotate_with(id, kind, detail, None, at)
+    }
+
+    /// Records that `id` was placed on `host` at `address` (its base URL):
+    /// a `Placed` event with the host name as detail. Both survive a
+    /// restart of the home ([`JobQueue::running_placements`]).
+    pub fn record_placement(
+        &mut self,
+        id: JobId,
+        host: &str,
+        address: &str,
+        at: Time,
+    ) -> Result<()> {
+        self.annotate_with(id, JobEventKind::Placed, host, Some(address), at)
+    }
+
+    fn annotate_with(
+        &mut self,
+        id: JobId,
+        kind: JobEventKind,
+        detail: &str,
+        address: Option<&str>,
+        at: Time,
+    ) -> Result<()> {
         let now = time_sql(at)?;
         let cluster = to_i64(id.cluster, "cluster id")?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let changed = tx.execute(
-            "UPDATE jobs SET updated_at = ?3, host = CASE WHEN ?4 THEN ?5 ELSE host END \
+            "UPDATE jobs SET updated_at = ?3, host = CASE WHEN ?4 THEN ?5 ELSE host END, \
+               host_address = CASE WHEN ?4 THEN ?6 ELSE host_address END \
              WHERE cluster = ?1 AND proc = ?2",
-            params![cluster, id.proc, now, kind == JobEventKind::Placed, detail],
+            params![
+                cluster,
+                id.proc,
+                now,
+                kind == JobEventKind::Placed,
+                detail,
+                address
+            ],
         )?;
         if changed == 0 {
             return Err(QueueError::NotFound(id));
@@ -560,90 +573,4 @@ impl JobQueue {
         }
         Ok(out)
     }
-}
-
-/// A `jobs` row before validation.
-struct RawJob {
-    cluster: i64,
-    proc: u32,
-    owner: String,
-    description: String,
-    state: u8,
-    hold_reason: Option<String>,
-    exit_code: Option<i32>,
-    submitted_at: i64,
-    updated_at: i64,
-    started_at: Option<i64>,
-    finished_at: Option<i64>,
-    run_count: u32,
-    host: Option<String>,
-}
-
-impl RawJob {
-    fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
-        Ok(RawJob {
-            cluster: r.get(0)?,
-            proc: r.get(1)?,
-            owner: r.get(2)?,
-            description: r.get(3)?,
-            state: r.get(4)?,
-            hold_reason: r.get(5)?,
-            exit_code: r.get(6)?,
-            submitted_at: r.get(7)?,
-            updated_at: r.get(8)?,
-            started_at: r.get(9)?,
-            finished_at: r.get(10)?,
-            run_count: r.get(11)?,
-            host: r.get(12)?,
-        })
-    }
-
-    fn decode(self) -> Result<JobRecord> {
-        let id = JobId::new(u64::try_from(self.cluster).unwrap_or(0), self.proc);
-        let description: JobDescription =
-            serde_json::from_str(&self.description).map_err(|e| QueueError::Corrupt {
-                job: id,
-                reason: format!("description: {e}"),
-            })?;
-        let state = decode_state(id, self.state, self.hold_reason, self.exit_code)?;
-        Ok(JobRecord {
-            id,
-            owner: self.owner,
-            description,
-            state,
-            submitted_at: time_from(self.submitted_at),
-            updated_at: time_from(self.updated_at),
-            started_at: self.started_at.map(time_from),
-            finished_at: self.finished_at.map(time_from),
-            run_count: self.run_count,
-            host: self.host,
-        })
-    }
-}
-
-fn decode_state(
-    id: JobId,
-    code: u8,
-    hold_reason: Option<String>,
-    exit_code: Option<i32>,
-) -> Result<JobState> {
-    let kind = JobStateKind::from_code(code).ok_or_else(|| QueueError::Corrupt {
-        job: id,
-        reason: format!("unknown state code {code}"),
-    })?;
-    Ok(match kind {
-        JobStateKind::Idle => JobState::Idle,
-        JobStateKind::Running => JobState::Running,
-        JobStateKind::Suspended => JobState::Suspended,
-        JobStateKind::Removed => JobState::Removed,
-        JobStateKind::Held => JobState::Held {
-            reason: hold_reason.unwrap_or_default(),
-        },
-        JobStateKind::Completed => JobState::Completed {
-            exit_code: exit_code.ok_or_else(|| QueueError::Corrupt {
-                job: id,
-                reason: "completed without an exit code".into(),
-            })?,
-        },
-    })
 }

@@ -1,46 +1,35 @@
-//! The pool-measured checkpoint transfer rate for Linger-Longer's `T_migr`
-//! (issue #6, item 3).
+//! The checkpoint transfer rate for Linger-Longer's `T_migr` (issue #6,
+//! item 3): measured here, advertised, and the pool's median (the
+//! coordinator's `ckpt_rate`) as the fallback.
 //!
 //! `T_migr = Suspend_Time(src) + Process_size / Network_Bandwidth +
 //! Resume_Time(dst)` (Ryu & Hollingsworth, Eq. 5,
 //! seeds/002_34f613b0a80e1e58.txt L87). Each station measures the bandwidth
-//! term on its own checkpoint transfers ([`crate::checkpoint::RateMeter`]) and advertises it as
-//! [`CHECKPOINT_TRANSFER_RATE_ATTR`]; the coordinator answers every ad with
-//! the median of the current ads' rates, which this station keeps as the
-//! fallback for the hosts' `T_migr` until it has measured its own.
+//! term on its own checkpoint transfers ([`crate::checkpoint::RateMeter`])
+//! and advertises it as [`CHECKPOINT_TRANSFER_RATE_ATTR`]; the coordinator
+//! answers every ad with the median of the current ads' rates, which the
+//! host keeps as the fallback for its guests' `T_migr` until it has
+//! measured its own.
 
-use super::Station;
 use gleaner_core::eviction::Estimates;
 use gleaner_core::linger::MigrationCost;
-use gleaner_proto::wire::{AdvertiseReply, CHECKPOINT_TRANSFER_RATE_ATTR, StationAd};
+use gleaner_proto::wire::{CHECKPOINT_TRANSFER_RATE_ATTR, StationAd};
 
-/// This station's own measured checkpoint transfer rate, bytes/s: its
-/// starter's (checkpoints it shipped home or fetched, the transfers a
-/// migration from here makes) when it has one, else its home side's
+/// This station's own measured checkpoint transfer rate, bytes/s: the
+/// host's (checkpoints its starter shipped home or fetched, the transfers a
+/// migration from here makes) when it has one, else the home's
 /// (checkpoints its jobs' hosts sent it).
-pub(crate) fn own_rate(st: &Station) -> Option<f64> {
-    st.starter
-        .as_ref()
-        .and_then(|s| s.rate.own())
-        .or_else(|| st.ckpt.rate.own())
+pub fn own_rate(host: Option<f64>, home: Option<f64>) -> Option<f64> {
+    host.or(home)
 }
 
 /// Puts the station's own rate into its ad, when it has one. An owner's
 /// `[attrs]` entry of the same name wins (an administrator may pin it).
-pub(crate) fn add_to_ad(st: &Station, ad: &mut StationAd) {
-    if let Some(r) = own_rate(st) {
+pub fn add_to_ad(rate: Option<f64>, ad: &mut StationAd) {
+    if let Some(r) = rate {
         ad.attrs
             .entry(CHECKPOINT_TRANSFER_RATE_ATTR.to_string())
             .or_insert_with(|| format!("{}", r.round() as u64));
-    }
-}
-
-/// Keeps the pool's rate from an advertise reply for both meters.
-pub(crate) fn apply_reply(st: &Station, reply: &AdvertiseReply) {
-    let pool = reply.checkpoint_transfer_rate.map(|r| r as f64);
-    st.ckpt.rate.set_pool(pool);
-    if let Some(s) = &st.starter {
-        s.rate.set_pool(pool);
     }
 }
 
@@ -85,6 +74,23 @@ mod tests {
         // No checkpoint yet: the paper's 8 MB image at the measured rate.
         let e = initial_estimates(Some(4e6), None, base).unwrap();
         assert_eq!(e.t_migr, Dur::from_secs_f64(2.0));
+    }
+
+    #[test]
+    fn the_host_rate_is_advertised_before_the_home_rate() {
+        assert_eq!(own_rate(Some(2.0), Some(1.0)), Some(2.0));
+        assert_eq!(own_rate(None, Some(1.0)), Some(1.0));
+        let mut ad: StationAd = serde_json::from_value(serde_json::json!({
+            "name": "ws", "address": "", "state": "AV", "cpus": 1,
+            "memory_mb": 1024, "disk_free_kb": 0, "arch": "X86_64",
+            "opsys": "LINUX", "sent_at": 0
+        }))
+        .unwrap();
+        add_to_ad(Some(1234.4), &mut ad);
+        assert_eq!(ad.attrs[CHECKPOINT_TRANSFER_RATE_ATTR], "1234");
+        // A value already there (the owner's `[attrs]`) wins.
+        add_to_ad(Some(99.0), &mut ad);
+        assert_eq!(ad.attrs[CHECKPOINT_TRANSFER_RATE_ATTR], "1234");
     }
 
     #[test]
