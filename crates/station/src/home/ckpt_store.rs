@@ -17,7 +17,7 @@
 //!
 //! Both count as a sign of life for the job's lease ([`super::lease`]).
 
-use super::shadow::{STATIONS_ONLY, runs_remotely};
+use super::shadow::STATIONS_ONLY;
 use super::user_log::user_log;
 use super::{Home, parse_job_id};
 use crate::checkpoint::{CheckpointError, Manifest, RateMeter, SharedBucket, verify_bundle_file};
@@ -84,7 +84,7 @@ fn checkpoint_job(
     require_station(caller, STATIONS_ONLY)?;
     let id = parse_job_id(id)?;
     let r = super::http::job_record(home, id)?;
-    if !runs_remotely(home, &r) {
+    if !home.remote.is_remote(&r) {
         return Err(ApiError::new(
             ErrorCode::Conflict,
             format!("job {id} is {}: {refused}", r.state),

@@ -43,9 +43,8 @@ async fn renew(
     let raw = body_bytes(raw)?;
     let ren: LeaseRenewal = parse_json(&raw)?;
     let r = super::http::job_record(&home, id)?;
-    let ours = home.remote.is_placing(id)
-        || (matches!(r.state, JobState::Running | JobState::Suspended)
-            && r.host.as_deref().is_none_or(|h| h == ren.host));
+    let ours =
+        home.remote.speaks_for(id, r.host.as_deref(), &ren.host) && home.remote.is_remote(&r);
     if !ours {
         tracing::warn!(job = %id, host = %ren.host, state = %r.state, "lease renewal from a host that no longer runs the job");
         return Err(ApiError::new(

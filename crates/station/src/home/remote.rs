@@ -15,8 +15,9 @@
 //!
 //! [`JobQueue::record_placement`]: crate::queue::JobQueue::record_placement
 
-use crate::queue::RunningJob;
+use crate::queue::{JobRecord, RunningJob};
 use gleaner_proto::job::JobId;
+use gleaner_proto::job::JobState;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -146,6 +147,13 @@ impl RemoteJobs {
             .is_some_and(|p| p.phase == Phase::Placing)
     }
 
+    /// Does `r` hold a remote host: running or suspended there, or being
+    /// placed (the host may start before the home hears "accepted")? Only
+    /// then does the home take output, checkpoints and lease renewals for it.
+    pub fn is_remote(&self, r: &JobRecord) -> bool {
+        matches!(r.state, JobState::Running | JobState::Suspended) || self.is_placing(r.id)
+    }
+
     /// The jobs being placed right now.
     pub fn placing(&self) -> HashSet<JobId> {
         self.rows()
@@ -156,6 +164,15 @@ impl RemoteJobs {
     }
 
     // ----- news from hosts -----------------------------------------------
+
+    /// May `host` speak for `job` (report on it, renew its lease)? Only the
+    /// host it was last placed on (`last_host`, from its queue row; any host
+    /// when none is recorded), or any while a placement is in flight (the
+    /// new host may start before the home hears "accepted"). A host the home
+    /// gave up on (lease expired, job placed elsewhere) may not.
+    pub fn speaks_for(&self, job: JobId, last_host: Option<&str>, host: &str) -> bool {
+        self.is_placing(job) || last_host.is_none_or(|h| h == host)
+    }
 
     /// The host of `job` was heard from.
     pub fn touch(&self, job: JobId) {

@@ -75,13 +75,6 @@ impl Stream {
     }
 }
 
-/// Output may arrive while the job runs, or while its placement is being
-/// acknowledged (the host may start before the home hears "accepted").
-/// Checkpoints and leases follow the same rule.
-pub(crate) fn runs_remotely(home: &Home, r: &JobRecord) -> bool {
-    matches!(r.state, JobState::Running | JobState::Suspended) || home.remote.is_placing(r.id)
-}
-
 fn iwd(r: &JobRecord) -> Result<PathBuf, ApiError> {
     r.description
         .iwd
@@ -231,7 +224,7 @@ async fn append(
         .map_err(|_| ApiError::bad("offset", "offset is not a byte count"))?;
     let data = body_bytes(raw)?;
     let r = job_record(&home, id)?;
-    if !runs_remotely(&home, &r) {
+    if !home.remote.is_remote(&r) {
         return Err(ApiError::new(
             ErrorCode::Conflict,
             format!("job {id} is {}: not accepting output", r.state),
@@ -287,7 +280,7 @@ async fn store_file(
     }
     let data = body_bytes(raw)?;
     let r = job_record(&home, id)?;
-    if !runs_remotely(&home, &r) {
+    if !home.remote.is_remote(&r) {
         return Err(ApiError::new(
             ErrorCode::Conflict,
             format!("job {id} is {}: not accepting output files", r.state),
@@ -379,9 +372,7 @@ async fn status(
         ));
     }
     let r = job_record(&home, id)?;
-    // A host the home gave up on (lease expired, job requeued and placed
-    // elsewhere) must not change the job any more.
-    if r.host.as_deref().is_some_and(|h| h != rep.host) && !home.remote.is_placing(id) {
+    if !home.remote.speaks_for(id, r.host.as_deref(), &rep.host) {
         tracing::warn!(job = %id, host = %rep.host, "status report from a former host refused");
         return Err(ApiError::new(
             ErrorCode::Conflict,

@@ -9,10 +9,10 @@
 //! - and not before every **priority** parent's jobs *started* running
 //!   (some proc of its cluster has a start time).
 //!
-//! Eligibility is the core's [`Dag`], unchanged. The manager keeps each
+//! Eligibility is the core's [`Dag`](gleaner_core::dag::Dag), unchanged. The manager keeps each
 //! DAG's nodes in two tables of the queue's own SQLite database, so that
 //! submitting a node's cluster and recording it on the node commit in one
-//! transaction ([`JobQueue::submit_linked`]); every other state change of a
+//! transaction ([`JobQueue::submit_linked`](crate::queue::JobQueue::submit_linked)); every other state change of a
 //! node or DAG is one transaction too. After a crash (even SIGKILL) the
 //! manager rebuilds every running DAG from these rows and the job queue and
 //! carries on: nothing is submitted twice and nothing is lost.
@@ -25,9 +25,9 @@
 //! rescue file resumes there.
 //!
 //! - [`api`]: the request and response types of `/v1/dags`;
-//! - [`store`]: the manager's tables in the queue's database;
-//! - [`submit`], [`tick`], [`remove`], [`status`]: the manager's steps, each
-//!   a function of the queue and the time;
+//! - `store`: the manager's tables in the queue's database;
+//! - `submit`, `tick`, `remove`, `status`: the manager's steps, each a
+//!   function of the queue and the time;
 //! - `service`: its loop and endpoints in the daemon.
 
 pub mod api;
