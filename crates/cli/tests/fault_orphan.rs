@@ -2,7 +2,7 @@
 //! executing station leaves its guest running, unsupervised (nothing kills
 //! a process group when its parent dies). When the station starts again
 //! with the same state directory it finds the guest through its record
-//! (`daemon/guest_records.rs`) and kills it with its children; the home
+//! (`host/guest_records.rs`) and kills it with its children; the home
 //! reruns the job elsewhere after the lease, as before.
 
 mod common;

@@ -1,4 +1,4 @@
-//! The station daemon and the records of its guests (daemon/guest_records.rs):
+//! The station daemon and the records of its guests (host/guest_records.rs):
 //! at start it kills the recorded guests that still run and survives a torn
 //! record; at a graceful stop it kills whatever is still recorded.
 
