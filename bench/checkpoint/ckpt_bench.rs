@@ -31,9 +31,9 @@ use gleaner_station::checkpoint::{
     write_bundle_file,
 };
 use gleaner_station::client::StationClient;
-use gleaner_station::daemon::config::{StationConfig, StationRole};
-use gleaner_station::daemon::spawn_for_test;
+use gleaner_station::config::{StationConfig, StationRole};
 use gleaner_station::isolation::{GuestLauncher, GuestSpec, GuestUser, prepare_sandbox};
+use gleaner_station::node::spawn_for_test;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -51,7 +51,7 @@ fn main() -> R<()> {
             if let Some(f) = cpu_file {
                 tokio::spawn(report_cpu_on_signal(f));
             }
-            gleaner_station::daemon::run(cfg, async {
+            gleaner_station::node::run(cfg, async {
                 let _ = tokio::signal::ctrl_c().await;
             })
             .await

@@ -104,7 +104,7 @@ pub struct StationArgs {
 /// `glean station`: run a station daemon (owner monitor, job queue, local
 /// scheduler, shadow and starter) in the foreground.
 pub fn station(args: StationArgs) -> anyhow::Result<ExitCode> {
-    use gleaner_station::daemon::{config::StationConfig, run};
+    use gleaner_station::{config::StationConfig, node::run};
     let mut config = match &args.config {
         Some(path) => StationConfig::load(path)
             .with_context(|| format!("configuration {}", path.display()))?,

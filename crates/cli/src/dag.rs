@@ -15,7 +15,7 @@ use gleaner_core::dag::{JobSpec, Rescue, RescueRetries, parse_dag};
 use gleaner_proto::auth::peek_claims;
 use gleaner_proto::submit::{SubmitContext, SubmitErrors, parse_submit};
 use gleaner_proto::wire::PROTOCOL_VERSION;
-use gleaner_station::daemon::dagman::{DagNodeSubmit, DagSubmitBody};
+use gleaner_station::home::dagman::{DagNodeSubmit, DagSubmitBody};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

@@ -2,7 +2,7 @@
 //! executing station leaves its guest running, unsupervised (nothing kills
 //! a process group when its parent dies). When the station starts again
 //! with the same state directory it finds the guest through its record
-//! (`daemon/guest_records.rs`) and kills it with its children; the home
+//! (`host/guest_records.rs`) and kills it with its children; the home
 //! reruns the job elsewhere after the lease, as before.
 
 mod common;
@@ -32,7 +32,7 @@ echo "done $n"
 
 /// Does `pid` run (a zombie does not)?
 fn alive(pid: u32) -> bool {
-    gleaner_station::daemon::guest_records::proc_stat(pid as i32).is_some()
+    gleaner_station::host::procs::proc_stat(pid as i32).is_some()
 }
 
 fn first_run_pids(work: &Path) -> Option<(u32, u32)> {

@@ -6,8 +6,8 @@ mod common;
 use assert_cmd::Command;
 use common::sign_token;
 use gleaner_proto::auth::{Role, load_or_create_pool_key};
-use gleaner_station::daemon::config::{StationConfig, StationRole};
-use gleaner_station::daemon::spawn_for_test;
+use gleaner_station::config::{StationConfig, StationRole};
+use gleaner_station::node::spawn_for_test;
 use std::path::Path;
 
 fn glean(home: &Path) -> Command {

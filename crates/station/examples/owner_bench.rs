@@ -11,9 +11,9 @@ use gleaner_core::detector::DetectorProfile;
 use gleaner_proto::auth::{ClaimTicket, Claims, PoolKey, Role, load_or_create_pool_key};
 use gleaner_proto::job::{JobDescription, JobId};
 use gleaner_proto::wire::{PlacementRequest, PlacementResponse};
-use gleaner_station::daemon::config::{ActivitySource, StationConfig, StationRole};
-use gleaner_station::daemon::owner_watch::{OwnerWatchConfig, SourceKind};
-use gleaner_station::daemon::starter::GuestListing;
+use gleaner_station::config::{ActivitySource, StationConfig, StationRole};
+use gleaner_station::host::owner_watch::{OwnerWatchConfig, SourceKind};
+use gleaner_station::host::starter::GuestListing;
 use gleaner_station::isolation::{
     CgroupConfig, CgroupLayout, CgroupManager, CgroupMode, CgroupSettings, Controller,
     GuestLauncher, GuestProcess, GuestSpec, RemoveOnDrop,
@@ -44,7 +44,7 @@ fn main() -> Res<()> {
         "daemon" => {
             let cfg = StationConfig::load(Path::new(arg(2)))?;
             let rt = tokio::runtime::Runtime::new()?;
-            rt.block_on(gleaner_station::daemon::run(cfg, async {
+            rt.block_on(gleaner_station::node::run(cfg, async {
                 let _ = tokio::signal::ctrl_c().await;
             }))?;
             Ok(())
@@ -539,7 +539,7 @@ async fn event_to_frozen(linux: bool, reps: usize, root: &Path, parent: &str) ->
             path: activity.clone(),
         };
     }
-    let (addr, daemon) = gleaner_station::daemon::spawn_for_test(cfg).await?;
+    let (addr, daemon) = gleaner_station::node::spawn_for_test(cfg).await?;
     let shadow = shadow().await?;
     let guest = place(&format!("http://{addr}"), &key, &shadow).await?;
     let mut c = CgroupConfig::new(CgroupLayout::detect()?);

@@ -303,8 +303,8 @@ impl StationClient {
     /// `POST /v1/dags`: submit a DAG (`glean dag submit`).
     pub async fn submit_dag(
         &self,
-        body: &crate::daemon::dagman::DagSubmitBody,
-    ) -> Result<crate::daemon::dagman::DagSubmitResponse, ClientError> {
+        body: &crate::home::dagman::DagSubmitBody,
+    ) -> Result<crate::home::dagman::DagSubmitResponse, ClientError> {
         self.json(self.http.post(self.url("/v1/dags")).json(body))
             .await
     }
@@ -313,7 +313,7 @@ impl StationClient {
     pub async fn dags(
         &self,
         owner: Option<&str>,
-    ) -> Result<Vec<crate::daemon::dagman::DagStatus>, ClientError> {
+    ) -> Result<Vec<crate::home::dagman::DagStatus>, ClientError> {
         let mut rb = self.http.get(self.url("/v1/dags"));
         if let Some(o) = owner {
             rb = rb.query(&[("owner", o)]);
@@ -322,16 +322,13 @@ impl StationClient {
     }
 
     /// `GET /v1/dags/{id}`.
-    pub async fn dag(&self, id: u64) -> Result<crate::daemon::dagman::DagStatus, ClientError> {
+    pub async fn dag(&self, id: u64) -> Result<crate::home::dagman::DagStatus, ClientError> {
         self.json(self.http.get(self.url(&format!("/v1/dags/{id}"))))
             .await
     }
 
     /// `POST /v1/dags/{id}/rm`.
-    pub async fn rm_dag(
-        &self,
-        id: u64,
-    ) -> Result<crate::daemon::dagman::DagRmResponse, ClientError> {
+    pub async fn rm_dag(&self, id: u64) -> Result<crate::home::dagman::DagRmResponse, ClientError> {
         self.json(self.http.post(self.url(&format!("/v1/dags/{id}/rm"))))
             .await
     }

@@ -8,8 +8,8 @@ use gleaner_proto::auth::{PoolKey, Role};
 use gleaner_proto::job::{JobEventKind, JobState};
 use gleaner_station::checkpoint::{Checkpointer, Manifest, SelfCheckpoint, read_bundle};
 use gleaner_station::client::StationClient;
-use gleaner_station::daemon::config::{StationConfig, StationRole};
-use gleaner_station::daemon::spawn_for_test;
+use gleaner_station::config::{StationConfig, StationRole};
+use gleaner_station::node::spawn_for_test;
 use std::time::{Duration, Instant};
 
 mod common;

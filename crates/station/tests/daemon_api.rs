@@ -7,8 +7,8 @@ use gleaner_proto::job::{JobEventKind, JobId, JobState};
 use gleaner_proto::submit::{SubmitContext, parse_submit};
 use gleaner_proto::wire::{ErrorBody, JobStatusReport, PROTOCOL_VERSION};
 use gleaner_station::client::{ClientError, JobQuery, StationClient};
-use gleaner_station::daemon::config::{StationConfig, StationRole};
-use gleaner_station::daemon::{Running, spawn_for_test};
+use gleaner_station::config::{StationConfig, StationRole};
+use gleaner_station::node::{Running, spawn_for_test};
 use std::path::Path;
 
 struct Env {

@@ -5,8 +5,8 @@
 use gleaner_proto::auth::Role;
 use gleaner_proto::job::{JobEventKind, JobState};
 use gleaner_station::client::StationClient;
-use gleaner_station::daemon::config::StationRole;
-use gleaner_station::daemon::spawn_for_test;
+use gleaner_station::config::StationRole;
+use gleaner_station::node::spawn_for_test;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 

@@ -1,11 +1,12 @@
-//! The station daemon and the records of its guests (daemon/guest_records.rs):
+//! The station daemon and the records of its guests (host/guest_records.rs):
 //! at start it kills the recorded guests that still run and survives a torn
 //! record; at a graceful stop it kills whatever is still recorded.
 
 use gleaner_proto::job::JobId;
-use gleaner_station::daemon::config::StationRole;
-use gleaner_station::daemon::guest_records::{self, GuestRecord, GuestRecords};
-use gleaner_station::daemon::spawn_for_test;
+use gleaner_station::config::StationRole;
+use gleaner_station::host::guest_records::{self, GuestRecord, GuestRecords};
+use gleaner_station::host::procs;
+use gleaner_station::node::spawn_for_test;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -71,7 +72,7 @@ fn children_of(ppid: u32) -> Vec<u32> {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        if let Some(s) = guest_records::proc_stat(pid as i32)
+        if let Some(s) = procs::proc_stat(pid as i32)
             && s.ppid == ppid as i32
         {
             out.push(pid);
@@ -116,7 +117,7 @@ fn a_pid_namespace_guest_is_killed_through_its_waiter() {
     let rec = GuestRecord::of_process("5.0-r0-0", JobId::new(5, 0), waiter as i32).unwrap();
     assert_eq!(rec.pgid, waiter as i32);
     assert_ne!(
-        guest_records::proc_stat(init as i32).unwrap().pgrp,
+        procs::proc_stat(init as i32).unwrap().pgrp,
         rec.pgid,
         "the init has a session of its own"
     );
@@ -126,7 +127,7 @@ fn a_pid_namespace_guest_is_killed_through_its_waiter() {
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::iter::once(init)
         .chain(sleeps.iter().copied())
-        .any(|q| guest_records::proc_stat(q as i32).is_some())
+        .any(|q| procs::proc_stat(q as i32).is_some())
     {
         assert!(
             Instant::now() < deadline,

@@ -22,12 +22,12 @@ use axum::routing::{get, post, put};
 use gleaner_proto::auth::{ClaimTicket, PoolKey, Role};
 use gleaner_proto::job::{JobDescription, JobEventKind, JobId};
 use gleaner_proto::wire::{JobStatusReport, PlacementRequest, PlacementResponse};
-use gleaner_station::daemon::config::{ActivitySource, StationConfig, StationRole};
-use gleaner_station::daemon::starter::GuestListing;
-use gleaner_station::daemon::{Running, spawn_for_test};
+use gleaner_station::config::{ActivitySource, StationConfig, StationRole};
+use gleaner_station::host::starter::GuestListing;
 use gleaner_station::isolation::{
     CgroupConfig, CgroupLayout, CgroupManager, CgroupMode, CgroupSettings,
 };
+use gleaner_station::node::{Running, spawn_for_test};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -464,7 +464,7 @@ async fn immediate_eviction_vacates_and_kills_the_whole_guest() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn linux_owner_watch_detector_drives_the_ladder() {
-    use gleaner_station::daemon::owner_watch::SourceKind;
+    use gleaner_station::host::owner_watch::SourceKind;
     let _l = serial_lock();
     let env = Env::start_with("linux", "condor1988", |c| {
         c.activity = ActivitySource::Linux;

@@ -17,7 +17,7 @@ use gleaner_core::eviction::{Condor1988Config, EvictionPolicy};
 use gleaner_core::time::Dur;
 use gleaner_proto::job::{JobDescription, JobEventKind, JobId, JobState};
 use gleaner_proto::wire::{JobStatusReport, PlacementRequest, PlacementResponse, RejectReason};
-use gleaner_station::daemon::starter::{
+use gleaner_station::host::starter::{
     AnyNonEmptyClaim, GuestListing, Starter, StarterConfig, router,
 };
 use gleaner_station::isolation::{CgroupConfig, CgroupLayout, CgroupManager, RemoveOnDrop};
@@ -350,23 +350,23 @@ async fn starter_linger_longer_lowers_priority_and_vacate_endpoint() {
     assert_eq!(env.starter.listing()[0].state, "lingering");
 
     // The HTTP surface: list, then vacate. The daemon's auth layer puts the
-    // verified claims in the request; stand in for it with fixed claims.
-    let claims = |subject: &str, role| gleaner_proto::auth::Claims {
-        subject: subject.into(),
+    // verified caller in the request; stand in for it with fixed callers.
+    let caller = |name: &str, role| gleaner_edge::Caller {
+        name: name.into(),
         role,
-        issued_at: 0,
-        expires_at: None,
-        token_id: subject.into(),
+        credential: gleaner_edge::Credential::Token {
+            token_id: name.into(),
+        },
     };
-    let base = serve(router(env.starter.clone()).layer(axum::Extension(claims(
-        "home",
-        gleaner_proto::auth::Role::Daemon,
-    ))))
+    let base = serve(
+        router(env.starter.clone())
+            .layer(axum::Extension(caller("home", gleaner_edge::Role::Station))),
+    )
     .await;
-    let as_user = serve(router(env.starter.clone()).layer(axum::Extension(claims(
-        "mallory",
-        gleaner_proto::auth::Role::User,
-    ))))
+    let as_user = serve(
+        router(env.starter.clone())
+            .layer(axum::Extension(caller("mallory", gleaner_edge::Role::User))),
+    )
     .await;
     let no_auth = serve(router(env.starter.clone())).await;
     let http = reqwest::Client::new();

@@ -5,7 +5,7 @@ use gleaner_classad::{Ad, Expr, Literal, unparse_expr};
 use gleaner_coordinator::tokens::{IssuedToken, RevokeOutcome, TokenRecord};
 use gleaner_proto::api::{ActionResponse, JobInfo};
 use gleaner_proto::wire::{PoolStatus, SubmitResponse, UserPrio};
-use gleaner_station::daemon::dagman::{DagRmResponse, DagStatus, DagSubmitResponse};
+use gleaner_station::home::dagman::{DagRmResponse, DagStatus, DagSubmitResponse};
 use serde::Serialize;
 use serde_json::{Value, json};
 

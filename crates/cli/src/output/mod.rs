@@ -17,7 +17,7 @@ use gleaner_coordinator::tokens::{IssuedToken, RevokeOutcome, TokenRecord};
 use gleaner_proto::api::{ActionResponse, JobInfo};
 use gleaner_proto::job::JobId;
 use gleaner_proto::wire::{PoolStatus, SubmitResponse, UserPrio};
-use gleaner_station::daemon::dagman::{DagRmResponse, DagStatus, DagSubmitResponse};
+use gleaner_station::home::dagman::{DagRmResponse, DagStatus, DagSubmitResponse};
 use serde::Serialize;
 
 pub use json::JsonOutput;

@@ -6,7 +6,7 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use gleaner_coordinator::tokens::{IssuedToken, RevokeOutcome, TokenRecord};
 use gleaner_proto::api::{ActionResponse, JobInfo};
 use gleaner_proto::wire::{PoolStatus, SubmitResponse, UserPrio};
-use gleaner_station::daemon::dagman::{DagRmResponse, DagStatus, DagSubmitResponse};
+use gleaner_station::home::dagman::{DagRmResponse, DagStatus, DagSubmitResponse};
 
 /// Renders with `comfy-table` on stdout; problems go to stderr.
 pub struct TableOutput;

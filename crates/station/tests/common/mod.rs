@@ -8,7 +8,7 @@ use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
 use gleaner_proto::submit::{SubmitContext, parse_submit};
 use gleaner_proto::wire::{PROTOCOL_VERSION, PlacementRequest, PlacementResponse, SubmitResponse};
 use gleaner_station::client::StationClient;
-use gleaner_station::daemon::config::{StationConfig, StationRole};
+use gleaner_station::config::{StationConfig, StationRole};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;

@@ -1,0 +1,259 @@
+//! Who is calling: a [`Verifier`] turns the request's credential into a
+//! [`Caller`], and the [`authenticate`] middleware puts that caller in the
+//! request extensions (or answers 401 itself). Handlers match on the
+//! caller; they never see a token.
+//!
+//! Today the credential is a bearer token signed with the pool key
+//! ([`PoolKeyVerifier`]). The trait also takes a local socket's peer
+//! credentials ([`PeerCred`], `SO_PEERCRED`): a server that accepts on a
+//! Unix socket serves with `ConnectInfo<PeerCred>`, and its verifier maps
+//! the uid to a user.
+
+use crate::ApiError;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use gleaner_proto::auth::{Claims, PoolKey};
+use gleaner_proto::wire::ErrorCode;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// What a caller may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Submits and manages its own jobs, reads the queue.
+    User,
+    /// Manages anyone's jobs and the daemons.
+    Admin,
+    /// A station daemon: advertisements, placements, reports, vacates.
+    Station,
+}
+
+/// How the caller proved who it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Credential {
+    /// A bearer token; its id (so that it can be named and revoked).
+    Token { token_id: String },
+    /// The peer of a local socket, by its uid.
+    Peer { uid: u32 },
+}
+
+/// An authenticated caller, as the handlers see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    /// The name the caller acts as: a user name, or a station daemon's
+    /// subject.
+    pub name: String,
+    pub role: Role,
+    pub credential: Credential,
+}
+
+impl Caller {
+    /// The caller a verified pool-key token names (its `Daemon` role is a
+    /// station's).
+    pub fn from_claims(c: Claims) -> Self {
+        let role = match c.role {
+            gleaner_proto::auth::Role::User => Role::User,
+            gleaner_proto::auth::Role::Admin => Role::Admin,
+            gleaner_proto::auth::Role::Daemon => Role::Station,
+        };
+        Caller {
+            name: c.subject,
+            role,
+            credential: Credential::Token {
+                token_id: c.token_id,
+            },
+        }
+    }
+
+    pub fn is_admin(&self) -> bool {
+        self.role == Role::Admin
+    }
+
+    pub fn is_station(&self) -> bool {
+        self.role == Role::Station
+    }
+}
+
+/// A local socket peer's credentials (`SO_PEERCRED`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerCred {
+    pub uid: u32,
+    pub gid: u32,
+    pub pid: Option<i32>,
+}
+
+/// Turns a request's credential into a [`Caller`]; `Err` says why not
+/// (it goes back to the client in a 401).
+pub trait Verifier: Send + Sync + 'static {
+    /// The caller a bearer token names.
+    fn verify_token(&self, token: &str) -> Result<Caller, String>;
+
+    /// The caller at the other end of a local socket. Refused unless the
+    /// verifier knows how to map peers to users.
+    fn verify_peer(&self, peer: &PeerCred) -> Result<Caller, String> {
+        Err(format!(
+            "peer credentials (uid {}) are not accepted here",
+            peer.uid
+        ))
+    }
+}
+
+/// Tokens signed with the pool key, checked for signature and expiry.
+pub struct PoolKeyVerifier(pub PoolKey);
+
+impl Verifier for PoolKeyVerifier {
+    fn verify_token(&self, token: &str) -> Result<Caller, String> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.0
+            .verify(token, now)
+            .map(Caller::from_claims)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header (the scheme is
+/// case-insensitive).
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+}
+
+/// The authentication middleware: every request needs a credential `V`
+/// accepts; the [`Caller`] goes into the request extensions. Install with
+/// `axum::middleware::from_fn_with_state(Arc::new(verifier), authenticate::<V>)`.
+pub async fn authenticate<V: Verifier>(
+    State(verifier): State<Arc<V>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.to_string())
+        .unwrap_or_default();
+    let path = req.uri().path().to_string();
+    let verified = if let Some(ConnectInfo(p)) = req.extensions().get::<ConnectInfo<PeerCred>>() {
+        verifier
+            .verify_peer(p)
+            .map_err(|e| format!("peer not accepted: {e}"))
+    } else {
+        let Some(token) = bearer(req.headers()) else {
+            tracing::warn!(%peer, %path, "request without bearer token");
+            return ApiError::new(ErrorCode::Unauthorized, "missing bearer token").into_response();
+        };
+        verifier
+            .verify_token(token)
+            .map_err(|e| format!("invalid token: {e}"))
+    };
+    match verified {
+        Ok(caller) => {
+            req.extensions_mut().insert(caller);
+            next.run(req).await
+        }
+        Err(e) => {
+            tracing::warn!(%peer, %path, error = %e, "rejected credential");
+            ApiError::new(ErrorCode::Unauthorized, e).into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::body::Body;
+    use axum::http::{Request as HttpRequest, StatusCode};
+    use axum::routing::get;
+    use axum::{Extension, middleware};
+    use tower::ServiceExt;
+
+    /// Accepts `alice` and `station`, nothing else.
+    struct Fixed;
+
+    impl Verifier for Fixed {
+        fn verify_token(&self, token: &str) -> Result<Caller, String> {
+            let role = match token {
+                "alice" => Role::User,
+                "station" => Role::Station,
+                _ => return Err("unknown token".into()),
+            };
+            Ok(Caller {
+                name: token.into(),
+                role,
+                credential: Credential::Token {
+                    token_id: format!("id-{token}"),
+                },
+            })
+        }
+    }
+
+    fn app() -> Router {
+        Router::new()
+            .route(
+                "/who",
+                get(|Extension(c): Extension<Caller>| async move { c.name }),
+            )
+            .layer(middleware::from_fn_with_state(
+                Arc::new(Fixed),
+                authenticate::<Fixed>,
+            ))
+    }
+
+    async fn call(auth: Option<&str>) -> (StatusCode, String) {
+        let mut req = HttpRequest::get("/who");
+        if let Some(a) = auth {
+            req = req.header(header::AUTHORIZATION, a);
+        }
+        let resp = app()
+            .oneshot(req.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let status = resp.status();
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    #[tokio::test]
+    async fn the_caller_reaches_the_handler() {
+        assert_eq!(
+            call(Some("Bearer alice")).await,
+            (StatusCode::OK, "alice".into())
+        );
+        assert_eq!(call(Some("bearer station")).await.1, "station");
+        let (s, body) = call(Some("Bearer mallory")).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED);
+        assert!(
+            body.contains("unauthorized") && body.contains("unknown token"),
+            "{body}"
+        );
+        assert_eq!(call(None).await.0, StatusCode::UNAUTHORIZED);
+        assert_eq!(call(Some("Basic alice")).await.0, StatusCode::UNAUTHORIZED);
+    }
+
+    #[test]
+    fn pool_key_daemon_tokens_are_stations() {
+        let c = Caller::from_claims(Claims {
+            subject: "station@ws1".into(),
+            role: gleaner_proto::auth::Role::Daemon,
+            issued_at: 0,
+            expires_at: None,
+            token_id: "t1".into(),
+        });
+        assert!(c.is_station() && !c.is_admin());
+        assert_eq!(
+            c.credential,
+            Credential::Token {
+                token_id: "t1".into()
+            }
+        );
+    }
+}

@@ -1,0 +1,27 @@
+//! Gleaner's HTTP edge: what every daemon's HTTP server does before and
+//! after its handlers, written once.
+//!
+//! - [`error`]: [`ApiError`], an HTTP status with the JSON [`ErrorBody`]
+//!   every daemon answers errors with.
+//! - [`body`]: request bodies: the body-limit and read errors mapped to
+//!   [`ApiError`], JSON parsing that names the offending field, the
+//!   fallback for unknown endpoints.
+//! - [`auth`]: who is calling. A [`Verifier`] turns a bearer token (and,
+//!   later, a Unix socket's peer credentials) into a [`Caller`]; the
+//!   [`authenticate`] middleware puts it in the request extensions, so a
+//!   handler takes `Extension<Caller>`.
+//! - [`roles`]: what a caller may do: [`require_station`],
+//!   [`require_admin`], [`may_act_on`].
+//!
+//! [`ErrorBody`]: gleaner_proto::wire::ErrorBody
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod auth;
+pub mod body;
+pub mod error;
+pub mod roles;
+
+pub use auth::{Caller, Credential, PeerCred, PoolKeyVerifier, Role, Verifier, authenticate};
+pub use body::{body_bytes, not_found, parse_json};
+pub use error::ApiError;
+pub use roles::{may_act_on, require_admin, require_station};

@@ -1,0 +1,377 @@
+//! The station daemon's configuration file (`station.toml`).
+//!
+//! Every field has a default, so an empty file is a valid submit-and-execute
+//! station listening on loopback. Unknown keys are errors: a typo must not
+//! silently fall back to a default.
+//!
+//! ```toml
+//! name = "ws12"
+//! listen = "0.0.0.0:9620"
+//! address = "http://ws12.example:9620"
+//! state_dir = "/var/lib/gleaner"
+//! coordinator = "http://central:9618"
+//! pool_key = "/etc/gleaner/pool.key"
+//! role = "both"                 # submit_only | execute_only | both
+//! advertise_secs = 120
+//! placement_interval_secs = 120 # at most one placement per interval
+//! activity = { source = "always_idle" } # or "file" (path = ...), or "linux" with [owner]
+//! eviction_policy = "linger_longer" # see gleaner_core::eviction
+//! [owner]                         # host::owner_watch
+//! sources = ["evdev", "tty", "logind", "power", "load"]
+//! [isolation]                     # isolation::CgroupSettings
+//! cgroups = "auto"
+//! ```
+
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Which side(s) of Gleaner the station runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StationRole {
+    /// Queues its users' jobs but never hosts guests (e.g. a laptop).
+    SubmitOnly,
+    /// Hosts guests but has no users of its own (a donated machine).
+    ExecuteOnly,
+    /// Both: the normal workstation of the thesis.
+    #[default]
+    Both,
+}
+
+impl StationRole {
+    pub const fn submits(self) -> bool {
+        !matches!(self, StationRole::ExecuteOnly)
+    }
+    pub const fn executes(self) -> bool {
+        !matches!(self, StationRole::SubmitOnly)
+    }
+}
+
+/// Where the owner's activity comes from (consumed by the execute side).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ActivitySource {
+    /// The owner is never active: for dedicated machines and tests.
+    #[default]
+    AlwaysIdle,
+    /// A file whose first word is `active` or `idle` (tests, scripts).
+    File { path: PathBuf },
+    /// The real Linux sources and detector, configured in `[owner]`
+    /// (see `host::owner_watch`).
+    Linux,
+}
+
+/// The station daemon's settings. See the module docs for an example.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StationConfig {
+    /// Unique station name; the host name when empty.
+    pub name: String,
+    /// Address the HTTP server binds (port 0 picks a free port).
+    pub listen: SocketAddr,
+    /// Base URL other stations and the coordinator use to reach this one;
+    /// derived from the bound address when empty.
+    pub address: String,
+    /// Holds the job queue (`queue.db`) and the spool (`spool/<job>/`).
+    pub state_dir: PathBuf,
+    /// Base URL of the coordinator; no advertising when empty.
+    pub coordinator: String,
+    /// The pool key file (created with mode 0600 if missing).
+    pub pool_key: PathBuf,
+    pub role: StationRole,
+    /// Seconds between advertisements when the coordinator does not say.
+    pub advertise_secs: u64,
+    /// At most one placement per this many seconds (Mutka 1988 L839: one
+    /// remote capacity allocation per two-minute interval).
+    pub placement_interval_secs: f64,
+    /// CPUs offered to guests; detected when `None`.
+    pub cpus: Option<u32>,
+    /// Memory offered to guests in MiB; 1024 when `None`.
+    pub memory_mb: Option<u64>,
+    /// HTCondor-style `Arch`; detected when `None`.
+    pub arch: Option<String>,
+    /// HTCondor-style `OpSys`; `LINUX` when `None`.
+    pub opsys: Option<String>,
+    /// Relative speed advertised to the coordinator.
+    pub speed: Option<f64>,
+    /// Owner activity source for the execute side.
+    pub activity: ActivitySource,
+    /// Eviction policy name (see `gleaner_core::eviction`).
+    pub eviction_policy: String,
+    /// Largest request body accepted, bytes.
+    pub max_body_bytes: usize,
+    /// Real owner-activity sources and detector (`activity.source = "linux"`).
+    pub owner: crate::host::owner_watch::OwnerWatchConfig,
+    /// Guest cgroups (`[isolation]`).
+    pub isolation: crate::isolation::CgroupSettings,
+    /// Custom machine attributes (`[attrs]`, name = ClassAd expression
+    /// text), advertised in the machine ad for jobs' requirements.
+    pub attrs: std::collections::BTreeMap<String, String>,
+    /// The owner's rules for guests (`[policy]`).
+    pub policy: crate::host::policy::PolicyConfig,
+    /// Lease between a job's home and its host, seconds (0: no leases).
+    /// The host renews every third of it and kills a guest whose home it
+    /// cannot reach for this long; the home requeues a job not heard of for
+    /// this long plus one renewal period.
+    pub lease_secs: f64,
+    /// Checkpoint transfers through this station's shadow, bytes per second
+    /// summed over all jobs (0: unlimited).
+    pub checkpoint_bytes_per_sec: u64,
+    /// Largest checkpoint accepted, bytes.
+    pub max_checkpoint_bytes: u64,
+    /// How long a host that evicted a job (or lost its lease) is avoided
+    /// when placing that job again, seconds (0: never avoided).
+    pub avoid_host_secs: f64,
+    /// Signal asking a self-checkpointing guest to checkpoint (name, e.g.
+    /// `SIGTERM`, HTCondor's default, or `SIGUSR1`).
+    pub checkpoint_signal: String,
+    /// How long a guest may take to checkpoint and exit after the signal
+    /// before a vacate kills it, seconds.
+    pub checkpoint_grace_secs: f64,
+    /// Parent of the guests' sandboxes (default `<state_dir>/execute`).
+    /// Guests must be able to reach it: every directory above it must be
+    /// searchable by the guest user.
+    pub execute_dir: Option<PathBuf>,
+    /// Parent of the sandboxes of CRIU jobs (`checkpoint_method = criu`).
+    /// Must be the same path on every station of the pool: a CRIU image
+    /// names the files the job had open by path.
+    pub criu_sandbox_dir: PathBuf,
+}
+
+impl Default for StationConfig {
+    fn default() -> Self {
+        StationConfig {
+            name: String::new(),
+            // 9618 is the coordinator's (HTCondor's collector port).
+            listen: SocketAddr::from(([127, 0, 0, 1], 9620)),
+            address: String::new(),
+            state_dir: PathBuf::from("/var/lib/gleaner"),
+            coordinator: String::new(),
+            pool_key: PathBuf::from("/etc/gleaner/pool.key"),
+            role: StationRole::Both,
+            advertise_secs: 120,
+            placement_interval_secs: 120.0,
+            cpus: None,
+            memory_mb: None,
+            arch: None,
+            opsys: None,
+            speed: None,
+            activity: ActivitySource::AlwaysIdle,
+            eviction_policy: gleaner_core::eviction::EvictionPolicy::default()
+                .name()
+                .to_string(),
+            max_body_bytes: 64 * 1024 * 1024,
+            owner: Default::default(),
+            isolation: Default::default(),
+            attrs: Default::default(),
+            policy: Default::default(),
+            lease_secs: 120.0,
+            checkpoint_bytes_per_sec: 32 * 1024 * 1024,
+            max_checkpoint_bytes: 4 << 30,
+            avoid_host_secs: 1800.0,
+            checkpoint_signal: "SIGTERM".into(),
+            checkpoint_grace_secs: 10.0,
+            execute_dir: None,
+            criu_sandbox_dir: PathBuf::from(crate::host::starter::DEFAULT_CRIU_SANDBOX_DIR),
+        }
+    }
+}
+
+/// Why a configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Toml {
+        path: PathBuf,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error("invalid setting {field}: {message}")]
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
+}
+
+impl StationConfig {
+    /// Reads and validates a TOML file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let cfg: StationConfig = toml::from_str(&text).map_err(|source| ConfigError::Toml {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks values serde cannot.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |field, message: &str| {
+            Err(ConfigError::Invalid {
+                field,
+                message: message.to_string(),
+            })
+        };
+        if !(self.placement_interval_secs.is_finite() && self.placement_interval_secs >= 0.0) {
+            return bad("placement_interval_secs", "must be a non-negative number");
+        }
+        if self.advertise_secs == 0 {
+            return bad("advertise_secs", "must be at least 1");
+        }
+        if gleaner_core::eviction::EvictionPolicy::from_name(&self.eviction_policy).is_none() {
+            return bad(
+                "eviction_policy",
+                "unknown policy (immediate_eviction, pause_and_migrate, linger_longer, linger_forever, condor1988, checkpoint_then_kill)",
+            );
+        }
+        for (field, v) in [
+            ("lease_secs", self.lease_secs),
+            ("avoid_host_secs", self.avoid_host_secs),
+            ("checkpoint_grace_secs", self.checkpoint_grace_secs),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return bad(field, "must be a non-negative number of seconds");
+            }
+        }
+        if self.checkpoint_signal_number().is_none() {
+            return bad(
+                "checkpoint_signal",
+                "unknown signal name (e.g. SIGTERM, SIGUSR1, SIGINT)",
+            );
+        }
+        if self.max_body_bytes < 1024 {
+            return bad("max_body_bytes", "must be at least 1024");
+        }
+        if let Err(m) = self.owner.validate() {
+            return bad("owner", &m);
+        }
+        if let Err(m) = self.isolation.validate() {
+            return bad("isolation", &m);
+        }
+        if let Err((field, message)) = self.policy.validate() {
+            return Err(ConfigError::Invalid { field, message });
+        }
+        for (name, expr) in &self.attrs {
+            let ident = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !ident {
+                return Err(ConfigError::Invalid {
+                    field: "attrs",
+                    message: format!("{name:?} is not an attribute name"),
+                });
+            }
+            if let Err(e) = gleaner_classad::parse_expr(expr) {
+                return Err(ConfigError::Invalid {
+                    field: "attrs",
+                    message: format!("{name} = {expr:?}: not a valid expression: {e}"),
+                });
+            }
+        }
+        if let Some(s) = self.speed
+            && !(s.is_finite() && s > 0.0)
+        {
+            return bad("speed", "must be a positive number");
+        }
+        Ok(())
+    }
+
+    pub fn placement_interval(&self) -> Duration {
+        Duration::from_secs_f64(self.placement_interval_secs.max(0.0))
+    }
+
+    /// The checkpoint signal as a number (`SIGTERM`, `TERM` or `15`).
+    pub fn checkpoint_signal_number(&self) -> Option<i32> {
+        let s = self.checkpoint_signal.trim();
+        if let Ok(n) = s.parse::<i32>() {
+            return nix::sys::signal::Signal::try_from(n).ok().map(|s| s as i32);
+        }
+        let name = if s.starts_with("SIG") {
+            s.to_string()
+        } else {
+            format!("SIG{s}")
+        };
+        name.parse::<nix::sys::signal::Signal>()
+            .ok()
+            .map(|s| s as i32)
+    }
+
+    pub fn lease(&self) -> Duration {
+        Duration::from_secs_f64(self.lease_secs.max(0.0))
+    }
+
+    pub fn queue_path(&self) -> PathBuf {
+        self.state_dir.join("queue.db")
+    }
+
+    pub fn spool_dir(&self) -> PathBuf {
+        self.state_dir.join("spool")
+    }
+
+    pub fn execute_dir(&self) -> PathBuf {
+        self.execute_dir
+            .clone()
+            .unwrap_or_else(|| self.state_dir.join("execute"))
+    }
+
+    /// The station name, falling back to the host name.
+    pub fn station_name(&self) -> String {
+        if !self.name.is_empty() {
+            return self.name.clone();
+        }
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "station".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_is_default_and_unknown_keys_fail() {
+        let c: StationConfig = toml::from_str("").unwrap();
+        assert_eq!(c, StationConfig::default());
+        assert!(toml::from_str::<StationConfig>("nmae = \"x\"").is_err());
+        let c: StationConfig = toml::from_str(
+            "role = \"submit_only\"\nplacement_interval_secs = 0.5\nactivity = { source = \"file\", path = \"/tmp/a\" }",
+        )
+        .unwrap();
+        assert_eq!(c.role, StationRole::SubmitOnly);
+        assert!(matches!(c.activity, ActivitySource::File { .. }));
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn attrs_and_policy_are_validated() {
+        let c: StationConfig = toml::from_str(
+            "[attrs]\nHasMatlab = \"true\"\nSite = '\"lab\"'\n[policy]\nwindows = [\"Mon-Fri 18:00-08:00\"]\nmax_guests = 1\n",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        let c: StationConfig = toml::from_str("[attrs]\nX = \"1 +\"\n").unwrap();
+        assert!(c.validate().unwrap_err().to_string().contains("attrs"));
+        let c: StationConfig = toml::from_str("[policy]\nwindows = [\"Mon 9-5\"]\n").unwrap();
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("policy.windows")
+        );
+        assert!(toml::from_str::<StationConfig>("[policy]\nwindow = []\n").is_err());
+    }
+}

@@ -1,0 +1,269 @@
+//! The home's checkpoint store: checkpoints of this station's jobs, sent
+//! by their hosts.
+//!
+//! Endpoints (station token), next to the shadow's:
+//! - `PUT /v1/shadow/{job}/checkpoint`: a checkpoint bundle
+//!   ([`crate::checkpoint`]). Received through the station-wide token
+//!   bucket (`checkpoint_bytes_per_sec`) so that a storm of checkpoints
+//!   never saturates the owner's disk or network (Mutka 1988 §2.6 on
+//!   throttling), written to a temporary file, verified (sizes and SHA-256),
+//!   then rotated in: `latest.ckpt` becomes `previous.ckpt`. A corrupt or
+//!   partial bundle is refused (422-style `bad_request`), the last good one
+//!   stays, and the refusal goes to the job's history and user log.
+//! - `GET /v1/shadow/{job}/checkpoint`: the latest checkpoint that still
+//!   verifies (else the previous one; 404 if none). Serving it also cuts
+//!   the spooled stdout/stderr back to the lengths recorded in it, so the
+//!   restored run's output continues exactly where the checkpoint was.
+//!
+//! Both count as a sign of life for the job's lease ([`super::lease`]).
+
+use super::shadow::STATIONS_ONLY;
+use super::user_log::user_log;
+use super::{Home, parse_job_id};
+use crate::checkpoint::{CheckpointError, Manifest, RateMeter, SharedBucket, verify_bundle_file};
+use crate::clock::now;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::routing::put;
+use axum::{Extension, Json, Router};
+use futures_util::StreamExt;
+use gleaner_edge::{ApiError, Caller, require_station};
+use gleaner_proto::api::StoredResponse;
+use gleaner_proto::job::{JobEventKind, JobId};
+use gleaner_proto::wire::ErrorCode;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Name of the newest good checkpoint in `spool/<job>/ckpt/`.
+pub const LATEST: &str = "latest.ckpt";
+/// The one before it, kept for roll-back.
+pub const PREVIOUS: &str = "previous.ckpt";
+
+/// The store's limits and meters.
+#[derive(Debug)]
+pub struct CkptStore {
+    max_bytes: u64,
+    /// Throttles checkpoint transfers, summed over all jobs.
+    pub bucket: SharedBucket,
+    /// Measured receive rate of checkpoints (bytes/s).
+    pub rate: RateMeter,
+}
+
+impl CkptStore {
+    pub fn new(bytes_per_sec: u64, max_bytes: u64) -> Self {
+        CkptStore {
+            max_bytes,
+            bucket: SharedBucket::new(bytes_per_sec),
+            rate: RateMeter::default(),
+        }
+    }
+}
+
+pub(crate) fn router() -> Router<Arc<Home>> {
+    Router::new().route(
+        "/v1/shadow/{job}/checkpoint",
+        put(store_checkpoint).get(fetch_checkpoint),
+    )
+}
+
+pub(crate) fn ckpt_dir(home: &Home, id: JobId) -> PathBuf {
+    home.spool_for(id).join("ckpt")
+}
+
+/// The job a checkpoint upload or fetch names, for a station and a job
+/// that runs remotely; otherwise the refusal ends with `refused`. Counts as
+/// a sign of life for the job's lease.
+fn checkpoint_job(
+    home: &Home,
+    caller: &Caller,
+    id: &str,
+    refused: &str,
+) -> Result<JobId, ApiError> {
+    require_station(caller, STATIONS_ONLY)?;
+    let id = parse_job_id(id)?;
+    let r = super::http::job_record(home, id)?;
+    if !home.remote.is_remote(&r) {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!("job {id} is {}: {refused}", r.state),
+        ));
+    }
+    home.remote.touch(id);
+    Ok(id)
+}
+
+/// Records a refused checkpoint in the history and the user log.
+fn record_rejection(home: &Home, id: JobId, why: &str) {
+    let at = now();
+    let detail = format!("checkpoint rejected, previous kept: {why}");
+    let res = home
+        .queue()
+        .annotate(id, JobEventKind::Checkpointed, &detail, at);
+    if let Err(e) = res {
+        tracing::warn!(job = %id, error = %e, "cannot record checkpoint rejection");
+    }
+    user_log(home, id, at, "008", "Checkpoint rejected", &detail);
+    tracing::warn!(job = %id, why, "checkpoint rejected");
+}
+
+async fn store_checkpoint(
+    State(home): State<Arc<Home>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Json<StoredResponse>, ApiError> {
+    let id = checkpoint_job(&home, &caller, &id, "not accepting checkpoints")?;
+    let dir = ckpt_dir(&home, id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| ApiError::internal("cannot create checkpoint dir", e))?;
+    let tmp = dir.join(format!(
+        ".incoming-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    let started = Instant::now();
+    let received = receive(&home, body, &tmp).await;
+    let bytes = match received {
+        Ok(n) => n,
+        Err(why) => {
+            let _ = std::fs::remove_file(&tmp);
+            record_rejection(&home, id, &why);
+            return Err(ApiError::bad("body", format!("checkpoint rejected: {why}")));
+        }
+    };
+    let elapsed = started.elapsed();
+    let t = tmp.clone();
+    let verified = tokio::task::spawn_blocking(move || verify_bundle_file(&t))
+        .await
+        .map_err(|e| ApiError::internal("verifier failed", e))?;
+    let manifest = match verified {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            record_rejection(&home, id, &e.to_string());
+            return Err(ApiError::bad("body", format!("checkpoint rejected: {e}")));
+        }
+    };
+    {
+        let _guard = home.spool_lock.lock().await;
+        let latest = dir.join(LATEST);
+        if latest.exists() {
+            std::fs::rename(&latest, dir.join(PREVIOUS))
+                .map_err(|e| ApiError::internal("cannot rotate checkpoints", e))?;
+        }
+        std::fs::rename(&tmp, &latest)
+            .map_err(|e| ApiError::internal("cannot store checkpoint", e))?;
+        // A readable copy of the manifest, for people and tools.
+        if let Ok(j) = serde_json::to_vec_pretty(&manifest) {
+            let _ = std::fs::write(dir.join("latest.manifest.json"), j);
+        }
+    }
+    home.ckpt.rate.record(bytes, elapsed);
+    let detail = format!(
+        "{} checkpoint #{}: {} file(s), {bytes} bytes in {:.3} s",
+        manifest.backend,
+        manifest.seq,
+        manifest.files.len(),
+        elapsed.as_secs_f64()
+    );
+    let at = now();
+    home.queue()
+        .annotate(id, JobEventKind::Checkpointed, &detail, at)?;
+    user_log(&home, id, at, "003", "Job was checkpointed.", &detail);
+    tracing::info!(job = %id, %detail, "checkpoint stored");
+    Ok(Json(StoredResponse { ok: true, detail }))
+}
+
+/// Streams the body into `path` through the station's token bucket.
+async fn receive(home: &Home, body: Body, path: &std::path::Path) -> Result<u64, String> {
+    let mut f = std::fs::File::create(path).map_err(|e| format!("cannot store: {e}"))?;
+    let mut stream = body.into_data_stream();
+    let mut total = 0u64;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| format!("partial upload: {e}"))?;
+        total += chunk.len() as u64;
+        if total > home.ckpt.max_bytes {
+            return Err(format!(
+                "larger than max_checkpoint_bytes ({})",
+                home.ckpt.max_bytes
+            ));
+        }
+        home.ckpt.bucket.take(chunk.len() as u64).await;
+        f.write_all(&chunk)
+            .map_err(|e| format!("cannot store: {e}"))?;
+    }
+    f.sync_all().map_err(|e| format!("cannot store: {e}"))?;
+    Ok(total)
+}
+
+/// The newest checkpoint that verifies, with its manifest.
+pub(crate) fn best_checkpoint(home: &Home, id: JobId) -> Option<(PathBuf, Manifest)> {
+    let dir = ckpt_dir(home, id);
+    for name in [LATEST, PREVIOUS] {
+        let p = dir.join(name);
+        if !p.exists() {
+            continue;
+        }
+        match verify_bundle_file(&p) {
+            Ok(m) => return Some((p, m)),
+            Err(CheckpointError::Io { .. }) => continue,
+            Err(e) => {
+                tracing::warn!(job = %id, file = name, error = %e, "stored checkpoint fails verification; rolling back");
+            }
+        }
+    }
+    None
+}
+
+async fn fetch_checkpoint(
+    State(home): State<Arc<Home>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<axum::response::Response, ApiError> {
+    let id = checkpoint_job(&home, &caller, &id, "no checkpoint to restore")?;
+    let home2 = home.clone();
+    let best = tokio::task::spawn_blocking(move || best_checkpoint(&home2, id))
+        .await
+        .map_err(|e| ApiError::internal("verifier failed", e))?;
+    let Some((path, m)) = best else {
+        // Restart from scratch: the spooled output of earlier runs goes.
+        truncate_streams(&home, id, 0, 0).await;
+        return Err(ApiError::new(
+            ErrorCode::NotFound,
+            format!("job {id} has no checkpoint"),
+        ));
+    };
+    truncate_streams(&home, id, m.stdout_len, m.stderr_len).await;
+    let file = tokio::fs::File::open(&path)
+        .await
+        .map_err(|e| ApiError::internal("cannot open checkpoint", e))?;
+    let len = file.metadata().await.map(|m| m.len()).unwrap_or(0);
+    // Throttled stream: the owner's disk and network stay usable.
+    let home3 = home.clone();
+    let stream = crate::checkpoint::throttled_stream(file, move |n| {
+        let home = home3.clone();
+        async move { home.ckpt.bucket.take(n).await }
+    });
+    axum::response::Response::builder()
+        .header("content-type", "application/octet-stream")
+        .header("content-length", len)
+        .body(Body::from_stream(stream))
+        .map_err(|e| ApiError::internal("cannot build response", e))
+}
+
+/// Cuts the spooled stdout/stderr back to what the restored state wrote.
+async fn truncate_streams(home: &Home, id: JobId, out: u64, err: u64) {
+    let _guard = home.spool_lock.lock().await;
+    for (name, len) in [("stdout", out), ("stderr", err)] {
+        let p = home.spool_for(id).join(name);
+        if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&p)
+            && f.metadata().is_ok_and(|m| m.len() > len)
+            && let Err(e) = f.set_len(len)
+        {
+            tracing::warn!(job = %id, file = %p.display(), error = %e, "cannot cut spooled output");
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The home side of a station: HTCondor's access point. Job state lives on
+//! the submitting station (Mutka 1988 §5), so everything about this
+//! station's own jobs is here:
+//!
+//! - [`user`]: the user API the CLI calls (submit, q, rm/hold/release,
+//!   history, output while running);
+//! - [`schedd`]: the local scheduler, which uses the coordinator's grants
+//!   for this station's idle jobs and passes preemptions on;
+//! - [`remote`]: the one table of this station's remote jobs (where each
+//!   runs or is being placed, lease contact, hosts to avoid);
+//! - [`shadow`]: the endpoints a host's starter calls for each of these
+//!   jobs (sandbox, output, status);
+//! - [`ckpt_store`]: checkpoints received from hosts; [`lease`]: lease
+//!   renewals and the monitor that requeues jobs of silent hosts;
+//! - [`dagman`]: the DAG manager; [`user_log`]: HTCondor-style user logs;
+//!   [`recover`]: start-up recovery of the queue.
+//!
+//! [`Home`] is the side's state; the node gives it grants and preemptions
+//! and takes its part of the station's ad ([`HomePart`]).
+
+pub mod ckpt_store;
+pub mod dagman;
+mod http;
+pub mod job_classes;
+pub mod lease;
+pub mod recover;
+pub mod remote;
+pub mod schedd;
+pub mod shadow;
+pub mod user;
+pub mod user_log;
+
+use crate::config::StationConfig;
+use crate::queue::{JobQueue, QueueError};
+use axum::Router;
+use gleaner_proto::job::{JobId, JobStateKind};
+use gleaner_proto::machine::JobClass;
+use gleaner_proto::wire::Demand;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+
+pub use http::parse_job_id;
+
+/// What the home side puts in the station's ad.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HomePart {
+    /// Idle jobs (not being placed) and jobs running elsewhere.
+    pub demand: Demand,
+    /// The idle jobs grouped into classes for matchmaking.
+    pub classes: Vec<JobClass>,
+    /// Measured rate of the checkpoints this home received, bytes/s.
+    pub transfer_rate: Option<f64>,
+}
+
+/// How the home reaches the rest of the pool.
+pub struct HomeSetup {
+    pub config: Arc<StationConfig>,
+    pub name: String,
+    /// Base URL others use to reach this station (the shadow URL).
+    pub address: String,
+    /// This station's daemon token, for placements and vacates.
+    pub token: String,
+    pub http: reqwest::Client,
+}
+
+/// The home side's state, shared by its handlers and loops.
+pub struct Home {
+    config: Arc<StationConfig>,
+    name: String,
+    address: String,
+    token: String,
+    http: reqwest::Client,
+    queue: Mutex<JobQueue>,
+    spool: PathBuf,
+    /// Serialises spool writes, so that appends at an offset are atomic.
+    spool_lock: tokio::sync::Mutex<()>,
+    /// News for the coordinator (a job submitted, finished or requeued):
+    /// wakes the advertise loop early.
+    news: Notify,
+    /// Wakes the DAG manager, which sleeps while no DAG runs.
+    dag_wake: Notify,
+    remote: remote::RemoteJobs,
+    ckpt: ckpt_store::CkptStore,
+    /// When the local scheduler last placed a job (one per interval).
+    last_placement: Mutex<Option<Instant>>,
+}
+
+impl Home {
+    /// The home over `queue`; its table of remote jobs is reloaded from the
+    /// queue's running jobs.
+    pub fn new(setup: HomeSetup, mut queue: JobQueue) -> Result<Self, QueueError> {
+        let HomeSetup {
+            config,
+            name,
+            address,
+            token,
+            http,
+        } = setup;
+        dagman::init(&mut queue)?;
+        let remote = remote::RemoteJobs::new(
+            config.lease(),
+            Duration::from_secs_f64(config.avoid_host_secs.max(0.0)),
+        );
+        remote.load(&queue.running_placements()?);
+        let ckpt = ckpt_store::CkptStore::new(
+            config.checkpoint_bytes_per_sec,
+            config.max_checkpoint_bytes,
+        );
+        Ok(Home {
+            spool: config.spool_dir(),
+            config,
+            name,
+            address,
+            token,
+            http,
+            queue: Mutex::new(queue),
+            spool_lock: tokio::sync::Mutex::new(()),
+            news: Notify::new(),
+            dag_wake: Notify::new(),
+            remote,
+            ckpt,
+            last_placement: Mutex::new(None),
+        })
+    }
+
+    /// The job queue. A poisoned lock is recovered: the queue's own
+    /// transactions keep the database consistent whatever a panicking
+    /// holder left behind.
+    pub fn queue(&self) -> MutexGuard<'_, JobQueue> {
+        self.queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn spool_for(&self, job: JobId) -> PathBuf {
+        self.spool.join(job.to_string())
+    }
+
+    /// Notified when the coordinator should hear from this station now.
+    pub fn news(&self) -> &Notify {
+        &self.news
+    }
+
+    /// The home's endpoints (user API, DAGs, shadow, checkpoints, leases).
+    pub fn router(self: &Arc<Self>) -> Router {
+        Router::new()
+            .merge(user::router())
+            .merge(dagman::router())
+            .merge(shadow::router())
+            .merge(ckpt_store::router())
+            .merge(lease::router())
+            .with_state(self.clone())
+    }
+
+    /// Starts the home's loops: the DAG manager (when this station takes
+    /// submissions) and the lease monitor.
+    pub fn spawn(self: &Arc<Self>, shutdown: &watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+        let mut tasks = Vec::new();
+        if self.config.role.submits() {
+            tasks.push(tokio::spawn(dagman::run_loop(
+                self.clone(),
+                shutdown.clone(),
+            )));
+        }
+        tasks.push(tokio::spawn(lease::monitor(self.clone(), shutdown.clone())));
+        tasks
+    }
+
+    /// This side's part of the station's ad.
+    pub fn part(&self) -> HomePart {
+        let counts = self.queue().count_by_state().unwrap_or_default();
+        let count = |k: JobStateKind| {
+            counts
+                .iter()
+                .find(|(s, _)| *s == k)
+                .map_or(0, |(_, n)| u32::try_from(*n).unwrap_or(u32::MAX))
+        };
+        let placing = self.remote.placing();
+        let demand = Demand {
+            idle_jobs: count(JobStateKind::Idle)
+                .saturating_sub(u32::try_from(placing.len()).unwrap_or(0)),
+            remote_jobs: count(JobStateKind::Running) + count(JobStateKind::Suspended),
+        };
+        let classes = if self.config.role.submits() {
+            job_classes::idle_classes(&self.queue(), &placing, |j| self.remote.avoided_hosts(j))
+        } else {
+            Vec::new()
+        };
+        HomePart {
+            demand,
+            classes,
+            transfer_rate: self.ckpt.rate.own(),
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! The home station's local scheduler.
+//!
+//! The coordinator only hands out hosts; the home station's own scheduler
+//! picks which of its jobs uses each granted host, FIFO among equal
+//! priorities, and places at most one job per placement interval (Mutka
+//! 1988 L839). Preemptions are passed on to the host as vacate requests;
+//! the job is requeued when the host reports it vacated.
+
+use super::Home;
+use super::user_log::user_log;
+use crate::clock::now;
+use gleaner_proto::job::{JobId, JobState};
+use gleaner_proto::machine::JobClass;
+use gleaner_proto::wire::{
+    Grant, PROTOCOL_VERSION, PlacementRequest, PlacementResponse, Preemption,
+};
+use std::sync::Arc;
+use std::time::Instant;
+
+impl Home {
+    /// Uses the coordinator's grants, in order.
+    pub async fn on_grants(self: &Arc<Self>, grants: &[Grant]) {
+        for g in grants {
+            place_on_grant(self, g).await;
+        }
+    }
+
+    /// Passes the coordinator's preemptions on to the hosts.
+    pub fn on_preemptions(self: &Arc<Self>, preemptions: &[Preemption]) {
+        for p in preemptions {
+            preempt(self, p);
+        }
+    }
+}
+
+/// Uses one grant: the next idle job goes to the granted host, unless a
+/// placement already happened within the placement interval.
+async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
+    // At most one placement per interval (Mutka 1988 L839); a grant we
+    // cannot use now is simply not used: the coordinator grants again.
+    let last = *home
+        .last_placement
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(t) = last
+        && t.elapsed() < home.config.placement_interval()
+    {
+        tracing::debug!(host = %g.host, "placement interval not over; grant unused");
+        return;
+    }
+    let job = {
+        let placing = home.remote.placing();
+        // A grant for a class is used by the first idle job of that class
+        // (the coordinator matched the host for it).
+        let n = match g.class {
+            Some(_) => 10_000,
+            None => placing.len() + 32,
+        };
+        match home.queue().next_idle_jobs(n) {
+            Ok(jobs) => jobs.into_iter().find(|j| {
+                !placing.contains(&j.id)
+                    // Skip jobs this host evicted recently (resource feedback).
+                    && !home.remote.avoids(j.id, &g.host)
+                    && g.class.as_ref().is_none_or(|k| {
+                        JobClass::avoiding(&j.description, home.remote.avoided_hosts(j.id)).key
+                            == *k
+                    })
+            }),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read idle jobs");
+                None
+            }
+        }
+    };
+    let Some(job) = job else {
+        tracing::debug!(host = %g.host, class = ?g.class, "no idle job for the grant");
+        return;
+    };
+    *home
+        .last_placement
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
+    home.remote.begin_placing(job.id, &g.host, &g.host_address);
+    let req = PlacementRequest {
+        protocol: PROTOCOL_VERSION,
+        job_id: job.id,
+        home: home.name.clone(),
+        claim_id: g.claim_id.clone(),
+        description: job.description.clone(),
+        shadow: home.address.clone(),
+        checkpoint: None,
+        run_count: job.run_count,
+        lease_secs: Some(home.config.lease_secs.ceil() as u64).filter(|l| *l > 0),
+    };
+    let url = format!("{}/v1/place", g.host_address.trim_end_matches('/'));
+    let result = home
+        .http
+        .post(&url)
+        .bearer_auth(&home.token)
+        .json(&req)
+        .send()
+        .await;
+    let outcome = match result {
+        Ok(resp) if resp.status().is_success() => resp
+            .json::<PlacementResponse>()
+            .await
+            .map_err(|e| e.to_string()),
+        Ok(resp) => Err(format!("host answered {}", resp.status())),
+        Err(e) => Err(e.to_string()),
+    };
+    match outcome {
+        Ok(PlacementResponse::Accepted { guest_id }) => {
+            let at = now();
+            let mut q = home.queue();
+            if let Err(e) = q.record_placement(job.id, &g.host, &g.host_address, at) {
+                tracing::error!(job = %job.id, error = %e, "cannot record placement");
+            }
+            // The host may already have reported "started" (then the
+            // shadow has logged the start).
+            let current = q.get(job.id).ok().flatten().map(|r| r.state);
+            let mut started_here = false;
+            if current == Some(JobState::Idle) {
+                match q.transition(
+                    job.id,
+                    JobState::Running,
+                    &format!("placed on host {} as {guest_id}", g.host),
+                    at,
+                ) {
+                    Ok(_) => started_here = true,
+                    Err(e) => tracing::warn!(job = %job.id, error = %e, "cannot mark job running"),
+                }
+            }
+            drop(q);
+            // The lease runs from the placement, not from an earlier run.
+            home.remote.placed(job.id);
+            if started_here {
+                user_log(
+                    home,
+                    job.id,
+                    at,
+                    "001",
+                    &format!("Job executing on host: {}", g.host),
+                    &g.host_address,
+                );
+            }
+            tracing::info!(job = %job.id, host = %g.host, "job placed");
+        }
+        Ok(PlacementResponse::Rejected { reason, message }) => {
+            tracing::info!(job = %job.id, host = %g.host, ?reason, message, "placement rejected");
+        }
+        Err(e) => tracing::warn!(job = %job.id, host = %g.host, error = %e, "placement failed"),
+    }
+    home.remote.end_placing(job.id);
+}
+
+/// Passes a preemption on to the host running our job there.
+fn preempt(home: &Arc<Home>, p: &Preemption) {
+    let jobs: Vec<JobId> = match p.job {
+        Some(j) => vec![j],
+        None => home
+            .queue()
+            .running_jobs()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(_, host)| host.as_deref() == Some(p.host.as_str()))
+            .map(|(id, _)| id)
+            .collect(),
+    };
+    for j in jobs {
+        spawn_vacate(home, j, &format!("preempted: {}", p.reason));
+    }
+}
+
+/// Asks the host running `job` to vacate it, in the background. The job is
+/// requeued when the host reports it evicted, not here.
+pub(crate) fn spawn_vacate(home: &Arc<Home>, job: JobId, why: &str) {
+    let Some(host) = home.remote.address(job) else {
+        tracing::warn!(job = %job, "vacate: host address unknown (placed before a restart?)");
+        return;
+    };
+    let home = home.clone();
+    let why = why.to_string();
+    tokio::spawn(async move {
+        let url = format!("{}/v1/guests/{job}/vacate", host.trim_end_matches('/'));
+        match home.http.post(&url).bearer_auth(&home.token).send().await {
+            Ok(r) if r.status().is_success() => {
+                tracing::info!(%job, %host, why, "vacate requested");
+            }
+            Ok(r) => tracing::warn!(%job, %host, status = %r.status(), "vacate refused"),
+            Err(e) => tracing::warn!(%job, %host, error = %e, "vacate failed"),
+        }
+    });
+}

@@ -1,0 +1,439 @@
+//! The shadow: the home station's side of each of its jobs that runs on
+//! another station (HTCondor's condor_shadow; Mutka 1988 §5 keeps job
+//! state at the submitting station).
+//!
+//! The host's starter calls these endpoints with a Daemon token:
+//! - `GET /v1/shadow/{job}/input/{name}`: one sandbox file, read from the
+//!   job's initial directory. Only the executable, `input` and
+//!   `transfer_input_files` are served; anything else, and any other path
+//!   with `..` or a leading `/`, is refused.
+//! - `POST /v1/shadow/{job}/output/{stream}?offset=N`: appends stdout or
+//!   stderr to the spool (`spool/<job>/stdout`). Idempotent: a retried
+//!   chunk that is already stored is accepted again; a chunk that would
+//!   leave a gap is 409, so that the starter resends from the stored length.
+//! - `PUT /v1/shadow/{job}/files/{name}`: an output file after exit.
+//! - `POST /v1/jobs/{job}/status`: a [`JobStatusReport`]; state changes go
+//!   through the queue's transition table. On completion the spooled
+//!   stdout/stderr and output files are copied to the paths named in the
+//!   submit description (relative to the initial directory).
+//!
+//! Every event also goes to the user log ([`super::user_log`]).
+
+use super::http::job_record;
+use super::user_log::user_log;
+use super::{Home, parse_job_id};
+use crate::clock::now;
+use crate::queue::JobRecord;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::routing::{get, post, put};
+use axum::{Extension, Json, Router};
+use gleaner_edge::{ApiError, Caller, body_bytes, parse_json, require_station};
+use gleaner_proto::api::{AppendResponse, StoredResponse};
+use gleaner_proto::job::{JobEventKind, JobId, JobState, JobStateKind};
+use gleaner_proto::wire::{ErrorCode, JobStatusReport, check_version};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Component, PathBuf};
+use std::sync::Arc;
+
+/// What a user token hears on a shadow endpoint: they are for stations
+/// (and administrators debugging).
+pub(crate) const STATIONS_ONLY: &str = "shadow endpoints need a daemon token";
+
+pub(crate) fn router() -> Router<Arc<Home>> {
+    Router::new()
+        .route("/v1/shadow/{job}/input/{name}", get(input))
+        .route("/v1/shadow/{job}/output/{stream}", post(append))
+        .route("/v1/shadow/{job}/files/{name}", put(store_file))
+        .route("/v1/jobs/{job}/status", post(status))
+}
+
+/// A job's captured output stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    pub fn parse(s: &str) -> Result<Self, ApiError> {
+        match s {
+            "stdout" => Ok(Stream::Stdout),
+            "stderr" => Ok(Stream::Stderr),
+            _ => Err(ApiError::bad(
+                "stream",
+                format!("unknown stream {s:?}: expected stdout or stderr"),
+            )),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
+        }
+    }
+}
+
+fn iwd(r: &JobRecord) -> Result<PathBuf, ApiError> {
+    r.description
+        .iwd
+        .as_deref()
+        .map(PathBuf::from)
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::Conflict,
+                format!("job {} has no initial directory", r.id),
+            )
+        })
+}
+
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
+}
+
+fn basename(p: &str) -> &str {
+    p.trim_end_matches('/').rsplit('/').next().unwrap_or(p)
+}
+
+/// Maps a requested input name to the file to serve. The name must be one
+/// of the job's declared inputs, as written or by its base name; anything
+/// else is refused before the file system is touched.
+fn input_path(r: &JobRecord, name: &str) -> Result<PathBuf, ApiError> {
+    let d = &r.description;
+    let mut declared: Vec<&str> = vec![d.executable.as_str()];
+    declared.extend(d.input.as_deref());
+    declared.extend(d.transfer_input_files.iter().map(String::as_str));
+    let entry = if let Some(e) = declared.iter().find(|e| **e == name) {
+        *e
+    } else {
+        let traversal = name.starts_with('/')
+            || PathBuf::from(name)
+                .components()
+                .any(|c| matches!(c, Component::ParentDir | Component::RootDir));
+        if traversal || name.contains('\0') {
+            tracing::warn!(job = %r.id, name, "input path traversal refused");
+            return Err(ApiError::field(
+                ErrorCode::Forbidden,
+                "name",
+                format!("{name:?} is not a declared input file"),
+            ));
+        }
+        let mut hits = declared.iter().filter(|e| basename(e) == name);
+        match (hits.next(), hits.next()) {
+            (Some(e), None) => *e,
+            _ => {
+                return Err(ApiError::field(
+                    ErrorCode::Forbidden,
+                    "name",
+                    format!("{name:?} is not a declared input file of job {}", r.id),
+                ));
+            }
+        }
+    };
+    if entry.starts_with('/') {
+        Ok(PathBuf::from(entry))
+    } else {
+        Ok(iwd(r)?.join(entry))
+    }
+}
+
+async fn input(
+    State(home): State<Arc<Home>>,
+    Extension(caller): Extension<Caller>,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<Vec<u8>, ApiError> {
+    require_station(&caller, STATIONS_ONLY)?;
+    let id = parse_job_id(&id)?;
+    let r = job_record(&home, id)?;
+    if r.state.is_terminal() || r.state.kind() == JobStateKind::Held {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!("job {id} is {}: no sandbox to transfer", r.state),
+        ));
+    }
+    let path = input_path(&r, &name)?;
+    match tokio::fs::metadata(&path).await {
+        Ok(m) if m.is_dir() => {
+            return Err(ApiError::bad(
+                "name",
+                format!("{name:?} is a directory; only files are transferred"),
+            ));
+        }
+        Ok(_) => {}
+        Err(_) => {
+            return Err(ApiError::field(
+                ErrorCode::NotFound,
+                "name",
+                format!("input file {} not found", path.display()),
+            ));
+        }
+    }
+    tokio::fs::read(&path).await.map_err(|e| {
+        ApiError::field(
+            ErrorCode::NotFound,
+            "name",
+            format!("cannot read {}: {e}", path.display()),
+        )
+    })
+}
+
+fn stream_path(home: &Home, id: JobId, s: Stream) -> PathBuf {
+    home.spool_for(id).join(s.name())
+}
+
+/// Output received so far, from `offset`.
+pub(crate) async fn read_stream(
+    home: &Home,
+    id: JobId,
+    s: Stream,
+    offset: u64,
+) -> Result<Vec<u8>, ApiError> {
+    let data = match tokio::fs::read(stream_path(home, id, s)).await {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => {
+            tracing::error!(job = %id, error = %e, "cannot read spooled output");
+            return Err(ApiError::new(
+                ErrorCode::Internal,
+                "cannot read spooled output",
+            ));
+        }
+    };
+    let start = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(data.len());
+    Ok(data[start..].to_vec())
+}
+
+async fn append(
+    State(home): State<Arc<Home>>,
+    Extension(caller): Extension<Caller>,
+    Path((id, stream)): Path<(String, String)>,
+    q: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
+    raw: Result<axum::body::Bytes, BytesRejection>,
+) -> Result<Json<AppendResponse>, ApiError> {
+    require_station(&caller, STATIONS_ONLY)?;
+    let id = parse_job_id(&id)?;
+    let s = Stream::parse(&stream)?;
+    let Query(q) = q.map_err(|e| ApiError::bad("offset", e.to_string()))?;
+    let offset: u64 = q
+        .get("offset")
+        .ok_or_else(|| ApiError::bad("offset", "offset is required"))?
+        .parse()
+        .map_err(|_| ApiError::bad("offset", "offset is not a byte count"))?;
+    let data = body_bytes(raw)?;
+    let r = job_record(&home, id)?;
+    if !home.remote.is_remote(&r) {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!("job {id} is {}: not accepting output", r.state),
+        ));
+    }
+    let _guard = home.spool_lock.lock().await;
+    let dir = home.spool_for(id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| ApiError::internal("cannot create spool directory", e))?;
+    let path = stream_path(&home, id, s);
+    let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+    if offset > len {
+        return Err(ApiError::field(
+            ErrorCode::Conflict,
+            "offset",
+            format!(
+                "offset {offset} leaves a gap: {len} bytes of {} are stored",
+                s.name()
+            ),
+        ));
+    }
+    let end = offset.saturating_add(data.len() as u64);
+    if end > len {
+        // Only the part past what is stored is new; the rest is a retry.
+        let skip = usize::try_from(len - offset).unwrap_or(usize::MAX);
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| ApiError::internal("cannot open spooled output", e))?;
+        f.write_all(data.get(skip..).unwrap_or_default())
+            .map_err(|e| ApiError::internal("cannot write spooled output", e))?;
+    }
+    Ok(Json(AppendResponse {
+        length: end.max(len),
+    }))
+}
+
+async fn store_file(
+    State(home): State<Arc<Home>>,
+    Extension(caller): Extension<Caller>,
+    Path((id, name)): Path<(String, String)>,
+    raw: Result<axum::body::Bytes, BytesRejection>,
+) -> Result<Json<StoredResponse>, ApiError> {
+    require_station(&caller, STATIONS_ONLY)?;
+    let id = parse_job_id(&id)?;
+    if !is_plain_name(&name) {
+        tracing::warn!(job = %id, name, "output file name refused");
+        return Err(ApiError::bad(
+            "name",
+            format!("{name:?} is not a plain file name"),
+        ));
+    }
+    let data = body_bytes(raw)?;
+    let r = job_record(&home, id)?;
+    if !home.remote.is_remote(&r) {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!("job {id} is {}: not accepting output files", r.state),
+        ));
+    }
+    if let Some(list) = &r.description.transfer_output_files
+        && !list.iter().any(|e| basename(e) == name)
+    {
+        return Err(ApiError::field(
+            ErrorCode::Forbidden,
+            "name",
+            format!("{name:?} is not in transfer_output_files"),
+        ));
+    }
+    let _guard = home.spool_lock.lock().await;
+    let dir = home.spool_for(id).join("files");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| ApiError::internal("cannot create spool directory", e))?;
+    // Write then rename, so that a retried upload never leaves half a file.
+    let tmp = dir.join(format!(".{name}.part"));
+    std::fs::write(&tmp, &data).map_err(|e| ApiError::internal("cannot store output file", e))?;
+    std::fs::rename(&tmp, dir.join(&name))
+        .map_err(|e| ApiError::internal("cannot store output file", e))?;
+    Ok(Json(StoredResponse {
+        ok: true,
+        detail: format!("{} bytes", data.len()),
+    }))
+}
+
+/// Copies spooled stdout/stderr and output files to where the submit
+/// description wants them. Failures are logged and returned as text: the
+/// job still completes (its output stays in the spool).
+fn deliver_outputs(home: &Home, r: &JobRecord) -> Vec<String> {
+    let mut problems = Vec::new();
+    let Some(iwd) = r.description.iwd.as_deref().map(PathBuf::from) else {
+        return vec!["no initial directory: outputs stay in the spool".into()];
+    };
+    let spool = home.spool_for(r.id);
+    let mut copy = |from: PathBuf, to: PathBuf| {
+        if !from.exists() {
+            // Nothing was written: create the file empty, as HTCondor does.
+            if let Err(e) = std::fs::write(&to, b"") {
+                problems.push(format!("{}: {e}", to.display()));
+            }
+            return;
+        }
+        if let Err(e) = std::fs::copy(&from, &to) {
+            problems.push(format!("{}: {e}", to.display()));
+        }
+    };
+    if let Some(o) = &r.description.output {
+        copy(spool.join("stdout"), iwd.join(o));
+    }
+    if let Some(e) = &r.description.error {
+        copy(spool.join("stderr"), iwd.join(e));
+    }
+    if let Ok(entries) = std::fs::read_dir(spool.join("files")) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && name.ends_with(".part") {
+                continue;
+            }
+            if let Err(err) = std::fs::copy(e.path(), iwd.join(&name)) {
+                problems.push(format!("{name}: {err}"));
+            }
+        }
+    }
+    for p in &problems {
+        tracing::warn!(job = %r.id, problem = %p, "output delivery");
+    }
+    problems
+}
+
+async fn status(
+    State(home): State<Arc<Home>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    raw: Result<axum::body::Bytes, BytesRejection>,
+) -> Result<Json<StoredResponse>, ApiError> {
+    require_station(&caller, STATIONS_ONLY)?;
+    let id = parse_job_id(&id)?;
+    let raw = body_bytes(raw)?;
+    let rep: JobStatusReport = parse_json(&raw)?;
+    check_version(rep.protocol).map_err(ApiError::from)?;
+    if rep.job_id != id {
+        return Err(ApiError::bad(
+            "job_id",
+            format!("report is for {} but was sent to {id}", rep.job_id),
+        ));
+    }
+    let r = job_record(&home, id)?;
+    if !home.remote.speaks_for(id, r.host.as_deref(), &rep.host) {
+        tracing::warn!(job = %id, host = %rep.host, "status report from a former host refused");
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!("job {id} no longer runs on {}", rep.host),
+        ));
+    }
+    home.remote.touch(id);
+    let at = now();
+    if matches!(rep.event, JobEventKind::Checkpointed | JobEventKind::Placed) {
+        home.queue().annotate(id, rep.event, &rep.detail, at)?;
+        return Ok(Json(StoredResponse {
+            ok: true,
+            detail: "recorded".into(),
+        }));
+    }
+    if r.state.kind() == rep.state.kind() {
+        // A retried report: already applied.
+        return Ok(Json(StoredResponse {
+            ok: true,
+            detail: "already applied".into(),
+        }));
+    }
+    let mut detail = if rep.detail.is_empty() {
+        format!("on {}", rep.host)
+    } else {
+        format!("on {}: {}", rep.host, rep.detail)
+    };
+    if let JobState::Completed { .. } = rep.state {
+        let problems = deliver_outputs(&home, &r);
+        if !problems.is_empty() {
+            detail.push_str(&format!(" (output delivery: {})", problems.join("; ")));
+        }
+    }
+    let new = home
+        .queue()
+        .transition(id, rep.state.clone(), &detail, at)?;
+    if rep.event == JobEventKind::Evicted {
+        // Resource feedback (Neeracher 1998 §4): not this host again soon.
+        home.remote.avoid_host(id, &rep.host);
+    }
+    let still_remote = matches!(new.state, JobState::Running | JobState::Suspended);
+    home.remote.reported(id, still_remote);
+    let (code, text) = match &new.state {
+        JobState::Running if r.state.kind() == JobStateKind::Suspended => {
+            ("011", "Job was unsuspended".to_string())
+        }
+        JobState::Running => ("001", format!("Job executing on host: {}", rep.host)),
+        JobState::Suspended => ("010", "Job was suspended".to_string()),
+        JobState::Idle => ("004", "Job was evicted".to_string()),
+        JobState::Held { reason } => ("012", format!("Job was held: {reason}")),
+        JobState::Completed { exit_code } => (
+            "005",
+            format!("Job terminated.\n\t(1) Normal termination (return value {exit_code})"),
+        ),
+        JobState::Removed => ("009", "Job was aborted".to_string()),
+    };
+    user_log(&home, id, at, code, &text, &detail);
+    if !still_remote {
+        // A host came free or a job came back: tell the coordinator now.
+        home.news.notify_one();
+    }
+    tracing::info!(job = %id, host = %rep.host, state = %new.state, "status report applied");
+    Ok(Json(StoredResponse { ok: true, detail }))
+}

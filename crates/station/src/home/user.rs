@@ -1,0 +1,387 @@
+//! The user API: what `glean submit`, `glean q`, `glean rm|hold|release`,
+//! `glean history` and `glean tail` call on the user's own station.
+//!
+//! Job state lives on the submitting station (Mutka 1988 §5), so every one
+//! of these requests is answered from the local queue. Reading the queue is
+//! open to every authenticated user, as `condor_q` is; changing a job or
+//! reading its output needs its owner's token or an Admin one
+//! ([`gleaner_edge::may_act_on`]).
+
+use super::user_log::user_log;
+use super::{Home, parse_job_id, schedd, shadow};
+use crate::clock::now;
+use crate::queue::{JobFilter, JobRecord};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use gleaner_edge::{ApiError, Caller, body_bytes, may_act_on, parse_json};
+use gleaner_proto::api::{
+    ActionRequest, ActionResponse, EventInfo, JobDetail, JobInfo, SubmitBody,
+};
+use gleaner_proto::job::{JobId, JobState, JobStateKind};
+use gleaner_proto::wire::{ErrorCode, SubmitResponse, check_version};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+type Q = Query<HashMap<String, String>>;
+type QR = Result<Q, axum::extract::rejection::QueryRejection>;
+
+pub(crate) fn router() -> Router<Arc<Home>> {
+    Router::new()
+        .route("/v1/submit", post(submit))
+        .route("/v1/jobs", get(list))
+        .route("/v1/jobs/{id}", get(detail))
+        .route("/v1/jobs/{id}/rm", post(rm))
+        .route("/v1/jobs/{id}/hold", post(hold))
+        .route("/v1/jobs/{id}/release", post(release))
+        .route("/v1/jobs/{id}/output/{stream}", get(output))
+        .route("/v1/history", get(history))
+}
+
+fn query(q: QR) -> Result<HashMap<String, String>, ApiError> {
+    q.map(|Query(m)| m)
+        .map_err(|e| ApiError::bad("query", e.to_string()))
+}
+
+/// The `CMD` column: executable and arguments.
+fn cmd(r: &JobRecord) -> String {
+    let mut s = r.description.executable.clone();
+    for a in &r.description.arguments {
+        s.push(' ');
+        s.push_str(a);
+    }
+    s
+}
+
+pub(crate) fn info(r: &JobRecord) -> JobInfo {
+    JobInfo {
+        id: r.id,
+        owner: r.owner.clone(),
+        state: r.state.clone(),
+        submitted_at: r.submitted_at,
+        updated_at: r.updated_at,
+        started_at: r.started_at,
+        finished_at: r.finished_at,
+        run_count: r.run_count,
+        host: r.host.clone(),
+        cmd: cmd(r),
+    }
+}
+
+/// Resolves the jobs' initial directory against the submit file's
+/// directory, as `condor_submit` does (a relative `initialdir` is relative
+/// to where the submit file was).
+pub(crate) fn resolve_iwd(iwd: Option<&str>, submit_dir: Option<&str>) -> Option<String> {
+    match (iwd, submit_dir) {
+        (Some(i), Some(base)) if !i.starts_with('/') => {
+            Some(PathBuf::from(base).join(i).to_string_lossy().into_owned())
+        }
+        (Some(i), _) => Some(i.to_string()),
+        (None, base) => base.map(str::to_string),
+    }
+}
+
+async fn submit(
+    State(home): State<Arc<Home>>,
+    Extension(caller): Extension<Caller>,
+    raw: Result<axum::body::Bytes, BytesRejection>,
+) -> Result<Json<SubmitResponse>, ApiError> {
+    if !home.config.role.submits() {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "this station is execute-only and accepts no submissions",
+        ));
+    }
+    let raw = body_bytes(raw)?;
+    let mut req: SubmitBody = parse_json(&raw)?;
+    check_version(req.protocol).map_err(ApiError::from)?;
+    if let Some(d) = &req.submit_dir
+        && !d.starts_with('/')
+    {
+        return Err(ApiError::bad(
+            "submit_dir",
+            format!("submit_dir must be an absolute path, got {d:?}"),
+        ));
+    }
+    // The owner is who the caller is, never what the body claims.
+    req.submission.owner = caller.name.clone();
+    let submit_dir = req.submit_dir.clone();
+    let at = now();
+    let ids = {
+        let mut q = home.queue();
+        q.submit_with(at, |cluster| {
+            let mut descs = req.submission.expand(cluster)?;
+            for d in &mut descs {
+                d.owner = caller.name.clone();
+                d.iwd = resolve_iwd(d.iwd.as_deref(), submit_dir.as_deref());
+            }
+            Ok(descs)
+        })?
+    };
+    let cluster = ids.first().map_or(0, |j| j.cluster);
+    for id in &ids {
+        user_log(
+            &home,
+            *id,
+            at,
+            "000",
+            "Job submitted from host",
+            &home.address,
+        );
+    }
+    tracing::info!(owner = %caller.name, cluster, procs = ids.len(), "cluster submitted");
+    // A new demand is news for the coordinator: advertise now.
+    home.news.notify_one();
+    Ok(Json(SubmitResponse { cluster, jobs: ids }))
+}
+
+async fn list(State(home): State<Arc<Home>>, q: QR) -> Result<Json<Vec<JobInfo>>, ApiError> {
+    let q = query(q)?;
+    let mut filter = JobFilter::default();
+    if let Some(o) = q.get("owner").filter(|o| !o.is_empty()) {
+        filter.owner = Some(o.clone());
+    }
+    if let Some(s) = q.get("state").filter(|s| !s.is_empty()) {
+        filter.state = Some(
+            s.parse::<JobStateKind>()
+                .map_err(|e| ApiError::bad("state", e.to_string()))?,
+        );
+    }
+    if q.get("constraint").is_some_and(|c| !c.trim().is_empty()) {
+        return Err(ApiError::bad(
+            "constraint",
+            "ClassAd constraints are not supported by this station yet; use owner= and state=",
+        ));
+    }
+    let all = q.get("all").is_some_and(|v| v == "1" || v == "true");
+    let rows = home.queue().list(&filter)?;
+    // Like condor_q, the queue shows active jobs; finished ones are in
+    // history unless a state filter or `all` asks for them.
+    let rows = rows
+        .iter()
+        .filter(|r| all || filter.state.is_some() || !r.state.is_terminal())
+        .map(info)
+        .collect();
+    Ok(Json(rows))
+}
+
+async fn history(State(home): State<Arc<Home>>, q: QR) -> Result<Json<Vec<JobInfo>>, ApiError> {
+    let q = query(q)?;
+    let owner = q.get("owner").filter(|o| !o.is_empty());
+    let rows = home.queue().history(owner.map(String::as_str))?;
+    Ok(Json(rows.iter().map(info).collect()))
+}
+
+async fn detail(
+    State(home): State<Arc<Home>>,
+    Path(id): Path<String>,
+) -> Result<Json<JobDetail>, ApiError> {
+    let id = parse_job_id(&id)?;
+    let q = home.queue();
+    let r = q
+        .get(id)?
+        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no such job {id}")))?;
+    let events = q
+        .events(id)?
+        .into_iter()
+        .map(|e| EventInfo {
+            at: e.at,
+            kind: e.kind,
+            detail: e.detail,
+        })
+        .collect();
+    Ok(Json(JobDetail {
+        job: info(&r),
+        description: r.description,
+        events,
+    }))
+}
+
+/// `12.3` is one job, `12` all procs of cluster 12.
+fn target_jobs(home: &Home, id: &str) -> Result<Vec<JobRecord>, ApiError> {
+    let q = home.queue();
+    if id.contains('.') {
+        let id = parse_job_id(id)?;
+        let r = q
+            .get(id)?
+            .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no such job {id}")))?;
+        return Ok(vec![r]);
+    }
+    let cluster: u64 = id.parse().map_err(|_| {
+        ApiError::bad(
+            "job",
+            format!("invalid job id {id:?}: expected CLUSTER or CLUSTER.PROC"),
+        )
+    })?;
+    let rows = q.list(&JobFilter {
+        cluster: Some(cluster),
+        ..Default::default()
+    })?;
+    if rows.is_empty() {
+        return Err(ApiError::new(
+            ErrorCode::NotFound,
+            format!("no such cluster {cluster}"),
+        ));
+    }
+    Ok(rows)
+}
+
+#[derive(Clone, Copy)]
+enum Action {
+    Rm,
+    Hold,
+    Release,
+}
+
+async fn act(
+    home: Arc<Home>,
+    caller: Caller,
+    id: String,
+    raw: Result<axum::body::Bytes, BytesRejection>,
+    action: Action,
+) -> Result<Json<ActionResponse>, ApiError> {
+    let raw = body_bytes(raw)?;
+    let req: ActionRequest = if raw.iter().all(u8::is_ascii_whitespace) {
+        ActionRequest::default()
+    } else {
+        parse_json(&raw)?
+    };
+    let jobs = target_jobs(&home, &id)?;
+    // All or nothing: one foreign job refuses the whole request.
+    if let Some(j) = jobs.iter().find(|j| !may_act_on(&caller, &j.owner)) {
+        tracing::warn!(user = %caller.name, job = %j.id, owner = %j.owner, "refused action on another user's job");
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            format!("job {} belongs to {}", j.id, j.owner),
+        ));
+    }
+    let by = &caller.name;
+    let reason = req.reason.unwrap_or_default();
+    let (to, detail, code, text) = match action {
+        Action::Rm => (
+            JobState::Removed,
+            format!("removed by {by}{}", suffix(&reason)),
+            "009",
+            "Job was aborted",
+        ),
+        Action::Hold => {
+            let why = if reason.is_empty() {
+                format!("held by {by}")
+            } else {
+                reason.clone()
+            };
+            (
+                JobState::Held {
+                    reason: why.clone(),
+                },
+                why,
+                "012",
+                "Job was held",
+            )
+        }
+        Action::Release => (
+            JobState::Idle,
+            format!("released by {by}{}", suffix(&reason)),
+            "013",
+            "Job was released",
+        ),
+    };
+    let at = now();
+    let mut resp = ActionResponse::default();
+    for j in &jobs {
+        let was_remote = matches!(j.state, JobState::Running | JobState::Suspended);
+        let r = home.queue().transition(j.id, to.clone(), &detail, at);
+        match r {
+            Ok(_) => {
+                resp.changed.push(j.id);
+                user_log(&home, j.id, at, code, text, &detail);
+                if was_remote {
+                    schedd::spawn_vacate(&home, j.id, &detail);
+                }
+            }
+            Err(crate::queue::QueueError::IllegalTransition { source, .. }) => {
+                resp.skipped.push((j.id, source.to_string()));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if resp.changed.is_empty() && !resp.skipped.is_empty() {
+        let why: Vec<String> = resp
+            .skipped
+            .iter()
+            .map(|(j, w)| format!("{j}: {w}"))
+            .collect();
+        return Err(ApiError::new(ErrorCode::Conflict, why.join("; ")));
+    }
+    tracing::info!(user = %by, changed = resp.changed.len(), "job action applied");
+    home.news.notify_one();
+    Ok(Json(resp))
+}
+
+fn suffix(reason: &str) -> String {
+    if reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {reason}")
+    }
+}
+
+async fn rm(
+    State(home): State<Arc<Home>>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    raw: Result<axum::body::Bytes, BytesRejection>,
+) -> Result<Json<ActionResponse>, ApiError> {
+    act(home, c, id, raw, Action::Rm).await
+}
+
+async fn hold(
+    State(home): State<Arc<Home>>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    raw: Result<axum::body::Bytes, BytesRejection>,
+) -> Result<Json<ActionResponse>, ApiError> {
+    act(home, c, id, raw, Action::Hold).await
+}
+
+async fn release(
+    State(home): State<Arc<Home>>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    raw: Result<axum::body::Bytes, BytesRejection>,
+) -> Result<Json<ActionResponse>, ApiError> {
+    act(home, c, id, raw, Action::Release).await
+}
+
+/// stdout/stderr received so far, from `offset` (visible while the job
+/// runs: the shadow appends as the host streams).
+async fn output(
+    State(home): State<Arc<Home>>,
+    Extension(caller): Extension<Caller>,
+    Path((id, stream)): Path<(String, String)>,
+    q: QR,
+) -> Result<Vec<u8>, ApiError> {
+    let id: JobId = parse_job_id(&id)?;
+    let stream = shadow::Stream::parse(&stream)?;
+    let q = query(q)?;
+    let offset: u64 = match q.get("offset") {
+        Some(o) => o
+            .parse()
+            .map_err(|_| ApiError::bad("offset", format!("offset {o:?} is not a byte count")))?,
+        None => 0,
+    };
+    let owner = home
+        .queue()
+        .get(id)?
+        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no such job {id}")))?
+        .owner;
+    if !may_act_on(&caller, &owner) {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            format!("job {id} belongs to {owner}"),
+        ));
+    }
+    shadow::read_stream(&home, id, stream, offset).await
+}

@@ -1,0 +1,263 @@
+//! The host side of a station: HTCondor's execute point. While the owner
+//! is away the station runs other stations' jobs as guests:
+//!
+//! - [`owner_watch`]: the owner's activity, as AV/NA from the core
+//!   detector, which the guests' eviction ladders follow;
+//! - [`policy`]: the owner's rules for guests (operating windows, users,
+//!   `START`) and the admission check of each placement;
+//! - [`machine_ad`]: what the station says about itself as a machine (β
+//!   benchmark, disk, zone, attributes);
+//! - [`guest_records`], [`procs`], [`leftovers`]: durable records of
+//!   running guests, so that a crash leaves none running unsupervised;
+//! - [`transfer_rate`]: the checkpoint transfer rate behind `T_migr`;
+//! - [`starter`]: runs the guests.
+//!
+//! [`Host`] is the side's state; the node takes its part of the station's
+//! ad ([`HostPart`]) and gives it the pool's transfer rate.
+
+pub mod guest_records;
+pub mod leftovers;
+pub mod machine_ad;
+pub mod owner_watch;
+pub mod policy;
+pub mod procs;
+pub mod transfer_rate;
+
+pub mod starter;
+
+use crate::config::{ConfigError, StationConfig};
+use axum::Router;
+use gleaner_core::detector::OwnerState;
+use gleaner_core::eviction::EvictionPolicy;
+use gleaner_proto::auth::PoolKey;
+use gleaner_proto::job::JobDescription;
+use gleaner_proto::wire::StationAd;
+use starter::{PoolKeyClaims, Starter, StarterConfig, StarterError};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Why the host side cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("starter: {0}")]
+    Starter(#[from] StarterError),
+}
+
+/// What the host side puts in the station's ad.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostPart {
+    /// The station as a machine: its description, the owner's state, the
+    /// CPUs, memory and disk it offers guests, the guests it runs, the
+    /// owner's policy. The home's fields (demand, classes) are left empty.
+    pub machine: StationAd,
+    /// The host's own measured checkpoint transfer rate, bytes/s.
+    pub transfer_rate: Option<f64>,
+}
+
+/// How the host reaches the rest of the pool.
+pub struct HostSetup {
+    pub config: Arc<StationConfig>,
+    pub name: String,
+    /// This station's base URL (the starter's `host_address`).
+    pub address: String,
+    /// This station's daemon token, for the starter's calls to shadows.
+    pub token: String,
+    /// Verifies the coordinator's claims on placements.
+    pub key: PoolKey,
+}
+
+/// The host side's state.
+pub struct Host {
+    config: Arc<StationConfig>,
+    /// The fixed parts of the ad ([`machine_ad::template`]).
+    template: StationAd,
+    /// The owner's state as the execute side sees it. Held here so that
+    /// the channel stays open for the station's lifetime (the starter takes
+    /// a closed channel as "owner back").
+    owner: watch::Sender<OwnerState>,
+    /// `None` on a submit-only station, which never hosts.
+    starter: Option<Arc<Starter>>,
+}
+
+impl Host {
+    /// Builds the host side and starts its owner watch; returns the tasks
+    /// it started (they end with `shutdown`).
+    pub fn start(
+        setup: HostSetup,
+        shutdown: &watch::Receiver<bool>,
+    ) -> Result<(Self, Vec<JoinHandle<()>>), HostError> {
+        let HostSetup {
+            config,
+            name,
+            address,
+            token,
+            key,
+        } = setup;
+        let mut tasks = Vec::new();
+        let executes = config.role.executes();
+        // A submit-only station never hosts: it advertises itself as in use.
+        let initial = if executes {
+            OwnerState::Av
+        } else {
+            OwnerState::Na
+        };
+        let (owner, owner_rx) = watch::channel(initial);
+        let mut template = machine_ad::template(&config, &name);
+        if !executes {
+            let host = Host {
+                config,
+                template,
+                owner,
+                starter: None,
+            };
+            return Ok((host, tasks));
+        }
+        let mut sc = StarterConfig::new(name, config.execute_dir());
+        if let Some(c) = config.cpus {
+            sc.cpus = c;
+        }
+        if let Some(m) = config.memory_mb {
+            sc.memory_mb = m;
+        }
+        let cgroups = config
+            .isolation
+            .build(sc.memory_mb)
+            .map_err(|e| HostError::Io {
+                what: "guest cgroups ([isolation] required = true)".into(),
+                source: std::io::Error::other(e),
+            })?;
+        // Without cgroups too: the guests recorded by a previous run.
+        leftovers::kill_all(&config.state_dir, cgroups.as_ref());
+        sc.guest_records = Some(guest_records::dir(&config.state_dir));
+        // With operating windows the activity source feeds a gate that
+        // forces NA while the windows are closed (policy.rs).
+        let activity_tx = if config.policy.windows.is_empty() {
+            owner.clone()
+        } else {
+            let (raw_tx, raw_rx) = watch::channel(initial);
+            tasks.push(policy::spawn_window_gate(
+                config.policy.windows.clone(),
+                raw_rx,
+                owner.clone(),
+                shutdown.clone(),
+            ));
+            raw_tx
+        };
+        if let Some(t) =
+            owner_watch::spawn_activity(&config, cgroups.clone(), activity_tx, shutdown.clone())
+        {
+            tasks.push(t);
+        }
+        sc.checkpoint_signal = config.checkpoint_signal_number().unwrap_or(libc::SIGTERM);
+        sc.checkpoint_grace = Duration::from_secs_f64(config.checkpoint_grace_secs.max(0.0));
+        sc.checkpoint_bytes_per_sec = config.checkpoint_bytes_per_sec;
+        sc.criu_sandbox_dir = config.criu_sandbox_dir.clone();
+        sc.address = address;
+        sc.policy = EvictionPolicy::from_name(&config.eviction_policy).ok_or_else(|| {
+            ConfigError::Invalid {
+                field: "eviction_policy",
+                message: format!("unknown policy {:?}", config.eviction_policy),
+            }
+        })?;
+        let starter = Starter::new(sc, token, Box::new(PoolKeyClaims(key)), owner_rx, cgroups)?;
+        template.cpus = starter.config().cpus;
+        template.memory_mb = starter.config().memory_mb;
+        let admission_ad = template.clone();
+        let policy_cfg = config.policy.clone();
+        starter.set_admission(Box::new(move |job: &JobDescription| {
+            let now = crate::clock::now_secs() as i64;
+            let mut ad = admission_ad.clone();
+            ad.policy = policy_cfg.to_ad(now);
+            let machine = gleaner_proto::machine::machine_ad(&ad);
+            policy::admit(&ad.policy, &machine, job, now)
+        }));
+        let host = Host {
+            config,
+            template,
+            owner,
+            starter: Some(Arc::new(starter)),
+        };
+        Ok((host, tasks))
+    }
+
+    /// The starter's endpoints (`/v1/place`, `/v1/guests`), if this
+    /// station hosts.
+    pub fn router(&self) -> Option<Router> {
+        self.starter.as_ref().map(|s| starter::router(s.clone()))
+    }
+
+    /// Changes of the owner's state (the coordinator must hear of them at
+    /// once).
+    pub fn owner_changes(&self) -> watch::Receiver<OwnerState> {
+        self.owner.subscribe()
+    }
+
+    /// This side's part of the station's ad.
+    pub fn part(&self) -> HostPart {
+        let mut ad = self.template.clone();
+        ad.state = *self.owner.borrow();
+        match &self.starter {
+            Some(s) => {
+                let guests = s.running_guests();
+                // The coordinator counts one node per guest (pool.rs): offer
+                // the CPUs no guest uses plus one node per guest.
+                ad.cpus = s.config().cpus.saturating_sub(s.used_cpus()) + guests.len() as u32;
+                ad.memory_mb = s.config().memory_mb.saturating_sub(s.used_memory_mb());
+                ad.disk_free_kb = machine_ad::disk_free_kb(&self.config.execute_dir());
+                ad.running_guests = guests;
+            }
+            None => ad.cpus = 0,
+        }
+        ad.policy = self.config.policy.to_ad(crate::clock::now_secs() as i64);
+        HostPart {
+            machine: ad,
+            transfer_rate: self.starter.as_ref().and_then(|s| s.rate.own()),
+        }
+    }
+
+    /// The pool's checkpoint transfer rate from the coordinator's reply:
+    /// the fallback for new guests' `T_migr`.
+    pub fn on_pool_transfer_rate(&self, rate: Option<u64>) {
+        if let Some(s) = &self.starter {
+            s.rate.set_pool(rate.map(|r| r as f64));
+        }
+    }
+
+    /// Stops hosting: no new guests; every guest is vacated (a
+    /// self-checkpointing one checkpoints first, within its grace) and
+    /// reported to its home, which requeues it. Returns when they are gone
+    /// or the grace is over.
+    pub async fn drain(&self) {
+        let Some(s) = &self.starter else { return };
+        s.set_draining(true);
+        s.vacate_all("the station is shutting down");
+        let deadline =
+            std::time::Instant::now() + s.config().checkpoint_grace + Duration::from_secs(5);
+        while !s.running_guests().is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// After the daemon's tasks stopped: guests still there after the
+    /// grace are killed, so none is left running unsupervised on the
+    /// owner's machine, and the guests' cgroup parent goes.
+    pub fn clear_leftovers(&self) {
+        let Some(s) = &self.starter else { return };
+        leftovers::kill_all(&self.config.state_dir, s.cgroups());
+        if let Some(m) = s.cgroups()
+            && let Err(e) = m.remove_parent()
+        {
+            tracing::debug!(error = %e, "guest cgroup parent not removed");
+        }
+    }
+}

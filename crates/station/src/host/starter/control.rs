@@ -1,0 +1,205 @@
+//! Control of a guest's real processes: signals, freeze and thaw, idle
+//! priority, kill, and the guard that kills them whatever happens to the
+//! task that supervises them.
+
+use crate::host::procs::proc_stat;
+use crate::isolation::GuestCgroup;
+use gleaner_proto::wire::Usage;
+use std::time::Instant;
+
+/// The real process behind a guest: its cgroup, or its process group.
+pub(crate) struct Control {
+    pub(crate) pgid: i32,
+    pub(crate) cgroup: Option<GuestCgroup>,
+    /// Stopped with SIGSTOP (no freezer, or the freezer failed).
+    pub(crate) stopped_by_signal: bool,
+    pub(crate) frozen: bool,
+    pub(crate) checkpoint_signal: i32,
+}
+
+impl Control {
+    pub(crate) fn new(pgid: i32, cgroup: Option<GuestCgroup>, checkpoint_signal: i32) -> Self {
+        Control {
+            pgid,
+            cgroup,
+            stopped_by_signal: false,
+            frozen: false,
+            checkpoint_signal,
+        }
+    }
+
+    /// Every pid of the guest.
+    fn pids(&self) -> Vec<i32> {
+        if let Some(g) = &self.cgroup
+            && let Ok(p) = g.pids()
+        {
+            return p;
+        }
+        pgroup_members(self.pgid)
+    }
+
+    fn signal_all(&self, sig: i32) {
+        let Ok(sig) = nix::sys::signal::Signal::try_from(sig) else {
+            return;
+        };
+        if self.cgroup.is_some() {
+            for pid in self.pids() {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
+            }
+        }
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(self.pgid), sig);
+    }
+
+    /// Strict low priority (Ryu & Hollingsworth L54) or back to normal.
+    pub(crate) fn set_idle(&self, idle: bool) {
+        if let Some(g) = &self.cgroup
+            && let Err(e) = g.set_idle(idle)
+        {
+            tracing::warn!(error = %e, "cgroup idle setting failed; per-task only");
+        }
+        // Per-task SCHED_IDLE as well: the second line of defence when the
+        // cpu controller is missing (isolation/launch.rs).
+        let policy = if idle {
+            libc::SCHED_IDLE
+        } else {
+            libc::SCHED_OTHER
+        };
+        for pid in self.pids() {
+            for tid in threads_of(pid) {
+                let p = libc::sched_param { sched_priority: 0 };
+                // SAFETY: plain syscall on a tid with a valid param struct.
+                let r = unsafe { libc::sched_setscheduler(tid, policy, &p) };
+                if r != 0 {
+                    tracing::debug!(tid, idle, error = %std::io::Error::last_os_error(), "sched_setscheduler");
+                }
+            }
+        }
+    }
+
+    /// Stop the guest: the freezer, else SIGSTOP (Mutka 1988 L841 "stops").
+    pub(crate) fn suspend(&mut self) {
+        if let Some(g) = &self.cgroup {
+            match g.freeze() {
+                Ok(()) => {
+                    self.frozen = true;
+                    return;
+                }
+                Err(e) => tracing::warn!(error = %e, "freeze failed; using SIGSTOP"),
+            }
+        }
+        self.signal_all(libc::SIGSTOP);
+        self.stopped_by_signal = true;
+    }
+
+    pub(crate) fn resume(&mut self) {
+        if self.frozen
+            && let Some(g) = &self.cgroup
+        {
+            if let Err(e) = g.thaw() {
+                tracing::warn!(error = %e, "thaw failed");
+            }
+            self.frozen = false;
+        }
+        if self.stopped_by_signal {
+            self.signal_all(libc::SIGCONT);
+            self.stopped_by_signal = false;
+        }
+    }
+
+    /// Stopped, by the freezer or by SIGSTOP.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.frozen || self.stopped_by_signal
+    }
+
+    /// Checkpoint hook: the job's checkpoint signal (full checkpointing is
+    /// a later issue).
+    pub(crate) fn checkpoint_signal(&self) {
+        self.signal_all(self.checkpoint_signal);
+    }
+
+    pub(crate) fn kill(&self) {
+        if let Some(g) = &self.cgroup
+            && let Err(e) = g.kill()
+        {
+            tracing::warn!(error = %e, "cgroup kill failed; signalling the group");
+        }
+        self.signal_all(libc::SIGKILL);
+    }
+
+    /// What the guest used so far: CPU from its cgroup, wall time since
+    /// `started`.
+    pub(crate) fn usage(&self, started: Instant) -> Usage {
+        Usage {
+            cpu_secs: self
+                .cgroup
+                .as_ref()
+                .and_then(|g| g.cpu_usage().ok())
+                .map_or(0.0, |d| d.as_secs_f64()),
+            wall_secs: started.elapsed().as_secs_f64(),
+            max_rss_mb: 0,
+        }
+    }
+}
+
+/// Members of a process group, from /proc.
+fn pgroup_members(pgid: i32) -> Vec<i32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| proc_stat(pid).is_some_and(|st| st.pgrp == pgid))
+        .collect()
+}
+
+fn threads_of(pid: i32) -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default();
+    if v.is_empty() {
+        v.push(pid);
+    }
+    v
+}
+
+/// A live (not zombie) process's parent PID, from /proc.
+pub(crate) fn parent_of(pid: u32) -> Option<u32> {
+    let st = proc_stat(i32::try_from(pid).ok()?)?;
+    u32::try_from(st.ppid).ok()
+}
+
+/// The exit code of a status; killed by a signal: 128 + the signal.
+pub(crate) fn exit_code(s: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+}
+
+/// Kills the guest and removes its cgroup whatever happens to the
+/// supervising task (error, panic, runtime shutdown).
+pub(crate) struct KillOnDrop {
+    pub(crate) pgid: Option<i32>,
+    pub(crate) cgroup: Option<GuestCgroup>,
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(g) = &self.cgroup {
+            if let Err(e) = g.kill() {
+                tracing::warn!(error = %e, "cleanup: cgroup kill failed");
+            }
+            if let Err(e) = g.remove() {
+                tracing::warn!(error = %e, "cleanup: cgroup removal failed");
+            }
+        }
+        if let Some(p) = self.pgid {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(p),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}

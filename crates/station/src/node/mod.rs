@@ -1,0 +1,205 @@
+//! The station daemon (`glean station`): one HTTP server per workstation
+//! that is both the home of its users' jobs ([`crate::home`]) and, when
+//! idle, a host for other stations' guests ([`crate::host`]) (Mutka 1988
+//! §5; thesis summary §1).
+//!
+//! The node composes the two sides and is all they share:
+//! - one HTTP server: the home's and the host's routes behind one
+//!   authentication layer ([`gleaner_edge::authenticate`]: a
+//!   pool-key-signed bearer token everywhere, its [`gleaner_edge::Caller`]
+//!   in the request extensions) and one body limit;
+//! - the advertise loop ([`advertise`]): the station's ad is the host's
+//!   part ([`HostPart`]) and the home's ([`HomePart`]); of the
+//!   coordinator's reply, grants and preemptions go to the home, the pool's
+//!   transfer rate to the host;
+//! - start and stop.
+//!
+//! [`HostPart`]: crate::host::HostPart
+//! [`HomePart`]: crate::home::HomePart
+
+pub mod advertise;
+
+use crate::clock::{now, now_secs};
+use crate::config::{ConfigError, StationConfig};
+use crate::home::{Home, HomeSetup};
+use crate::host::{Host, HostError, HostSetup};
+use crate::queue::{JobQueue, QueueError};
+use axum::extract::DefaultBodyLimit;
+use axum::middleware;
+use gleaner_edge::{PoolKeyVerifier, authenticate};
+use gleaner_proto::auth::{Claims, Role};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Errors that stop the daemon from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    #[error("pool key: {0}")]
+    Key(String),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Host(#[from] HostError),
+    #[error("HTTP client: {0}")]
+    Http(String),
+}
+
+/// A running daemon.
+pub struct Running {
+    /// The bound address.
+    pub addr: SocketAddr,
+    pub home: Arc<Home>,
+    pub host: Arc<Host>,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Running {
+    /// Stops the station gracefully: the host drains (every guest vacated
+    /// and reported to its home, which requeues it); then the server and
+    /// the background loops stop, and guests still there are killed.
+    pub async fn stop(self) {
+        self.host.drain().await;
+        let _ = self.shutdown.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+        self.host.clear_leftovers();
+    }
+}
+
+/// Binds, builds both sides and starts serving and advertising.
+pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
+    config.validate()?;
+    let io = |what: String| move |source| DaemonError::Io { what, source };
+    std::fs::create_dir_all(&config.state_dir)
+        .map_err(io(format!("state dir {}", config.state_dir.display())))?;
+    std::fs::create_dir_all(config.spool_dir()).map_err(io("spool dir".into()))?;
+    let key = gleaner_proto::auth::load_or_create_pool_key(&config.pool_key)
+        .map_err(|e| DaemonError::Key(e.to_string()))?;
+    let mut queue = JobQueue::open(config.queue_path())?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(io(format!("bind {}", config.listen)))?;
+    let addr = listener.local_addr().map_err(io("local address".into()))?;
+    let name = config.station_name();
+    if config.role.executes() {
+        crate::home::recover::requeue_own_guests(&mut queue, &name, now());
+    }
+    let address = if config.address.is_empty() {
+        format!("http://{addr}")
+    } else {
+        config.address.trim_end_matches('/').to_string()
+    };
+    let token = key.sign(&Claims {
+        subject: format!("station@{name}"),
+        role: Role::Daemon,
+        issued_at: now_secs(),
+        expires_at: None,
+        token_id: format!("station-{name}"),
+    });
+    let http = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| DaemonError::Http(e.to_string()))?;
+    let config = Arc::new(config);
+
+    let (shutdown, shutdown_rx) = watch::channel(false);
+    let (host, mut tasks) = Host::start(
+        HostSetup {
+            config: config.clone(),
+            name: name.clone(),
+            address: address.clone(),
+            token: token.clone(),
+            key: key.clone(),
+        },
+        &shutdown_rx,
+    )?;
+    let host = Arc::new(host);
+    let home = Arc::new(Home::new(
+        HomeSetup {
+            config: config.clone(),
+            name: name.clone(),
+            address: address.clone(),
+            token: token.clone(),
+            http: http.clone(),
+        },
+        queue,
+    )?);
+
+    let mut app = home.router();
+    if let Some(r) = host.router() {
+        app = app.merge(r);
+    }
+    let app = app
+        .fallback(gleaner_edge::not_found)
+        .layer(middleware::from_fn_with_state(
+            Arc::new(PoolKeyVerifier(key)),
+            authenticate::<PoolKeyVerifier>,
+        ))
+        .layer(DefaultBodyLimit::max(config.max_body_bytes));
+    let mut rx = shutdown_rx.clone();
+    let server = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        let _ = rx.wait_for(|s| *s).await;
+    });
+    tasks.push(tokio::spawn(async move {
+        if let Err(e) = server.await {
+            tracing::error!(error = %e, "HTTP server failed");
+        }
+    }));
+    tasks.extend(home.spawn(&shutdown_rx));
+    tasks.push(tokio::spawn(advertise::run(
+        advertise::Advertiser {
+            config,
+            address: address.clone(),
+            token,
+            http,
+            home: home.clone(),
+            host: host.clone(),
+        },
+        shutdown_rx,
+    )));
+    tracing::info!(station = %name, %addr, %address, "station daemon started");
+    Ok(Running {
+        addr,
+        home,
+        host,
+        shutdown,
+        tasks,
+    })
+}
+
+/// Runs the daemon until `shutdown` resolves.
+pub async fn run(
+    config: StationConfig,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), DaemonError> {
+    let running = start(config).await?;
+    shutdown.await;
+    tracing::info!("station daemon stopping");
+    running.stop().await;
+    Ok(())
+}
+
+/// Starts a daemon for tests; returns its address and the handle that
+/// stops it.
+pub async fn spawn_for_test(config: StationConfig) -> Result<(SocketAddr, Running), DaemonError> {
+    let r = start(config).await?;
+    Ok((r.addr, r))
+}

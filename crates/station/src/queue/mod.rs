@@ -1,0 +1,186 @@
+//! The station's durable local job queue (the schedd's job queue in
+//! HTCondor terms; the "background job queue" of Mutka 1988 §5).
+//!
+//! Jobs live in one SQLite file that survives crashes of the daemon and of
+//! the machine:
+//! - WAL journal with `synchronous=FULL`, so a returned commit is on disk;
+//! - one `BEGIN IMMEDIATE` transaction per change (a whole cluster, or one
+//!   state change plus its history event), so readers never see half of it
+//!   and concurrent writers from other processes serialise;
+//! - an append-only `events` table (triggers forbid updates and deletes)
+//!   giving each job's history, like HTCondor's user log.
+//!
+//! The queue never reads the clock: callers pass the time of each change.
+//! State changes are checked against [`JobStateKind::can_transition_to`]; an
+//! illegal one fails and changes nothing.
+
+mod read;
+mod rows;
+mod schema;
+mod write;
+
+use gleaner_core::time::Time;
+use gleaner_proto::job::{
+    IllegalTransition, JobDescription, JobEventKind, JobId, JobState, JobStateKind,
+};
+use gleaner_proto::submit::SubmitErrors;
+use rusqlite::{Connection, OpenFlags};
+use schema::SCHEMA_VERSION;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::Duration;
+
+/// How long a writer waits for another process's transaction to finish.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Errors of the job queue.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("job queue database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("no such job {0}")]
+    NotFound(JobId),
+    #[error("job {job}: {source}")]
+    IllegalTransition {
+        job: JobId,
+        #[source]
+        source: IllegalTransition,
+    },
+    #[error("event {0} changes the job state; use transition()")]
+    NotAnAnnotation(JobEventKind),
+    #[error(transparent)]
+    Submit(#[from] SubmitErrors),
+    #[error("a submission must contain at least one job")]
+    EmptySubmission,
+    #[error("job queue schema version {found} is newer than this build ({SCHEMA_VERSION})")]
+    SchemaTooNew { found: i64 },
+    #[error("corrupt job record {job}: {reason}")]
+    Corrupt { job: JobId, reason: String },
+    #[error("value out of range: {0}")]
+    Range(&'static str),
+}
+
+pub type Result<T, E = QueueError> = std::result::Result<T, E>;
+
+/// One job as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub id: JobId,
+    pub owner: String,
+    pub description: JobDescription,
+    pub state: JobState,
+    pub submitted_at: Time,
+    pub updated_at: Time,
+    pub started_at: Option<Time>,
+    pub finished_at: Option<Time>,
+    /// Times the job has started (HTCondor's `NumJobStarts`).
+    pub run_count: u32,
+    /// Host the job was last placed on.
+    pub host: Option<String>,
+}
+
+/// One entry of a job's history.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobEvent {
+    /// Global order of events in this queue.
+    pub seq: i64,
+    pub job: JobId,
+    pub at: Time,
+    pub kind: JobEventKind,
+    pub detail: String,
+}
+
+/// A job that holds a host now, where it was placed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunningJob {
+    pub id: JobId,
+    pub host: Option<String>,
+    pub host_address: Option<String>,
+}
+
+/// Selects jobs for [`JobQueue::list`]; empty fields match everything.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobFilter {
+    pub owner: Option<String>,
+    pub state: Option<JobStateKind>,
+    pub cluster: Option<u64>,
+}
+
+impl JobFilter {
+    pub fn owner(owner: impl Into<String>) -> Self {
+        JobFilter {
+            owner: Some(owner.into()),
+            ..Default::default()
+        }
+    }
+    pub fn state(state: JobStateKind) -> Self {
+        JobFilter {
+            state: Some(state),
+            ..Default::default()
+        }
+    }
+}
+
+/// The durable job queue. One value per connection; open one per thread
+/// (or process) for concurrent readers.
+pub struct JobQueue {
+    conn: Connection,
+}
+
+impl std::fmt::Debug for JobQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobQueue")
+            .field("path", &self.conn.path())
+            .finish()
+    }
+}
+
+impl JobQueue {
+    /// Opens (creating if needed) the queue at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // WAL lets readers (`glean q`) run while the daemon writes; FULL
+        // syncs the WAL on every commit so an acknowledged submit survives
+        // power loss, not only a process crash.
+        let mode: String =
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(mode, "job queue could not switch to WAL journaling");
+        }
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        schema::create_or_migrate(&conn)?;
+        Ok(JobQueue { conn })
+    }
+
+    /// Opens an existing queue for reading only (for tools such as
+    /// `glean q` that must never write).
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        Ok(JobQueue { conn })
+    }
+
+    /// Runs `PRAGMA integrity_check`; `Ok(())` if the file is sound,
+    /// otherwise the problems SQLite reports.
+    pub fn integrity_check(&self) -> Result<Result<(), Vec<String>>> {
+        let mut stmt = self.conn.prepare("PRAGMA integrity_check")?;
+        let rows: Vec<String> = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        if rows.len() == 1 && rows[0] == "ok" {
+            Ok(Ok(()))
+        } else {
+            Ok(Err(rows))
+        }
+    }
+
+    /// The underlying connection, for modules that keep their own tables in
+    /// the queue's database (the DAG manager).
+    pub(crate) fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+}

@@ -1,0 +1,184 @@
+//! Reading the queue: jobs, lists, the running jobs, counts, history.
+
+use super::rows::{JOB_COLUMNS, RawJob, time_from, to_i64};
+use super::{JobEvent, JobFilter, JobQueue, JobRecord, QueueError, Result, RunningJob};
+use gleaner_proto::job::{JobEventKind, JobId, JobStateKind};
+use rusqlite::{OptionalExtension, params};
+
+impl JobQueue {
+    /// One job, if it exists.
+    pub fn get(&self, id: JobId) -> Result<Option<JobRecord>> {
+        let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE cluster = ?1 AND proc = ?2");
+        let raw = self
+            .conn
+            .query_row(
+                &sql,
+                params![to_i64(id.cluster, "cluster id")?, id.proc],
+                RawJob::from_row,
+            )
+            .optional()?;
+        raw.map(RawJob::decode).transpose()
+    }
+
+    /// Jobs matching `filter`, in job-id order (terminal jobs included if
+    /// the filter does not exclude them).
+    pub fn list(&self, filter: &JobFilter) -> Result<Vec<JobRecord>> {
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM jobs \
+             WHERE (?1 IS NULL OR owner = ?1) AND (?2 IS NULL OR state = ?2) \
+               AND (?3 IS NULL OR cluster = ?3) \
+             ORDER BY cluster, proc"
+        );
+        let cluster = filter
+            .cluster
+            .map(|c| to_i64(c, "cluster id"))
+            .transpose()?;
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(
+            params![filter.owner, filter.state.map(JobStateKind::code), cluster],
+            RawJob::from_row,
+        )?;
+        rows.map(|r| r.map_err(QueueError::from).and_then(RawJob::decode))
+            .collect()
+    }
+
+    /// Completed and removed jobs, most recently finished first
+    /// (`glean history`).
+    pub fn history(&self, owner: Option<&str>) -> Result<Vec<JobRecord>> {
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM jobs \
+             WHERE state IN (?1, ?2) AND (?3 IS NULL OR owner = ?3) \
+             ORDER BY finished_at DESC, cluster DESC, proc DESC"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(
+            params![
+                JobStateKind::Completed.code(),
+                JobStateKind::Removed.code(),
+                owner
+            ],
+            RawJob::from_row,
+        )?;
+        rows.map(|r| r.map_err(QueueError::from).and_then(RawJob::decode))
+            .collect()
+    }
+
+    /// Up to `n` idle jobs to place next: higher job `priority` first, then
+    /// first in, first out. With the default priority (0) this is plain FIFO.
+    pub fn next_idle_jobs(&self, n: usize) -> Result<Vec<JobRecord>> {
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE state = ?1 \
+             ORDER BY priority DESC, cluster, proc LIMIT ?2"
+        );
+        let limit = i64::try_from(n).unwrap_or(i64::MAX);
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params![JobStateKind::Idle.code(), limit], RawJob::from_row)?;
+        rows.map(|r| r.map_err(QueueError::from).and_then(RawJob::decode))
+            .collect()
+    }
+
+    /// Jobs that hold a host now (Running or Suspended) with the host they
+    /// were last placed on, in job-id order: what the home's lease monitor
+    /// watches. Reads only the `jobs_by_state` index range and three
+    /// columns (no description is decoded), so its cost follows the number
+    /// of running jobs, not the size of the queue.
+    pub fn running_jobs(&self) -> Result<Vec<(JobId, Option<String>)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT cluster, proc, host FROM jobs WHERE state IN (?1, ?2) ORDER BY cluster, proc",
+        )?;
+        let rows = stmt.query_map(
+            params![JobStateKind::Running.code(), JobStateKind::Suspended.code()],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                ))
+            },
+        )?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (cluster, proc, host) = row?;
+            out.push((JobId::new(u64::try_from(cluster).unwrap_or(0), proc), host));
+        }
+        Ok(out)
+    }
+
+    /// Like [`JobQueue::running_jobs`], with the host's address when it was
+    /// recorded ([`JobQueue::record_placement`]): what the home reloads its
+    /// table of remote jobs from after a restart.
+    pub fn running_placements(&self) -> Result<Vec<RunningJob>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT cluster, proc, host, host_address FROM jobs WHERE state IN (?1, ?2) \
+             ORDER BY cluster, proc",
+        )?;
+        let rows = stmt.query_map(
+            params![JobStateKind::Running.code(), JobStateKind::Suspended.code()],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                ))
+            },
+        )?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (cluster, proc, host, host_address) = row?;
+            out.push(RunningJob {
+                id: JobId::new(u64::try_from(cluster).unwrap_or(0), proc),
+                host,
+                host_address,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Counts of jobs per state (for the station's advertised demand).
+    pub fn count_by_state(&self) -> Result<Vec<(JobStateKind, u64)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT state, COUNT(*) FROM jobs GROUP BY state ORDER BY state")?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, u8>(0)?, r.get::<_, i64>(1)?)))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (code, n) = row?;
+            if let Some(k) = JobStateKind::from_code(code) {
+                out.push((k, u64::try_from(n).unwrap_or(0)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// A job's history, oldest first.
+    pub fn events(&self, id: JobId) -> Result<Vec<JobEvent>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT seq, at, kind, detail FROM events WHERE cluster = ?1 AND proc = ?2 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map(params![to_i64(id.cluster, "cluster id")?, id.proc], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, at, kind, detail) = row?;
+            let kind = JobEventKind::from_name(&kind).ok_or_else(|| QueueError::Corrupt {
+                job: id,
+                reason: format!("unknown event kind {kind:?}"),
+            })?;
+            out.push(JobEvent {
+                seq,
+                job: id,
+                at: time_from(at),
+                kind,
+                detail,
+            });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,108 @@
+//! Rows of the `jobs` table and the conversions between SQL values and
+//! the queue's types.
+
+use super::{JobRecord, QueueError, Result};
+use gleaner_core::time::Time;
+use gleaner_proto::job::{JobDescription, JobId, JobState, JobStateKind};
+use rusqlite::Row;
+
+pub(super) fn to_i64(v: u64, what: &'static str) -> Result<i64> {
+    i64::try_from(v).map_err(|_| QueueError::Range(what))
+}
+
+pub(super) fn time_sql(t: Time) -> Result<i64> {
+    to_i64(t.as_micros(), "time")
+}
+
+pub(super) fn time_from(v: i64) -> Time {
+    Time::from_micros(u64::try_from(v).unwrap_or(0))
+}
+
+pub(super) const JOB_COLUMNS: &str = "cluster, proc, owner, description, state, hold_reason, exit_code, \
+     submitted_at, updated_at, started_at, finished_at, run_count, host";
+
+/// A `jobs` row before validation.
+pub(super) struct RawJob {
+    cluster: i64,
+    proc: u32,
+    owner: String,
+    description: String,
+    state: u8,
+    hold_reason: Option<String>,
+    exit_code: Option<i32>,
+    submitted_at: i64,
+    updated_at: i64,
+    started_at: Option<i64>,
+    finished_at: Option<i64>,
+    run_count: u32,
+    host: Option<String>,
+}
+
+impl RawJob {
+    pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
+        Ok(RawJob {
+            cluster: r.get(0)?,
+            proc: r.get(1)?,
+            owner: r.get(2)?,
+            description: r.get(3)?,
+            state: r.get(4)?,
+            hold_reason: r.get(5)?,
+            exit_code: r.get(6)?,
+            submitted_at: r.get(7)?,
+            updated_at: r.get(8)?,
+            started_at: r.get(9)?,
+            finished_at: r.get(10)?,
+            run_count: r.get(11)?,
+            host: r.get(12)?,
+        })
+    }
+
+    pub(super) fn decode(self) -> Result<JobRecord> {
+        let id = JobId::new(u64::try_from(self.cluster).unwrap_or(0), self.proc);
+        let description: JobDescription =
+            serde_json::from_str(&self.description).map_err(|e| QueueError::Corrupt {
+                job: id,
+                reason: format!("description: {e}"),
+            })?;
+        let state = decode_state(id, self.state, self.hold_reason, self.exit_code)?;
+        Ok(JobRecord {
+            id,
+            owner: self.owner,
+            description,
+            state,
+            submitted_at: time_from(self.submitted_at),
+            updated_at: time_from(self.updated_at),
+            started_at: self.started_at.map(time_from),
+            finished_at: self.finished_at.map(time_from),
+            run_count: self.run_count,
+            host: self.host,
+        })
+    }
+}
+
+pub(super) fn decode_state(
+    id: JobId,
+    code: u8,
+    hold_reason: Option<String>,
+    exit_code: Option<i32>,
+) -> Result<JobState> {
+    let kind = JobStateKind::from_code(code).ok_or_else(|| QueueError::Corrupt {
+        job: id,
+        reason: format!("unknown state code {code}"),
+    })?;
+    Ok(match kind {
+        JobStateKind::Idle => JobState::Idle,
+        JobStateKind::Running => JobState::Running,
+        JobStateKind::Suspended => JobState::Suspended,
+        JobStateKind::Removed => JobState::Removed,
+        JobStateKind::Held => JobState::Held {
+            reason: hold_reason.unwrap_or_default(),
+        },
+        JobStateKind::Completed => JobState::Completed {
+            exit_code: exit_code.ok_or_else(|| QueueError::Corrupt {
+                job: id,
+                reason: "completed without an exit code".into(),
+            })?,
+        },
+    })
+}

@@ -1,0 +1,102 @@
+//! The queue's SQLite schema and its migrations.
+//!
+//! `PRAGMA user_version` holds the schema version. A new database gets the
+//! current schema at once; an older one is migrated in the same
+//! transaction that opens it, so a daemon of this build can take over the
+//! queue of an older one (and a newer database is refused rather than
+//! misread).
+
+use super::{QueueError, Result};
+use rusqlite::Connection;
+
+/// Schema version stored in `PRAGMA user_version`.
+/// 1: jobs, events, meta. 2: `jobs.host_address`, the base URL of the host
+/// a job was last placed on (the home's table of remote jobs reloads it
+/// after a restart).
+pub(super) const SCHEMA_VERSION: i64 = 2;
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    cluster      INTEGER NOT NULL,
+    proc         INTEGER NOT NULL,
+    owner        TEXT NOT NULL,
+    description  TEXT NOT NULL,          -- JobDescription as JSON
+    state        INTEGER NOT NULL,       -- HTCondor JobStatus code
+    hold_reason  TEXT,
+    exit_code    INTEGER,
+    priority     INTEGER NOT NULL DEFAULT 0,
+    submitted_at INTEGER NOT NULL,       -- microseconds, caller's epoch
+    updated_at   INTEGER NOT NULL,
+    started_at   INTEGER,                -- last start
+    finished_at  INTEGER,                -- entered Completed/Removed
+    run_count    INTEGER NOT NULL DEFAULT 0,
+    host         TEXT,                   -- host it was last placed on
+    host_address TEXT,                   -- that host's base URL (schema 2)
+    PRIMARY KEY (cluster, proc)
+);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, priority, cluster, proc);
+CREATE INDEX IF NOT EXISTS jobs_by_owner ON jobs (owner, state);
+CREATE TABLE IF NOT EXISTS events (
+    seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+    cluster INTEGER NOT NULL,
+    proc    INTEGER NOT NULL,
+    at      INTEGER NOT NULL,
+    kind    TEXT NOT NULL,
+    detail  TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS events_by_job ON events (cluster, proc, seq);
+CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
+    BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
+    BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+INSERT OR IGNORE INTO meta (key, value) VALUES ('next_cluster', 1);
+";
+
+/// Creates the schema, or migrates an older one, in one transaction.
+pub(super) fn create_or_migrate(conn: &Connection) -> Result<()> {
+    let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Err(QueueError::SchemaTooNew { found });
+    }
+    conn.execute_batch("BEGIN IMMEDIATE;")?;
+    let res = (|| -> Result<()> {
+        conn.execute_batch(SCHEMA)?;
+        // Version 1 had no host address (CREATE IF NOT EXISTS kept the old
+        // table): add the column, empty for the jobs placed before.
+        if !has_column(conn, "jobs", "host_address")? {
+            conn.execute_batch("ALTER TABLE jobs ADD COLUMN host_address TEXT;")?;
+            tracing::info!(
+                from = found,
+                to = SCHEMA_VERSION,
+                "job queue schema migrated"
+            );
+        }
+        conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION};"))?;
+        Ok(())
+    })();
+    match res {
+        Ok(()) => {
+            conn.execute_batch("COMMIT;")?;
+            Ok(())
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK;");
+            Err(e)
+        }
+    }
+}
+
+fn has_column(conn: &Connection, table: &str, column: &str) -> Result<bool> {
+    let mut stmt = conn.prepare(&format!("PRAGMA table_info({table})"))?;
+    let names = stmt.query_map([], |r| r.get::<_, String>(1))?;
+    for n in names {
+        if n? == column {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}

@@ -1,0 +1,226 @@
+//! Changing the queue: submissions, state transitions, annotations. Each
+//! change is one `BEGIN IMMEDIATE` transaction with its history event.
+
+use super::rows::{decode_state, time_sql, to_i64};
+use super::{JobQueue, JobRecord, QueueError, Result};
+use gleaner_core::time::Time;
+use gleaner_proto::job::{JobDescription, JobEventKind, JobId, JobState, JobStateKind};
+use gleaner_proto::submit::ClusterSubmission;
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+
+impl JobQueue {
+    /// Expands a parsed submit file with a newly allocated cluster id and
+    /// inserts all its procs, in one transaction. Returns the new job ids in
+    /// proc order.
+    pub fn submit(&mut self, sub: &ClusterSubmission, at: Time) -> Result<Vec<JobId>> {
+        self.submit_with(at, |cluster| sub.expand(cluster).map_err(QueueError::from))
+    }
+
+    /// Like [`JobQueue::submit`] but with the descriptions built by
+    /// `build(cluster_id)`, called inside the transaction. If it fails, the
+    /// cluster id is not consumed and nothing is stored.
+    pub fn submit_with(
+        &mut self,
+        at: Time,
+        build: impl FnOnce(u64) -> Result<Vec<JobDescription>>,
+    ) -> Result<Vec<JobId>> {
+        self.submit_linked(at, build, |_, _| Ok(()))
+    }
+
+    /// Like [`JobQueue::submit_with`], then runs `also` with the new job ids
+    /// inside the same transaction, so a record elsewhere in this database
+    /// (the DAG manager's node table) commits together with the jobs or not
+    /// at all.
+    pub fn submit_linked(
+        &mut self,
+        at: Time,
+        build: impl FnOnce(u64) -> Result<Vec<JobDescription>>,
+        also: impl FnOnce(&rusqlite::Transaction<'_>, &[JobId]) -> Result<()>,
+    ) -> Result<Vec<JobId>> {
+        let now = time_sql(at)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let next: i64 = tx.query_row(
+            "SELECT value FROM meta WHERE key = 'next_cluster'",
+            [],
+            |r| r.get(0),
+        )?;
+        let cluster = u64::try_from(next).map_err(|_| QueueError::Range("cluster id"))?;
+        let descs = build(cluster)?;
+        if descs.is_empty() {
+            return Err(QueueError::EmptySubmission);
+        }
+        let mut ids = Vec::with_capacity(descs.len());
+        {
+            let mut ins = tx.prepare_cached(
+                "INSERT INTO jobs (cluster, proc, owner, description, state, priority, \
+                 submitted_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+            )?;
+            let mut ev = tx.prepare_cached(
+                "INSERT INTO events (cluster, proc, at, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for (i, d) in descs.iter().enumerate() {
+                let proc = u32::try_from(i).map_err(|_| QueueError::Range("proc id"))?;
+                let json = serde_json::to_string(d).map_err(|e| QueueError::Corrupt {
+                    job: JobId::new(cluster, proc),
+                    reason: e.to_string(),
+                })?;
+                ins.execute(params![
+                    next,
+                    proc,
+                    d.owner,
+                    json,
+                    JobStateKind::Idle.code(),
+                    d.priority,
+                    now
+                ])?;
+                ev.execute(params![
+                    next,
+                    proc,
+                    now,
+                    JobEventKind::Submitted.name(),
+                    d.owner
+                ])?;
+                ids.push(JobId::new(cluster, proc));
+            }
+        }
+        tx.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'next_cluster'",
+            params![next.checked_add(1).ok_or(QueueError::Range("cluster id"))?],
+        )?;
+        also(&tx, &ids)?;
+        tx.commit()?;
+        tracing::debug!(cluster, procs = ids.len(), "submitted cluster");
+        Ok(ids)
+    }
+
+    /// Moves a job to `to`, recording the matching history event with
+    /// `detail`. Illegal transitions (see the table on
+    /// [`JobStateKind::can_transition_to`]) fail without changing anything.
+    /// Returns the updated record.
+    pub fn transition(
+        &mut self,
+        id: JobId,
+        to: JobState,
+        detail: &str,
+        at: Time,
+    ) -> Result<JobRecord> {
+        let now = time_sql(at)?;
+        let cluster = to_i64(id.cluster, "cluster id")?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current: Option<(u8, Option<String>, Option<i32>)> = tx
+            .query_row(
+                "SELECT state, hold_reason, exit_code FROM jobs WHERE cluster = ?1 AND proc = ?2",
+                params![cluster, id.proc],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        let Some((code, reason, exit)) = current else {
+            return Err(QueueError::NotFound(id));
+        };
+        let from = decode_state(id, code, reason, exit)?;
+        let event = from
+            .check_transition(&to)
+            .map_err(|source| QueueError::IllegalTransition { job: id, source })?;
+
+        let (hold_reason, exit_code) = match &to {
+            JobState::Held { reason } => (Some(reason.clone()), None),
+            JobState::Completed { exit_code } => (None, Some(*exit_code)),
+            _ => (None, None),
+        };
+        let starting = to.kind() == JobStateKind::Running && event == JobEventKind::Started;
+        tx.execute(
+            "UPDATE jobs SET state = ?3, hold_reason = ?4, exit_code = ?5, updated_at = ?6, \
+               started_at = CASE WHEN ?7 THEN ?6 ELSE started_at END, \
+               run_count = run_count + CASE WHEN ?7 THEN 1 ELSE 0 END, \
+               finished_at = CASE WHEN ?8 THEN ?6 ELSE finished_at END \
+             WHERE cluster = ?1 AND proc = ?2",
+            params![
+                cluster,
+                id.proc,
+                to.code(),
+                hold_reason,
+                exit_code,
+                now,
+                starting,
+                to.is_terminal()
+            ],
+        )?;
+        tx.execute(
+            "INSERT INTO events (cluster, proc, at, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![cluster, id.proc, now, event.name(), detail],
+        )?;
+        tx.commit()?;
+        self.get(id)?.ok_or(QueueError::NotFound(id))
+    }
+
+    /// Records an event that does not change the job's state: `Placed`
+    /// (with the host name as detail, which also becomes the job's host;
+    /// its address becomes unknown, see [`JobQueue::record_placement`]) or
+    /// `Checkpointed`. Other kinds must go through [`JobQueue::transition`].
+    pub fn annotate(
+        &mut self,
+        id: JobId,
+        kind: JobEventKind,
+        detail: &str,
+        at: Time,
+    ) -> Result<()> {
+        if !matches!(kind, JobEventKind::Placed | JobEventKind::Checkpointed) {
+            return Err(QueueError::NotAnAnnotation(kind));
+        }
+        self.annotate_with(id, kind, detail, None, at)
+    }
+
+    /// Records that `id` was placed on `host` at `address` (its base URL):
+    /// a `Placed` event with the host name as detail. Both survive a
+    /// restart of the home ([`JobQueue::running_placements`]).
+    pub fn record_placement(
+        &mut self,
+        id: JobId,
+        host: &str,
+        address: &str,
+        at: Time,
+    ) -> Result<()> {
+        self.annotate_with(id, JobEventKind::Placed, host, Some(address), at)
+    }
+
+    fn annotate_with(
+        &mut self,
+        id: JobId,
+        kind: JobEventKind,
+        detail: &str,
+        address: Option<&str>,
+        at: Time,
+    ) -> Result<()> {
+        let now = time_sql(at)?;
+        let cluster = to_i64(id.cluster, "cluster id")?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let changed = tx.execute(
+            "UPDATE jobs SET updated_at = ?3, host = CASE WHEN ?4 THEN ?5 ELSE host END, \
+               host_address = CASE WHEN ?4 THEN ?6 ELSE host_address END \
+             WHERE cluster = ?1 AND proc = ?2",
+            params![
+                cluster,
+                id.proc,
+                now,
+                kind == JobEventKind::Placed,
+                detail,
+                address
+            ],
+        )?;
+        if changed == 0 {
+            return Err(QueueError::NotFound(id));
+        }
+        tx.execute(
+            "INSERT INTO events (cluster, proc, at, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![cluster, id.proc, now, kind.name(), detail],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+}
