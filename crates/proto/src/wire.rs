@@ -172,6 +172,22 @@ pub struct AdvertiseReply {
     /// measured its own uses it for Linger-Longer's `T_migr`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_transfer_rate: Option<u64>,
+    /// For a host: per guest it runs, whether a free AV node that would
+    /// take the guest exists in the pool now (Linger-Longer's "idle node
+    /// available", Ryu & Hollingsworth L85–93), for the guest's eviction
+    /// ladder. Empty from older coordinators.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<Destination>,
+}
+
+/// Whether a guest of the advertising host could move elsewhere now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Destination {
+    pub job: JobId,
+    /// The guest's home station.
+    pub home: String,
+    /// A free AV node that would take the guest exists now.
+    pub available: bool,
 }
 
 /// Station-ad attribute (in [`StationAd::attrs`], an integer ClassAd

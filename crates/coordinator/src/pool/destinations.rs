@@ -1,0 +1,95 @@
+//! Destinations for Linger-Longer: is there somewhere a guest could go?
+//!
+//! A host's eviction ladder migrates a lingering guest only to a free idle
+//! node (Ryu & Hollingsworth, seeds/002_34f613b0a80e1e58.txt L85–93:
+//! Linger-Longer migrates when the linger time is up *and* an idle node is
+//! available). The host cannot see the pool, so the coordinator answers in
+//! every advertise reply, per guest the host runs, whether a free AV node
+//! that would take that guest exists now ([`Destination`]).
+//!
+//! What "would take" means is the fit check of `gleaner_proto::fit` in a
+//! regular pass (embargo and guest limits hold), against every host but the
+//! guest's own, with the guest's licence units counted as free (they move
+//! with it). The host's ad tells the coordinator a guest's owner and
+//! licences but not its requirements or resource requests, so those are not
+//! checked: a requirement only some hosts meet may yield `available` where
+//! the home later finds no fitting host, and the guest then waits as it
+//! would with no destination.
+
+use super::Pool;
+use super::claims::guest_licences;
+use gleaner_core::alloc::StationId;
+use gleaner_core::dmw::Pass;
+use gleaner_core::time::Time;
+use gleaner_proto::fit::{self, HostView, JobView, LicenceBook};
+use gleaner_proto::job::JobDescription;
+use gleaner_proto::machine::JobClass;
+use gleaner_proto::wire::{Destination, GuestInfo};
+
+/// The job as the coordinator knows a running guest: its owner and
+/// licences, away from the host it runs on.
+fn guest_job(g: &GuestInfo, host: &str) -> JobView {
+    let mut d = JobDescription::new(g.owner.clone(), String::new());
+    d.concurrency_limits = g.concurrency_limits.clone();
+    JobView::of_class(JobClass::avoiding(&d, vec![host.to_string()]))
+}
+
+/// `book` with `units` given back.
+fn released(book: &LicenceBook, units: &[(String, u32)]) -> LicenceBook {
+    let mut b = book.clone();
+    for (name, n) in units {
+        if let Some(v) = b.in_use.get_mut(name) {
+            *v = v.saturating_sub(*n);
+        }
+    }
+    b
+}
+
+impl Pool {
+    /// For each guest of `host`, whether another host would take it now.
+    pub(super) fn destinations(&self, host: StationId, now: Time) -> Vec<Destination> {
+        let Some(k) = self.stations.get(&host) else {
+            return Vec::new();
+        };
+        if k.ad.running_guests.is_empty() {
+            return Vec::new();
+        }
+        let book = self.licence_book();
+        let unix = Self::unix(now);
+        k.ad.running_guests
+            .iter()
+            .map(|g| {
+                let job = guest_job(g, &k.ad.name);
+                let units = guest_licences(g);
+                let book = if units.is_empty() {
+                    book.clone()
+                } else {
+                    released(&book, &units)
+                };
+                let available = self.stations.iter().any(|(&h, other)| {
+                    // Cheap test first: only an AV host with a CPU no guest
+                    // holds can be free.
+                    if h == host
+                        || !other.hosting()
+                        || other.ad.cpus <= other.ad.running_guests.len() as u32
+                    {
+                        return false;
+                    }
+                    let pending = self.pending_on(h);
+                    let view = HostView::of_ad(
+                        &other.ad,
+                        &other.machine,
+                        pending,
+                        self.embargoed(h, now, Pass::Regular),
+                    );
+                    fit::fits(&job, &view, &book, unix)
+                });
+                Destination {
+                    job: g.job,
+                    home: g.home.clone(),
+                    available,
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,464 @@
+//! Allocation passes and placements: Up-Down (or another allocator) picks
+//! which station gets a node, the matchmaker which host and class, DMW's
+//! progress guarantee serves stations with nothing running, and preemptions
+//! reserve the freed node for the preempting station.
+
+use super::effects::{Message, Outbox};
+use super::{Pool, Reservation};
+use crate::matchmaker::{self, Candidate, LicenceBook};
+use gleaner_core::alloc::{Decision, NodeId, PoolView, StationDemand, StationId};
+use gleaner_core::dmw::{Pass, needs_progress};
+use gleaner_core::time::Time;
+use gleaner_proto::fit::{self, HostView, JobView};
+use gleaner_proto::job::JobId;
+use gleaner_proto::wire::{Grant, Preemption};
+
+/// What one node of a pass is.
+#[derive(Clone, Copy)]
+pub(super) struct Slot {
+    host: StationId,
+    /// The guest on it, for held nodes.
+    guest: Option<JobId>,
+}
+
+/// One pass's input to the allocator; node ids index `slots`.
+pub(super) struct Snapshot {
+    demands: Vec<StationDemand>,
+    free: Vec<NodeId>,
+    held: Vec<(NodeId, StationId)>,
+    slots: Vec<Slot>,
+}
+
+impl Snapshot {
+    pub(super) fn view(&self) -> PoolView<'_> {
+        PoolView {
+            stations: &self.demands,
+            free_nodes: &self.free,
+            held: &self.held,
+        }
+    }
+}
+
+impl Pool {
+    /// Every known host as the matchmaker sees it in `pass` (`only`: just
+    /// that one), with the station ids.
+    fn candidates(
+        &self,
+        only: Option<StationId>,
+        pass: Pass,
+        now: Time,
+    ) -> (Vec<StationId>, Vec<Candidate<'_>>) {
+        self.stations
+            .iter()
+            .filter(|(h, _)| only.is_none_or(|o| o == **h))
+            .map(|(&h, k)| {
+                let pending = self.pending_on(h);
+                let embargoed = self.embargoed(h, now, pass);
+                (
+                    h,
+                    Candidate {
+                        ad: &k.ad,
+                        pending,
+                        fit: HostView::of_ad(&k.ad, &k.machine, pending, embargoed),
+                    },
+                )
+            })
+            .unzip()
+    }
+
+    /// Idle jobs of `home`'s class `c` not yet covered by a pending claim.
+    fn class_left(&self, home: StationId, c: &JobView) -> u32 {
+        let claimed = self
+            .claims
+            .iter()
+            .filter(|p| p.home == home && p.class.as_deref() == Some(c.class.key.as_str()))
+            .count() as u32;
+        c.class.count.saturating_sub(claimed)
+    }
+
+    /// Whether a class must wait out the startup grace: after a restart the
+    /// running licensed guests are known only once their hosts advertised.
+    fn waits_for_grace(&self, job: &JobView, book: &LicenceBook, now: Time) -> bool {
+        self.in_grace(now)
+            && job
+                .class
+                .licences()
+                .iter()
+                .any(|(n, _)| book.limits.contains_key(n))
+    }
+
+    /// The best (class, host) for `home`: among its classes with jobs left,
+    /// the first (queue order) that fits some host, on that class's best
+    /// host. `only` restricts the hosts.
+    fn choose(
+        &self,
+        home: StationId,
+        only: Option<StationId>,
+        pass: Pass,
+        now: Time,
+    ) -> Option<(usize, StationId)> {
+        let k = self.stations.get(&home)?;
+        let (ids, hosts) = self.candidates(only, pass, now);
+        let book = self.licence_book();
+        let unix = Self::unix(now);
+        for (i, job) in k.jobs.iter().enumerate() {
+            if self.class_left(home, job) == 0 || self.waits_for_grace(job, &book, now) {
+                continue;
+            }
+            if let Some(h) = matchmaker::best_host(job, &hosts, &book, unix) {
+                return Some((i, ids[h]));
+            }
+        }
+        None
+    }
+
+    /// How many of `home`'s idle jobs could be matched now on `hosts`.
+    fn matchable(
+        &self,
+        home: StationId,
+        hosts: &[Candidate<'_>],
+        book: &LicenceBook,
+        now: Time,
+    ) -> u32 {
+        let Some(k) = self.stations.get(&home) else {
+            return 0;
+        };
+        let unix = Self::unix(now);
+        k.jobs
+            .iter()
+            .filter(|job| hosts.iter().any(|h| fit::fits(job, &h.fit, book, unix)))
+            .map(|job| self.class_left(home, job))
+            .sum()
+    }
+
+    /// Could `host` take a job of `home` once one of its guests left? Only
+    /// capacity rejects (cpus, guest limit, embargo) go away with a guest.
+    fn fits_after_vacate(&self, home: StationId, host: StationId, now: Time) -> bool {
+        let (Some(k), Some(h)) = (self.stations.get(&home), self.stations.get(&host)) else {
+            return false;
+        };
+        if k.jobs.is_empty() {
+            return true;
+        }
+        let view = HostView::of_ad(
+            &h.ad,
+            &h.machine,
+            self.pending_on(host),
+            self.embargoed(host, now, Pass::Regular),
+        );
+        let book = self.licence_book();
+        let unix = Self::unix(now);
+        k.jobs.iter().any(|job| {
+            self.class_left(home, job) > 0
+                && fit::check(job, &view, &book, unix)
+                    .err()
+                    .unwrap_or_default()
+                    .iter()
+                    .all(|r| r.is_capacity())
+        })
+    }
+
+    /// The allocator's input, and what each node id stands for.
+    pub(super) fn snapshot(&self, now: Time) -> Snapshot {
+        let mut demands = Vec::new();
+        let mut free = Vec::new();
+        let mut held = Vec::new();
+        let mut slots = Vec::new();
+        for (&id, k) in &self.stations {
+            if !k.ad.execute_only {
+                let waiting = k.ad.demand.idle_jobs.saturating_sub(self.unused_grants(id));
+                demands.push(StationDemand {
+                    station: id,
+                    waiting,
+                    remote: k.ad.demand.remote_jobs,
+                });
+            }
+            if !k.hosting() {
+                continue;
+            }
+            for g in &k.ad.running_guests {
+                let vacating = self
+                    .reservations
+                    .iter()
+                    .any(|r| r.host == id && r.job == g.job);
+                if let (false, Some(&home)) = (vacating, self.ids.get(&g.home)) {
+                    held.push((slots.len() as NodeId, home));
+                    slots.push(Slot {
+                        host: id,
+                        guest: Some(g.job),
+                    });
+                }
+            }
+            for _ in 0..self.free_on(id) {
+                free.push(slots.len() as NodeId);
+                slots.push(Slot {
+                    host: id,
+                    guest: None,
+                });
+            }
+        }
+        // Only jobs some host could take now count as demand, so Up-Down
+        // does not spend nodes on unmatchable jobs. The hosts are built
+        // once per pass, and only when some station that sends job classes
+        // waits.
+        let matching = demands.iter().any(|d| {
+            d.waiting > 0
+                && self
+                    .stations
+                    .get(&d.station)
+                    .is_some_and(|k| !k.jobs.is_empty())
+        });
+        if matching {
+            let (_, hosts) = self.candidates(None, Pass::Regular, now);
+            let book = self.licence_book();
+            for d in demands.iter_mut().filter(|d| d.waiting > 0) {
+                if self
+                    .stations
+                    .get(&d.station)
+                    .is_some_and(|k| !k.jobs.is_empty())
+                {
+                    d.waiting = d.waiting.min(self.matchable(d.station, &hosts, &book, now));
+                }
+            }
+        }
+        Snapshot {
+            demands,
+            free,
+            held,
+            slots,
+        }
+    }
+
+    /// One allocation pass on a capacity event.
+    pub(super) fn allocate_pass(&mut self, now: Time, out: &mut Outbox) {
+        let snap = self.snapshot(now);
+        self.allocate_with(snap, now, out);
+    }
+
+    /// Runs the allocator on `snap`, applies its decisions, then the
+    /// progress guarantee.
+    pub(super) fn allocate_with(&mut self, snap: Snapshot, now: Time, out: &mut Outbox) {
+        if snap.demands.iter().any(|d| d.waiting > 0) {
+            let decisions = self.policy.alloc().allocate(&snap.view(), &mut self.rng);
+            self.apply(decisions, &snap.slots, now, out);
+        }
+        self.progress(now, out);
+    }
+
+    fn apply(&mut self, decisions: Vec<Decision>, slots: &[Slot], now: Time, out: &mut Outbox) {
+        let grace = self.in_grace(now);
+        for d in decisions {
+            let Some(slot) = slots.get(d.node() as usize).copied() else {
+                continue;
+            };
+            match d {
+                Decision::Grant { to, .. } => {
+                    tracing::info!(host = self.name(slot.host), to = self.name(to), "grant");
+                    self.place(to, slot.host, false, Pass::Regular, now, out);
+                }
+                Decision::Preempt { from, to, .. } => {
+                    let Some(job) = slot.guest else { continue };
+                    if !self.fits_after_vacate(to, slot.host, now) {
+                        // The freed node would be of no use to `to`.
+                        continue;
+                    }
+                    if grace {
+                        // A restarted coordinator first learns who holds
+                        // what; it must not disturb running jobs meanwhile.
+                        tracing::debug!("preemption suppressed during startup grace");
+                        continue;
+                    }
+                    let reason = format!(
+                        "up-down: {} (SI {:.1}) preempts {} (SI {:.1})",
+                        self.name(to),
+                        self.policy.index(to),
+                        self.name(from),
+                        self.policy.index(from)
+                    );
+                    self.preempt(slot.host, job, from, to, reason, now, out);
+                }
+            }
+        }
+    }
+
+    /// Guests of `home` running anywhere, by the hosts' ads.
+    fn guests_of(&self, home: StationId) -> u32 {
+        let name = self.name(home);
+        self.stations
+            .values()
+            .map(|k| {
+                k.ad.running_guests
+                    .iter()
+                    .filter(|g| g.home == name)
+                    .count() as u32
+            })
+            .sum()
+    }
+
+    /// DMW's progress guarantee (Neeracher 1998 L1016, L1203): a station
+    /// with matchable work, nothing running and nothing promised gets one
+    /// free matching host even when the allocator gave it none, under the
+    /// configured [`gleaner_core::dmw::ProgressGuarantee`] (by default the
+    /// embargo may be ignored, the guest limit never). It takes no node from
+    /// anyone (see `gleaner_core::dmw::rules`): a station whose every
+    /// fitting host is busy waits for the allocator.
+    fn progress(&mut self, now: Time, out: &mut Outbox) {
+        let rule = self.timing.progress;
+        if !rule.enabled() {
+            return;
+        }
+        let needy: Vec<StationId> = self
+            .stations
+            .iter()
+            .filter(|(id, k)| {
+                !k.ad.execute_only
+                    && !k.jobs.is_empty()
+                    && needs_progress(
+                        k.ad.demand.idle_jobs > 0,
+                        k.ad.demand.remote_jobs.max(self.guests_of(**id)),
+                        self.unused_grants(**id),
+                    )
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for s in needy {
+            if self.place(s, s, false, Pass::Progress(rule), now, out) {
+                tracing::info!(station = self.name(s), "progress guarantee: granted");
+            }
+        }
+    }
+
+    /// Asks `from` to give `host` back (vacating `job`) and reserves the
+    /// freed node for `to` until the preemption times out.
+    #[allow(clippy::too_many_arguments)]
+    fn preempt(
+        &mut self,
+        host: StationId,
+        job: JobId,
+        from: StationId,
+        to: StationId,
+        reason: String,
+        now: Time,
+        out: &mut Outbox,
+    ) {
+        tracing::info!(host = self.name(host), %job, %reason, "preempt");
+        out.messages.push(Message::Preempt {
+            to: self.name(from).to_string(),
+            preemption: Preemption {
+                host: self.name(host).to_string(),
+                job: Some(job),
+                reason,
+            },
+        });
+        self.reservations.push(Reservation {
+            host,
+            job,
+            to,
+            deadline: now + self.timing.preempt_timeout,
+        });
+    }
+
+    /// Hands the nodes that preempted guests left on `host` to the stations
+    /// they were reserved for.
+    pub(super) fn settle_reservations(&mut self, host: StationId, now: Time, out: &mut Outbox) {
+        let Some(k) = self.stations.get(&host) else {
+            return;
+        };
+        let vacated: Vec<usize> = self
+            .reservations
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.host == host && !k.ad.running_guests.iter().any(|g| g.job == r.job))
+            .map(|(i, _)| i)
+            .collect();
+        for i in vacated.into_iter().rev() {
+            let r = self.reservations.remove(i);
+            let waiting = self
+                .stations
+                .get(&r.to)
+                .map_or(0, |k| k.ad.demand.idle_jobs);
+            // The guest's leaving has lifted the host's embargo already.
+            if self.free_on(host) > 0
+                && waiting > self.unused_grants(r.to)
+                && self.place(r.to, host, true, Pass::Regular, now, out)
+            {
+                tracing::info!(
+                    host = self.name(host),
+                    to = self.name(r.to),
+                    "preempted node vacated; granted"
+                );
+            }
+        }
+    }
+
+    /// Grants `to` a node: for a station that sends job classes, the best
+    /// (class, host) pair, on `node_host` only when `restrict`; for one that
+    /// does not, `node_host` itself. False when nothing fits.
+    pub(super) fn place(
+        &mut self,
+        to: StationId,
+        node_host: StationId,
+        restrict: bool,
+        pass: Pass,
+        now: Time,
+        out: &mut Outbox,
+    ) -> bool {
+        let legacy = self.stations.get(&to).is_none_or(|k| k.jobs.is_empty());
+        if legacy {
+            self.grant(node_host, to, None, Vec::new(), now, out);
+            return true;
+        }
+        match self.choose(to, restrict.then_some(node_host), pass, now) {
+            Some((class, host)) => {
+                let Some(job) = self.stations.get(&to).and_then(|k| k.jobs.get(class)) else {
+                    return false;
+                };
+                let key = job.class.key.clone();
+                let licences = job.class.licences();
+                tracing::info!(
+                    host = self.name(host),
+                    to = self.name(to),
+                    class = %key,
+                    "matched"
+                );
+                self.grant(host, to, Some(key), licences, now, out);
+                self.embargoes
+                    .entry(host)
+                    .or_default()
+                    .on_grant(now, self.timing.embargo);
+                true
+            }
+            None => {
+                tracing::debug!(to = self.name(to), "no host matches; grant dropped");
+                false
+            }
+        }
+    }
+
+    fn grant(
+        &mut self,
+        host: StationId,
+        to: StationId,
+        class: Option<String>,
+        licences: Vec<(String, u32)>,
+        now: Time,
+        out: &mut Outbox,
+    ) {
+        out.persist_claims |= !licences.is_empty();
+        let claim_id = self.mint_claim(host, to, class.clone(), licences, now);
+        let host_address = self
+            .stations
+            .get(&host)
+            .map(|k| k.ad.address.clone())
+            .unwrap_or_default();
+        out.messages.push(Message::Grant {
+            to: self.name(to).to_string(),
+            grant: Grant {
+                host: self.name(host).to_string(),
+                host_address,
+                claim_id,
+                class,
+            },
+        });
+    }
+}
