@@ -102,6 +102,14 @@ impl Reject {
             Reject::Cpus { .. } | Reject::GuestLimit { .. } | Reject::Embargo
         )
     }
+
+    /// Whether the reason is about who is using the host now (its owner,
+    /// guests or a recent placement) rather than about the job and the host
+    /// themselves: it passes without anything changing in the job's or the
+    /// host's description.
+    pub fn is_occupancy(&self) -> bool {
+        self.is_capacity() || matches!(self, Reject::OwnerActive)
+    }
 }
 
 /// The one rendering of a reject into words (`glean q --analyze`, the
@@ -280,7 +288,7 @@ pub fn check(
     licences: &LicenceBook,
     now_unix: i64,
 ) -> Result<(), Vec<Reject>> {
-    let v = verdict(job, host, licences, now_unix, false);
+    let v = verdict(job, host, licences, now_unix, Mode::All);
     if v.is_empty() { Ok(()) } else { Err(v) }
 }
 
@@ -288,18 +296,41 @@ pub fn check(
 /// cheap ones before any ClassAd is evaluated (the matchmaker asks this for
 /// every pair in every pass).
 pub fn fits(job: &JobView, host: &HostView<'_>, licences: &LicenceBook, now_unix: i64) -> bool {
-    verdict(job, host, licences, now_unix, true).is_empty()
+    verdict(job, host, licences, now_unix, Mode::First).is_empty()
 }
 
-/// The reasons `job` does not fit `host`: all of them, or with `first_only`
-/// at most one (cheap conditions first).
+/// Whether `job` would fit `host` once the host's occupancy allowed it:
+/// `check` failing for [`Reject::is_occupancy`] reasons only. A job that
+/// could fit some host is demand the allocator must see even while every
+/// such host is busy, or nobody would ever preempt for it.
+pub fn could_fit(
+    job: &JobView,
+    host: &HostView<'_>,
+    licences: &LicenceBook,
+    now_unix: i64,
+) -> bool {
+    verdict(job, host, licences, now_unix, Mode::FirstIgnoringOccupancy).is_empty()
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Every reason.
+    All,
+    /// At most one reason, cheap conditions first.
+    First,
+    /// As `First`, not counting occupancy reasons.
+    FirstIgnoringOccupancy,
+}
+
+/// The reasons `job` does not fit `host`, as `mode` asks.
 fn verdict(
     job: &JobView,
     host: &HostView<'_>,
     licences: &LicenceBook,
     now_unix: i64,
-    first_only: bool,
+    mode: Mode,
 ) -> Vec<Reject> {
+    let first_only = mode != Mode::All;
     let class = &job.class;
     let policy = host.policy;
     let owner = if host.submit_only {
@@ -363,29 +394,47 @@ fn verdict(
         let cheap = [
             &owner, &users, &windows, &cpus, &memory, &disk, &limit, &embargo, &avoided, &licence,
         ];
-        if let Some(r) = cheap.into_iter().flatten().next() {
+        let counts = |r: &&Reject| mode == Mode::First || !r.is_occupancy();
+        if let Some(r) = cheap.into_iter().flatten().find(counts) {
             return vec![r.clone()];
         }
     }
-    // The job's side, clause by clause.
-    let requirements = job
-        .ad
-        .get(gleaner_classad::matching::REQUIREMENTS)
-        .and_then(|req| {
-            let clauses: Vec<Clause> =
-                gleaner_classad::analyze_requirements(req, &job.ad, host.machine, now_unix)
-                    .into_iter()
-                    .filter(|c| c.blocks_match)
-                    .map(|c| Clause {
-                        expr: c.expr,
-                        value: c.value,
-                    })
-                    .collect();
-            (!clauses.is_empty()).then_some(Reject::Requirements { clauses })
-        });
-    if first_only && let Some(r) = requirements {
-        return vec![r];
+    // The job's side: a plain evaluation when one reason is enough, clause
+    // by clause (for the explanation) otherwise.
+    if first_only
+        && job
+            .ad
+            .get(gleaner_classad::matching::REQUIREMENTS)
+            .is_some()
+    {
+        let req = gleaner_classad::EvalContext::new(now_unix)
+            .with_my(&job.ad)
+            .with_target(host.machine)
+            .eval_attr(gleaner_classad::matching::REQUIREMENTS);
+        if !truthy(&req) {
+            return vec![Reject::Requirements {
+                clauses: Vec::new(),
+            }];
+        }
     }
+    let requirements = if first_only {
+        None
+    } else {
+        job.ad
+            .get(gleaner_classad::matching::REQUIREMENTS)
+            .and_then(|req| {
+                let clauses: Vec<Clause> =
+                    gleaner_classad::analyze_requirements(req, &job.ad, host.machine, now_unix)
+                        .into_iter()
+                        .filter(|c| c.blocks_match)
+                        .map(|c| Clause {
+                            expr: c.expr,
+                            value: c.value,
+                        })
+                        .collect();
+                (!clauses.is_empty()).then_some(Reject::Requirements { clauses })
+            })
+    };
     // The machine's side: START.
     let start = gleaner_classad::EvalContext::new(now_unix)
         .with_my(host.machine)
@@ -411,6 +460,7 @@ fn verdict(
     ]
     .into_iter()
     .flatten()
+    .filter(|r| mode != Mode::FirstIgnoringOccupancy || !r.is_occupancy())
     .collect()
 }
 
@@ -663,7 +713,12 @@ mod tests {
             let m = machine_ad(&a);
             let h = HostView::of_ad(&a, &m, pending, embargoed);
             for t in [0i64, 3 * 86_400 + 7_200] {
-                proptest::prop_assert_eq!(fits(&v, &h, &book, t), check(&v, &h, &book, t).is_ok());
+                let all = check(&v, &h, &book, t).err().unwrap_or_default();
+                proptest::prop_assert_eq!(fits(&v, &h, &book, t), all.is_empty());
+                proptest::prop_assert_eq!(
+                    could_fit(&v, &h, &book, t),
+                    all.iter().all(Reject::is_occupancy)
+                );
             }
         }
     }

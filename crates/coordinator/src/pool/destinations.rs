@@ -10,7 +10,8 @@
 //! What "would take" means is the fit check of `gleaner_proto::fit` in a
 //! regular pass (embargo and guest limits hold), against every host but the
 //! guest's own, with the guest's licence units counted as free (they move
-//! with it). The host's ad tells the coordinator a guest's owner and
+//! with it). The guest's job is built only when some host has a free CPU,
+//! so a busy pool costs a scan of the ads and no ClassAd. The host's ad tells the coordinator a guest's owner and
 //! licences but not its requirements or resource requests, so those are not
 //! checked: a requirement only some hosts meet may yield `available` where
 //! the home later finds no fitting host, and the guest then waits as it
@@ -22,16 +23,19 @@ use gleaner_core::alloc::StationId;
 use gleaner_core::dmw::Pass;
 use gleaner_core::time::Time;
 use gleaner_proto::fit::{self, HostView, JobView, LicenceBook};
-use gleaner_proto::job::JobDescription;
 use gleaner_proto::machine::JobClass;
 use gleaner_proto::wire::{Destination, GuestInfo};
 
 /// The job as the coordinator knows a running guest: its owner and
-/// licences, away from the host it runs on.
-fn guest_job(g: &GuestInfo, host: &str) -> JobView {
-    let mut d = JobDescription::new(g.owner.clone(), String::new());
-    d.concurrency_limits = g.concurrency_limits.clone();
-    JobView::of_class(JobClass::avoiding(&d, vec![host.to_string()]))
+/// licences (its own host is skipped by the caller).
+fn guest_job(g: &GuestInfo) -> JobView {
+    JobView::of_class(JobClass {
+        owner: g.owner.clone(),
+        request_cpus: 1,
+        concurrency_limits: g.concurrency_limits.clone(),
+        count: 1,
+        ..JobClass::default()
+    })
 }
 
 /// `book` with `units` given back.
@@ -59,7 +63,8 @@ impl Pool {
         k.ad.running_guests
             .iter()
             .map(|g| {
-                let job = guest_job(g, &k.ad.name);
+                // Built only once a host passes the cheap test.
+                let mut job: Option<JobView> = None;
                 let units = guest_licences(g);
                 let book = if units.is_empty() {
                     book.clone()
@@ -82,7 +87,8 @@ impl Pool {
                         pending,
                         self.embargoed(h, now, Pass::Regular),
                     );
-                    fit::fits(&job, &view, &book, unix)
+                    let job = job.get_or_insert_with(|| guest_job(g));
+                    fit::fits(job, &view, &book, unix)
                 });
                 Destination {
                     job: g.job,

@@ -53,7 +53,7 @@ use gleaner_core::rng::PolicyRng;
 use gleaner_core::time::Time;
 use gleaner_proto::fit::JobView;
 use gleaner_proto::job::JobId;
-use gleaner_proto::machine::machine_ad;
+use gleaner_proto::machine::{machine_ad, machine_ad_since};
 use gleaner_proto::wire::{
     AdvertiseReply, ClaimNotice, PROTOCOL_VERSION, PoolStatus, StationAd, StationStatus, UserPrio,
     UserPrioEntry,
@@ -100,9 +100,33 @@ struct Known {
 }
 
 impl Known {
-    fn new(ad: StationAd, now: Time) -> Self {
-        let machine = machine_ad(&ad);
-        let jobs = ad.classes.iter().cloned().map(JobView::of_class).collect();
+    /// The station's ad received at `now`; what can be reused from its
+    /// previous ad `prev` is (the machine ad when only the occupancy
+    /// changed, the job ads of unchanged classes).
+    fn new(ad: StationAd, now: Time, prev: Option<Known>) -> Self {
+        let (machine, jobs) = match prev {
+            None => (
+                machine_ad(&ad),
+                ad.classes.iter().cloned().map(JobView::of_class).collect(),
+            ),
+            Some(p) => {
+                let machine = machine_ad_since(&p.ad, p.machine, &ad);
+                let jobs = ad
+                    .classes
+                    .iter()
+                    .map(|c| match p.jobs.iter().find(|j| j.class.key == c.key) {
+                        // The key covers everything but the count, and the
+                        // job ad has no count.
+                        Some(j) => JobView {
+                            class: c.clone(),
+                            ad: j.ad.clone(),
+                        },
+                        None => JobView::of_class(c.clone()),
+                    })
+                    .collect();
+                (machine, jobs)
+            }
+        };
         Known {
             ad,
             last_seen: now,
@@ -147,6 +171,8 @@ pub struct Pool {
     embargoes: BTreeMap<StationId, Embargo>,
     /// The pool's checkpoint transfer rate, recomputed when a rate changes.
     transfer_rate: Option<Option<u64>>,
+    /// Allocation passes run (the allocator was asked).
+    passes: u64,
 }
 
 impl Pool {
@@ -174,6 +200,7 @@ impl Pool {
             licence_limits: BTreeMap::new(),
             embargoes: BTreeMap::new(),
             transfer_rate: None,
+            passes: 0,
         };
         // Ids are dense and were validated on load: entry k has id k.
         for entry in &restored.stations {
@@ -391,7 +418,8 @@ impl Pool {
             if rate_changed {
                 self.transfer_rate = None;
             }
-            self.stations.insert(id, Known::new(ad, now));
+            let prev = self.stations.remove(&id);
+            self.stations.insert(id, Known::new(ad, now, prev));
             self.settle_claims(id);
             self.settle_reservations(id, now, out);
         }
@@ -482,6 +510,12 @@ impl Pool {
                 })
                 .collect(),
         }
+    }
+
+    /// Allocation passes run so far (interval and capacity-event passes in
+    /// which some station waited).
+    pub fn passes(&self) -> u64 {
+        self.passes
     }
 
     /// Licence units in use by name (guests plus pending claims).

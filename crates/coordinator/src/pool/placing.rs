@@ -48,22 +48,27 @@ impl Pool {
         pass: Pass,
         now: Time,
     ) -> (Vec<StationId>, Vec<Candidate<'_>>) {
-        self.stations
-            .iter()
-            .filter(|(h, _)| only.is_none_or(|o| o == **h))
-            .map(|(&h, k)| {
-                let pending = self.pending_on(h);
-                let embargoed = self.embargoed(h, now, pass);
-                (
-                    h,
-                    Candidate {
-                        ad: &k.ad,
-                        pending,
-                        fit: HostView::of_ad(&k.ad, &k.machine, pending, embargoed),
-                    },
-                )
-            })
-            .unzip()
+        let n = if only.is_some() {
+            1
+        } else {
+            self.stations.len()
+        };
+        let mut ids = Vec::with_capacity(n);
+        let mut hosts = Vec::with_capacity(n);
+        for (&h, k) in &self.stations {
+            if only.is_some_and(|o| o != h) {
+                continue;
+            }
+            let pending = self.pending_on(h);
+            let embargoed = self.embargoed(h, now, pass);
+            ids.push(h);
+            hosts.push(Candidate {
+                ad: &k.ad,
+                pending,
+                fit: HostView::of_ad(&k.ad, &k.machine, pending, embargoed),
+            });
+        }
+        (ids, hosts)
     }
 
     /// Idle jobs of `home`'s class `c` not yet covered by a pending claim.
@@ -112,7 +117,9 @@ impl Pool {
         None
     }
 
-    /// How many of `home`'s idle jobs could be matched now on `hosts`.
+    /// How many of `home`'s idle jobs some host of `hosts` could take,
+    /// now or once its owner, guests or embargo let it
+    /// ([`fit::could_fit`]).
     fn matchable(
         &self,
         home: StationId,
@@ -126,7 +133,11 @@ impl Pool {
         let unix = Self::unix(now);
         k.jobs
             .iter()
-            .filter(|job| hosts.iter().any(|h| fit::fits(job, &h.fit, book, unix)))
+            .filter(|job| {
+                hosts
+                    .iter()
+                    .any(|h| fit::could_fit(job, &h.fit, book, unix))
+            })
             .map(|job| self.class_left(home, job))
             .sum()
     }
@@ -160,10 +171,11 @@ impl Pool {
 
     /// The allocator's input, and what each node id stands for.
     pub(super) fn snapshot(&self, now: Time) -> Snapshot {
-        let mut demands = Vec::new();
-        let mut free = Vec::new();
-        let mut held = Vec::new();
-        let mut slots = Vec::new();
+        let n = self.stations.len();
+        let mut demands = Vec::with_capacity(n);
+        let mut free = Vec::with_capacity(n);
+        let mut held = Vec::with_capacity(n);
+        let mut slots = Vec::with_capacity(2 * n);
         for (&id, k) in &self.stations {
             if !k.ad.execute_only {
                 let waiting = k.ad.demand.idle_jobs.saturating_sub(self.unused_grants(id));
@@ -197,10 +209,12 @@ impl Pool {
                 });
             }
         }
-        // Only jobs some host could take now count as demand, so Up-Down
-        // does not spend nodes on unmatchable jobs. The hosts are built
-        // once per pass, and only when some station that sends job classes
-        // waits.
+        // Only jobs some host could take count as demand, so Up-Down does
+        // not spend nodes on jobs no host matches. A job whose hosts are
+        // all busy (or their owners active) still counts: Up-Down must see
+        // it to preempt for it and to credit its station's index. The hosts
+        // are built once per pass, and only when some station that sends
+        // job classes waits.
         let matching = demands.iter().any(|d| {
             d.waiting > 0
                 && self
@@ -239,6 +253,7 @@ impl Pool {
     /// progress guarantee.
     pub(super) fn allocate_with(&mut self, snap: Snapshot, now: Time, out: &mut Outbox) {
         if snap.demands.iter().any(|d| d.waiting > 0) {
+            self.passes += 1;
             let decisions = self.policy.alloc().allocate(&snap.view(), &mut self.rng);
             self.apply(decisions, &snap.slots, now, out);
         }
