@@ -463,3 +463,28 @@ fn progress_guarantee_can_be_told_to_respect_the_embargo() {
     s.submit("b", &job("bob", None, &[]), 1);
     assert!(s.run(6).is_empty(), "embargoed for 1000 s");
 }
+
+/// A station whose jobs fit only a busy host still counts as waiting (so
+/// Up-Down can preempt for it), but a free node it cannot use goes to a
+/// station whose jobs fit it instead of staying idle.
+#[test]
+fn a_free_node_the_favoured_station_cannot_use_goes_to_the_next() {
+    let mut s = Sim::new(config(0.0, &[]));
+    s.hosts.insert("x".into(), station("x", 1, 4096));
+    s.hosts.insert("z".into(), station("z", 1, 4096));
+    // b runs on x, c on z.
+    s.submit("b", &job("bob", Some("Name == \"x\""), &[]), 1);
+    s.submit("c", &job("carol", Some("Name == \"z\""), &[]), 1);
+    assert_eq!(s.run(7).len(), 2);
+    // a wants only x and waits; c has a plain job waiting as well.
+    s.submit("a", &job("alice", Some("Name == \"x\""), &[]), 1);
+    s.submit("c", &job("carol", None, &[]), 1);
+    s.run(3);
+    // A free host y appears: a, with the lowest index, cannot use it.
+    s.hosts.insert("y".into(), station("y", 1, 4096));
+    let g = s.run(6);
+    assert!(
+        g.iter().any(|(h, g)| h == "c" && g.host == "y"),
+        "y must not stay idle: {g:?}"
+    );
+}

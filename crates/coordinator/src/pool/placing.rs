@@ -255,13 +255,23 @@ impl Pool {
         if snap.demands.iter().any(|d| d.waiting > 0) {
             self.passes += 1;
             let decisions = self.policy.alloc().allocate(&snap.view(), &mut self.rng);
-            self.apply(decisions, &snap.slots, now, out);
+            let unused = self.apply(decisions, &snap.slots, now, out);
+            self.backfill(unused, &snap.demands, now, out);
         }
         self.progress(now, out);
     }
 
-    fn apply(&mut self, decisions: Vec<Decision>, slots: &[Slot], now: Time, out: &mut Outbox) {
+    /// Applies the allocator's decisions; returns the hosts of granted
+    /// nodes that none of the grantee's jobs fits.
+    fn apply(
+        &mut self,
+        decisions: Vec<Decision>,
+        slots: &[Slot],
+        now: Time,
+        out: &mut Outbox,
+    ) -> Vec<StationId> {
         let grace = self.in_grace(now);
+        let mut unused = Vec::new();
         for d in decisions {
             let Some(slot) = slots.get(d.node() as usize).copied() else {
                 continue;
@@ -269,7 +279,9 @@ impl Pool {
             match d {
                 Decision::Grant { to, .. } => {
                     tracing::info!(host = self.name(slot.host), to = self.name(to), "grant");
-                    self.place(to, slot.host, false, Pass::Regular, now, out);
+                    if !self.place(to, slot.host, false, Pass::Regular, now, out) {
+                        unused.push(slot.host);
+                    }
                 }
                 Decision::Preempt { from, to, .. } => {
                     let Some(job) = slot.guest else { continue };
@@ -291,6 +303,46 @@ impl Pool {
                         self.policy.index(from)
                     );
                     self.preempt(slot.host, job, from, to, reason, now, out);
+                }
+            }
+        }
+        unused
+    }
+
+    /// Offers the free nodes on `hosts`, which the allocator granted to a
+    /// station none of whose jobs fits them, to the other waiting stations,
+    /// lowest schedule index first: the allocator decides who gets
+    /// contested capacity, not whether a free node is used while a job that
+    /// fits it waits. (Demand counts jobs that fit a busy host too, so that
+    /// Up-Down preempts for them; without this, such a station would keep
+    /// winning a node it cannot use.)
+    fn backfill(
+        &mut self,
+        hosts: Vec<StationId>,
+        demands: &[StationDemand],
+        now: Time,
+        out: &mut Outbox,
+    ) {
+        if hosts.is_empty() {
+            return;
+        }
+        let mut order: Vec<(f64, StationId)> = demands
+            .iter()
+            .filter(|d| d.waiting > 0)
+            .map(|d| (self.policy.index(d.station), d.station))
+            .collect();
+        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for host in hosts {
+            for &(_, s) in &order {
+                let idle = self.stations.get(&s).map_or(0, |k| k.ad.demand.idle_jobs);
+                if self.free_on(host) == 0 {
+                    break;
+                }
+                if idle > self.unused_grants(s)
+                    && self.place(s, host, true, Pass::Regular, now, out)
+                {
+                    tracing::info!(host = self.name(host), to = self.name(s), "backfilled");
+                    break;
                 }
             }
         }
