@@ -7,6 +7,7 @@
 
 use super::{Known, Pool};
 use gleaner_core::alloc::StationId;
+use gleaner_core::rng::RngCore;
 use gleaner_core::time::Time;
 use gleaner_proto::auth::{ClaimTicket, PoolKey};
 use gleaner_proto::job::JobId;
@@ -29,22 +30,23 @@ pub struct ClaimFacts<'a> {
     pub nonce: &'a str,
 }
 
-/// Turns claim facts into the claim id handed out in a grant.
+/// Turns claim facts into the claim id handed out in a grant; `Err` (a
+/// message) drops the grant.
 pub trait ClaimMinter: Send {
-    fn mint(&self, claim: &ClaimFacts<'_>) -> String;
+    fn mint(&self, claim: &ClaimFacts<'_>) -> Result<String, String>;
 }
 
 /// The daemon's minter: a ticket signed with the pool's key. Swapping the
 /// signature scheme is this impl.
 impl ClaimMinter for PoolKey {
-    fn mint(&self, c: &ClaimFacts<'_>) -> String {
-        self.sign_claim(&ClaimTicket::new(
+    fn mint(&self, c: &ClaimFacts<'_>) -> Result<String, String> {
+        Ok(self.sign_claim(&ClaimTicket::new(
             c.host,
             c.home,
             c.issued_at,
             c.expires_at,
             c.nonce,
-        ))
+        )))
     }
 }
 
@@ -54,8 +56,8 @@ impl ClaimMinter for PoolKey {
 pub struct UnsignedClaims;
 
 impl ClaimMinter for UnsignedClaims {
-    fn mint(&self, c: &ClaimFacts<'_>) -> String {
-        format!("{}>{}#{}", c.home, c.host, c.nonce)
+    fn mint(&self, c: &ClaimFacts<'_>) -> Result<String, String> {
+        Ok(format!("{}>{}#{}", c.home, c.host, c.nonce))
     }
 }
 
@@ -112,11 +114,17 @@ impl Pool {
         class: Option<String>,
         licences: Vec<(String, u32)>,
         now: Time,
-    ) -> String {
+    ) -> Result<String, String> {
         self.nonce += 1;
         let expires = now + self.timing.claim_lifetime;
         let issued_at = now.as_micros() / 1_000_000;
-        let nonce = format!("{issued_at:x}-{:x}", self.nonce);
+        // Unique per grant, also across restarts: the count, and 64 bits
+        // from the pool's own seeded stream for nonces.
+        let nonce = format!(
+            "{issued_at:x}-{:x}-{:016x}",
+            self.nonce,
+            self.nonce_rng.next_u64()
+        );
         let home_address = self
             .stations
             .get(&to)
@@ -129,7 +137,7 @@ impl Pool {
             issued_at,
             expires_at: expires.as_micros() / 1_000_000,
             nonce: &nonce,
-        });
+        })?;
         let to_name = self.name(to);
         let known: Vec<JobId> = self.stations.get(&host).map_or_else(Vec::new, |k| {
             k.ad.running_guests
@@ -154,7 +162,7 @@ impl Pool {
             licences,
             known: Some(known),
         });
-        claim_id
+        Ok(claim_id)
     }
 
     /// Drops the pending claims on `host` that its ad shows in use.

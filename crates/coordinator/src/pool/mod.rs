@@ -161,6 +161,9 @@ pub struct Pool {
     stations: BTreeMap<StationId, Known>,
     policy: Policy,
     rng: PolicyRng,
+    /// A separate stream for claim nonces, so that minting does not shift
+    /// the allocator's random choices.
+    nonce_rng: PolicyRng,
     claims: Vec<PendingClaim>,
     reservations: Vec<Reservation>,
     started: Time,
@@ -193,6 +196,7 @@ impl Pool {
             stations: BTreeMap::new(),
             policy: Policy::new(allocator),
             rng: gleaner_core::rng::seeded(seed),
+            nonce_rng: gleaner_core::rng::substream(seed, 1),
             claims: Vec::new(),
             reservations: Vec::new(),
             started: now,

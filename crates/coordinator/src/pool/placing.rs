@@ -472,8 +472,7 @@ impl Pool {
     ) -> bool {
         let legacy = self.stations.get(&to).is_none_or(|k| k.jobs.is_empty());
         if legacy {
-            self.grant(node_host, to, None, Vec::new(), now, out);
-            return true;
+            return self.grant(node_host, to, None, Vec::new(), now, out);
         }
         match self.choose(to, restrict.then_some(node_host), pass, now) {
             Some((class, host)) => {
@@ -488,7 +487,9 @@ impl Pool {
                     class = %key,
                     "matched"
                 );
-                self.grant(host, to, Some(key), licences, now, out);
+                if !self.grant(host, to, Some(key), licences, now, out) {
+                    return false;
+                }
                 self.embargoes
                     .entry(host)
                     .or_default()
@@ -502,6 +503,8 @@ impl Pool {
         }
     }
 
+    /// Issues a claim for `to` on `host` and posts the grant; false (and
+    /// nothing granted) when no claim could be minted.
     fn grant(
         &mut self,
         host: StationId,
@@ -510,9 +513,16 @@ impl Pool {
         licences: Vec<(String, u32)>,
         now: Time,
         out: &mut Outbox,
-    ) {
-        out.persist_claims |= !licences.is_empty();
-        let claim_id = self.mint_claim(host, to, class.clone(), licences, now);
+    ) -> bool {
+        let persist = !licences.is_empty();
+        let claim_id = match self.mint_claim(host, to, class.clone(), licences, now) {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::error!(host = self.name(host), to = self.name(to), error = %e, "cannot mint a claim; grant dropped");
+                return false;
+            }
+        };
+        out.persist_claims |= persist;
         let host_address = self
             .stations
             .get(&host)
@@ -527,5 +537,6 @@ impl Pool {
                 class,
             },
         });
+        true
     }
 }

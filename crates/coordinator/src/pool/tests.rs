@@ -151,10 +151,8 @@ fn effects_come_back_in_the_outbox() {
     assert_eq!(grants.len(), 1, "{out:?}");
     assert_eq!(grants[0].0, "a");
     assert_eq!(grants[0].1.host, "h");
-    assert_eq!(
-        grants[0].1.claim_id, "a>h#a-1",
-        "unsigned, readable claim id"
-    );
+    let id = &grants[0].1.claim_id;
+    assert!(id.starts_with("a>h#a-1-"), "unsigned, readable: {id}");
 }
 
 fn guest(job: u64, home: &str, owner: &str, lic: &[&str]) -> GuestInfo {
