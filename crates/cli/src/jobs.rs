@@ -334,7 +334,7 @@ pub fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
             let view: gleaner_coordinator::matchmaker::AdsView =
                 rt.block_on(c.get_json("/v1/ads"))?;
             for e in &view.stations {
-                let ad = gleaner_proto::machine::machine_ad(&e.ad);
+                let ad = gleaner_proto::matchmaking::machine_ad(&e.ad);
                 if args.json {
                     println!("{}", gleaner_classad::unparse::unparse_ad(&ad));
                 } else {

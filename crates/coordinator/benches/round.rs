@@ -20,7 +20,7 @@ use gleaner_core::rng::{Rng, seeded};
 use gleaner_core::time::{Dur, Time};
 use gleaner_proto::auth::PoolKey;
 use gleaner_proto::job::{JobDescription, JobId};
-use gleaner_proto::machine::JobClass;
+use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::wire::{Demand, GuestInfo, PROTOCOL_VERSION, StationAd};
 use std::hint::black_box;
 use std::time::{Duration, Instant};

@@ -158,7 +158,7 @@ impl CoordinatorConfig {
             let spec = format!("{name}:{n}");
             if *n == 0 {
                 // Zero units is a valid way to forbid a program pool-wide.
-            } else if let Err(e) = gleaner_proto::machine::parse_limits(&[spec]) {
+            } else if let Err(e) = gleaner_proto::matchmaking::parse_limits(&[spec]) {
                 return Err(CoordinatorError::Config(format!("licences.{name}: {e}")));
             }
         }

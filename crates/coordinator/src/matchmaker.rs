@@ -21,7 +21,7 @@
 use gleaner_core::dmw::{HostLoad, HostSpec, Score};
 use gleaner_proto::fit::{self, HostView, JobView};
 use gleaner_proto::job::JobDescription;
-use gleaner_proto::machine::machine_ad;
+use gleaner_proto::matchmaking::machine_ad;
 use gleaner_proto::wire::StationAd;
 use serde::{Deserialize, Serialize};
 
@@ -211,7 +211,7 @@ pub(crate) mod tests {
         let b = host("x2", 1, 1024, 1.0);
         let d = JobDescription::new("alice", "/bin/true");
         let plain = JobView::of(&d);
-        let c = JobView::of_class(gleaner_proto::machine::JobClass::avoiding(
+        let c = JobView::of_class(gleaner_proto::matchmaking::JobClass::avoiding(
             &d,
             vec!["x1".into()],
         ));

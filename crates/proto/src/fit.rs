@@ -10,7 +10,7 @@
 //! - the job's `Requirements`, clause by clause (ClassAd matching);
 //! - the host's `START` with the job as `TARGET`;
 //! - the host's user lists and operating windows
-//!   ([`gleaner_core::matchmaking`]);
+//!   ([`gleaner_core::owner_rules`]);
 //! - free CPUs, memory and disk;
 //! - DMW's global job limit and embargo ([`gleaner_core::dmw::rules`],
 //!   Neeracher 1998 L1111, L1287–1291);
@@ -22,7 +22,7 @@
 //! ClassAd `time()`.
 
 use crate::job::JobDescription;
-use crate::machine::{JobClass, PolicyAd, class_ad};
+use crate::matchmaking::{JobClass, PolicyAd, class_ad};
 use crate::wire::StationAd;
 use gleaner_classad::Ad;
 use gleaner_core::detector::OwnerState;
@@ -226,7 +226,7 @@ pub struct HostView<'a> {
     pub state: OwnerState,
     pub submit_only: bool,
     pub policy: &'a PolicyAd,
-    /// The host's machine ClassAd ([`crate::machine::machine_ad`]).
+    /// The host's machine ClassAd ([`crate::matchmaking::machine_ad`]).
     pub machine: &'a Ad,
     /// CPUs no guest holds or is promised.
     pub free_cpus: u32,
@@ -467,7 +467,7 @@ fn verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::machine_ad;
+    use crate::matchmaking::machine_ad;
     use crate::wire::{Demand, PROTOCOL_VERSION};
     use gleaner_core::time::Time;
 

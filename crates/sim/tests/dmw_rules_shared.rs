@@ -14,7 +14,7 @@ use gleaner_core::detector::OwnerState;
 use gleaner_core::dmw::{HostLoad, HostSpec, ProgressGuarantee, Umpire, UmpireConfig};
 use gleaner_core::time::{Dur, Time};
 use gleaner_proto::job::{JobDescription, JobId};
-use gleaner_proto::machine::JobClass;
+use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::wire::{Demand, GuestInfo, PROTOCOL_VERSION, StationAd};
 use std::collections::BTreeMap;
 

@@ -11,7 +11,7 @@ use gleaner_core::rng::RngCore;
 use gleaner_core::time::Time;
 use gleaner_proto::auth::{ClaimTicket, PoolKey};
 use gleaner_proto::job::JobId;
-use gleaner_proto::machine::parse_limits;
+use gleaner_proto::matchmaking::parse_limits;
 use std::collections::HashMap;
 
 /// What a claim says: `home` may place one job on `host` until `expires_at`.

@@ -23,7 +23,7 @@ use gleaner_core::alloc::StationId;
 use gleaner_core::dmw::Pass;
 use gleaner_core::time::Time;
 use gleaner_proto::fit::{self, HostView, JobView, LicenceBook};
-use gleaner_proto::machine::JobClass;
+use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::wire::{Destination, GuestInfo};
 
 /// The job as the coordinator knows a running guest: its owner and

@@ -53,7 +53,7 @@ use gleaner_core::rng::PolicyRng;
 use gleaner_core::time::Time;
 use gleaner_proto::fit::JobView;
 use gleaner_proto::job::JobId;
-use gleaner_proto::machine::{machine_ad, machine_ad_since};
+use gleaner_proto::matchmaking::{machine_ad, machine_ad_since};
 use gleaner_proto::wire::{
     AdvertiseReply, ClaimNotice, PROTOCOL_VERSION, PoolStatus, StationAd, StationStatus, UserPrio,
     UserPrioEntry,

@@ -19,7 +19,7 @@ use gleaner_core::detector::OwnerState;
 use gleaner_core::rng::{PolicyRng, RngCore};
 use gleaner_core::time::Time;
 use gleaner_proto::job::{JobDescription, JobId};
-use gleaner_proto::machine::JobClass;
+use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::wire::{Demand, GuestInfo, PROTOCOL_VERSION, StationAd};
 
 /// Drives a [`Pool`] with the model's stations.

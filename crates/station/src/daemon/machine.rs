@@ -3,7 +3,7 @@
 //! and its idle jobs grouped into classes for matchmaking.
 
 use crate::queue::JobQueue;
-use gleaner_proto::machine::JobClass;
+use gleaner_proto::matchmaking::JobClass;
 use std::path::Path;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};

@@ -413,7 +413,7 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
             let now = now_secs() as i64;
             let mut ad = template.clone();
             ad.policy = policy_cfg.to_ad(now);
-            let machine = gleaner_proto::machine::machine_ad(&ad);
+            let machine = gleaner_proto::matchmaking::machine_ad(&ad);
             policy::admit(&ad.policy, &machine, job, now)
         }));
         Some(Arc::new(starter))

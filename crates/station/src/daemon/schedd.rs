@@ -15,7 +15,7 @@ use super::machine;
 use crate::daemon::now;
 use gleaner_core::time::Time;
 use gleaner_proto::job::{JobEventKind, JobId, JobState, JobStateKind};
-use gleaner_proto::machine::JobClass;
+use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::wire::{
     AdvertiseReply, Demand, Grant, PROTOCOL_VERSION, PlacementRequest, PlacementResponse,
     Preemption, StationAd,

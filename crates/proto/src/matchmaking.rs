@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 #[serde(default)]
 pub struct PolicyAd {
     /// Operating windows (`"Mon-Fri 18:00-08:00"`, see
-    /// `gleaner_core::matchmaking`); empty: always open.
+    /// `gleaner_core::owner_rules`); empty: always open.
     pub windows: Vec<String>,
     /// The station's local zone, seconds east of UTC, for the windows.
     pub utc_offset_secs: i32,
@@ -35,8 +35,8 @@ pub struct PolicyAd {
 }
 
 impl PolicyAd {
-    pub fn user_filter(&self) -> gleaner_core::matchmaking::UserFilter {
-        gleaner_core::matchmaking::UserFilter {
+    pub fn user_filter(&self) -> gleaner_core::owner_rules::UserFilter {
+        gleaner_core::owner_rules::UserFilter {
             allow: self.allow_users.clone(),
             deny: self.deny_users.clone(),
         }
@@ -45,7 +45,7 @@ impl PolicyAd {
     /// Whether the windows are open at UNIX second `unix`; windows that do
     /// not parse count as closed (the station validated them at start).
     pub fn window_open(&self, unix: i64) -> bool {
-        gleaner_core::matchmaking::Windows::parse(&self.windows)
+        gleaner_core::owner_rules::Windows::parse(&self.windows)
             .is_ok_and(|w| w.open_at(unix, self.utc_offset_secs))
     }
 }
