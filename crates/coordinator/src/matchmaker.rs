@@ -53,12 +53,32 @@ pub struct Candidate<'a> {
 
 /// The best host for `job` among `hosts` (an index into it), by the job's
 /// rank, then σ, then name; `None` if none fits ([`fit::fits`]).
+///
+/// A job without a `Rank` ranks every host 0, so the best is the fitting
+/// host with the highest σ: hosts are tried in that order and the first
+/// that fits wins, which costs one ClassAd evaluation in a pool of alike
+/// hosts instead of one per host.
 pub fn best_host(
     job: &JobView,
     hosts: &[Candidate<'_>],
     licences: &LicenceBook,
     now_unix: i64,
 ) -> Option<usize> {
+    if job.ad.get(gleaner_classad::matching::RANK).is_none() {
+        let mut order: Vec<(f64, usize)> = hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (sigma(h.ad, h.pending), i))
+            .collect();
+        order.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| hosts[a.1].ad.name.cmp(&hosts[b.1].ad.name))
+        });
+        return order
+            .into_iter()
+            .find(|&(_, i)| fit::fits(job, &hosts[i].fit, licences, now_unix))
+            .map(|(_, i)| i);
+    }
     let mut best: Option<(usize, f64, f64)> = None;
     for (i, h) in hosts.iter().enumerate() {
         if !fit::fits(job, &h.fit, licences, now_unix) {

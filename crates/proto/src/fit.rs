@@ -23,7 +23,7 @@
 
 use crate::job::JobDescription;
 use crate::matchmaking::{JobClass, PolicyAd, class_ad};
-use crate::wire::StationAd;
+use crate::wire::{RejectReason, StationAd};
 use gleaner_classad::Ad;
 use gleaner_core::detector::OwnerState;
 use gleaner_core::dmw::{Room, job_limit};
@@ -109,6 +109,26 @@ impl Reject {
     /// host's description.
     pub fn is_occupancy(&self) -> bool {
         self.is_capacity() || matches!(self, Reject::OwnerActive)
+    }
+
+    /// The reason a host gives the home when it refuses a placement for
+    /// this reject ([`crate::wire::PlacementResponse::Rejected`]).
+    pub fn placement_reason(&self) -> RejectReason {
+        match self {
+            Reject::OwnerActive => RejectReason::OwnerActive,
+            Reject::SubmitOnly
+            | Reject::Cpus { .. }
+            | Reject::Memory { .. }
+            | Reject::Disk { .. }
+            | Reject::GuestLimit { .. }
+            | Reject::Embargo
+            | Reject::Licence { .. } => RejectReason::NoResources,
+            Reject::Requirements { .. }
+            | Reject::Start { .. }
+            | Reject::UserDenied { .. }
+            | Reject::WindowClosed { .. }
+            | Reject::Avoided => RejectReason::RequirementsUnmet,
+        }
     }
 }
 
@@ -635,6 +655,28 @@ mod tests {
                 limit: 1,
                 guests: 1
             }])
+        );
+    }
+
+    #[test]
+    fn a_host_refusal_names_the_first_reason_in_words() {
+        let mut a = host("h", 1, 512);
+        a.state = OwnerState::Na;
+        let mut d = job(None);
+        d.request_memory_mb = Some(1024);
+        let m = machine_ad(&a);
+        let r = check(
+            &JobView::of(&d),
+            &HostView::of_ad(&a, &m, 0, false),
+            &LicenceBook::default(),
+            0,
+        )
+        .unwrap_err();
+        assert_eq!(r[0].placement_reason(), RejectReason::OwnerActive);
+        assert_eq!(r[1].placement_reason(), RejectReason::NoResources);
+        assert_eq!(
+            explain(&r),
+            "owner active (station NA); memory: needs 1024 MiB, 512 MiB offered"
         );
     }
 

@@ -162,12 +162,13 @@ impl Pool {
             licences,
             known: Some(known),
         });
+        self.sync_free(host);
         Ok(claim_id)
     }
 
     /// Drops the pending claims on `host` that its ad shows in use.
     pub(super) fn settle_claims(&mut self, host: StationId) {
-        if !self.claims.iter().any(|c| c.host == host) {
+        if self.claims.on_host(host) == 0 {
             return;
         }
         let mut counts: HashMap<(StationId, Vec<(String, u32)>), u32> = HashMap::new();
@@ -209,16 +210,15 @@ impl Pool {
             i += 1;
             !settled[i - 1]
         });
+        self.sync_free(host);
     }
 
     pub(super) fn pending_on(&self, host: StationId) -> u32 {
-        self.claims.iter().filter(|c| c.host == host).count() as u32
+        self.claims.on_host(host)
     }
 
     /// Claims and reserved nodes granted to `home` and not used yet.
     pub(super) fn unused_grants(&self, home: StationId) -> u32 {
-        let claims = self.claims.iter().filter(|c| c.home == home).count();
-        let reserved = self.reservations.iter().filter(|r| r.to == home).count();
-        (claims + reserved) as u32
+        self.claims.for_home(home) + self.reservations.for_home(home)
     }
 }

@@ -10,8 +10,8 @@
 //! What "would take" means is the fit check of `gleaner_proto::fit` in a
 //! regular pass (embargo and guest limits hold), against every host but the
 //! guest's own, with the guest's licence units counted as free (they move
-//! with it). The guest's job is built only when some host has a free CPU,
-//! so a busy pool costs a scan of the ads and no ClassAd. The host's ad tells the coordinator a guest's owner and
+//! with it). Only hosts with a free node are looked at, and the guest's job
+//! is built only when there is one, so a busy pool costs no ClassAd. The host's ad tells the coordinator a guest's owner and
 //! licences but not its requirements or resource requests, so those are not
 //! checked: a requirement only some hosts meet may yield `available` where
 //! the home later finds no fitting host, and the guest then waits as it
@@ -71,20 +71,17 @@ impl Pool {
                 } else {
                     released(&book, &units)
                 };
-                let available = self.stations.iter().any(|(&h, other)| {
-                    // Cheap test first: only an AV host with a CPU no guest
-                    // holds can be free.
-                    if h == host
-                        || !other.hosting()
-                        || other.ad.cpus <= other.ad.running_guests.len() as u32
-                    {
+                let available = self.free_hosts.iter().any(|&h| {
+                    if h == host {
                         return false;
                     }
-                    let pending = self.pending_on(h);
+                    let Some(other) = self.stations.get(&h) else {
+                        return false;
+                    };
                     let view = HostView::of_ad(
                         &other.ad,
                         &other.machine,
-                        pending,
+                        self.pending_on(h),
                         self.embargoed(h, now, Pass::Regular),
                     );
                     let job = job.get_or_insert_with(|| guest_job(g));

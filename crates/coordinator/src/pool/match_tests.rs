@@ -8,6 +8,7 @@ use crate::mailbox::Served;
 use gleaner_core::alloc::AllocatorKind;
 use gleaner_core::time::Dur;
 use gleaner_proto::job::JobDescription;
+use gleaner_proto::job::JobId;
 use gleaner_proto::matchmaking::{JobClass, parse_limits};
 use gleaner_proto::wire::{Grant, GuestInfo};
 

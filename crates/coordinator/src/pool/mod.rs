@@ -36,6 +36,7 @@
 mod claims;
 mod destinations;
 mod effects;
+mod ledger;
 mod placing;
 
 pub use claims::{ClaimFacts, ClaimMinter, UnsignedClaims};
@@ -52,13 +53,13 @@ use gleaner_core::dmw::{Embargo, Pass};
 use gleaner_core::rng::PolicyRng;
 use gleaner_core::time::Time;
 use gleaner_proto::fit::JobView;
-use gleaner_proto::job::JobId;
 use gleaner_proto::matchmaking::{machine_ad, machine_ad_since};
 use gleaner_proto::wire::{
     AdvertiseReply, ClaimNotice, PROTOCOL_VERSION, PoolStatus, StationAd, StationStatus, UserPrio,
     UserPrioEntry,
 };
-use std::collections::{BTreeMap, HashMap};
+use ledger::{Claims, Reservations};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The allocator, keeping Up-Down concrete so its index table can be read
 /// and restored.
@@ -141,14 +142,6 @@ impl Known {
     }
 }
 
-/// A node taken from a guest's home by a preemption and promised to `to`.
-struct Reservation {
-    host: StationId,
-    job: JobId,
-    to: StationId,
-    deadline: Time,
-}
-
 /// The coordinator's state. All methods take the current time and write
 /// their effects into an [`Outbox`], so the server and the simulator drive
 /// the same code.
@@ -164,8 +157,13 @@ pub struct Pool {
     /// A separate stream for claim nonces, so that minting does not shift
     /// the allocator's random choices.
     nonce_rng: PolicyRng,
-    claims: Vec<PendingClaim>,
-    reservations: Vec<Reservation>,
+    claims: Claims,
+    reservations: Reservations,
+    /// Guests each home runs anywhere, by the hosts' ads.
+    guests_of: HashMap<StationId, u32>,
+    /// Hosts with a node free now ([`Pool::free_on`] > 0), kept up to
+    /// date so a placement looks only at them.
+    free_hosts: BTreeSet<StationId>,
     started: Time,
     nonce: u64,
     /// Floating-licence limits, lower-case names.
@@ -197,8 +195,10 @@ impl Pool {
             policy: Policy::new(allocator),
             rng: gleaner_core::rng::seeded(seed),
             nonce_rng: gleaner_core::rng::substream(seed, 1),
-            claims: Vec::new(),
-            reservations: Vec::new(),
+            claims: Claims::default(),
+            reservations: Reservations::default(),
+            guests_of: HashMap::new(),
+            free_hosts: BTreeSet::new(),
             started: now,
             nonce: 0,
             licence_limits: BTreeMap::new(),
@@ -321,6 +321,18 @@ impl Pool {
         )
     }
 
+    /// Takes the guests of a replaced or forgotten ad out of the homes'
+    /// counts.
+    fn forget_guests(&mut self, ad: &StationAd) {
+        for g in &ad.running_guests {
+            if let Some(home) = self.ids.get(&g.home)
+                && let Some(n) = self.guests_of.get_mut(home)
+            {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+
     /// Whether the startup grace still holds at `now`.
     fn in_grace(&self, now: Time) -> bool {
         now.since(self.started) < self.timing.startup_grace
@@ -346,7 +358,7 @@ impl Pool {
                 book.take(&guest_licences(g));
             }
         }
-        for c in &self.claims {
+        for c in self.claims.iter() {
             book.take(&c.licences);
         }
         book
@@ -355,6 +367,16 @@ impl Pool {
     /// Whether `host`'s embargo keeps `pass` off it at `now`.
     fn embargoed(&self, host: StationId, now: Time, pass: Pass) -> bool {
         pass.embargo_blocks() && self.embargoes.get(&host).is_some_and(|e| e.active(now))
+    }
+
+    /// Records whether `host` has a free node now (call after anything
+    /// that changes its ad or its claims).
+    fn sync_free(&mut self, host: StationId) {
+        if self.free_on(host) > 0 {
+            self.free_hosts.insert(host);
+        } else {
+            self.free_hosts.remove(&host);
+        }
     }
 
     /// Nodes of `host` that nothing occupies or reserves.
@@ -413,7 +435,8 @@ impl Pool {
         }
         if keep {
             for g in &ad.running_guests {
-                self.intern(&g.home);
+                let home = self.intern(&g.home);
+                *self.guests_of.entry(home).or_default() += 1;
             }
             let rate_changed = self.stations.get(&id).is_none_or(|k| {
                 crate::transfer_rate::advertised_rate(&k.ad)
@@ -423,18 +446,23 @@ impl Pool {
                 self.transfer_rate = None;
             }
             let prev = self.stations.remove(&id);
+            if let Some(p) = &prev {
+                self.forget_guests(&p.ad);
+            }
             self.stations.insert(id, Known::new(ad, now, prev));
             self.settle_claims(id);
+            self.sync_free(id);
             self.settle_reservations(id, now, out);
         }
         if event {
             tracing::debug!(station = self.name(id), "capacity event: allocating");
             self.allocate_pass(now, out);
         }
+        let mine = self.claims.on_host(id) > 0;
         let claims = self
             .claims
             .iter()
-            .filter(|c| c.host == id)
+            .filter(|c| mine && c.host == id)
             .map(|c| ClaimNotice {
                 claim_id: c.claim_id.clone(),
                 home: self.name(c.home).to_string(),
@@ -475,14 +503,22 @@ impl Pool {
             .collect();
         for id in stale {
             tracing::info!(station = self.name(id), "station silent; forgetting its ad");
-            self.stations.remove(&id);
+            if let Some(k) = self.stations.remove(&id) {
+                self.forget_guests(&k.ad);
+            }
             self.transfer_rate = None;
             out.forgotten.push(self.name(id).to_string());
-            self.claims.retain(|c| c.host != id && c.home != id);
-            self.reservations.retain(|r| r.host != id && r.to != id);
+            self.free_hosts.remove(&id);
+            for h in self.claims.retain(|c| c.host != id && c.home != id) {
+                self.sync_free(h);
+            }
+            self.reservations
+                .take_unless(|r| r.host != id && r.to != id);
         }
-        self.claims.retain(|c| c.expires > now);
-        self.reservations.retain(|r| r.deadline > now);
+        for h in self.claims.retain(|c| c.expires > now) {
+            self.sync_free(h);
+        }
+        self.reservations.take_unless(|r| r.deadline > now);
         self.embargoes.retain(|_, e| e.active(now));
         let snap = self.snapshot(now);
         self.policy.alloc().on_interval(&snap.view());

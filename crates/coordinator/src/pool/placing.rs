@@ -3,8 +3,9 @@
 //! progress guarantee serves stations with nothing running, and preemptions
 //! reserve the freed node for the preempting station.
 
+use super::Pool;
 use super::effects::{Message, Outbox};
-use super::{Pool, Reservation};
+use super::ledger::Reservation;
 use crate::matchmaker::{self, Candidate, LicenceBook};
 use gleaner_core::alloc::{Decision, NodeId, PoolView, StationDemand, StationId};
 use gleaner_core::dmw::{Pass, needs_progress};
@@ -40,45 +41,54 @@ impl Snapshot {
 }
 
 impl Pool {
-    /// Every known host as the matchmaker sees it in `pass` (`only`: just
-    /// that one), with the station ids.
+    /// `h` as the matchmaker sees it in `pass`.
+    fn candidate(&self, h: StationId, pass: Pass, now: Time) -> Option<Candidate<'_>> {
+        let k = self.stations.get(&h)?;
+        let pending = self.pending_on(h);
+        Some(Candidate {
+            ad: &k.ad,
+            pending,
+            fit: HostView::of_ad(&k.ad, &k.machine, pending, self.embargoed(h, now, pass)),
+        })
+    }
+
+    /// The hosts a placement may use in `pass`: `only`, or every host with
+    /// a free node (no other host fits any job: each needs a CPU), with the
+    /// station ids.
     fn candidates(
         &self,
         only: Option<StationId>,
         pass: Pass,
         now: Time,
     ) -> (Vec<StationId>, Vec<Candidate<'_>>) {
-        let n = if only.is_some() {
-            1
-        } else {
-            self.stations.len()
+        let ids: Vec<StationId> = match only {
+            Some(h) => vec![h],
+            None => self.free_hosts.iter().copied().collect(),
         };
-        let mut ids = Vec::with_capacity(n);
-        let mut hosts = Vec::with_capacity(n);
-        for (&h, k) in &self.stations {
-            if only.is_some_and(|o| o != h) {
-                continue;
+        let mut found = Vec::with_capacity(ids.len());
+        let mut hosts = Vec::with_capacity(ids.len());
+        for h in ids {
+            if let Some(c) = self.candidate(h, pass, now) {
+                found.push(h);
+                hosts.push(c);
             }
-            let pending = self.pending_on(h);
-            let embargoed = self.embargoed(h, now, pass);
-            ids.push(h);
-            hosts.push(Candidate {
-                ad: &k.ad,
-                pending,
-                fit: HostView::of_ad(&k.ad, &k.machine, pending, embargoed),
-            });
         }
-        (ids, hosts)
+        (found, hosts)
+    }
+
+    /// Every known host, free or not, for the demand count.
+    fn all_hosts(&self, now: Time) -> Vec<Candidate<'_>> {
+        self.stations
+            .keys()
+            .filter_map(|&h| self.candidate(h, Pass::Regular, now))
+            .collect()
     }
 
     /// Idle jobs of `home`'s class `c` not yet covered by a pending claim.
     fn class_left(&self, home: StationId, c: &JobView) -> u32 {
-        let claimed = self
-            .claims
-            .iter()
-            .filter(|p| p.home == home && p.class.as_deref() == Some(c.class.key.as_str()))
-            .count() as u32;
-        c.class.count.saturating_sub(claimed)
+        c.class
+            .count
+            .saturating_sub(self.claims.for_class(home, &c.class.key))
     }
 
     /// Whether a class must wait out the startup grace: after a restart the
@@ -103,18 +113,55 @@ impl Pool {
         now: Time,
     ) -> Option<(usize, StationId)> {
         let k = self.stations.get(&home)?;
-        let (ids, hosts) = self.candidates(only, pass, now);
         let book = self.licence_book();
         let unix = Self::unix(now);
+        // Built on first need: the hosts by σ (for jobs without a Rank) and
+        // all candidates (for jobs with one).
+        let mut by_sigma: Option<Vec<(f64, StationId)>> = None;
+        let mut all: Option<(Vec<StationId>, Vec<Candidate<'_>>)> = None;
         for (i, job) in k.jobs.iter().enumerate() {
             if self.class_left(home, job) == 0 || self.waits_for_grace(job, &book, now) {
                 continue;
             }
-            if let Some(h) = matchmaker::best_host(job, &hosts, &book, unix) {
-                return Some((i, ids[h]));
+            let found = if job.ad.get(gleaner_classad::matching::RANK).is_none() {
+                // Every host ranks 0: the fitting host with the highest σ
+                // (then the lowest name) wins, so try them in that order
+                // and build a host's view only when its turn comes.
+                let order = by_sigma.get_or_insert_with(|| self.sigma_order(only));
+                order.iter().find_map(|&(_, h)| {
+                    let c = self.candidate(h, pass, now)?;
+                    fit::fits(job, &c.fit, &book, unix).then_some(h)
+                })
+            } else {
+                let (ids, hosts) = all.get_or_insert_with(|| self.candidates(only, pass, now));
+                matchmaker::best_host(job, hosts, &book, unix).map(|j| ids[j])
+            };
+            if let Some(h) = found {
+                return Some((i, h));
             }
         }
         None
+    }
+
+    /// The hosts a placement may use (`only`, or those with a free node),
+    /// by σ descending, then name.
+    fn sigma_order(&self, only: Option<StationId>) -> Vec<(f64, StationId)> {
+        let ids: Vec<StationId> = match only {
+            Some(h) => vec![h],
+            None => self.free_hosts.iter().copied().collect(),
+        };
+        let mut order: Vec<(f64, StationId)> = ids
+            .into_iter()
+            .filter_map(|h| {
+                let k = self.stations.get(&h)?;
+                Some((matchmaker::sigma(&k.ad, self.pending_on(h)), h))
+            })
+            .collect();
+        order.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| self.name(a.1).cmp(self.name(b.1)))
+        });
+        order
     }
 
     /// How many of `home`'s idle jobs some host of `hosts` could take,
@@ -143,8 +190,15 @@ impl Pool {
     }
 
     /// Could `host` take a job of `home` once one of its guests left? Only
-    /// capacity rejects (cpus, guest limit, embargo) go away with a guest.
-    fn fits_after_vacate(&self, home: StationId, host: StationId, now: Time) -> bool {
+    /// occupancy rejects (cpus, guest limit, embargo; the host of a held
+    /// node is AV) go away with a guest ([`fit::could_fit`]).
+    fn fits_after_vacate(
+        &self,
+        home: StationId,
+        host: StationId,
+        book: &LicenceBook,
+        now: Time,
+    ) -> bool {
         let (Some(k), Some(h)) = (self.stations.get(&home), self.stations.get(&host)) else {
             return false;
         };
@@ -157,16 +211,10 @@ impl Pool {
             self.pending_on(host),
             self.embargoed(host, now, Pass::Regular),
         );
-        let book = self.licence_book();
         let unix = Self::unix(now);
-        k.jobs.iter().any(|job| {
-            self.class_left(home, job) > 0
-                && fit::check(job, &view, &book, unix)
-                    .err()
-                    .unwrap_or_default()
-                    .iter()
-                    .all(|r| r.is_capacity())
-        })
+        k.jobs
+            .iter()
+            .any(|job| self.class_left(home, job) > 0 && fit::could_fit(job, &view, book, unix))
     }
 
     /// The allocator's input, and what each node id stands for.
@@ -189,10 +237,7 @@ impl Pool {
                 continue;
             }
             for g in &k.ad.running_guests {
-                let vacating = self
-                    .reservations
-                    .iter()
-                    .any(|r| r.host == id && r.job == g.job);
+                let vacating = self.reservations.vacating(id, g.job);
                 if let (false, Some(&home)) = (vacating, self.ids.get(&g.home)) {
                     held.push((slots.len() as NodeId, home));
                     slots.push(Slot {
@@ -223,7 +268,7 @@ impl Pool {
                     .is_some_and(|k| !k.jobs.is_empty())
         });
         if matching {
-            let (_, hosts) = self.candidates(None, Pass::Regular, now);
+            let hosts = self.all_hosts(now);
             let book = self.licence_book();
             for d in demands.iter_mut().filter(|d| d.waiting > 0) {
                 if self
@@ -272,6 +317,7 @@ impl Pool {
     ) -> Vec<StationId> {
         let grace = self.in_grace(now);
         let mut unused = Vec::new();
+        let book = self.licence_book();
         for d in decisions {
             let Some(slot) = slots.get(d.node() as usize).copied() else {
                 continue;
@@ -285,7 +331,7 @@ impl Pool {
                 }
                 Decision::Preempt { from, to, .. } => {
                     let Some(job) = slot.guest else { continue };
-                    if !self.fits_after_vacate(to, slot.host, now) {
+                    if !self.fits_after_vacate(to, slot.host, &book, now) {
                         // The freed node would be of no use to `to`.
                         continue;
                     }
@@ -348,20 +394,6 @@ impl Pool {
         }
     }
 
-    /// Guests of `home` running anywhere, by the hosts' ads.
-    fn guests_of(&self, home: StationId) -> u32 {
-        let name = self.name(home);
-        self.stations
-            .values()
-            .map(|k| {
-                k.ad.running_guests
-                    .iter()
-                    .filter(|g| g.home == name)
-                    .count() as u32
-            })
-            .sum()
-    }
-
     /// DMW's progress guarantee (Neeracher 1998 L1016, L1203): a station
     /// with matchable work, nothing running and nothing promised gets one
     /// free matching host even when the allocator gave it none, under the
@@ -382,7 +414,9 @@ impl Pool {
                     && !k.jobs.is_empty()
                     && needs_progress(
                         k.ad.demand.idle_jobs > 0,
-                        k.ad.demand.remote_jobs.max(self.guests_of(**id)),
+                        k.ad.demand
+                            .remote_jobs
+                            .max(self.guests_of.get(*id).copied().unwrap_or(0)),
                         self.unused_grants(**id),
                     )
             })
@@ -428,18 +462,16 @@ impl Pool {
     /// Hands the nodes that preempted guests left on `host` to the stations
     /// they were reserved for.
     pub(super) fn settle_reservations(&mut self, host: StationId, now: Time, out: &mut Outbox) {
+        if !self.reservations.has_on(host) {
+            return;
+        }
         let Some(k) = self.stations.get(&host) else {
             return;
         };
-        let vacated: Vec<usize> = self
+        let vacated = self
             .reservations
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.host == host && !k.ad.running_guests.iter().any(|g| g.job == r.job))
-            .map(|(i, _)| i)
-            .collect();
-        for i in vacated.into_iter().rev() {
-            let r = self.reservations.remove(i);
+            .take_unless(|r| r.host != host || k.ad.running_guests.iter().any(|g| g.job == r.job));
+        for r in vacated {
             let waiting = self
                 .stations
                 .get(&r.to)

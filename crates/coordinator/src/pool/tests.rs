@@ -4,6 +4,7 @@ use super::*;
 use crate::CoordinatorConfig;
 use crate::mailbox::Served;
 use gleaner_core::time::Dur;
+use gleaner_proto::job::JobId;
 use gleaner_proto::wire::{Demand, Destination, GuestInfo};
 
 fn pool(grace: f64) -> (Served, Time) {
