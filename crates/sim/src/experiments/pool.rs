@@ -220,7 +220,7 @@ fn summary_md(
     );
     let _ = writeln!(
         s,
-        "- **Matching.** Each station's idle jobs are one job class; the matchmaker checks every class against every host with the typed fit check (`gleaner_proto::fit`) and picks the host by rank, then DMW's σ, then name, where the bare model takes the allocator's node. All hosts are alike here, so this moves which host a job lands on, not how much capacity a station gets. Demand counts the jobs some host could take once its owner or guests let it, so Up-Down still sees the heavy station waiting while every host is busy."
+        "- **Matching.** Each station's idle jobs are one job class; the matchmaker places a class on the free host that fits it (the typed fit check, `gleaner_proto::fit`) with the best rank, then DMW's σ, then name, where the bare model takes the allocator's node. All hosts are alike here, so this moves which host a job lands on, not how much capacity a station gets. Demand counts the jobs some host could take once its owner or guests let it, so Up-Down still sees the heavy station waiting while every host is busy."
     );
     let _ = writeln!(
         s,
