@@ -260,7 +260,7 @@ pub fn status(args: StatusArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
             let ads: Vec<_> = view
                 .stations
                 .iter()
-                .map(|e| gleaner_proto::machine::machine_ad(&e.ad))
+                .map(|e| gleaner_proto::matchmaking::machine_ad(&e.ad))
                 .collect();
             out.machine_ads(&ads);
             return Ok(ExitCode::SUCCESS);

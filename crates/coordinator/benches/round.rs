@@ -14,13 +14,13 @@
 //! (`bench/pool/run.sh` runs it too).
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use gleaner_coordinator::{CoordinatorConfig, Pool};
+use gleaner_coordinator::{CoordinatorConfig, Outbox, Pool};
 use gleaner_core::detector::OwnerState;
 use gleaner_core::rng::{Rng, seeded};
-use gleaner_core::time::Time;
+use gleaner_core::time::{Dur, Time};
 use gleaner_proto::auth::PoolKey;
 use gleaner_proto::job::{JobDescription, JobId};
-use gleaner_proto::machine::JobClass;
+use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::wire::{Demand, GuestInfo, PROTOCOL_VERSION, StationAd};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -31,8 +31,10 @@ const INTERVAL: u64 = 10;
 struct Bench {
     pool: Pool,
     ads: Vec<StationAd>,
-    now: Instant,
-    wall: u64,
+    now: Time,
+    /// The pool's effects, dropped after each round as a server delivers
+    /// them.
+    out: Outbox,
 }
 
 fn ads(n: usize) -> Vec<StationAd> {
@@ -124,14 +126,15 @@ impl Bench {
             seed: Some(7),
             ..CoordinatorConfig::default()
         };
-        let now = Instant::now();
-        let pool = Pool::for_bench(&config, PoolKey::from_bytes([7; 32]), 7, now)
+        let now = Time::from_secs(1_800_000_000);
+        // Claims are signed with the pool key, as the daemon does.
+        let pool = Pool::from_config(&config, Box::new(PoolKey::from_bytes([7; 32])), 7, now)
             .unwrap_or_else(|e| panic!("bench pool: {e}"));
         let mut b = Bench {
             pool,
             ads: ads(STATIONS),
             now,
-            wall: 1_800_000_000,
+            out: Outbox::default(),
         };
         // Warm up: every station known, indices spread by a few passes.
         for _ in 0..5 {
@@ -143,14 +146,15 @@ impl Bench {
 
     fn advertise_all(&mut self) {
         for ad in &self.ads {
-            black_box(self.pool.advertise(ad.clone(), self.now, self.wall));
+            black_box(self.pool.advertise(ad.clone(), self.now, &mut self.out));
         }
+        self.out = Outbox::default();
     }
 
     fn tick(&mut self) {
-        self.now += Duration::from_secs(INTERVAL);
-        self.wall += INTERVAL;
-        self.pool.tick(self.now, self.wall);
+        self.now += Dur::from_secs(INTERVAL);
+        self.pool.tick(self.now, &mut self.out);
+        self.out = Outbox::default();
     }
 }
 

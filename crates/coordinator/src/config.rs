@@ -1,6 +1,8 @@
 //! The coordinator's configuration file (TOML).
 
 use gleaner_core::alloc::AllocatorConfig;
+use gleaner_core::dmw::ProgressGuarantee;
+use gleaner_core::time::Dur;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -64,6 +66,13 @@ pub struct CoordinatorConfig {
     /// visible). Default: one advertise period (by then the host's ad shows
     /// the guest), at most 90 s. 0 disables it.
     pub embargo_secs: Option<f64>,
+    /// DMW's progress guarantee: a station with matchable work and nothing
+    /// running gets a free matching host even where the allocator gave it
+    /// none (Neeracher 1998 L1016, L1203). It never preempts and never
+    /// exceeds a host's guest limit (`gleaner_core::dmw::rules`).
+    /// `ignore_thresholds_and_embargo` (default: it may use an embargoed
+    /// host), `ignore_thresholds` (it waits out the embargo) or `off`.
+    pub progress_guarantee: ProgressGuarantee,
 }
 
 impl Default for CoordinatorConfig {
@@ -83,25 +92,28 @@ impl Default for CoordinatorConfig {
             max_body_bytes: 256 * 1024,
             licences: BTreeMap::new(),
             embargo_secs: None,
+            progress_guarantee: ProgressGuarantee::default(),
         }
     }
 }
 
-/// The configuration with every derived default filled in.
+/// The configuration with every derived default filled in, in the pool's
+/// own time ([`Dur`]); only the server's ticker uses a std `Duration`.
 #[derive(Clone, Debug)]
 pub(crate) struct Timing {
     pub interval: Duration,
     pub advertise_secs: u64,
-    pub station_timeout: Duration,
-    pub startup_grace: Duration,
-    pub claim_lifetime_secs: u64,
-    pub preempt_timeout: Duration,
-    pub embargo: Duration,
+    pub station_timeout: Dur,
+    pub startup_grace: Dur,
+    pub claim_lifetime: Dur,
+    pub preempt_timeout: Dur,
+    pub embargo: Dur,
+    pub progress: ProgressGuarantee,
 }
 
-fn secs(field: &str, v: f64) -> Result<Duration, CoordinatorError> {
+fn secs(field: &str, v: f64) -> Result<Dur, CoordinatorError> {
     if v.is_finite() && v > 0.0 && v < 1e9 {
-        Ok(Duration::from_secs_f64(v))
+        Ok(Dur::from_secs_f64(v))
     } else {
         Err(CoordinatorError::Config(format!(
             "{field} must be a positive number of seconds, got {v}"
@@ -128,7 +140,9 @@ impl CoordinatorConfig {
     }
 
     pub(crate) fn timing(&self) -> Result<Timing, CoordinatorError> {
-        let interval = secs("scheduling_interval_secs", self.scheduling_interval_secs)?;
+        let interval = Duration::from_micros(
+            secs("scheduling_interval_secs", self.scheduling_interval_secs)?.as_micros(),
+        );
         if self.advertise_period_secs == 0 {
             return Err(CoordinatorError::Config(
                 "advertise_period_secs must be at least 1".into(),
@@ -144,15 +158,15 @@ impl CoordinatorConfig {
             let spec = format!("{name}:{n}");
             if *n == 0 {
                 // Zero units is a valid way to forbid a program pool-wide.
-            } else if let Err(e) = gleaner_proto::machine::parse_limits(&[spec]) {
+            } else if let Err(e) = gleaner_proto::matchmaking::parse_limits(&[spec]) {
                 return Err(CoordinatorError::Config(format!("licences.{name}: {e}")));
             }
         }
         Ok(Timing {
             embargo: match self.embargo_secs {
-                Some(0.0) => Duration::ZERO,
+                Some(0.0) => Dur::ZERO,
                 Some(v) => secs("embargo_secs", v)?,
-                None => Duration::from_secs_f64(period.min(90.0)),
+                None => Dur::from_secs_f64(period.min(90.0)),
             },
             interval,
             advertise_secs: self.advertise_period_secs,
@@ -162,18 +176,20 @@ impl CoordinatorConfig {
             )?,
             startup_grace: match self.startup_grace_secs {
                 // Zero is allowed: a test or a fresh pool need not wait.
-                Some(0.0) => Duration::ZERO,
+                Some(0.0) => Dur::ZERO,
                 Some(v) => secs("startup_grace_secs", v)?,
-                None => Duration::from_secs(self.advertise_period_secs),
+                None => Dur::from_secs(self.advertise_period_secs),
             },
-            claim_lifetime_secs: self
-                .claim_lifetime_secs
-                .unwrap_or(3 * self.advertise_period_secs)
-                .max(1),
+            claim_lifetime: Dur::from_secs(
+                self.claim_lifetime_secs
+                    .unwrap_or(3 * self.advertise_period_secs)
+                    .max(1),
+            ),
             preempt_timeout: secs(
                 "preempt_timeout_secs",
                 self.preempt_timeout_secs.unwrap_or(3.0 * period),
             )?,
+            progress: self.progress_guarantee,
         })
     }
 }
@@ -188,7 +204,7 @@ mod tests {
         assert_eq!(c, CoordinatorConfig::default());
         let t = c.timing().unwrap();
         assert_eq!(t.interval, Duration::from_secs(120));
-        assert_eq!(t.station_timeout, Duration::from_secs(360));
+        assert_eq!(t.station_timeout, Dur::from_secs(360));
     }
 
     #[test]
@@ -205,7 +221,7 @@ mod tests {
         let c =
             CoordinatorConfig::from_toml_str("embargo_secs = 0\n[licences]\nmatlab = 2\n").unwrap();
         assert_eq!(c.licences.get("matlab"), Some(&2));
-        assert_eq!(c.timing().unwrap().embargo, Duration::ZERO);
+        assert_eq!(c.timing().unwrap().embargo, Dur::ZERO);
         assert!(CoordinatorConfig::from_toml_str("[licences]\n\"a/b\" = 1\n").is_err());
         assert!(CoordinatorConfig::from_toml_str("[licences]\nm = -1\n").is_err());
     }

@@ -8,8 +8,11 @@
 //! - [`CoordinatorConfig`]: the TOML configuration.
 //! - [`run`]: the daemon behind `glean coordinator`; [`spawn`] and
 //!   [`spawn_for_test`] start it in the background.
-//! - [`matchmaker`]: which host takes which class of jobs (requirements,
-//!   station policy, resources, licences, embargo; rank, then DMW's σ).
+//! - [`pool`]: the pool's state and rules, free of I/O: one injected clock,
+//!   effects returned as data ([`Outbox`]), claim ids from a [`ClaimMinter`];
+//!   the daemon and `gleaner-sim` drive the same [`Pool`].
+//! - [`matchmaker`]: which host takes which class of jobs (the fit check of
+//!   `gleaner_proto::fit`; rank, then DMW's σ).
 //! - HTTP API: `POST /v1/advertise`, `GET /v1/pool`, `GET /v1/ads`,
 //!   `GET /v1/userprio`, `GET /v1/health`, each with
 //!   `Authorization: Bearer <token>`.
@@ -21,18 +24,18 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![forbid(unsafe_code)]
 
-mod ckpt_rate;
 mod config;
+mod mailbox;
 pub mod matchmaker;
 mod persist;
-mod pool;
+pub mod pool;
 mod server;
 pub mod tokens;
+mod transfer_rate;
 
 pub use config::CoordinatorConfig;
 pub use persist::{ClaimsState, FairnessState, SavedClaim, StationEntry};
-#[doc(hidden)]
-pub use pool::Pool;
+pub use pool::{ClaimMinter, Outbox, Pool, UnsignedClaims};
 pub use server::{RunningCoordinator, run, spawn, spawn_for_test};
 
 use std::net::SocketAddr;

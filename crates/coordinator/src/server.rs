@@ -2,6 +2,7 @@
 
 use crate::CoordinatorError;
 use crate::config::{CoordinatorConfig, Timing};
+use crate::mailbox::Served;
 use crate::persist::{ClaimsState, FairnessState};
 use crate::pool::Pool;
 use axum::Json;
@@ -11,13 +12,14 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use gleaner_core::time::Time;
 use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
 use gleaner_proto::wire::{ErrorBody, ErrorCode, PROTOCOL_VERSION, StationAd, check_version};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -30,7 +32,7 @@ const MAX_CPUS: u32 = 1 << 16;
 const MAX_CLASSES: usize = 4096;
 
 struct Shared {
-    pool: Mutex<Pool>,
+    pool: Mutex<Served>,
     key: PoolKey,
     max_body: usize,
     state_dir: PathBuf,
@@ -42,7 +44,7 @@ struct Shared {
 }
 
 impl Shared {
-    fn pool(&self) -> MutexGuard<'_, Pool> {
+    fn pool(&self) -> MutexGuard<'_, Served> {
         // A panic while holding the lock leaves a consistent-enough pool
         // (every mutation is a whole step); keep serving.
         self.pool.lock().unwrap_or_else(|p| p.into_inner())
@@ -72,6 +74,14 @@ impl Shared {
         .await;
         matches!(saved, Ok(Ok(())))
     }
+}
+
+/// The pool's clock: wall-clock microseconds since the UNIX epoch.
+fn now() -> Time {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| Time::from_micros(u64::try_from(d.as_micros()).unwrap_or(u64::MAX)))
+        .unwrap_or(Time::ZERO)
 }
 
 fn wall_secs() -> u64 {
@@ -240,7 +250,7 @@ async fn advertise(
     )?;
     let (reply, claims) = {
         let mut pool = shared.pool();
-        let reply = pool.advertise(ad, Instant::now(), wall_secs());
+        let reply = pool.advertise(ad, now());
         let claims = pool
             .take_claims_dirty()
             .then(|| (shared.stamp_claims(), pool.saved_claims()));
@@ -266,7 +276,7 @@ async fn ads(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     authorize(&shared, &headers, peer, "/v1/ads", false)?;
-    let view = shared.pool().ads(Instant::now(), wall_secs());
+    let view = shared.pool().ads(now());
     Ok(Json(view).into_response())
 }
 
@@ -276,7 +286,7 @@ async fn pool_status(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     authorize(&shared, &headers, peer, "/v1/pool", false)?;
-    let status = shared.pool().status(Instant::now());
+    let status = shared.pool().status(now());
     Ok(Json(status).into_response())
 }
 
@@ -296,7 +306,7 @@ async fn health(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     authorize(&shared, &headers, peer, "/v1/health", false)?;
-    let stations = shared.pool().status(Instant::now()).stations.len();
+    let stations = shared.pool().status(now()).stations.len();
     Ok(Json(serde_json::json!({
         "status": "ok",
         "protocol": PROTOCOL_VERSION,
@@ -372,11 +382,18 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
     });
     let interval = timing.interval;
     let claims = ClaimsState::load(&config.state_dir)?;
-    let now = Instant::now();
-    let pool = Pool::new(timing, key.clone(), &config.allocator, seed, &restored, now)
-        .with_licences(&config.licences, &claims, now, wall_secs());
+    let started = now();
+    let pool = Pool::new(
+        timing,
+        Box::new(key.clone()),
+        &config.allocator,
+        seed,
+        &restored,
+        started,
+    )
+    .with_licences(&config.licences, &claims, started);
     let shared = Arc::new(Shared {
-        pool: Mutex::new(pool),
+        pool: Mutex::new(Served::new(pool)),
         key,
         max_body: config.max_body_bytes,
         state_dir: config.state_dir.clone(),
@@ -426,7 +443,7 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
                 }
                 let (state, serial, claims) = {
                     let mut pool = sched_shared.pool();
-                    pool.tick(Instant::now(), wall_secs());
+                    pool.tick(now());
                     (
                         pool.fairness(),
                         sched_shared.stamp_claims(),

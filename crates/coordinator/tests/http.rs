@@ -461,8 +461,8 @@ fn licensed_home(name: &str, n: u32) -> StationAd {
     let mut a = home(name, n, 0);
     let mut d = gleaner_proto::job::JobDescription::new(name, "/bin/true");
     d.concurrency_limits = vec!["matlab".into()];
-    let c = gleaner_proto::machine::JobClass::of(&d);
-    a.classes = vec![gleaner_proto::machine::JobClass { count: n, ..c }];
+    let c = gleaner_proto::matchmaking::JobClass::of(&d);
+    a.classes = vec![gleaner_proto::matchmaking::JobClass { count: n, ..c }];
     a
 }
 

@@ -13,8 +13,8 @@
 //! - [`linger`]: Linger-Longer's linger time and migration cost (Ryu & Hollingsworth Eq. 1–5).
 //! - [`eviction`]: the per-guest eviction ladder (IE, PM, LL, LF, Condor-1988, checkpoint-then-kill).
 //! - [`alloc`]: node allocators: Up-Down, Random, Round-Robin (Mutka 1988 Ch. 4).
-//! - [`dmw`]: DMW placement: UMol and β·n/max(n, λ+1) scores, the arbiter, the uncoordinated baseline (Neeracher 1998 §4.4–4.5).
-//! - [`matchmaking`]: station policy for matching: operating windows, allowed/denied users.
+//! - [`dmw`]: DMW placement: UMol and β·n/max(n, λ+1) scores, the rules shared with the coordinator (embargo, job limits, progress guarantee), the arbiter, the uncoordinated baseline (Neeracher 1998 §4.4–4.5).
+//! - [`owner_rules`]: the owner's rules for guests: operating windows, allowed/denied users.
 //! - [`dag`]: job DAGs with data and priority dependences, retries, DAG and rescue file formats (Neeracher 1998 §2.1, §4.1).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![forbid(unsafe_code)]
@@ -25,6 +25,6 @@ pub mod detector;
 pub mod dmw;
 pub mod eviction;
 pub mod linger;
-pub mod matchmaking;
+pub mod owner_rules;
 pub mod rng;
 pub mod time;

@@ -2,7 +2,8 @@
 //!
 //! - [`submit`]: the HTCondor-style submit-description parser behind `glean submit`.
 //! - [`job`]: job descriptions and job states.
-//! - [`machine`]: matchmaking data: station policy, job classes, licences, machine and job ClassAds.
+//! - [`matchmaking`]: matchmaking data: the owner's policy as advertised, job classes, licences, machine and job ClassAds.
+//! - [`fit`]: does this job fit this host now? The one typed check (matchmaker, host admission, `glean q --analyze`) and its rendering into words.
 //! - [`auth`]: tokens signed with the pool's key.
 //! - [`creds`]: Ed25519 tokens, claims, nonces and revocations (replaces `auth`).
 //! - [`wire`]: versioned HTTP/JSON messages between daemons and from the CLI.
@@ -13,7 +14,8 @@
 pub mod api;
 pub mod auth;
 pub mod creds;
+pub mod fit;
 pub mod job;
-pub mod machine;
+pub mod matchmaking;
 pub mod submit;
 pub mod wire;

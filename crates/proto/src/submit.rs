@@ -998,7 +998,7 @@ fn build_description(
             "transfer_checkpoint_files" => d.transfer_checkpoint_files = split_list(&value),
             "concurrency_limits" => {
                 d.concurrency_limits = split_list(&value);
-                if let Err(r) = crate::machine::parse_limits(&d.concurrency_limits) {
+                if let Err(r) = crate::matchmaking::parse_limits(&d.concurrency_limits) {
                     bad(r);
                 }
             }

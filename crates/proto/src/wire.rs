@@ -109,11 +109,11 @@ pub struct StationAd {
     pub demand: Demand,
     /// The owner's rules for guests (windows, users, `START`, guest limit).
     #[serde(default)]
-    pub policy: crate::machine::PolicyAd,
+    pub policy: crate::matchmaking::PolicyAd,
     /// The idle jobs of `demand`, grouped for matchmaking; empty from
     /// stations that do not group (then any host fits any job).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub classes: Vec<crate::machine::JobClass>,
+    pub classes: Vec<crate::matchmaking::JobClass>,
     /// Never hosts guests (e.g. a laptop that only submits).
     #[serde(default)]
     pub submit_only: bool,
@@ -135,7 +135,7 @@ pub struct Grant {
     pub host_address: String,
     /// Opaque claim the host checks, so that only the grantee can place.
     pub claim_id: String,
-    /// The [`crate::machine::JobClass::key`] the host was matched for; the
+    /// The [`crate::matchmaking::JobClass::key`] the host was matched for; the
     /// home station places a job of that class. `None`: any idle job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
@@ -172,6 +172,22 @@ pub struct AdvertiseReply {
     /// measured its own uses it for Linger-Longer's `T_migr`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_transfer_rate: Option<u64>,
+    /// For a host: per guest it runs, whether a free AV node that would
+    /// take the guest exists in the pool now (Linger-Longer's "idle node
+    /// available", Ryu & Hollingsworth L85–93), for the guest's eviction
+    /// ladder. Empty from older coordinators.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<Destination>,
+}
+
+/// Whether a guest of the advertising host could move elsewhere now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Destination {
+    pub job: JobId,
+    /// The guest's home station.
+    pub home: String,
+    /// A free AV node that would take the guest exists now.
+    pub available: bool,
 }
 
 /// Station-ad attribute (in [`StationAd::attrs`], an integer ClassAd

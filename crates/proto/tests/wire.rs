@@ -82,12 +82,19 @@ fn replies_and_placements_round_trip() {
         next_advertise_secs: 120,
         claims: vec![],
         checkpoint_transfer_rate: Some(52_000_000),
+        destinations: vec![Destination {
+            job: JobId::new(3, 1),
+            home: "ws7".into(),
+            available: true,
+        }],
     };
     let s = serde_json::to_string(&r).unwrap();
     assert_eq!(serde_json::from_str::<AdvertiseReply>(&s).unwrap(), r);
-    // Replies of coordinators that do not measure the pool's rate still parse.
+    // Replies of coordinators that do not measure the pool's rate or give
+    // destinations still parse.
     let old: AdvertiseReply = serde_json::from_str(r#"{"next_advertise_secs":120}"#).unwrap();
     assert_eq!(old.checkpoint_transfer_rate, None);
+    assert!(old.destinations.is_empty());
 
     let p = PlacementRequest {
         protocol: PROTOCOL_VERSION,

@@ -10,6 +10,7 @@
 //! - [`workload`]: background-job workloads (Poisson arrivals, permanent jobs, families).
 //! - [`metrics`]: RCWR, remote cycle percentage, response ratios, profiling tables.
 //! - [`local_load`]: Linger-Longer's two-level local CPU workload model.
+//! - [`workstations`]: the owned-workstation pool of Mutka §4.4, with the bare allocator or the production coordinator (`gleaner_coordinator::Pool`) handing out remote capacity.
 //! - [`experiments`]: the papers' experiments behind `glean sim NAME`.
 //! - [`plot`]: SVG figures.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -23,6 +24,7 @@ pub mod local_load;
 pub mod metrics;
 pub mod plot;
 pub mod workload;
+pub mod workstations;
 
 /// Errors of the simulator (bad trace files, bad parameters, output I/O).
 #[derive(Debug, thiserror::Error)]

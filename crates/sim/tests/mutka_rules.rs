@@ -4,7 +4,7 @@
 use gleaner_core::alloc::{AllocatorConfig, AllocatorKind};
 use gleaner_core::time::{Dur, Time};
 use gleaner_sim::availability::{Interval, Source, State, Trace};
-use gleaner_sim::experiments::updown::{Class, PoolConfig, simulate};
+use gleaner_sim::experiments::updown::{Class, CoordinatorKind, PoolConfig, simulate};
 use gleaner_sim::workload::{Demand, Family, StationWorkload};
 use std::sync::Arc;
 
@@ -41,6 +41,7 @@ fn pool(kind: AllocatorKind, host1: Vec<Interval>, w1: StationWorkload) -> PoolC
         transfer_cost: Dur::from_mins(1),
         horizon: m(200),
         availability: Source::Trace(Arc::new(trace)),
+        coordinator: CoordinatorKind::Bare,
     }
 }
 

@@ -11,7 +11,7 @@
 use gleaner_core::alloc::{AllocatorConfig, AllocatorKind};
 use gleaner_core::time::Time;
 use gleaner_sim::availability::{Model, Source, Trace};
-use gleaner_sim::experiments::updown::{SweepConfig, large_pool, sweep};
+use gleaner_sim::experiments::updown::{CoordinatorKind, SweepConfig, large_pool, sweep};
 use gleaner_sim::experiments::{ExperimentOpts, NoProgress, run};
 use std::sync::Arc;
 
@@ -82,6 +82,7 @@ fn sweep_replays_a_trace_and_one_thread_equals_many() {
         allocators: [AllocatorKind::UpDown, AllocatorKind::Random]
             .map(AllocatorConfig::default_for)
             .to_vec(),
+        coordinator: CoordinatorKind::Bare,
         threads,
     };
     let one = sweep(&mk(1), &NoProgress).unwrap();

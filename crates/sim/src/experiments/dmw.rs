@@ -57,7 +57,7 @@ use crate::engine::EventQueue;
 use crate::plot::{BarGroup, Series, bar_chart, line_chart};
 use gleaner_core::dag::{Dag, DagBuilder, Dependence, NodeId, NodeState};
 use gleaner_core::dmw::{
-    HostId, HostLoad, HostSnapshot, HostSpec, SchedId, Score, Umpire, UmpireConfig,
+    Embargo, HostId, HostLoad, HostSnapshot, HostSpec, SchedId, Score, Umpire, UmpireConfig,
     uncoordinated_pick,
 };
 use gleaner_core::rng::{Rng, substream};
@@ -326,7 +326,7 @@ const POLL_SECS: f64 = 5.0;
 /// Each scheduler reschedules once a second (L1082).
 const TICK_SECS: f64 = 1.0;
 /// RStat's own embargo (L1111) and per-scheduler cap N_REGULAR (L1109).
-const RSTAT_EMBARGO: f64 = 90.0;
+const RSTAT_EMBARGO: Dur = Dur::from_secs(90);
 const N_REGULAR: u32 = 8;
 
 fn secs(t: Time) -> f64 {
@@ -395,7 +395,9 @@ pub fn simulate(
     let mut done_at: Vec<Option<f64>> = vec![None; users];
     let mut conc_integral = vec![0.0f64; users];
     let mut last_t = 0.0f64;
-    let mut own_embargo = vec![vec![f64::NEG_INFINITY; hosts.len()]; users];
+    // RStat's per-scheduler embargo follows DMW's one embargo rule
+    // (`gleaner_core::dmw::Embargo`), kept by each scheduler for itself.
+    let mut own_embargo = vec![vec![Embargo::default(); hosts.len()]; users];
     let mut snapshot: Vec<HostSnapshot> = Vec::new();
 
     let mut q: EventQueue<Ev> = EventQueue::new();
@@ -514,7 +516,7 @@ pub fn simulate(
                         while own < N_REGULAR {
                             let Some(n) = eligible.next() else { break };
                             let useful: BTreeSet<HostId> = (0..hosts.len())
-                                .filter(|&h| embargo[h] <= now)
+                                .filter(|&h| !embargo[h].active(t))
                                 .filter_map(|h| HostId::try_from(h).ok())
                                 .collect();
                             let Some(h) = uncoordinated_pick(&snapshot, &useful, &score, own)
@@ -522,7 +524,7 @@ pub fn simulate(
                                 break;
                             };
                             starts.push((n, h as usize));
-                            embargo[h as usize] = now + RSTAT_EMBARGO;
+                            embargo[h as usize].on_grant(t, RSTAT_EMBARGO);
                             own += 1;
                         }
                         own_embargo[u] = embargo;
@@ -586,7 +588,7 @@ pub fn simulate(
                         }
                         Placement::Uncoordinated => {
                             // A job end lifts the scheduler's own embargo (L1111).
-                            own_embargo[u][hi] = f64::NEG_INFINITY;
+                            own_embargo[u][hi].on_job_end();
                         }
                     }
                     if dags[u].is_complete() && done_at[u].is_none() {

@@ -6,6 +6,7 @@
 pub mod dmw;
 pub mod linger;
 pub mod migration;
+pub mod pool;
 pub mod profile;
 pub mod updown;
 
@@ -122,6 +123,10 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         "Up-Down vs Random vs Round-Robin on the thesis's Table 4.4 pool (Mutka 1988 §4.4)",
     ),
     (
+        "pool",
+        "The updown study through the production coordinator (claims, matching, DMW's rules), beside the bare allocator",
+    ),
+    (
         "profile",
         "13 stations over 5 months: Tables 3.1–3.3 and fitted AV/NA mixtures (Mutka & Livny 1987)",
     ),
@@ -144,6 +149,7 @@ pub fn run(name: &str, opts: &ExperimentOpts) -> Result<ExperimentReport, SimErr
     std::fs::create_dir_all(&opts.out).map_err(|e| SimError::io(&opts.out, e))?;
     match name {
         "updown" => updown::run(opts),
+        "pool" => pool::run(opts),
         "profile" => profile::run(opts),
         "linger" => linger::run(opts),
         "migration" => migration::run(opts),

@@ -1,4 +1,5 @@
-//! The Up-Down pool simulation and the `updown` experiment.
+//! The `updown` experiment: Up-Down vs Random vs Round-Robin on the
+//! Table 4.4 pool.
 //!
 //! Reproduces Mutka 1988 §4.4.3 (seeds/000_14c1149197e96532.txt L690–744):
 //! 13 stations — 11 LightStations with Poisson arrivals every 2000 min, one
@@ -7,799 +8,25 @@
 //! JobTransferCost 1 min (Table 4.4, L694–707). Availability comes from
 //! Mutka's model M2 by default (the thesis used traces, L612), or from
 //! `--trace` / `--model`. Up-Down, Random and Round-Robin are the unchanged
-//! allocators of `gleaner-core`.
-//!
-//! # Model rules (spec mutka-livny-1987.md §2.4, R-SIM-1…5)
-//! - One job per host. A station's own background job runs on its own host
-//!   whenever that host is AV ("background jobs execute locally if their
-//!   workstation's state is AV", T:L715); it displaces a guest there.
-//! - A host is remote capacity only if it is AV, runs no job of its owner
-//!   and no guest (S:L160: AV and "had no local background jobs to run").
-//! - On AV→NA every job on the host (local or guest) is vacated, keeping its
-//!   progress (checkpoint), and returns to the front of its owner's queue
-//!   (T:L631).
-//! - Every remote placement — first placement, re-placement after a vacate,
-//!   or a move after preemption — costs JobTransferCost: the node is held
-//!   but the job makes no progress for that long (T:L631; R-SIM-1). Local
-//!   (re)starts are free.
-//! - The allocator runs `on_interval` then `allocate` at every
-//!   SchedInterval tick, and `allocate` at every capacity event: a host
-//!   becoming AV, a remote job completing (T:L629, L643; resolution A4), and
-//!   — our reading of "new capacity becomes available" — an owner's local
-//!   job finishing and leaving its AV host idle.
-//!   Preemption vacates the guest back to its owner's queue.
-//!
-//! # Accounting conventions (spec §2.5 open points)
-//! - `E_i` counts node time allocated to station `i`, including transfer
-//!   time; `W_i` is the time `i` had queued jobs and held no node (the
-//!   literal definition: holding one node while more jobs wait is not
-//!   waiting).
-//! - RCP counts CPU time actually executed (transfers excluded).
-//! - The heavy station's wait fraction is `W_heavy / horizon`.
+//! allocators of `gleaner-core`, called directly (the bare coordinator of
+//! [`crate::workstations`], whose docs give the model rules); `glean sim
+//! pool` runs the same sweep through the production coordinator.
 
 use super::{Check, ExperimentOpts, ExperimentReport};
 use crate::SimError;
-use crate::availability::{Interval, Model, Source, State};
-use crate::engine::{EventId, EventQueue};
-use crate::metrics::{JobRecord, StationAccount, group_mean, mean};
+use crate::availability::{Model, Source};
+use crate::metrics::{StationAccount, mean};
 use crate::plot::{self, Series};
-use crate::workload::{Demand, JobSource, StationWorkload};
-use gleaner_core::alloc::{
-    Allocator, AllocatorConfig, AllocatorKind, Decision, NodeId, PoolView, StationDemand, StationId,
+pub use crate::workstations::{
+    Class, CoordinatorKind, PoolConfig, PoolResult, light_workload, permanent_workload, simulate,
 };
-use gleaner_core::rng::substream;
-use gleaner_core::time::{Dur, Time};
-use std::collections::VecDeque;
+use gleaner_core::alloc::{AllocatorConfig, AllocatorKind};
+use gleaner_core::time::Time;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
-
-// ---------------------------------------------------------------------------
-// Pool configuration
-// ---------------------------------------------------------------------------
-
-/// Role of a station in the reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Class {
-    Light,
-    Medium,
-    Heavy,
-    Other,
-}
-
-/// Everything one pool simulation needs.
-#[derive(Clone, Debug)]
-pub struct PoolConfig {
-    /// Background workload of each station (its index is its id).
-    pub workloads: Vec<StationWorkload>,
-    /// Reporting class of each station.
-    pub classes: Vec<Class>,
-    pub allocator: AllocatorConfig,
-    /// Mutka's SchedInterval (10 min, T:L703).
-    pub sched_interval: Dur,
-    /// Mutka's JobTransferCost (1 min, T:L704).
-    pub transfer_cost: Dur,
-    /// Simulated length.
-    pub horizon: Time,
-    pub availability: Source,
-}
-
-/// The LightStation job stream of Table 4.4: arrive = 2000 min,
-/// servemean = 5 h (T:L698–701).
-pub fn light_workload() -> StationWorkload {
-    StationWorkload::Poisson {
-        mean_interarrival: Dur::from_mins(2000),
-        demand: Demand::Exp(Dur::from_hours(5)),
-    }
-}
-
-/// `count` permanent jobs with 5-hour exponential demands (T:L614, L701).
-pub fn permanent_workload(count: u32) -> StationWorkload {
-    StationWorkload::Permanent {
-        count,
-        demand: Demand::Exp(Dur::from_hours(5)),
-    }
-}
-
-impl PoolConfig {
-    /// Mutka 1988 Table 4.4 (T:L694–707): stations 0–10 light, 11 medium
-    /// (2 permanent jobs), 12 heavy (`heavy_jobs` permanent jobs).
-    pub fn table_4_4(
-        kind: AllocatorKind,
-        heavy_jobs: u32,
-        horizon: Time,
-        availability: Source,
-    ) -> PoolConfig {
-        let mut workloads = vec![light_workload(); 11];
-        let mut classes = vec![Class::Light; 11];
-        workloads.push(permanent_workload(2));
-        classes.push(Class::Medium);
-        workloads.push(permanent_workload(heavy_jobs));
-        classes.push(Class::Heavy);
-        PoolConfig {
-            workloads,
-            classes,
-            allocator: AllocatorConfig::default_for(kind),
-            sched_interval: Dur::from_mins(10),
-            transfer_cost: Dur::from_mins(1),
-            horizon,
-            availability,
-        }
-    }
-
-    /// A large pool made of `groups` copies of the Table 4.4 mix (heavy
-    /// station with `heavy_jobs` jobs) — the scaling benchmark.
-    pub fn scaled(
-        kind: AllocatorKind,
-        groups: u32,
-        heavy_jobs: u32,
-        horizon: Time,
-        availability: Source,
-    ) -> PoolConfig {
-        let one = PoolConfig::table_4_4(kind, heavy_jobs, horizon, availability);
-        let mut c = one.clone();
-        c.workloads.clear();
-        c.classes.clear();
-        for _ in 0..groups {
-            c.workloads.extend(one.workloads.iter().cloned());
-            c.classes.extend(one.classes.iter().copied());
-        }
-        c
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Simulation
-// ---------------------------------------------------------------------------
-
-/// What one pool simulation produced.
-#[derive(Clone, Debug)]
-pub struct PoolResult {
-    pub accounts: Vec<StationAccount>,
-    pub classes: Vec<Class>,
-    pub horizon: Time,
-    /// Events delivered by the queue.
-    pub events: u64,
-    pub allocation_passes: u64,
-    pub completed: u64,
-    pub placements: u64,
-    pub preemptions: u64,
-    pub vacates: u64,
-}
-
-impl PoolResult {
-    fn of(&self, c: Class) -> impl Iterator<Item = &StationAccount> {
-        self.accounts
-            .iter()
-            .zip(&self.classes)
-            .filter(move |(_, k)| **k == c)
-            .map(|(a, _)| a)
-    }
-    /// Mean of a per-station metric over class `c`.
-    pub fn class_mean(&self, c: Class, f: impl Fn(&StationAccount) -> Option<f64>) -> f64 {
-        group_mean(self.of(c), f).unwrap_or(f64::NAN)
-    }
-    /// Fraction of the horizon class `c`'s stations waited (mean).
-    pub fn wait_fraction(&self, c: Class) -> f64 {
-        let h = self.horizon.as_secs_f64();
-        mean(self.of(c).map(|a| a.wait / h)).unwrap_or(f64::NAN)
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Loc {
-    Queued,
-    Local,
-    Remote(u32),
-    Done,
-}
-
-#[derive(Clone, Debug)]
-struct Job {
-    owner: u32,
-    arrival: Time,
-    demand: Dur,
-    remaining: Dur,
-    loc: Loc,
-    /// When execution (re)started; after a transfer this is in the future.
-    exec_start: Time,
-    completion: Option<EventId>,
-    queued_since: Time,
-    queued: Dur,
-    remote_cpu: Dur,
-    placements: u32,
-    support: Dur,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Ev {
-    /// Station's current availability interval ends.
-    Avail(u32),
-    Arrival(u32, Dur),
-    Complete(u32),
-    Tick,
-}
-
-struct Station {
-    state: State,
-    avail: Box<dyn Iterator<Item = Interval> + Send>,
-    /// Next raw interval not yet consumed (gap handling).
-    pending: Option<Interval>,
-    /// Normalised piece read ahead while merging equal states.
-    look: Option<(State, Time)>,
-    local: Option<u32>,
-    guest: Option<u32>,
-    queue: VecDeque<u32>,
-    /// Own jobs placed on other hosts.
-    remote: u32,
-    jobs: JobSource,
-    acct: StationAccount,
-    last: Time,
-}
-
-/// A vector with O(1) insert/remove by value (for free nodes and holders).
-#[derive(Default)]
-struct IndexedSet {
-    items: Vec<u32>,
-    pos: Vec<u32>,
-}
-const NONE: u32 = u32::MAX;
-impl IndexedSet {
-    fn with_capacity(n: usize) -> Self {
-        IndexedSet {
-            items: Vec::with_capacity(n),
-            pos: vec![NONE; n],
-        }
-    }
-    fn insert(&mut self, x: u32) {
-        if self.pos[x as usize] == NONE {
-            self.pos[x as usize] = self.items.len() as u32;
-            self.items.push(x);
-        }
-    }
-    fn remove(&mut self, x: u32) {
-        let p = self.pos[x as usize];
-        if p != NONE {
-            let last = self.items.len() - 1;
-            self.items.swap(p as usize, last);
-            let moved = self.items[p as usize];
-            self.pos[moved as usize] = p;
-            self.items.pop();
-            self.pos[x as usize] = NONE;
-        }
-    }
-}
-
-struct Sim {
-    q: EventQueue<Ev>,
-    st: Vec<Station>,
-    jobs: Vec<Job>,
-    alloc: Box<dyn Allocator>,
-    rng: gleaner_core::rng::PolicyRng,
-    transfer: Dur,
-    sched: Dur,
-    horizon: Time,
-    // Incrementally maintained pool view.
-    demand: Vec<StationDemand>,
-    free: IndexedSet,
-    held_hosts: IndexedSet,
-    held: Vec<(NodeId, StationId)>,
-    waiting_total: u64,
-    completed: u64,
-    placements: u64,
-    preemptions: u64,
-    vacates: u64,
-    passes: u64,
-}
-
-impl Sim {
-    fn new(cfg: &PoolConfig, seed: u64) -> Result<Sim, SimError> {
-        let n = cfg.workloads.len();
-        if n == 0 || n > (u32::MAX / 2) as usize || cfg.classes.len() != n {
-            return Err(SimError::Param {
-                name: "stations".into(),
-                msg: "need ≥ 1 station and one class per workload".into(),
-            });
-        }
-        if cfg.sched_interval.is_zero() {
-            return Err(SimError::Param {
-                name: "sched_interval".into(),
-                msg: "must be positive".into(),
-            });
-        }
-        let mut st = Vec::with_capacity(n);
-        for (i, w) in cfg.workloads.iter().enumerate() {
-            st.push(Station {
-                state: State::Na,
-                avail: cfg.availability.station(seed, i as u32),
-                pending: None,
-                look: None,
-                local: None,
-                guest: None,
-                queue: VecDeque::new(),
-                remote: 0,
-                jobs: JobSource::new(w.clone(), seed, 1_000_000 + i as u64),
-                acct: StationAccount::default(),
-                last: Time::ZERO,
-            });
-        }
-        let demand = (0..n as u32)
-            .map(|s| StationDemand {
-                station: s,
-                waiting: 0,
-                remote: 0,
-            })
-            .collect();
-        Ok(Sim {
-            q: EventQueue::new(),
-            st,
-            jobs: Vec::new(),
-            alloc: cfg.allocator.build(),
-            rng: substream(seed, 2_000_000),
-            transfer: cfg.transfer_cost,
-            sched: cfg.sched_interval,
-            horizon: cfg.horizon,
-            demand,
-            free: IndexedSet::with_capacity(n),
-            held_hosts: IndexedSet::with_capacity(n),
-            held: Vec::new(),
-            waiting_total: 0,
-            completed: 0,
-            placements: 0,
-            preemptions: 0,
-            vacates: 0,
-            passes: 0,
-        })
-    }
-
-    fn now(&self) -> Time {
-        self.q.now()
-    }
-
-    /// Accrues station `s`'s accounting up to now (call before any change
-    /// of its queue or remote count).
-    fn touch(&mut self, s: u32) {
-        let now = self.now();
-        let st = &mut self.st[s as usize];
-        let dt = now.since(st.last);
-        if !dt.is_zero() {
-            let want = !st.queue.is_empty();
-            let nodes = st.remote as f64;
-            let wait = if want && st.remote == 0 { 1.0 } else { 0.0 };
-            st.acct
-                .accrue(dt, nodes, if want { 1.0 } else { 0.0 }, wait);
-        }
-        st.last = now;
-    }
-
-    fn sync_demand(&mut self, s: u32) {
-        let st = &self.st[s as usize];
-        let d = &mut self.demand[s as usize];
-        let w = st.queue.len() as u32;
-        self.waiting_total = self.waiting_total + u64::from(w) - u64::from(d.waiting);
-        d.waiting = w;
-        d.remote = st.remote;
-    }
-
-    /// Recomputes whether host `h` is free capacity.
-    fn sync_free(&mut self, h: u32) {
-        let st = &self.st[h as usize];
-        if st.state == State::Av && st.local.is_none() && st.guest.is_none() {
-            self.free.insert(h);
-        } else {
-            self.free.remove(h);
-        }
-    }
-
-    fn set_guest(&mut self, h: u32, g: Option<u32>) {
-        self.st[h as usize].guest = g;
-        match g {
-            Some(j) => {
-                let owner = self.jobs[j as usize].owner;
-                if self.held_hosts.pos[h as usize] == NONE {
-                    self.held_hosts.insert(h);
-                    self.held.push((h, owner));
-                } else {
-                    let p = self.held_hosts.pos[h as usize] as usize;
-                    self.held[p] = (h, owner);
-                }
-            }
-            None => {
-                let p = self.held_hosts.pos[h as usize];
-                if p != NONE {
-                    self.held_hosts.remove(h);
-                    self.held.swap_remove(p as usize);
-                }
-            }
-        }
-        self.sync_free(h);
-    }
-
-    fn enqueue(&mut self, j: u32, front: bool) {
-        let owner = self.jobs[j as usize].owner;
-        self.touch(owner);
-        let now = self.now();
-        let job = &mut self.jobs[j as usize];
-        job.loc = Loc::Queued;
-        job.queued_since = now;
-        let q = &mut self.st[owner as usize].queue;
-        if front {
-            q.push_front(j);
-        } else {
-            q.push_back(j);
-        }
-        self.sync_demand(owner);
-    }
-
-    fn new_job(&mut self, owner: u32, arrival: Time, demand: Dur) -> u32 {
-        let id = self.jobs.len() as u32;
-        self.jobs.push(Job {
-            owner,
-            arrival,
-            demand,
-            remaining: demand,
-            loc: Loc::Queued,
-            exec_start: arrival,
-            completion: None,
-            queued_since: arrival,
-            queued: Dur::ZERO,
-            remote_cpu: Dur::ZERO,
-            placements: 0,
-            support: Dur::ZERO,
-        });
-        id
-    }
-
-    /// Takes the first queued job of `s` off its queue.
-    fn dequeue(&mut self, s: u32) -> Option<u32> {
-        self.touch(s);
-        let j = self.st[s as usize].queue.pop_front()?;
-        self.sync_demand(s);
-        let now = self.now();
-        let job = &mut self.jobs[j as usize];
-        job.queued += now.since(job.queued_since);
-        Some(j)
-    }
-
-    fn start(&mut self, j: u32, loc: Loc, delay: Dur) {
-        let now = self.now();
-        let job = &mut self.jobs[j as usize];
-        job.loc = loc;
-        job.exec_start = now + delay;
-        let at = job.exec_start + job.remaining;
-        job.completion = Some(self.q.schedule(at, Ev::Complete(j)));
-    }
-
-    /// Stops job `j` wherever it runs, crediting the CPU it got.
-    fn stop(&mut self, j: u32) {
-        let now = self.now();
-        let job = &mut self.jobs[j as usize];
-        if let Some(e) = job.completion.take() {
-            self.q.cancel(e);
-        }
-        let ran = now.since(job.exec_start).min(job.remaining);
-        job.remaining = Dur(job.remaining.0 - ran.0);
-        let owner = job.owner;
-        match job.loc {
-            Loc::Local => self.st[owner as usize].acct.local_cpu += ran.as_secs_f64(),
-            Loc::Remote(_) => {
-                job.remote_cpu += ran;
-                self.st[owner as usize].acct.remote_cpu += ran.as_secs_f64();
-            }
-            _ => {}
-        }
-    }
-
-    /// Vacates the guest of host `h` back to its owner's queue.
-    fn vacate_guest(&mut self, h: u32, work: &mut Vec<u32>) {
-        if let Some(g) = self.st[h as usize].guest {
-            self.stop(g);
-            let owner = self.jobs[g as usize].owner;
-            self.touch(owner);
-            self.st[owner as usize].remote -= 1;
-            self.set_guest(h, None);
-            self.enqueue(g, true);
-            self.vacates += 1;
-            work.push(owner);
-        }
-    }
-
-    /// Runs the station's own jobs locally where the rules demand it, for
-    /// every station in the worklist (cascades: a displaced guest may start
-    /// on its own owner's host).
-    fn settle(&mut self, mut work: Vec<u32>) {
-        while let Some(s) = work.pop() {
-            let st = &self.st[s as usize];
-            if st.state != State::Av || st.local.is_some() || st.queue.is_empty() {
-                self.sync_free(s);
-                continue;
-            }
-            // Owner's job displaces a guest (R-SIM-3).
-            self.vacate_guest(s, &mut work);
-            if let Some(j) = self.dequeue(s) {
-                self.st[s as usize].local = Some(j);
-                self.start(j, Loc::Local, Dur::ZERO);
-            }
-            self.sync_free(s);
-        }
-    }
-
-    /// Places `j` (already dequeued) on host `h` remotely.
-    fn place_remote(&mut self, j: u32, h: u32) {
-        let owner = self.jobs[j as usize].owner;
-        self.touch(owner);
-        self.st[owner as usize].remote += 1;
-        self.sync_demand(owner);
-        let job = &mut self.jobs[j as usize];
-        job.placements += 1;
-        job.support += self.transfer;
-        self.placements += 1;
-        self.start(j, Loc::Remote(h), self.transfer);
-        self.set_guest(h, Some(j));
-    }
-
-    fn finish(&mut self, j: u32) {
-        let now = self.now();
-        let job = &mut self.jobs[j as usize];
-        job.completion = None;
-        let ran = now.since(job.exec_start);
-        job.remaining = Dur::ZERO;
-        let owner = job.owner;
-        let loc = job.loc;
-        job.loc = Loc::Done;
-        let remote = matches!(loc, Loc::Remote(_));
-        if remote {
-            job.remote_cpu += ran;
-        }
-        let rec = JobRecord {
-            arrival: job.arrival,
-            finish: now,
-            demand: job.demand,
-            finished_remote: remote,
-            remote_cpu: job.remote_cpu,
-            queued: job.queued,
-            placements: job.placements,
-            support: job.support,
-        };
-        self.completed += 1;
-        let mut work = vec![owner];
-        match loc {
-            Loc::Local => {
-                let a = &mut self.st[owner as usize];
-                a.acct.local_cpu += ran.as_secs_f64();
-                a.local = None;
-            }
-            Loc::Remote(h) => {
-                self.touch(owner);
-                let a = &mut self.st[owner as usize];
-                a.acct.remote_cpu += ran.as_secs_f64();
-                a.remote -= 1;
-                self.sync_demand(owner);
-                self.set_guest(h, None);
-                work.push(h);
-            }
-            _ => {}
-        }
-        self.st[owner as usize].acct.jobs.push(rec);
-        if let Some(nj) = self.st[owner as usize].jobs.on_completion(now) {
-            let id = self.new_job(owner, nj.arrival, nj.demand);
-            self.enqueue(id, false);
-        }
-        self.settle(work);
-        // Capacity events: a remote completion frees its node; a local
-        // completion that leaves the owner's host idle turns it into free
-        // capacity, just as NA→AV does.
-        let freed_local = loc == Loc::Local && self.free.pos[owner as usize] != NONE;
-        if remote || freed_local {
-            self.allocate();
-        }
-    }
-
-    /// The next normalised piece of station `s` starting at `from`: gaps
-    /// are NA, and after the source ends the station stays NA forever.
-    fn next_piece(&mut self, s: u32, from: Time) -> (State, Time) {
-        let st = &mut self.st[s as usize];
-        if let Some(p) = st.look.take() {
-            return p;
-        }
-        loop {
-            let Some(iv) = st.pending.take().or_else(|| st.avail.next()) else {
-                return (State::Na, Time::MAX);
-            };
-            if iv.end <= from {
-                continue; // empty or overlapping the past
-            }
-            if iv.start > from {
-                st.pending = Some(iv);
-                return (State::Na, iv.start);
-            }
-            return (iv.state, iv.end);
-        }
-    }
-
-    /// The segment of constant state starting at `from` (equal adjacent
-    /// pieces merged), as (state, end).
-    fn next_segment(&mut self, s: u32, from: Time) -> (State, Time) {
-        let (state, mut end) = self.next_piece(s, from);
-        while end != Time::MAX && end < self.horizon {
-            let (st2, e2) = self.next_piece(s, end);
-            if st2 == state {
-                end = e2;
-            } else {
-                self.st[s as usize].look = Some((st2, e2));
-                break;
-            }
-        }
-        (state, end)
-    }
-
-    fn avail_change(&mut self, s: u32) {
-        let now = self.now();
-        let (state, end) = self.next_segment(s, now);
-        let old = self.st[s as usize].state;
-        self.st[s as usize].state = state;
-        if end < self.horizon {
-            self.q.schedule(end, Ev::Avail(s));
-        }
-        if old == state && now > Time::ZERO {
-            return;
-        }
-        match state {
-            State::Na => {
-                // Vacate everything on the host (T:L631).
-                let mut work = Vec::new();
-                if let Some(j) = self.st[s as usize].local.take() {
-                    self.stop(j);
-                    self.enqueue(j, true);
-                    self.vacates += 1;
-                }
-                self.vacate_guest(s, &mut work);
-                self.sync_free(s);
-                self.settle(work);
-            }
-            State::Av => {
-                self.settle(vec![s]);
-                self.allocate();
-            }
-        }
-    }
-
-    fn arrival(&mut self, s: u32, demand: Dur) {
-        let now = self.now();
-        let id = self.new_job(s, now, demand);
-        self.enqueue(id, false);
-        self.schedule_arrival(s);
-        self.settle(vec![s]);
-    }
-
-    fn schedule_arrival(&mut self, s: u32) {
-        let now = self.now();
-        if let Some(nj) = self.st[s as usize].jobs.next_arrival(now)
-            && nj.arrival < self.horizon
-        {
-            self.q.schedule(nj.arrival, Ev::Arrival(s, nj.demand));
-        }
-    }
-
-    /// One allocation pass; decisions are validated and applied in order.
-    fn allocate(&mut self) {
-        if self.waiting_total == 0 {
-            return;
-        }
-        self.passes += 1;
-        let view = PoolView {
-            stations: &self.demand,
-            free_nodes: &self.free.items,
-            held: &self.held,
-        };
-        let decisions = self.alloc.allocate(&view, &mut self.rng);
-        let mut work = Vec::new();
-        for d in decisions {
-            match d {
-                Decision::Grant { node, to } => {
-                    if self.free.pos.get(node as usize).is_none_or(|&p| p == NONE)
-                        || to as usize >= self.st.len()
-                    {
-                        continue;
-                    }
-                    if let Some(j) = self.dequeue(to) {
-                        self.place_remote(j, node);
-                    }
-                }
-                Decision::Preempt { node, from, to } => {
-                    let Some(g) = self.st.get(node as usize).and_then(|h| h.guest) else {
-                        continue;
-                    };
-                    if self.jobs[g as usize].owner != from
-                        || self.st.get(to as usize).is_none_or(|t| t.queue.is_empty())
-                    {
-                        continue;
-                    }
-                    self.vacate_guest(node, &mut work);
-                    self.preemptions += 1;
-                    if let Some(j) = self.dequeue(to) {
-                        self.place_remote(j, node);
-                    }
-                }
-            }
-        }
-        self.settle(work);
-    }
-
-    fn tick(&mut self) {
-        let view = PoolView {
-            stations: &self.demand,
-            free_nodes: &self.free.items,
-            held: &self.held,
-        };
-        self.alloc.on_interval(&view);
-        self.allocate();
-        let next = self.now() + self.sched;
-        if next < self.horizon {
-            self.q.schedule(next, Ev::Tick);
-        }
-    }
-
-    fn run(mut self, classes: Vec<Class>) -> PoolResult {
-        let n = self.st.len() as u32;
-        // Time 0: availability first, then jobs, then the first tick.
-        for s in 0..n {
-            self.q.schedule(Time::ZERO, Ev::Avail(s));
-        }
-        for s in 0..n {
-            let init = self.st[s as usize].jobs.initial();
-            for j in init {
-                if j.arrival == Time::ZERO {
-                    let id = self.new_job(s, j.arrival, j.demand);
-                    self.enqueue(id, false);
-                } else if j.arrival < self.horizon {
-                    self.q.schedule(j.arrival, Ev::Arrival(s, j.demand));
-                }
-            }
-            self.schedule_arrival(s);
-        }
-        self.q.schedule(Time::ZERO, Ev::Tick);
-        while let Some((_, ev)) = self.q.pop_until(Time(self.horizon.0.saturating_sub(1))) {
-            match ev {
-                Ev::Avail(s) => self.avail_change(s),
-                Ev::Arrival(s, d) => self.arrival(s, d),
-                Ev::Complete(j) => self.finish(j),
-                Ev::Tick => self.tick(),
-            }
-        }
-        // Close the books at the horizon: credit running jobs, accrue waits.
-        let events = self.q.delivered();
-        self.q.schedule(self.horizon, Ev::Tick);
-        let _ = self.q.pop();
-        for j in 0..self.jobs.len() as u32 {
-            if matches!(self.jobs[j as usize].loc, Loc::Local | Loc::Remote(_)) {
-                self.stop(j);
-            }
-        }
-        for s in 0..n {
-            self.touch(s);
-        }
-        PoolResult {
-            accounts: self.st.into_iter().map(|s| s.acct).collect(),
-            classes,
-            horizon: self.horizon,
-            events,
-            allocation_passes: self.passes,
-            completed: self.completed,
-            placements: self.placements,
-            preemptions: self.preemptions,
-            vacates: self.vacates,
-        }
-    }
-}
-
-/// Runs one pool simulation with run seed `seed`.
-pub fn simulate(cfg: &PoolConfig, seed: u64) -> Result<PoolResult, SimError> {
-    let sim = Sim::new(cfg, seed)?;
-    Ok(sim.run(cfg.classes.clone()))
-}
 
 // ---------------------------------------------------------------------------
 // The experiment
@@ -829,6 +56,10 @@ pub struct RunSummary {
     pub preemptions: f64,
     pub placements: f64,
     pub events: f64,
+    /// Allocation passes the coordinator ran.
+    pub passes: f64,
+    /// Grants the stations could not use (production coordinator).
+    pub unusable_grants: f64,
 }
 
 impl RunSummary {
@@ -846,10 +77,12 @@ impl RunSummary {
             preemptions: r.preemptions as f64,
             placements: r.placements as f64,
             events: r.events as f64,
+            passes: r.allocation_passes as f64,
+            unusable_grants: r.unusable_grants as f64,
         }
     }
 
-    fn fields(&self) -> [f64; 12] {
+    fn fields(&self) -> [f64; 14] {
         [
             self.light_rcwr,
             self.light_rcp,
@@ -863,10 +96,12 @@ impl RunSummary {
             self.preemptions,
             self.placements,
             self.events,
+            self.passes,
+            self.unusable_grants,
         ]
     }
 
-    fn from_fields(f: [f64; 12]) -> RunSummary {
+    fn from_fields(f: [f64; 14]) -> RunSummary {
         RunSummary {
             light_rcwr: f[0],
             light_rcp: f[1],
@@ -880,12 +115,14 @@ impl RunSummary {
             preemptions: f[9],
             placements: f[10],
             events: f[11],
+            passes: f[12],
+            unusable_grants: f[13],
         }
     }
 
     /// Field-wise mean (NaN values of single runs are skipped).
     pub fn mean_of(runs: &[RunSummary]) -> RunSummary {
-        let mut out = [0.0; 12];
+        let mut out = [0.0; 14];
         for (i, o) in out.iter_mut().enumerate() {
             *o = mean(runs.iter().map(|r| r.fields()[i])).unwrap_or(f64::NAN);
         }
@@ -902,6 +139,9 @@ pub struct SweepConfig {
     pub availability: Source,
     /// Allocator configuration per policy (defaults: `default_for`).
     pub allocators: Vec<AllocatorConfig>,
+    /// The bare allocator (`glean sim updown`) or the production
+    /// coordinator (`glean sim pool`).
+    pub coordinator: CoordinatorKind,
     pub threads: usize,
 }
 
@@ -945,6 +185,7 @@ pub fn sweep(
                         cfg.availability.clone(),
                     );
                     pc.allocator = cfg.allocators[p].clone();
+                    pc.coordinator = cfg.coordinator.clone();
                     let r = simulate(&pc, cfg.seeds[s])
                         .map(|r| RunSummary::of(&r))
                         .map_err(|e| e.to_string());
@@ -1035,11 +276,12 @@ pub fn sweep_config(opts: &ExperimentOpts) -> Result<SweepConfig, SimError> {
             .iter()
             .map(|&k| AllocatorConfig::default_for(k))
             .collect(),
+        coordinator: CoordinatorKind::Bare,
         threads: default_threads(),
     })
 }
 
-fn f6(x: f64) -> String {
+pub(crate) fn f6(x: f64) -> String {
     if x.is_finite() {
         format!("{x:.6}")
     } else {
@@ -1047,7 +289,7 @@ fn f6(x: f64) -> String {
     }
 }
 
-fn point(pts: &[SweepPoint], p: AllocatorKind, k: u32) -> Option<&SweepPoint> {
+pub(crate) fn point(pts: &[SweepPoint], p: AllocatorKind, k: u32) -> Option<&SweepPoint> {
     pts.iter().find(|x| x.policy == p && x.heavy_jobs == k)
 }
 
@@ -1198,7 +440,7 @@ pub fn csv_runs(pts: &[SweepPoint], seeds: &[u64]) -> String {
     s
 }
 
-fn write_file(
+pub(crate) fn write_file(
     dir: &Path,
     name: &str,
     text: &str,
@@ -1233,7 +475,11 @@ type Fig = (
     fn(&RunSummary) -> f64,
 );
 
-fn plots(dir: &Path, pts: &[SweepPoint], files: &mut Vec<PathBuf>) -> Result<(), SimError> {
+pub(crate) fn plots(
+    dir: &Path,
+    pts: &[SweepPoint],
+    files: &mut Vec<PathBuf>,
+) -> Result<(), SimError> {
     let x = "NumPermanent(HeavyStation)";
     let figs: [Fig; 6] = [
         (

@@ -3,7 +3,7 @@
 
 use crate::queue::JobQueue;
 use gleaner_proto::job::JobId;
-use gleaner_proto::machine::JobClass;
+use gleaner_proto::matchmaking::JobClass;
 use std::collections::HashSet;
 
 /// Most idle jobs looked at when grouping (a bigger queue still advertises

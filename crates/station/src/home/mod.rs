@@ -34,7 +34,7 @@ use crate::config::StationConfig;
 use crate::queue::{JobQueue, QueueError};
 use axum::Router;
 use gleaner_proto::job::{JobId, JobStateKind};
-use gleaner_proto::machine::JobClass;
+use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::wire::Demand;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};

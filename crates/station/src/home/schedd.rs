@@ -10,7 +10,7 @@ use super::Home;
 use super::user_log::user_log;
 use crate::clock::now;
 use gleaner_proto::job::{JobId, JobState};
-use gleaner_proto::machine::JobClass;
+use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::wire::{
     Grant, PROTOCOL_VERSION, PlacementRequest, PlacementResponse, Preemption,
 };

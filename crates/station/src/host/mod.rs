@@ -178,7 +178,7 @@ impl Host {
             let now = crate::clock::now_secs() as i64;
             let mut ad = admission_ad.clone();
             ad.policy = policy_cfg.to_ad(now);
-            let machine = gleaner_proto::machine::machine_ad(&ad);
+            let machine = gleaner_proto::matchmaking::machine_ad(&ad);
             policy::admit(&ad.policy, &machine, job, now)
         }));
         let host = Host {

@@ -7,13 +7,13 @@
 //! and when an operating window closes while guests run the station acts
 //! as if the owner had come back, so the configured eviction ladder
 //! (suspend, linger, vacate …) applies. The window rule itself is pure code
-//! in `gleaner_core::matchmaking`.
+//! in `gleaner_core::owner_rules`.
 
 use gleaner_classad::Ad;
 use gleaner_core::detector::OwnerState;
-use gleaner_core::matchmaking::Windows;
+use gleaner_core::owner_rules::Windows;
 use gleaner_proto::job::JobDescription;
-use gleaner_proto::machine::{JobClass, PolicyAd, class_ad};
+use gleaner_proto::matchmaking::{JobClass, PolicyAd, class_ad};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -150,7 +150,7 @@ pub fn spawn_window_gate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gleaner_proto::machine::machine_ad;
+    use gleaner_proto::matchmaking::machine_ad;
     use gleaner_proto::wire::StationAd;
 
     fn station() -> StationAd {
@@ -166,7 +166,7 @@ mod tests {
     /// opposite: closed now, whatever the zone.
     fn closed_window() -> String {
         let now = crate::clock::now_secs() as i64;
-        let t = gleaner_core::matchmaking::LocalTime::from_unix(
+        let t = gleaner_core::owner_rules::LocalTime::from_unix(
             now,
             crate::host::machine_ad::utc_offset_secs(now),
         );

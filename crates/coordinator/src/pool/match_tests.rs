@@ -4,16 +4,19 @@
 
 use super::*;
 use crate::CoordinatorConfig;
+use crate::mailbox::Served;
 use gleaner_core::alloc::AllocatorKind;
-use gleaner_core::time::Time;
+use gleaner_core::time::Dur;
 use gleaner_proto::job::JobDescription;
-use gleaner_proto::wire::GuestInfo;
+use gleaner_proto::job::JobId;
+use gleaner_proto::matchmaking::{JobClass, parse_limits};
+use gleaner_proto::wire::{Grant, GuestInfo};
 
 const T0_WALL: u64 = 1_763_337_600;
 
 struct Sim {
-    pool: Pool,
-    t0: Instant,
+    pool: Served,
+    t0: Time,
     now: u64,
     hosts: BTreeMap<String, StationAd>,
     homes: BTreeMap<String, StationAd>,
@@ -31,16 +34,18 @@ fn config(embargo: f64, licences: &[(&str, u32)]) -> CoordinatorConfig {
     }
 }
 
-fn new_pool(cfg: &CoordinatorConfig, claims: &ClaimsState, t0: Instant, wall: u64) -> Pool {
-    Pool::new(
-        cfg.timing().unwrap(),
-        PoolKey::from_bytes([1; 32]),
-        &cfg.allocator,
-        7,
-        &FairnessState::default(),
-        t0,
+fn new_pool(cfg: &CoordinatorConfig, claims: &ClaimsState, t0: Time) -> Served {
+    Served::new(
+        Pool::new(
+            cfg.timing().unwrap(),
+            Box::new(UnsignedClaims),
+            &cfg.allocator,
+            7,
+            &FairnessState::default(),
+            t0,
+        )
+        .with_licences(&cfg.licences, claims, t0),
     )
-    .with_licences(&cfg.licences, claims, t0, wall)
 }
 
 fn station(name: &str, cpus: u32, mem: u64) -> StationAd {
@@ -65,9 +70,9 @@ fn job(owner: &str, req: Option<&str>, lic: &[&str]) -> JobDescription {
 
 impl Sim {
     fn new(cfg: CoordinatorConfig) -> Sim {
-        let t0 = Instant::now();
+        let t0 = Time::from_secs(T0_WALL);
         Sim {
-            pool: new_pool(&cfg, &ClaimsState::default(), t0, T0_WALL),
+            pool: new_pool(&cfg, &ClaimsState::default(), t0),
             t0,
             now: 0,
             hosts: BTreeMap::new(),
@@ -77,12 +82,8 @@ impl Sim {
         }
     }
 
-    fn instant(&self) -> Instant {
-        self.t0 + Duration::from_secs(self.now)
-    }
-
-    fn wall(&self) -> u64 {
-        T0_WALL + self.now
+    fn instant(&self) -> Time {
+        self.t0 + Dur::from_secs(self.now)
     }
 
     fn submit(&mut self, home_name: &str, d: &JobDescription, n: u32) {
@@ -164,22 +165,23 @@ impl Sim {
     /// pool ticks every 5 s. Returns the grants by home.
     fn step(&mut self) -> Vec<(String, Grant)> {
         self.now += 1;
-        let (t, w) = (self.instant(), self.wall());
+        let t = self.instant();
         let mut got = Vec::new();
         let hosts: Vec<StationAd> = self.hosts.values().cloned().collect();
         for h in hosts {
-            self.pool.advertise(h, t, w);
+            self.pool.advertise(h, t);
         }
         let homes: Vec<StationAd> = self.homes.values().cloned().collect();
         for h in homes {
             let name = h.name.clone();
-            for g in self.pool.advertise(h, t, w).grants {
+            for g in self.pool.advertise(h, t).grants {
                 self.use_grant(&name, &g);
                 got.push((name.clone(), g));
             }
             self.max_licensed = self.max_licensed.max(self.licensed_running("matlab"));
             let in_use = self
                 .pool
+                .pool()
                 .licences_in_use()
                 .get("matlab")
                 .copied()
@@ -187,7 +189,7 @@ impl Sim {
             self.max_licensed = self.max_licensed.max(in_use);
         }
         if self.now.is_multiple_of(5) {
-            self.pool.tick(t, w);
+            self.pool.tick(t);
         }
         got
     }
@@ -264,10 +266,10 @@ fn a_restart_counts_persisted_claims_and_waits_for_ads() {
     // Grants are issued but the home has not placed yet: claims pending.
     let mut n = 0;
     for i in 1..=4u64 {
-        let (t, w) = (s.t0 + Duration::from_secs(5 * i), T0_WALL + 5 * i);
-        s.pool.advertise(s.hosts["h1"].clone(), t, w);
-        s.pool.tick(t, w);
-        n += s.pool.advertise(s.homes["a"].clone(), t, w).grants.len();
+        let t = s.t0 + Dur::from_secs(5 * i);
+        s.pool.advertise(s.hosts["h1"].clone(), t);
+        s.pool.tick(t);
+        n += s.pool.advertise(s.homes["a"].clone(), t).grants.len();
     }
     assert_eq!(n, 2, "the licence limit");
     assert!(s.pool.take_claims_dirty());
@@ -275,21 +277,20 @@ fn a_restart_counts_persisted_claims_and_waits_for_ads() {
     assert_eq!(saved.claims.len(), 2);
 
     // A new coordinator from the saved claims: both licences still held.
-    let t1 = Instant::now();
-    let w1 = T0_WALL + 21;
-    let mut p = new_pool(&cfg, &saved, t1, w1);
-    assert_eq!(p.licences_in_use().get("matlab"), Some(&2));
-    p.advertise(s.hosts["h1"].clone(), t1, w1);
-    let r = p.advertise(s.homes["a"].clone(), t1, w1);
-    p.tick(t1, w1);
+    let t1 = s.t0 + Dur::from_secs(21);
+    let mut p = new_pool(&cfg, &saved, t1);
+    assert_eq!(p.pool().licences_in_use().get("matlab"), Some(&2));
+    p.advertise(s.hosts["h1"].clone(), t1);
+    let r = p.advertise(s.homes["a"].clone(), t1);
+    p.tick(t1);
     assert!(r.grants.is_empty());
-    assert!(p.advertise(s.homes["a"].clone(), t1, w1).grants.is_empty());
+    assert!(p.advertise(s.homes["a"].clone(), t1).grants.is_empty());
     // Once the claims expire unused, the licences are free again.
-    let t2 = t1 + Duration::from_secs(40);
-    p.advertise(s.hosts["h1"].clone(), t2, w1 + 40);
-    p.advertise(s.homes["a"].clone(), t2, w1 + 40);
-    p.tick(t2, w1 + 40);
-    let g = p.advertise(s.homes["a"].clone(), t2, w1 + 40).grants;
+    let t2 = t1 + Dur::from_secs(40);
+    p.advertise(s.hosts["h1"].clone(), t2);
+    p.advertise(s.homes["a"].clone(), t2);
+    p.tick(t2);
+    let g = p.advertise(s.homes["a"].clone(), t2).grants;
     assert_eq!(g.len(), 1, "{g:?}");
 
     // Without saved claims but with a grace, licensed grants wait for the
@@ -298,15 +299,11 @@ fn a_restart_counts_persisted_claims_and_waits_for_ads() {
         startup_grace_secs: Some(10.0),
         ..cfg.clone()
     };
-    let mut p = new_pool(&graced, &ClaimsState::default(), t1, T0_WALL);
-    let r = p.advertise(s.homes["a"].clone(), t1, T0_WALL);
-    p.tick(t1, T0_WALL);
+    let mut p = new_pool(&graced, &ClaimsState::default(), t1);
+    let r = p.advertise(s.homes["a"].clone(), t1);
+    p.tick(t1);
     assert!(r.grants.is_empty());
-    assert!(
-        p.advertise(s.homes["a"].clone(), t1, T0_WALL)
-            .grants
-            .is_empty()
-    );
+    assert!(p.advertise(s.homes["a"].clone(), t1).grants.is_empty());
     let mut h = s.hosts["h1"].clone();
     for i in 0..2 {
         h.running_guests.push(GuestInfo {
@@ -318,16 +315,14 @@ fn a_restart_counts_persisted_claims_and_waits_for_ads() {
             concurrency_limits: vec!["matlab".into()],
         });
     }
-    let later = t1 + Duration::from_secs(11);
-    p.advertise(h, later, T0_WALL + 11);
-    p.tick(later, T0_WALL + 11);
+    let later = t1 + Dur::from_secs(11);
+    p.advertise(h, later);
+    p.tick(later);
     assert!(
-        p.advertise(s.homes["a"].clone(), later, T0_WALL + 11)
-            .grants
-            .is_empty(),
+        p.advertise(s.homes["a"].clone(), later).grants.is_empty(),
         "both licences are in use by running guests"
     );
-    assert_eq!(p.licences_in_use().get("matlab"), Some(&2));
+    assert_eq!(p.pool().licences_in_use().get("matlab"), Some(&2));
 }
 
 #[test]
@@ -345,24 +340,24 @@ fn a_claim_settles_when_its_guest_replaces_an_older_one_in_one_ad() {
     h.running_guests.push(guest(100));
     s.hosts.insert("h1".into(), h.clone());
     s.submit("a", &job("alice", None, &["matlab"]), 1);
-    let (t, w) = (s.t0, T0_WALL);
-    s.pool.advertise(h.clone(), t, w);
-    s.pool.advertise(s.homes["a"].clone(), t, w);
-    s.pool.tick(t, w);
-    let g = s.pool.advertise(s.homes["a"].clone(), t, w).grants;
+    let t = s.t0;
+    s.pool.advertise(h.clone(), t);
+    s.pool.advertise(s.homes["a"].clone(), t);
+    s.pool.tick(t);
+    let g = s.pool.advertise(s.homes["a"].clone(), t).grants;
     assert_eq!(g.len(), 1, "{g:?}");
-    assert_eq!(s.pool.licences_in_use().get("matlab"), Some(&2));
+    assert_eq!(s.pool.pool().licences_in_use().get("matlab"), Some(&2));
     // Between two ads, guest 100 ends and the granted job 101 starts: the
     // host still shows one licensed guest of home a, but it is the claim's.
-    let (t, w) = (t + Duration::from_secs(1), w + 1);
+    let t = t + Dur::from_secs(1);
     let mut a = s.homes["a"].clone();
     a.classes.clear();
     a.demand.idle_jobs = 0;
     a.demand.remote_jobs = 1;
-    s.pool.advertise(a, t, w);
+    s.pool.advertise(a, t);
     h.running_guests = vec![guest(101)];
-    s.pool.advertise(h, t, w);
-    assert_eq!(s.pool.licences_in_use().get("matlab"), Some(&1));
+    s.pool.advertise(h, t);
+    assert_eq!(s.pool.pool().licences_in_use().get("matlab"), Some(&1));
 }
 
 #[test]
@@ -372,7 +367,7 @@ fn embargo_holds_until_a_guest_leaves_or_it_expires() {
     s.submit("a", &job("alice", None, &[]), 4);
     let g = s.run(10);
     assert_eq!(g.len(), 1, "one placement, then embargoed");
-    let e = s.pool.ads(s.instant(), s.wall());
+    let e = s.pool.ads(s.instant());
     assert!(e.stations.iter().any(|x| x.ad.name == "h" && x.embargoed));
     s.finish_all("h");
     let g = s.run(3);
@@ -414,8 +409,12 @@ fn progress_guarantee_despite_embargo() {
     );
 }
 
+/// The guarantee takes no node from anyone (Neeracher 1998 L1203 apportions
+/// free hosts only; `gleaner_core::dmw::rules`): under a non-preemptive
+/// allocator, a station whose only fitting host is held waits, and gets the
+/// host once it is free again.
 #[test]
-fn progress_guarantee_preempts_under_a_non_preemptive_allocator() {
+fn progress_guarantee_never_preempts() {
     let mut cfg = config(0.0, &[]);
     cfg.allocator = gleaner_core::alloc::AllocatorConfig::default_for(AllocatorKind::Random);
     let mut s = Sim::new(cfg);
@@ -425,23 +424,68 @@ fn progress_guarantee_preempts_under_a_non_preemptive_allocator() {
     assert_eq!(s.run(7).len(), 2);
     // b's job fits only x, which a holds along with y.
     s.submit("b", &job("bob", Some("Name == \"x\""), &[]), 1);
-    let mut preempted = None;
     for _ in 0..10 {
         s.now += 1;
-        let (t, w) = (s.instant(), s.wall());
-        s.pool.tick(t, w);
-        s.pool.advertise(s.homes["b"].clone(), t, w);
-        let r = s.pool.advertise(s.homes["a"].clone(), t, w);
-        if let Some(p) = r.preemptions.first() {
-            preempted = Some(p.clone());
-            break;
-        }
+        let t = s.instant();
+        s.pool.tick(t);
+        s.pool.advertise(s.homes["b"].clone(), t);
+        let r = s.pool.advertise(s.homes["a"].clone(), t);
+        assert!(r.preemptions.is_empty(), "{:?}", r.preemptions);
     }
-    let p = preempted.expect("a is asked to give a node back");
-    assert_eq!(p.host, "x");
-    assert!(p.reason.contains("progress guarantee"));
-    // x vacates; the reserved node goes to b.
+    // x frees up; b, with nothing running, gets it.
     s.finish_all("x");
     let g = s.run(3);
     assert!(g.iter().any(|(h, g)| h == "b" && g.host == "x"), "{g:?}");
+}
+
+/// The guarantee may ignore the embargo but never a full host's limit.
+#[test]
+fn progress_guarantee_respects_the_guest_limit() {
+    let mut s = Sim::new(config(1000.0, &[]));
+    let mut h = station("h", 2, 4096);
+    h.policy.max_guests = Some(1);
+    s.hosts.insert("h".into(), h);
+    s.submit("a", &job("alice", None, &[]), 1);
+    assert_eq!(s.run(7).len(), 1);
+    s.submit("b", &job("bob", None, &[]), 1);
+    assert!(s.run(10).is_empty(), "h is at its guest limit of 1");
+}
+
+/// Under `progress_guarantee = "ignore_thresholds"` the embargo holds for
+/// the guarantee too.
+#[test]
+fn progress_guarantee_can_be_told_to_respect_the_embargo() {
+    let mut cfg = config(1000.0, &[]);
+    cfg.progress_guarantee = gleaner_core::dmw::ProgressGuarantee::IgnoreThresholds;
+    let mut s = Sim::new(cfg);
+    s.hosts.insert("h".into(), station("h", 2, 4096));
+    s.submit("a", &job("alice", None, &[]), 2);
+    assert_eq!(s.run(7).len(), 1);
+    s.submit("b", &job("bob", None, &[]), 1);
+    assert!(s.run(6).is_empty(), "embargoed for 1000 s");
+}
+
+/// A station whose jobs fit only a busy host still counts as waiting (so
+/// Up-Down can preempt for it), but a free node it cannot use goes to a
+/// station whose jobs fit it instead of staying idle.
+#[test]
+fn a_free_node_the_favoured_station_cannot_use_goes_to_the_next() {
+    let mut s = Sim::new(config(0.0, &[]));
+    s.hosts.insert("x".into(), station("x", 1, 4096));
+    s.hosts.insert("z".into(), station("z", 1, 4096));
+    // b runs on x, c on z.
+    s.submit("b", &job("bob", Some("Name == \"x\""), &[]), 1);
+    s.submit("c", &job("carol", Some("Name == \"z\""), &[]), 1);
+    assert_eq!(s.run(7).len(), 2);
+    // a wants only x and waits; c has a plain job waiting as well.
+    s.submit("a", &job("alice", Some("Name == \"x\""), &[]), 1);
+    s.submit("c", &job("carol", None, &[]), 1);
+    s.run(3);
+    // A free host y appears: a, with the lowest index, cannot use it.
+    s.hosts.insert("y".into(), station("y", 1, 4096));
+    let g = s.run(6);
+    assert!(
+        g.iter().any(|(h, g)| h == "c" && g.host == "y"),
+        "y must not stay idle: {g:?}"
+    );
 }

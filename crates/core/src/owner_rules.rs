@@ -1,5 +1,5 @@
-//! Station policy for matchmaking: owners' operating windows and the
-//! allowed/denied user lists.
+//! The owner's rules for guests: operating windows and the allowed/denied
+//! user lists (used in matchmaking and by the host).
 //!
 //! DMW leaves time-of-day and owner rules open (spec `dmw-neeracher.md`
 //! §1.5: only "background jobs on certain hosts are suspended during working

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 #[serde(default)]
 pub struct PolicyAd {
     /// Operating windows (`"Mon-Fri 18:00-08:00"`, see
-    /// `gleaner_core::matchmaking`); empty: always open.
+    /// `gleaner_core::owner_rules`); empty: always open.
     pub windows: Vec<String>,
     /// The station's local zone, seconds east of UTC, for the windows.
     pub utc_offset_secs: i32,
@@ -35,8 +35,8 @@ pub struct PolicyAd {
 }
 
 impl PolicyAd {
-    pub fn user_filter(&self) -> gleaner_core::matchmaking::UserFilter {
-        gleaner_core::matchmaking::UserFilter {
+    pub fn user_filter(&self) -> gleaner_core::owner_rules::UserFilter {
+        gleaner_core::owner_rules::UserFilter {
             allow: self.allow_users.clone(),
             deny: self.deny_users.clone(),
         }
@@ -45,7 +45,7 @@ impl PolicyAd {
     /// Whether the windows are open at UNIX second `unix`; windows that do
     /// not parse count as closed (the station validated them at start).
     pub fn window_open(&self, unix: i64) -> bool {
-        gleaner_core::matchmaking::Windows::parse(&self.windows)
+        gleaner_core::owner_rules::Windows::parse(&self.windows)
             .is_ok_and(|w| w.open_at(unix, self.utc_offset_secs))
     }
 }
@@ -236,23 +236,11 @@ pub fn machine_ad(s: &StationAd) -> Ad {
     ad.insert_str("Machine", &s.name);
     ad.insert_str("Arch", &s.arch);
     ad.insert_str("OpSys", &s.opsys);
-    let guests = s.running_guests.len() as i64;
-    ad.insert_int("Cpus", i64::from(s.cpus));
-    ad.insert_int("TotalCpus", i64::from(s.cpus) + guests);
-    ad.insert_int("Memory", i64::try_from(s.memory_mb).unwrap_or(i64::MAX));
-    ad.insert_int("Disk", i64::try_from(s.disk_free_kb).unwrap_or(i64::MAX));
+    occupancy_attrs(&mut ad, s);
     ad.insert_real("Speed", s.speed);
     // HTCondor's Mips: our β is relative to a reference machine; 1000 Mips
     // stands for β = 1.
     ad.insert_int("Mips", (s.speed * 1000.0).round() as i64);
-    ad.insert_int("GuestsRunning", guests);
-    ad.insert_str(
-        "State",
-        match s.state {
-            gleaner_core::detector::OwnerState::Av => "Unclaimed",
-            gleaner_core::detector::OwnerState::Na => "Owner",
-        },
-    );
     if let Some(m) = s.policy.max_guests {
         ad.insert_int("MaxGuests", i64::from(m));
     }
@@ -263,6 +251,64 @@ pub fn machine_ad(s: &StationAd) -> Ad {
     insert_or_string(&mut ad, "Start", start);
     insert_or_string(&mut ad, "Requirements", start);
     ad
+}
+
+/// The attributes of [`machine_ad`] that follow the station's occupancy
+/// (owner state, guests, free resources) rather than its description.
+fn occupancy_attrs(ad: &mut Ad, s: &StationAd) {
+    let guests = s.running_guests.len() as i64;
+    ad.insert_int("Cpus", i64::from(s.cpus));
+    ad.insert_int("TotalCpus", i64::from(s.cpus) + guests);
+    ad.insert_int("Memory", i64::try_from(s.memory_mb).unwrap_or(i64::MAX));
+    ad.insert_int("Disk", i64::try_from(s.disk_free_kb).unwrap_or(i64::MAX));
+    ad.insert_int("GuestsRunning", guests);
+    ad.insert_str("State", state_name(s.state));
+}
+
+/// [`machine_ad`] of `new`, reusing `old_ad` (the machine ad of `old`) when
+/// only the occupancy changed: a coordinator receiving an ad every few
+/// seconds then parses no expression again. Same result as
+/// `machine_ad(new)`.
+pub fn machine_ad_since(old: &StationAd, old_ad: Ad, new: &StationAd) -> Ad {
+    let same_description = old.name == new.name
+        && old.arch == new.arch
+        && old.opsys == new.opsys
+        && old.speed.to_bits() == new.speed.to_bits()
+        && old.policy.max_guests == new.policy.max_guests
+        && old.policy.start == new.policy.start
+        && old.attrs == new.attrs
+        // An owner's attribute may override an occupancy attribute.
+        && !new.attrs.keys().any(|k| {
+            ["cpus", "totalcpus", "memory", "disk", "guestsrunning", "state"]
+                .contains(&k.to_ascii_lowercase().as_str())
+        });
+    if !same_description {
+        return machine_ad(new);
+    }
+    let mut ad = old_ad;
+    let guests = new.running_guests.len() as i64;
+    if old.cpus != new.cpus || old.running_guests.len() != new.running_guests.len() {
+        ad.insert_int("Cpus", i64::from(new.cpus));
+        ad.insert_int("TotalCpus", i64::from(new.cpus) + guests);
+        ad.insert_int("GuestsRunning", guests);
+    }
+    if old.memory_mb != new.memory_mb {
+        ad.insert_int("Memory", i64::try_from(new.memory_mb).unwrap_or(i64::MAX));
+    }
+    if old.disk_free_kb != new.disk_free_kb {
+        ad.insert_int("Disk", i64::try_from(new.disk_free_kb).unwrap_or(i64::MAX));
+    }
+    if old.state != new.state {
+        ad.insert_str("State", state_name(new.state));
+    }
+    ad
+}
+
+fn state_name(s: gleaner_core::detector::OwnerState) -> &'static str {
+    match s {
+        gleaner_core::detector::OwnerState::Av => "Unclaimed",
+        gleaner_core::detector::OwnerState::Na => "Owner",
+    }
 }
 
 /// The job ClassAd of a class (HTCondor attribute names; memory MiB, disk
@@ -400,5 +446,35 @@ mod tests {
             &m,
             0
         ));
+    }
+
+    #[test]
+    fn an_updated_machine_ad_equals_a_fresh_one() {
+        let mut a = station("ws1");
+        a.attrs.insert("HasMatlab".into(), "true".into());
+        a.policy.start = Some("TARGET.RequestCpus == 1".into());
+        let ad = machine_ad(&a);
+        let mut b = a.clone();
+        b.cpus = 4;
+        b.state = gleaner_core::detector::OwnerState::Na;
+        b.disk_free_kb = 99;
+        let updated = machine_ad_since(&a, ad.clone(), &b);
+        assert_eq!(updated, machine_ad(&b));
+        assert_eq!(
+            updated.to_string(),
+            machine_ad(&b).to_string(),
+            "same order"
+        );
+        // A changed description builds the ad again.
+        let mut c = b.clone();
+        c.policy.start = Some("false".into());
+        assert_eq!(machine_ad_since(&b, updated, &c), machine_ad(&c));
+        // An owner's Cpus attribute wins over the occupancy.
+        let mut d = a.clone();
+        d.attrs.insert("Cpus".into(), "1".into());
+        let dad = machine_ad(&d);
+        let mut e = d.clone();
+        e.cpus = 8;
+        assert_eq!(machine_ad_since(&d, dad, &e), machine_ad(&e));
     }
 }

@@ -1,0 +1,224 @@
+//! Claims: minting them for grants, and settling the pending ones.
+//!
+//! A grant's claim id is what a host checks before it accepts a placement.
+//! The pool does not sign anything itself: a [`ClaimMinter`] does. The daemon
+//! signs with the pool's key; the simulator mints plain ids
+//! ([`UnsignedClaims`]), so a simulated year costs no cryptography.
+
+use super::{Known, Pool};
+use gleaner_core::alloc::StationId;
+use gleaner_core::rng::RngCore;
+use gleaner_core::time::Time;
+use gleaner_proto::auth::{ClaimTicket, PoolKey};
+use gleaner_proto::job::JobId;
+use gleaner_proto::matchmaking::parse_limits;
+use std::collections::HashMap;
+
+/// What a claim says: `home` may place one job on `host` until `expires_at`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimFacts<'a> {
+    pub host: &'a str,
+    pub home: &'a str,
+    /// The home's address as its last ad gave it (where the host will send
+    /// its credentials).
+    pub home_address: &'a str,
+    /// UNIX seconds.
+    pub issued_at: u64,
+    /// UNIX seconds.
+    pub expires_at: u64,
+    /// Unique per grant.
+    pub nonce: &'a str,
+}
+
+/// Turns claim facts into the claim id handed out in a grant; `Err` (a
+/// message) drops the grant.
+pub trait ClaimMinter: Send {
+    fn mint(&self, claim: &ClaimFacts<'_>) -> Result<String, String>;
+}
+
+/// The daemon's minter: a ticket signed with the pool's key. Swapping the
+/// signature scheme is this impl.
+impl ClaimMinter for PoolKey {
+    fn mint(&self, c: &ClaimFacts<'_>) -> Result<String, String> {
+        Ok(self.sign_claim(&ClaimTicket::new(
+            c.host,
+            c.home,
+            c.issued_at,
+            c.expires_at,
+            c.nonce,
+        )))
+    }
+}
+
+/// Unsigned, readable claim ids (`home>host#nonce`) for simulations and
+/// tests, where nobody verifies them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UnsignedClaims;
+
+impl ClaimMinter for UnsignedClaims {
+    fn mint(&self, c: &ClaimFacts<'_>) -> Result<String, String> {
+        Ok(format!("{}>{}#{}", c.home, c.host, c.nonce))
+    }
+}
+
+/// A grant whose placement the host has not reported yet.
+pub(super) struct PendingClaim {
+    pub host: StationId,
+    pub home: StationId,
+    pub claim_id: String,
+    pub expires: Time,
+    /// Guests of `home` on `host` holding the same licences (plus earlier
+    /// pending claims alike) when the claim was issued: once the host
+    /// reports more, the claim has been used.
+    pub baseline: u32,
+    /// The job class the host was matched for.
+    pub class: Option<String>,
+    /// Licence units the claim holds until the guest shows in an ad.
+    pub licences: Vec<(String, u32)>,
+    /// The jobs of `home` on `host` holding the same licences when the
+    /// claim was issued: a guest not among them is the claim's. Unknown
+    /// (`None`) for claims restored after a restart, which settle by
+    /// `baseline`. Counting alone misses a use when an older guest alike
+    /// leaves in the same advertising period, and then the claim and its
+    /// guest hold the licence twice until the claim expires.
+    pub known: Option<Vec<JobId>>,
+}
+
+/// The licences a guest holds, parsed.
+pub(super) fn guest_licences(g: &gleaner_proto::wire::GuestInfo) -> Vec<(String, u32)> {
+    parse_limits(&g.concurrency_limits).unwrap_or_default()
+}
+
+impl Pool {
+    /// Guests of `home` on `host` that hold exactly `licences`.
+    pub(super) fn guests_like(
+        &self,
+        host: StationId,
+        home: StationId,
+        licences: &[(String, u32)],
+    ) -> u32 {
+        let home_name = self.name(home);
+        self.stations.get(&host).map_or(0, |k: &Known| {
+            k.ad.running_guests
+                .iter()
+                .filter(|g| g.home == home_name && guest_licences(g) == licences)
+                .count() as u32
+        })
+    }
+
+    /// Issues a claim for `to` on `host` and returns its id.
+    pub(super) fn mint_claim(
+        &mut self,
+        host: StationId,
+        to: StationId,
+        class: Option<String>,
+        licences: Vec<(String, u32)>,
+        now: Time,
+    ) -> Result<String, String> {
+        self.nonce += 1;
+        let expires = now + self.timing.claim_lifetime;
+        let issued_at = now.as_micros() / 1_000_000;
+        // Unique per grant, also across restarts: the count, and 64 bits
+        // from the pool's own seeded stream for nonces.
+        let nonce = format!(
+            "{issued_at:x}-{:x}-{:016x}",
+            self.nonce,
+            self.nonce_rng.next_u64()
+        );
+        let home_address = self
+            .stations
+            .get(&to)
+            .map(|k| k.ad.address.as_str())
+            .unwrap_or_default();
+        let claim_id = self.minter.mint(&ClaimFacts {
+            host: self.name(host),
+            home: self.name(to),
+            home_address,
+            issued_at,
+            expires_at: expires.as_micros() / 1_000_000,
+            nonce: &nonce,
+        })?;
+        let to_name = self.name(to);
+        let known: Vec<JobId> = self.stations.get(&host).map_or_else(Vec::new, |k| {
+            k.ad.running_guests
+                .iter()
+                .filter(|g| g.home == to_name && guest_licences(g) == licences)
+                .map(|g| g.job)
+                .collect()
+        });
+        let baseline = self.guests_like(host, to, &licences)
+            + self
+                .claims
+                .iter()
+                .filter(|c| c.host == host && c.home == to && c.licences == licences)
+                .count() as u32;
+        self.claims.push(PendingClaim {
+            host,
+            home: to,
+            claim_id: claim_id.clone(),
+            expires,
+            baseline,
+            class,
+            licences,
+            known: Some(known),
+        });
+        self.sync_free(host);
+        Ok(claim_id)
+    }
+
+    /// Drops the pending claims on `host` that its ad shows in use.
+    pub(super) fn settle_claims(&mut self, host: StationId) {
+        if self.claims.on_host(host) == 0 {
+            return;
+        }
+        let mut counts: HashMap<(StationId, Vec<(String, u32)>), u32> = HashMap::new();
+        for c in self.claims.iter().filter(|c| c.host == host) {
+            counts
+                .entry((c.home, c.licences.clone()))
+                .or_insert_with(|| self.guests_like(host, c.home, &c.licences));
+        }
+        // Each new guest settles one claim, oldest claim first.
+        let guests = self
+            .stations
+            .get(&host)
+            .map(|k| k.ad.running_guests.as_slice())
+            .unwrap_or_default();
+        let mut used: Vec<JobId> = Vec::new();
+        let mut settled = vec![false; self.claims.len()];
+        for (i, c) in self.claims.iter().enumerate() {
+            if c.host != host {
+                continue;
+            }
+            settled[i] = match &c.known {
+                Some(known) => {
+                    let home = self.name(c.home);
+                    let new = guests.iter().find(|g| {
+                        g.home == home
+                            && !known.contains(&g.job)
+                            && !used.contains(&g.job)
+                            && guest_licences(g) == c.licences
+                    });
+                    new.inspect(|g| used.push(g.job)).is_some()
+                }
+                None => counts
+                    .get(&(c.home, c.licences.clone()))
+                    .is_some_and(|&now| now > c.baseline),
+            };
+        }
+        let mut i = 0;
+        self.claims.retain(|_| {
+            i += 1;
+            !settled[i - 1]
+        });
+        self.sync_free(host);
+    }
+
+    pub(super) fn pending_on(&self, host: StationId) -> u32 {
+        self.claims.on_host(host)
+    }
+
+    /// Claims and reserved nodes granted to `home` and not used yet.
+    pub(super) fn unused_grants(&self, home: StationId) -> u32 {
+        self.claims.for_home(home) + self.reservations.for_home(home)
+    }
+}

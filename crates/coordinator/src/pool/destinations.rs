@@ -1,0 +1,98 @@
+//! Destinations for Linger-Longer: is there somewhere a guest could go?
+//!
+//! A host's eviction ladder migrates a lingering guest only to a free idle
+//! node (Ryu & Hollingsworth, seeds/002_34f613b0a80e1e58.txt L85–93:
+//! Linger-Longer migrates when the linger time is up *and* an idle node is
+//! available). The host cannot see the pool, so the coordinator answers in
+//! every advertise reply, per guest the host runs, whether a free AV node
+//! that would take that guest exists now ([`Destination`]).
+//!
+//! What "would take" means is the fit check of `gleaner_proto::fit` in a
+//! regular pass (embargo and guest limits hold), against every host but the
+//! guest's own, with the guest's licence units counted as free (they move
+//! with it). Only hosts with a free node are looked at, and the guest's job
+//! is built only when there is one, so a busy pool costs no ClassAd. The host's ad tells the coordinator a guest's owner and
+//! licences but not its requirements or resource requests, so those are not
+//! checked: a requirement only some hosts meet may yield `available` where
+//! the home later finds no fitting host, and the guest then waits as it
+//! would with no destination.
+
+use super::Pool;
+use super::claims::guest_licences;
+use gleaner_core::alloc::StationId;
+use gleaner_core::dmw::Pass;
+use gleaner_core::time::Time;
+use gleaner_proto::fit::{self, HostView, JobView, LicenceBook};
+use gleaner_proto::matchmaking::JobClass;
+use gleaner_proto::wire::{Destination, GuestInfo};
+
+/// The job as the coordinator knows a running guest: its owner and
+/// licences (its own host is skipped by the caller).
+fn guest_job(g: &GuestInfo) -> JobView {
+    JobView::of_class(JobClass {
+        owner: g.owner.clone(),
+        request_cpus: 1,
+        concurrency_limits: g.concurrency_limits.clone(),
+        count: 1,
+        ..JobClass::default()
+    })
+}
+
+/// `book` with `units` given back.
+fn released(book: &LicenceBook, units: &[(String, u32)]) -> LicenceBook {
+    let mut b = book.clone();
+    for (name, n) in units {
+        if let Some(v) = b.in_use.get_mut(name) {
+            *v = v.saturating_sub(*n);
+        }
+    }
+    b
+}
+
+impl Pool {
+    /// For each guest of `host`, whether another host would take it now.
+    pub(super) fn destinations(&self, host: StationId, now: Time) -> Vec<Destination> {
+        let Some(k) = self.stations.get(&host) else {
+            return Vec::new();
+        };
+        if k.ad.running_guests.is_empty() {
+            return Vec::new();
+        }
+        let book = self.licence_book();
+        let unix = Self::unix(now);
+        k.ad.running_guests
+            .iter()
+            .map(|g| {
+                // Built only once a host passes the cheap test.
+                let mut job: Option<JobView> = None;
+                let units = guest_licences(g);
+                let book = if units.is_empty() {
+                    book.clone()
+                } else {
+                    released(&book, &units)
+                };
+                let available = self.free_hosts.iter().any(|&h| {
+                    if h == host {
+                        return false;
+                    }
+                    let Some(other) = self.stations.get(&h) else {
+                        return false;
+                    };
+                    let view = HostView::of_ad(
+                        &other.ad,
+                        &other.machine,
+                        self.pending_on(h),
+                        self.embargoed(h, now, Pass::Regular),
+                    );
+                    let job = job.get_or_insert_with(|| guest_job(g));
+                    fit::fits(job, &view, &book, unix)
+                });
+                Destination {
+                    job: g.job,
+                    home: g.home.clone(),
+                    available,
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,279 @@
+//! The pool's allocation basics, driven with an injected clock.
+
+use super::*;
+use crate::CoordinatorConfig;
+use crate::mailbox::Served;
+use gleaner_core::time::Dur;
+use gleaner_proto::job::JobId;
+use gleaner_proto::wire::{Demand, Destination, GuestInfo};
+
+fn pool(grace: f64) -> (Served, Time) {
+    let cfg = CoordinatorConfig {
+        startup_grace_secs: Some(grace),
+        advertise_period_secs: 10,
+        ..CoordinatorConfig::default()
+    };
+    let now = Time::from_secs(1_763_337_600);
+    let p = Pool::new(
+        cfg.timing().unwrap(),
+        Box::new(UnsignedClaims),
+        &cfg.allocator,
+        7,
+        &FairnessState::default(),
+        now,
+    );
+    (Served::new(p), now)
+}
+
+fn ad(name: &str, av: bool, cpus: u32, idle: u32, guests: &[(u64, &str)]) -> StationAd {
+    StationAd {
+        protocol: PROTOCOL_VERSION,
+        name: name.into(),
+        address: String::new(),
+        state: if av { OwnerState::Av } else { OwnerState::Na },
+        cpus,
+        memory_mb: 0,
+        disk_free_kb: 0,
+        arch: String::new(),
+        opsys: String::new(),
+        speed: 0.0,
+        running_guests: guests
+            .iter()
+            .map(|&(c, h)| GuestInfo {
+                job: JobId::new(c, 0),
+                home: h.into(),
+                owner: String::new(),
+                since: Time::ZERO,
+                suspended: false,
+                concurrency_limits: Vec::new(),
+            })
+            .collect(),
+        attrs: Default::default(),
+        demand: Demand {
+            idle_jobs: idle,
+            remote_jobs: 0,
+        },
+        policy: Default::default(),
+        classes: Vec::new(),
+        submit_only: false,
+        execute_only: false,
+        sequence: 0,
+        sent_at: Time::ZERO,
+    }
+}
+
+#[test]
+fn grants_bounded_by_free_cpus_and_idle_jobs() {
+    let (mut p, t0) = pool(0.0);
+    p.advertise(ad("h", true, 3, 0, &[(1, "x")]), t0);
+    let mut got = 0;
+    for i in 1..8u64 {
+        let t = t0 + Dur::from_secs(i);
+        got += p.advertise(ad("a", false, 1, 5, &[]), t).grants.len();
+        p.tick(t);
+    }
+    assert_eq!(got, 2, "3 cpus, 1 guest");
+    let (mut p, t0) = pool(0.0);
+    p.advertise(ad("h", true, 8, 0, &[]), t0);
+    let mut got = 0;
+    for i in 1..8u64 {
+        let t = t0 + Dur::from_secs(i);
+        got += p.advertise(ad("a", false, 1, 1, &[]), t).grants.len();
+        p.tick(t);
+    }
+    assert_eq!(got, 1, "one idle job");
+}
+
+#[test]
+fn replayed_ad_does_not_roll_back() {
+    let (mut p, t0) = pool(0.0);
+    let mut a = ad("h", true, 1, 0, &[]);
+    a.sequence = 5;
+    p.advertise(a, t0);
+    let mut old = ad("h", false, 1, 0, &[]);
+    old.sequence = 3;
+    p.advertise(old, t0);
+    assert_eq!(p.status(t0).stations[0].state, OwnerState::Av);
+}
+
+#[test]
+fn no_preemption_during_startup_grace() {
+    let (mut p, t0) = pool(100.0);
+    for i in 1..6u64 {
+        let t = t0 + Dur::from_secs(i);
+        p.advertise(ad("h", true, 1, 0, &[(1, "heavy")]), t);
+        p.advertise(ad("heavy", false, 1, 3, &[]), t);
+        p.advertise(ad("light", false, 1, 1, &[]), t);
+        p.tick(t);
+    }
+    let t = t0 + Dur::from_secs(6);
+    let r = p.advertise(ad("heavy", false, 1, 3, &[]), t);
+    assert!(r.preemptions.is_empty());
+    // After the grace the next interval preempts.
+    let t = t0 + Dur::from_secs(101);
+    p.advertise(ad("h", true, 1, 0, &[(1, "heavy")]), t);
+    p.advertise(ad("light", false, 1, 1, &[]), t);
+    p.advertise(ad("heavy", false, 1, 3, &[]), t);
+    p.tick(t);
+    let r = p.advertise(ad("heavy", false, 1, 3, &[]), t);
+    assert_eq!(r.preemptions.len(), 1);
+}
+
+/// A host whose own work ended offers its CPU again: a capacity event, so a
+/// waiting station is granted it without waiting for the next interval.
+#[test]
+fn more_cpus_on_an_av_host_is_a_capacity_event() {
+    let (mut p, t0) = pool(0.0);
+    p.advertise(ad("h", true, 0, 0, &[]), t0);
+    p.advertise(ad("a", false, 1, 1, &[]), t0);
+    p.tick(t0);
+    assert!(p.advertise(ad("a", false, 1, 1, &[]), t0).grants.is_empty());
+    let t = t0 + Dur::from_secs(1);
+    p.advertise(ad("h", true, 1, 0, &[]), t);
+    assert_eq!(p.advertise(ad("a", false, 1, 1, &[]), t).grants.len(), 1);
+}
+
+/// Effects are data: a pass writes its grants into the outbox and sends
+/// nothing itself.
+#[test]
+fn effects_come_back_in_the_outbox() {
+    let cfg = CoordinatorConfig {
+        startup_grace_secs: Some(0.0),
+        ..CoordinatorConfig::default()
+    };
+    let t0 = Time::from_secs(10);
+    let mut p = Pool::from_config(&cfg, Box::new(UnsignedClaims), 1, t0).unwrap();
+    let mut out = Outbox::default();
+    p.advertise(ad("h", true, 1, 0, &[]), t0, &mut out);
+    let r = p.advertise(ad("a", false, 1, 1, &[]), t0, &mut out);
+    assert!(r.grants.is_empty(), "the reply carries no mail");
+    p.tick(t0, &mut out);
+    let grants: Vec<_> = out.grants().collect();
+    assert_eq!(grants.len(), 1, "{out:?}");
+    assert_eq!(grants[0].0, "a");
+    assert_eq!(grants[0].1.host, "h");
+    let id = &grants[0].1.claim_id;
+    assert!(id.starts_with("a>h#a-1-"), "unsigned, readable: {id}");
+}
+
+fn guest(job: u64, home: &str, owner: &str, lic: &[&str]) -> GuestInfo {
+    GuestInfo {
+        job: JobId::new(job, 0),
+        home: home.into(),
+        owner: owner.into(),
+        since: Time::ZERO,
+        suspended: false,
+        concurrency_limits: lic.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn host(name: &str, state: OwnerState, cpus: u32, guests: Vec<GuestInfo>) -> StationAd {
+    let mut a = crate::matchmaker::tests::host(name, cpus, 4096, 1.0);
+    a.state = state;
+    a.running_guests = guests;
+    a.execute_only = true;
+    a
+}
+
+/// The advertise reply tells a host, per guest, whether a free AV node
+/// that would take it exists now.
+#[test]
+fn destinations_name_each_guest_and_whether_a_free_node_would_take_it() {
+    let (mut p, t0) = pool(0.0);
+    let busy = |guests| host("h", OwnerState::Na, 2, guests);
+    // No other host: nowhere to go; the host's own free CPU does not count.
+    let r = p.advertise(busy(vec![guest(1, "a", "alice", &[])]), t0);
+    assert_eq!(
+        r.destinations,
+        vec![Destination {
+            job: JobId::new(1, 0),
+            home: "a".into(),
+            available: false
+        }]
+    );
+    let mut h = busy(vec![guest(1, "a", "alice", &[])]);
+    h.state = OwnerState::Av;
+    let r = p.advertise(h, t0);
+    assert!(!r.destinations[0].available, "not onto its own host");
+    // A free AV host appears.
+    p.advertise(host("x", OwnerState::Av, 1, vec![]), t0);
+    let r = p.advertise(
+        busy(vec![guest(1, "a", "alice", &[]), guest(2, "b", "bob", &[])]),
+        t0,
+    );
+    assert!(r.destinations.iter().all(|d| d.available), "{r:?}");
+    assert_eq!(r.destinations[1].home, "b");
+    // x's policy denies bob; an NA or full x takes nobody.
+    let mut x = host("x", OwnerState::Av, 1, vec![]);
+    x.policy.deny_users = vec!["bob".into()];
+    p.advertise(x, t0);
+    let r = p.advertise(
+        busy(vec![guest(1, "a", "alice", &[]), guest(2, "b", "bob", &[])]),
+        t0,
+    );
+    let got: Vec<bool> = r.destinations.iter().map(|d| d.available).collect();
+    assert_eq!(got, vec![true, false]);
+    p.advertise(host("x", OwnerState::Na, 1, vec![]), t0);
+    assert!(
+        !p.advertise(busy(vec![guest(1, "a", "alice", &[])]), t0)
+            .destinations[0]
+            .available
+    );
+    p.advertise(
+        host("x", OwnerState::Av, 1, vec![guest(9, "c", "carol", &[])]),
+        t0,
+    );
+    assert!(
+        !p.advertise(busy(vec![guest(1, "a", "alice", &[])]), t0)
+            .destinations[0]
+            .available
+    );
+}
+
+/// A guest's licence units move with it: a licence it uses up itself does
+/// not keep it from moving.
+#[test]
+fn a_guest_holding_the_last_licence_may_still_move() {
+    let cfg = CoordinatorConfig {
+        startup_grace_secs: Some(0.0),
+        licences: [("matlab".to_string(), 1)].into(),
+        ..CoordinatorConfig::default()
+    };
+    let t0 = Time::from_secs(10);
+    let mut p = Pool::from_config(&cfg, Box::new(UnsignedClaims), 1, t0).unwrap();
+    let mut out = Outbox::default();
+    p.advertise(host("x", OwnerState::Av, 1, vec![]), t0, &mut out);
+    let h = host(
+        "h",
+        OwnerState::Na,
+        1,
+        vec![guest(1, "a", "alice", &["matlab"])],
+    );
+    let r = p.advertise(h, t0, &mut out);
+    assert!(r.destinations[0].available, "{r:?}");
+    // Another guest holding the licence elsewhere: no unit for this one.
+    let mut full = Pool::from_config(&cfg, Box::new(UnsignedClaims), 1, t0).unwrap();
+    full.advertise(host("x", OwnerState::Av, 1, vec![]), t0, &mut out);
+    let h = host(
+        "h",
+        OwnerState::Na,
+        2,
+        vec![
+            guest(1, "a", "alice", &["matlab"]),
+            guest(2, "b", "bob", &[]),
+        ],
+    );
+    full.advertise(
+        host(
+            "y",
+            OwnerState::Av,
+            2,
+            vec![guest(3, "c", "carol", &["matlab"])],
+        ),
+        t0,
+        &mut out,
+    );
+    let r = full.advertise(h, t0, &mut out);
+    let got: Vec<bool> = r.destinations.iter().map(|d| d.available).collect();
+    assert_eq!(got, vec![false, true], "{r:?}");
+}
