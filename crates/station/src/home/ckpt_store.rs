@@ -95,7 +95,7 @@ fn checkpoint_job(
 }
 
 /// Records a refused checkpoint in the history and the user log.
-fn record_rejection(home: &Home, id: JobId, why: &str) {
+async fn record_rejection(home: &Home, id: JobId, why: &str) {
     let at = now();
     let detail = format!("checkpoint rejected, previous kept: {why}");
     let res = home
@@ -104,7 +104,7 @@ fn record_rejection(home: &Home, id: JobId, why: &str) {
     if let Err(e) = res {
         tracing::warn!(job = %id, error = %e, "cannot record checkpoint rejection");
     }
-    user_log(home, id, at, "008", "Checkpoint rejected", &detail);
+    user_log(home, id, at, "008", "Checkpoint rejected", &detail).await;
     tracing::warn!(job = %id, why, "checkpoint rejected");
 }
 
@@ -130,7 +130,7 @@ async fn store_checkpoint(
         Ok(n) => n,
         Err(why) => {
             let _ = std::fs::remove_file(&tmp);
-            record_rejection(&home, id, &why);
+            record_rejection(&home, id, &why).await;
             return Err(ApiError::bad("body", format!("checkpoint rejected: {why}")));
         }
     };
@@ -143,7 +143,7 @@ async fn store_checkpoint(
         Ok(m) => m,
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
-            record_rejection(&home, id, &e.to_string());
+            record_rejection(&home, id, &e.to_string()).await;
             return Err(ApiError::bad("body", format!("checkpoint rejected: {e}")));
         }
     };
@@ -172,7 +172,7 @@ async fn store_checkpoint(
     let at = now();
     home.queue()
         .annotate(id, JobEventKind::Checkpointed, &detail, at)?;
-    user_log(&home, id, at, "003", "Job was checkpointed.", &detail);
+    user_log(&home, id, at, "003", "Job was checkpointed.", &detail).await;
     tracing::info!(job = %id, %detail, "checkpoint stored");
     Ok(Json(StoredResponse { ok: true, detail }))
 }
