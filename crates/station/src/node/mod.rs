@@ -224,8 +224,14 @@ pub async fn run(
 }
 
 /// Starts a daemon for tests; returns its address and the handle that
-/// stops it.
-pub async fn spawn_for_test(config: StationConfig) -> Result<(SocketAddr, Running), DaemonError> {
+/// stops it. Without a `user_socket` it serves one in its state directory
+/// (tests running side by side must not share `/run/gleaner/<name>.sock`).
+pub async fn spawn_for_test(
+    mut config: StationConfig,
+) -> Result<(SocketAddr, Running), DaemonError> {
+    if config.user_socket.is_none() {
+        config.user_socket = Some(config.state_dir.join("user.sock"));
+    }
     let r = start(config).await?;
     Ok((r.addr, r))
 }
