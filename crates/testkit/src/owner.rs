@@ -104,12 +104,12 @@ impl TestOwner {
     }
 }
 
-/// Makes every directory above `path` searchable by everyone (`o+x`), so
-/// that another account can reach it (test temporary directories are
-/// 0700). Only directories lacking the bit are changed.
+/// Makes every existing directory above `path` searchable by everyone
+/// (`o+x`), so that another account can reach it (test temporary
+/// directories are 0700). Only directories lacking the bit are changed.
 pub fn reachable(path: &Path) -> anyhow::Result<()> {
     for d in path.ancestors().skip(1) {
-        if d.as_os_str().is_empty() || d == Path::new("/") {
+        if d.as_os_str().is_empty() || d == Path::new("/") || !d.exists() {
             continue;
         }
         let m = std::fs::metadata(d).with_context(|| format!("stat {}", d.display()))?;

@@ -4,9 +4,8 @@
 //! by earlier versions (0755 directories, 0644 files) are corrected.
 //!
 //! - the state directory: 0700, or 0711 (others may pass through, not list)
-//!   when something below it must be reachable by others: the guests'
-//!   sandboxes (the default `execute_dir`) or, for a root daemon, the user
-//!   socket;
+//!   when a root daemon has something below it that others must reach: the
+//!   guests' sandboxes (the default `execute_dir`) or the user socket;
 //! - `queue.db` and its `-wal`/`-shm`/`-journal`: 0600 (SQLite gives new
 //!   companions the database's own mode, so a missing database is first
 //!   created empty with 0600);
@@ -37,8 +36,11 @@ pub fn secure(config: &StationConfig) -> Result<(), DaemonError> {
     let state = &config.state_dir;
     crate::home::private::create_dir(state)
         .map_err(io(format!("state dir {}", state.display())))?;
-    let reachable = config.execute_dir().starts_with(state)
-        || (nix::unistd::geteuid().is_root() && config.user_socket_path().starts_with(state));
+    // Only a root daemon has others below: an unprivileged one runs its
+    // guests as itself and serves only itself.
+    let reachable = nix::unistd::geteuid().is_root()
+        && (config.execute_dir().starts_with(state)
+            || config.user_socket_path().starts_with(state));
     let mode = if reachable { PASS_THROUGH } else { DIR_MODE };
     set_mode(state, mode)?;
 
@@ -138,14 +140,20 @@ mod tests {
             0o644,
             "a symlink is not followed"
         );
-        // The default execute dir lies below: guests must pass through.
+        // The default execute dir lies below: a root daemon's guests must
+        // pass through (an unprivileged daemon's guests are itself).
         let config = StationConfig {
             state_dir: state.clone(),
             user_socket: Some(dir.path().join("user.sock")),
             ..Default::default()
         };
         secure(&config).unwrap();
-        assert_eq!(mode(&state), 0o711);
+        let expected = if nix::unistd::geteuid().is_root() {
+            0o711
+        } else {
+            0o700
+        };
+        assert_eq!(mode(&state), expected);
     }
 
     #[test]
