@@ -116,7 +116,7 @@ async fn store_checkpoint(
 ) -> Result<Json<StoredResponse>, ApiError> {
     let id = checkpoint_job(&home, &caller, &id, "not accepting checkpoints")?;
     let dir = ckpt_dir(&home, id);
-    std::fs::create_dir_all(&dir)
+    super::private::create_dir(&dir)
         .map_err(|e| ApiError::internal("cannot create checkpoint dir", e))?;
     let tmp = dir.join(format!(
         ".incoming-{}",
@@ -158,7 +158,7 @@ async fn store_checkpoint(
             .map_err(|e| ApiError::internal("cannot store checkpoint", e))?;
         // A readable copy of the manifest, for people and tools.
         if let Ok(j) = serde_json::to_vec_pretty(&manifest) {
-            let _ = std::fs::write(dir.join("latest.manifest.json"), j);
+            let _ = super::private::write(&dir.join("latest.manifest.json"), &j);
         }
     }
     home.ckpt.rate.record(bytes, elapsed);
@@ -179,7 +179,7 @@ async fn store_checkpoint(
 
 /// Streams the body into `path` through the station's token bucket.
 async fn receive(home: &Home, body: Body, path: &std::path::Path) -> Result<u64, String> {
-    let mut f = std::fs::File::create(path).map_err(|e| format!("cannot store: {e}"))?;
+    let mut f = super::private::create(path).map_err(|e| format!("cannot store: {e}"))?;
     let mut stream = body.into_data_stream();
     let mut total = 0u64;
     while let Some(chunk) = stream.next().await {
