@@ -38,6 +38,23 @@ pub struct DemoAccount {
 /// The demo's accounts; removed on drop when they were made for the demo.
 pub struct DemoAccounts(pub Vec<DemoAccount>);
 
+/// Where a root demo keeps its users' directories: under
+/// `/var/lib/gleaner/up-<port>/demo`, or `/tmp/gleaner-up-<port>/demo`
+/// when a directory above the first is closed to other users (a station's
+/// private state directory, say).
+pub fn root_base(port: u16) -> PathBuf {
+    let preferred = PathBuf::from(format!("/var/lib/gleaner/up-{port}/demo"));
+    let open = preferred
+        .ancestors()
+        .skip(1)
+        .all(|d| std::fs::metadata(d).map_or(true, |m| m.permissions().mode() & 0o001 != 0));
+    if open {
+        preferred
+    } else {
+        PathBuf::from(format!("/tmp/gleaner-up-{port}/demo"))
+    }
+}
+
 /// As root: two demo accounts with submit directories under `base`. As
 /// anyone else: the invoking account twice, with directories under `base`.
 pub fn prepare(base: &Path, me: &str) -> anyhow::Result<DemoAccounts> {

@@ -357,7 +357,7 @@ fn run_demo(
     let root = nix::unistd::geteuid().is_root();
     let base = if root {
         // Reachable by the demo accounts (root's home is not).
-        PathBuf::from(format!("/var/lib/gleaner/up-{}/demo", args.port))
+        crate::demo_users::root_base(args.port)
     } else {
         home.join("demo")
     };

@@ -435,3 +435,58 @@ impl StationClient {
         self.json(self.http.get(self.url(path))).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(d.path().join(name), text).unwrap();
+        }
+        d
+    }
+
+    #[test]
+    fn the_socket_is_used_without_a_token() {
+        let d = pool(&[(
+            "pool.toml",
+            "socket = \"/run/gleaner/s.sock\"\nstation = \"http://h:1\"\n",
+        )]);
+        let s = ClientSettings::discover_in(d.path(), None, None).unwrap();
+        assert_eq!(s.station, StationAddr::Socket("/run/gleaner/s.sock".into()));
+        assert_eq!(s.token, None);
+        assert!(s.token().unwrap_err().to_string().contains("needs a token"));
+        // A token file is kept for the coordinator.
+        std::fs::write(d.path().join("token"), "tok\n").unwrap();
+        let s = ClientSettings::discover_in(d.path(), None, None).unwrap();
+        assert_eq!(s.token.as_deref(), Some("tok"));
+    }
+
+    #[test]
+    fn overrides_choose_the_transport() {
+        let d = pool(&[
+            (
+                "pool.toml",
+                "socket = \"/run/gleaner/s.sock\"\nstation = \"http://h:1\"\n",
+            ),
+            ("t", "tok"),
+        ]);
+        let t = d.path().join("t");
+        // An explicit token acts as its subject: HTTP.
+        let s = ClientSettings::discover_in(d.path(), None, Some(&t)).unwrap();
+        assert_eq!(s.station, StationAddr::Url("http://h:1".into()));
+        let s = ClientSettings::discover_in(d.path(), Some("unix:/x.sock"), None).unwrap();
+        assert_eq!(s.station, StationAddr::Socket("/x.sock".into()));
+        assert_eq!(s.station.to_string(), "unix:/x.sock");
+        let s = ClientSettings::discover_in(d.path(), Some("http://o:2"), Some(&t)).unwrap();
+        assert_eq!(s.station, StationAddr::Url("http://o:2".into()));
+        // A URL needs a token.
+        let e = ClientSettings::discover_in(d.path(), Some("http://o:2"), None).unwrap_err();
+        assert!(e.to_string().contains("cannot read token"), "{e}");
+        let empty = tempfile::tempdir().unwrap();
+        let e = ClientSettings::discover_in(empty.path(), None, None).unwrap_err();
+        assert!(e.to_string().contains("no station"), "{e}");
+    }
+}
