@@ -664,6 +664,15 @@ async fn root_never_submits_but_may_manage_every_job() {
     // Root on the socket (this test process) is the administrator root.
     let sock = StationClient::unix(&env.socket).unwrap();
     let me = sock.whoami().await.unwrap();
+    // Only the user API is served on the socket.
+    for path in [
+        "/v1/shadow/1.0/input/x",
+        "/v1/guests",
+        "/v1/jobs/1.0/checkpoint",
+    ] {
+        let r = sock.get_json::<serde_json::Value>(path).await;
+        assert_eq!(tcp_refusal(r).await.0, 404, "{path}");
+    }
     assert_eq!(
         (me.name.as_str(), me.role.as_str(), me.via.as_str(), me.uid),
         ("root", "admin", "socket", Some(0))

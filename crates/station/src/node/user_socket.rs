@@ -131,3 +131,53 @@ pub fn serve(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn stale_sockets_are_replaced_live_ones_and_files_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run/u.sock");
+        // A daemon that died left its socket file behind.
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+        assert!(path.exists());
+        let (listener, sock) = bind(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o666);
+        // While it answers, a second daemon may not take it.
+        let e = bind(&path).unwrap_err();
+        assert!(e.to_string().contains("another daemon"), "{e}");
+        drop(listener);
+        sock.remove();
+        assert!(!path.exists());
+        // Not a socket: never deleted.
+        std::fs::write(&path, "data").unwrap();
+        let e = bind(&path).unwrap_err();
+        assert!(e.to_string().contains("not a socket"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "data");
+        // A directory the daemon makes is 0755.
+        let fresh = dir.path().join("new/dir/u.sock");
+        let (_l, _s) = bind(&fresh).unwrap();
+        let mode = std::fs::metadata(fresh.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o755);
+    }
+
+    #[tokio::test]
+    async fn a_replaced_socket_is_not_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("u.sock");
+        let (l1, first) = bind(&path).unwrap();
+        drop(l1);
+        // Another daemon replaced the stale file with its own.
+        let (_l2, _second) = bind(&path).unwrap();
+        first.remove();
+        assert!(path.exists(), "the newer daemon's socket stays");
+    }
+}
