@@ -12,7 +12,6 @@
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use gleaner_core::dag::{JobSpec, Rescue, RescueRetries, parse_dag};
-use gleaner_proto::auth::peek_claims;
 use gleaner_proto::submit::{SubmitContext, SubmitErrors, parse_submit};
 use gleaner_proto::wire::PROTOCOL_VERSION;
 use gleaner_station::home::dagman::{DagNodeSubmit, DagSubmitBody};
@@ -151,9 +150,10 @@ fn node_submission(
 
 fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     let settings = args.connect.settings()?;
-    let owner = peek_claims(&settings.token)
-        .map(|c| c.subject)
-        .unwrap_or_default();
+    let client = gleaner_station::client::StationClient::from_settings(&settings)?;
+    let rt = runtime()?;
+    // Who the station takes us for: the jobs' owner.
+    let owner = rt.block_on(client.whoami())?.name;
     let given = std::fs::canonicalize(&args.file)
         .with_context(|| format!("cannot read {}", args.file.display()))?;
     let text = std::fs::read_to_string(&given)
@@ -231,8 +231,7 @@ fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
             RetriesArg::Keep => RescueRetries::Keep,
         },
     };
-    let client = gleaner_station::client::StationClient::from_settings(&settings)?;
-    let resp = runtime()?.block_on(client.submit_dag(&body))?;
+    let resp = rt.block_on(client.submit_dag(&body))?;
     out.dag_submitted(&resp);
     Ok(ExitCode::SUCCESS)
 }
@@ -245,8 +244,8 @@ fn status(args: StatusArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
         out.dag(&rt.block_on(client.dag(id))?);
         return Ok(ExitCode::SUCCESS);
     }
-    let owner = peek_claims(&settings.token).ok().map(|c| c.subject);
-    out.dags(&rt.block_on(client.dags(owner.as_deref()))?);
+    let owner = rt.block_on(client.whoami())?.name;
+    out.dags(&rt.block_on(client.dags(Some(&owner)))?);
     Ok(ExitCode::SUCCESS)
 }
 

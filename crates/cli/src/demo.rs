@@ -9,6 +9,10 @@
 //! and lets it resume. A status line is printed every two seconds; at the
 //! end a summary shows where the jobs ran, how long each user waited, and
 //! the coordinator's Up-Down table.
+//!
+//! Each user is a Unix account and submits from a directory of its own
+//! (see [`crate::demo_users`]): as root, two demo accounts with tokens; as
+//! an ordinary user, that user twice, on the stations' user sockets.
 
 use anyhow::Context;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
@@ -18,7 +22,7 @@ use gleaner_proto::submit::{SubmitContext, parse_submit};
 use gleaner_proto::wire::{PROTOCOL_VERSION, UserPrio};
 use gleaner_station::client::{JobQuery, StationClient};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Eviction policy of each demo station, by index (the owner decides).
@@ -30,9 +34,14 @@ pub const POLICIES: [&str; 4] = [
 ];
 
 /// One user of the demo.
-struct User {
-    name: &'static str,
-    client: StationClient,
+pub struct User {
+    /// `heavy` or `light`.
+    pub name: &'static str,
+    /// The Unix account its jobs belong to.
+    pub account: String,
+    /// Where its jobs' outputs go.
+    pub dir: PathBuf,
+    pub client: StationClient,
 }
 
 /// The clusters this demo run submitted, per user: a reused `$GLEAN_HOME`
@@ -50,19 +59,20 @@ error = demo.$(Cluster).$(Process).err\n\
 log = demo.log\n";
 
 /// Submits `n` demo jobs; returns the new cluster id.
-async fn submit(user: &User, n: u32, dir: &Path) -> anyhow::Result<u64> {
+async fn submit(user: &User, n: u32) -> anyhow::Result<u64> {
     let text = format!("{JOB}queue {n}\n");
-    let ctx = SubmitContext::new(format!("{}.sub", user.name), user.name.to_string());
+    let ctx = SubmitContext::new(format!("{}.sub", user.name), user.account.clone());
     let submission = parse_submit(&text, &ctx).map_err(|e| anyhow::anyhow!("demo job: {e:?}"))?;
     let body = SubmitBody {
         protocol: PROTOCOL_VERSION,
         submission,
-        submit_dir: Some(dir.display().to_string()),
+        submit_dir: Some(user.dir.display().to_string()),
     };
     let r = user.client.submit(&body).await?;
     println!(
-        "[demo] {} submitted {} job(s) as cluster {} at {}",
+        "[demo] {} ({}) submitted {} job(s) as cluster {} at {}",
         user.name,
+        user.account,
         r.jobs.len(),
         r.cluster,
         user.client.base_url()
@@ -115,46 +125,41 @@ fn set_owner(home: &Path, station: &str, active: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs the demo against a pool that is already up. `stations[k]` is the
-/// URL of station k; `tokens` the light and heavy users' tokens.
+/// Runs the demo against a pool that is already up: `heavy` submits at
+/// station0, `light` at station1 (`home` holds the stations' owner files);
+/// `coordinator` reads the Up-Down table.
 pub fn run(
     home: &Path,
-    stations: &[String],
-    coordinator: &str,
-    heavy_token: String,
-    light_token: String,
-    admin_token: String,
+    heavy: User,
+    light: User,
+    coordinator: StationClient,
 ) -> anyhow::Result<()> {
-    anyhow::ensure!(stations.len() >= 4, "the demo needs --stations 4 or more");
-    let dir = home.join("demo");
-    std::fs::create_dir_all(&dir)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async {
-        let heavy = User {
-            name: "heavy",
-            client: StationClient::new(stations[0].clone(), heavy_token)?,
-        };
-        let light = User {
-            name: "light",
-            client: StationClient::new(stations[1].clone(), light_token)?,
-        };
-        let coord = StationClient::new(coordinator.to_string(), admin_token)?;
-        println!("[demo] job outputs go to {}", dir.display());
+        let coord = coordinator;
+        for u in [&heavy, &light] {
+            println!(
+                "[demo] the {} user is the Unix account {}; job outputs go to {}",
+                u.name,
+                u.account,
+                u.dir.display()
+            );
+        }
         let mut mine = Mine::default();
-        mine.heavy.push(submit(&heavy, 12, &dir).await?);
+        mine.heavy.push(submit(&heavy, 12).await?);
         let start = Instant::now();
         let mut light_batches = 0;
         let (mut s2_active, mut s3_active) = (false, false);
         loop {
             let t = start.elapsed().as_secs();
             if light_batches == 0 && t >= 6 {
-                mine.light.push(submit(&light, 2, &dir).await?);
+                mine.light.push(submit(&light, 2).await?);
                 light_batches = 1;
             }
             if light_batches == 1 && t >= 30 {
-                mine.light.push(submit(&light, 2, &dir).await?);
+                mine.light.push(submit(&light, 2).await?);
                 light_batches = 2;
             }
             if !s2_active && (8..20).contains(&t) {

@@ -3,15 +3,16 @@
 //! `condor_submit`, `condor_q`, `condor_status`, `condor_rm`, … .
 //!
 //! They talk to the user's own station (jobs live at the submitting
-//! station, Mutka 1988 §5). The station URL and the user's token come from
-//! `$GLEAN_HOME` (see `gleaner_station::client`), or `--station URL` and
-//! `--token FILE`.
+//! station, Mutka 1988 §5): on its user socket, where the kernel says who
+//! the user is, or by URL with the user's token. Both come from
+//! `$GLEAN_HOME` (see `gleaner_station::client`), or `--station URL` (or
+//! `unix:/path`) and `--token FILE`. Who the user is ("your jobs") is what
+//! the station says (`/v1/whoami`).
 
 use crate::output::{Analysis, JobAction, JobList, LocalQueue, Output};
 use anyhow::{Context, bail};
 use clap::Args;
 use gleaner_proto::api::SubmitBody;
-use gleaner_proto::auth::peek_claims;
 use gleaner_proto::submit::{SubmitContext, parse_submit};
 use gleaner_proto::wire::{PROTOCOL_VERSION, PoolStatus};
 use gleaner_station::client::{ClientSettings, JobQuery, StationClient};
@@ -21,7 +22,8 @@ use std::process::ExitCode;
 /// Where the station is and who you are.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ConnectArgs {
-    /// Station base URL (default: `station` in $GLEAN_HOME/pool.toml).
+    /// Station base URL, or `unix:/path` for its user socket (default:
+    /// `socket`, else `station`, in $GLEAN_HOME/pool.toml).
     #[arg(long, value_name = "URL", global = true)]
     pub station: Option<String>,
     /// File holding your token (default: $GLEAN_HOME/token).
@@ -62,9 +64,10 @@ pub fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read {}", args.file.display()))?;
     let settings = args.connect.settings()?;
-    let owner = peek_claims(&settings.token)
-        .map(|c| c.subject)
-        .unwrap_or_default();
+    let client = StationClient::from_settings(&settings)?;
+    let rt = runtime()?;
+    // `$(Owner)` is who the station takes us for.
+    let owner = rt.block_on(client.whoami())?.name;
     let ctx = SubmitContext::new(args.file.display().to_string(), owner)
         .with_env(std::env::vars().collect());
     // Parse locally first: every problem is reported with file:line and
@@ -90,8 +93,7 @@ pub fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
         submission,
         submit_dir,
     };
-    let client = StationClient::from_settings(&settings)?;
-    let resp = runtime()?.block_on(client.submit(&body))?;
+    let resp = rt.block_on(client.submit(&body))?;
     out.submitted(&resp);
     Ok(ExitCode::SUCCESS)
 }
@@ -121,13 +123,14 @@ pub fn q(args: QArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     if let Some(job) = &args.analyze {
         return analyze(job, &args, out);
     }
-    let (client, settings) = args.connect.client()?;
+    let (client, _) = args.connect.client()?;
+    let rt = runtime()?;
     let owner = if args.all {
         None
     } else {
-        peek_claims(&settings.token).ok().map(|c| c.subject)
+        Some(rt.block_on(client.whoami())?.name)
     };
-    let jobs = runtime()?.block_on(client.jobs(&JobQuery {
+    let jobs = rt.block_on(client.jobs(&JobQuery {
         owner,
         state: args.state.clone(),
         all: false,
@@ -150,7 +153,7 @@ fn analyze(job: &str, args: &QArgs, out: &dyn Output) -> anyhow::Result<ExitCode
     let detail = rt
         .block_on(client.job(job))
         .with_context(|| format!("cannot read job {job}"))?;
-    let c = StationClient::new(coord, settings.token.clone())?;
+    let c = StationClient::new(coord, settings.token()?)?;
     let view: AdsView = rt
         .block_on(c.get_json("/v1/ads"))
         .context("cannot read the coordinator's machine ads")?;
@@ -178,13 +181,14 @@ pub struct HistoryArgs {
 }
 
 pub fn history(args: HistoryArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
-    let (client, settings) = args.connect.client()?;
+    let (client, _) = args.connect.client()?;
+    let rt = runtime()?;
     let owner = if args.all {
         None
     } else {
-        peek_claims(&settings.token).ok().map(|c| c.subject)
+        Some(rt.block_on(client.whoami())?.name)
     };
-    let jobs = runtime()?.block_on(client.history(owner.as_deref()))?;
+    let jobs = rt.block_on(client.history(owner.as_deref()))?;
     out.jobs(&jobs, JobList::History);
     Ok(ExitCode::SUCCESS)
 }
@@ -253,7 +257,7 @@ pub fn status(args: StatusArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     let settings = args.connect.settings()?;
     let rt = runtime()?;
     if let Some(coord) = args.coordinator.clone().or(settings.coordinator.clone()) {
-        let c = StationClient::new(coord, settings.token.clone())?;
+        let c = StationClient::new(coord, settings.token()?)?;
         if args.long {
             let view: gleaner_coordinator::matchmaker::AdsView =
                 rt.block_on(c.get_json("/v1/ads"))?;
@@ -283,7 +287,7 @@ pub fn userprio(args: StatusArgs, out: &dyn Output) -> anyhow::Result<ExitCode> 
     let Some(coord) = args.coordinator.clone().or(settings.coordinator.clone()) else {
         anyhow::bail!("no coordinator: pass --coordinator URL or set `coordinator` in pool.toml");
     };
-    let c = StationClient::new(coord, settings.token.clone())?;
+    let c = StationClient::new(coord, settings.token()?)?;
     let up: gleaner_proto::wire::UserPrio = runtime()?.block_on(c.get_json("/v1/userprio"))?;
     out.userprio(&up);
     Ok(ExitCode::SUCCESS)

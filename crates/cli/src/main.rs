@@ -8,6 +8,7 @@ mod classad;
 mod daemons;
 mod dag;
 mod demo;
+mod demo_users;
 mod jobs;
 mod output;
 mod sim;

@@ -3,14 +3,21 @@
 //! Starts one coordinator and N stations as child processes of this one,
 //! with all state under `$GLEAN_HOME` (default `~/.glean`), and keeps them
 //! running until interrupted. It writes what the other commands need to
-//! find the pool (`pool.toml`, the user's `token`), so `glean submit`,
-//! `glean q` and friends work against it with no flags.
+//! find the pool (`pool.toml` naming station0's user socket, the user's
+//! `token` for the coordinator), so `glean submit`, `glean q` and friends
+//! work against it with no flags.
+//!
+//! Jobs run as their owner's Unix account, never root's. Run by an
+//! ordinary user, the stations run as that user and serve only them (a
+//! single-user personal pool); run by root, they serve every local account
+//! on their user sockets (`/run/gleaner/up-<port>.sock`), and root itself
+//! submits nothing.
 //!
 //! Layout:
 //! ```text
 //! $GLEAN_HOME/pool.key                 the pool's signing key (0600)
 //! $GLEAN_HOME/token, admin.token       bearer tokens for this user (0600)
-//! $GLEAN_HOME/pool.toml                station and coordinator URLs
+//! $GLEAN_HOME/pool.toml                station0's socket and URL, the coordinator's URL
 //! $GLEAN_HOME/coordinator/             config, fairness state, log
 //! $GLEAN_HOME/stations/stationK/       config, queue, spool, log, `owner` file
 //! ```
@@ -166,12 +173,17 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     if !(args.interval.is_finite() && args.interval > 0.0) {
         bail!("--interval must be a positive number of seconds");
     }
-    let home = glean_home(args.home)?;
+    let home = glean_home(args.home.clone())?;
     std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
     let key_path = home.join("pool.key");
     let key = load_or_create_pool_key(&key_path)
         .with_context(|| format!("pool key {}", key_path.display()))?;
-    let user = std::env::var("USER").unwrap_or_else(|_| "user".to_string());
+    // The account this runs as (not $USER, which sudo may keep).
+    let user = gleaner_station::userfs::UnixUser::current()
+        .map(|u| u.name)
+        .or_else(|_| std::env::var("USER"))
+        .unwrap_or_else(|_| "user".to_string());
+    let root = nix::unistd::geteuid().is_root();
     write_private(&home.join("token"), &token(&key, &user, Role::User))?;
     write_private(&home.join("admin.token"), &token(&key, &user, Role::Admin))?;
 
@@ -223,18 +235,26 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
             }
             None => String::new(),
         };
+        // Local users reach the station on this socket, no token needed.
+        let socket = if root {
+            PathBuf::from(format!("/run/gleaner/up-{port}.sock"))
+        } else {
+            sdir.join("state").join("user.sock")
+        };
         let scfg = sdir.join("station.toml");
         std::fs::write(
             &scfg,
             format!(
                 "name = {}\nlisten = {}\nstate_dir = {}\ncoordinator = {}\npool_key = {}\n\
                  advertise_secs = {advertise}\nplacement_interval_secs = 1\ncpus = 1\n\
+                 user_socket = {}\n\
                  activity = {{ source = \"file\", path = {} }}\n{execute_line}{}",
                 q(&name),
                 q(&addr.to_string()),
                 q(&sdir.join("state").display().to_string()),
                 q(&coord_url),
                 q(&key_path.display().to_string()),
+                q(&socket.display().to_string()),
                 q(&owner.display().to_string()),
                 if args.demo {
                     let p = crate::demo::POLICIES[k as usize % crate::demo::POLICIES.len()];
@@ -253,43 +273,45 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
         let mut child = spawn(&exe, "station", &scfg, &sdir.join("station.log"))?;
         wait_listening(addr, &mut child, &name)?;
         children.0.push((name.clone(), child));
-        stations.push((name, addr));
+        stations.push((name, addr, socket));
     }
-    let first = stations
+    let (first, first_socket) = stations
         .first()
-        .map(|(_, a)| format!("http://{a}"))
+        .map(|(_, a, s)| (format!("http://{a}"), s.clone()))
         .context("no station")?;
     std::fs::write(
         home.join("pool.toml"),
-        format!("station = {}\ncoordinator = {}\n", q(&first), q(&coord_url)),
+        format!(
+            "socket = {}\nstation = {}\ncoordinator = {}\n",
+            q(&first_socket.display().to_string()),
+            q(&first),
+            q(&coord_url)
+        ),
     )?;
 
     println!("Personal pool up in {}", home.display());
     println!("  coordinator  {coord_url}");
-    for (name, addr) in &stations {
+    for (name, addr, socket) in &stations {
         println!(
-            "  {name:<12} http://{addr}  (owner activity: {})",
+            "  {name:<12} http://{addr}  unix:{}  (owner activity: {})",
+            socket.display(),
             home.join("stations").join(name).join("owner").display()
         );
     }
     if args.demo {
-        let urls: Vec<String> = stations
-            .iter()
-            .map(|(_, a)| format!("http://{a}"))
-            .collect();
-        let result = crate::demo::run(
-            &home,
-            &urls,
-            &coord_url,
-            token(&key, "heavy", Role::User),
-            token(&key, "light", Role::User),
-            token(&key, &user, Role::Admin),
-        );
+        let result = run_demo(&home, &args, &key, &user, &stations, &coord_url);
         // Pool files stay for inspection (glean q/history with --station).
         println!("stopping the pool");
         drop(children);
         result?;
         return Ok(ExitCode::SUCCESS);
+    }
+    if root {
+        println!(
+            "Jobs never run as root: submit as an ordinary user, e.g.\n  \
+             sudo -u USER glean submit FILE --station unix:{}",
+            first_socket.display()
+        );
     }
     println!("Submit with `glean submit FILE`, watch with `glean q` and `glean status`.");
     println!("Press Ctrl-C to stop the pool.");
@@ -320,6 +342,62 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// The demo's users and their clients (see [`crate::demo_users`]), then
+/// the demo itself; the demo accounts are removed when it ends.
+fn run_demo(
+    home: &Path,
+    args: &UpArgs,
+    key: &PoolKey,
+    me: &str,
+    stations: &[(String, SocketAddr, PathBuf)],
+    coord_url: &str,
+) -> anyhow::Result<()> {
+    let root = nix::unistd::geteuid().is_root();
+    let base = if root {
+        // Reachable by the demo accounts (root's home is not).
+        crate::demo_users::root_base(args.port)
+    } else {
+        home.join("demo")
+    };
+    let accounts = crate::demo_users::prepare(&base, me)?;
+    if !root {
+        println!(
+            "[demo] this pool runs as {me}, not as root: each station serves only {me} (a \
+             single-user personal pool), so both demo users are {me}, submitting on the \
+             stations' user sockets"
+        );
+    }
+    let mut users = Vec::new();
+    for (k, a) in accounts.0.iter().enumerate() {
+        let (_, addr, socket) = stations.get(k).context("the demo needs two stations")?;
+        // Root is no user: the demo accounts come with tokens. An ordinary
+        // user is known on the socket.
+        let client = if root {
+            gleaner_station::client::StationClient::new(
+                format!("http://{addr}"),
+                token(key, &a.name, Role::User),
+            )?
+        } else {
+            gleaner_station::client::StationClient::unix(socket)?
+        };
+        users.push(crate::demo::User {
+            name: a.role,
+            account: a.name.clone(),
+            dir: a.dir.clone(),
+            client,
+        });
+    }
+    let coordinator = gleaner_station::client::StationClient::new(
+        coord_url.to_string(),
+        token(key, me, Role::Admin),
+    )?;
+    let light = users.pop().context("no light user")?;
+    let heavy = users.pop().context("no heavy user")?;
+    let result = crate::demo::run(home, heavy, light, coordinator);
+    drop(accounts);
+    result
 }
 
 fn spawn(exe: &Path, what: &str, config: &Path, log: &Path) -> anyhow::Result<Child> {

@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{UpProcess, free_base_port, glean_in as glean, spawn_up, wait_pool_up};
+use common::{
+    TestOwner, UpProcess, free_base_port, glean_as, glean_in as glean, spawn_up, wait_pool_up,
+};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -12,7 +14,8 @@ fn analyze_explains_an_unmatchable_job_station_by_station() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let work = tmp.path().join("work");
-    std::fs::create_dir_all(&work).unwrap();
+    let owner = TestOwner::new("analyze").unwrap();
+    owner.dir(&work).unwrap();
     let port = free_base_port(5);
     let _pool = UpProcess(spawn_up(&home, 2, port, Stdio::null()));
     wait_pool_up(&home);
@@ -24,7 +27,9 @@ fn analyze_explains_an_unmatchable_job_station_by_station() {
          queue\n",
     )
     .unwrap();
-    let out = glean(&home, &work, &["submit", "job.sub"]);
+    // The owner submits on the user socket; the analysis (which needs the
+    // coordinator's token) is asked by the pool's owner.
+    let out = glean_as(&owner, &home, &work, &["submit", "job.sub"]);
     assert!(out.status.success(), "{out:?}");
 
     // Wait until the coordinator has the execute stations' ads.

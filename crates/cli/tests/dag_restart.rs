@@ -4,8 +4,7 @@
 
 mod common;
 
-use common::{Daemons, UserDirs, free_port, glean_in, shared_dir, sign_token, spawn};
-use gleaner_proto::auth::Role;
+use common::{Daemons, UserDirs, free_port, glean_in, shared_dir, socket_line, spawn};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -20,10 +19,11 @@ fn station_config(dir: &Path, name: &str, port: u16, coord: u16, key: &Path) -> 
             "name = \"{name}\"\nlisten = \"127.0.0.1:{port}\"\nstate_dir = \"{}\"\n\
              coordinator = \"http://127.0.0.1:{coord}\"\npool_key = \"{}\"\n\
              advertise_secs = 1\nplacement_interval_secs = 1\ncpus = 1\n\
-             activity = {{ source = \"file\", path = \"{}\" }}\n",
+             activity = {{ source = \"file\", path = \"{}\" }}\n{}",
             dir.join("state").display(),
             key.display(),
-            owner.display()
+            owner.display(),
+            socket_line(&dir.join("state"))
         ),
     )
     .unwrap();
@@ -38,20 +38,21 @@ fn status(home: &Path, work: &Path) -> serde_json::Value {
 #[test]
 fn killed_home_station_resumes_its_dag() {
     let tmp = tempfile::tempdir().unwrap();
+    let user = UserDirs::new(tmp.path());
     let UserDirs {
         home,
         work,
         key_path,
-        key,
-    } = UserDirs::new(tmp.path());
+        ..
+    } = &user;
+    let (home, work, key_path) = (home.clone(), work.clone(), key_path.clone());
     let (pc, p0, p1) = (free_port(), free_port(), free_port());
     std::fs::write(
         home.join("pool.toml"),
         format!("station = \"http://127.0.0.1:{p0}\"\n"),
     )
     .unwrap();
-    let token = sign_token(&key, "alice", Role::User, 1, "alice-test");
-    std::fs::write(home.join("token"), token).unwrap();
+    std::fs::write(home.join("token"), user.token()).unwrap();
 
     // The home station alone: no coordinator yet, so nothing can run and
     // the DAG's root waits in the queue.

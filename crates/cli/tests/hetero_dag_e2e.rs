@@ -13,11 +13,10 @@
 mod common;
 mod dag_common;
 
-use common::{Daemons, UserDirs, free_port, glean_in, shared_dir, sign_token, spawn};
+use common::{Daemons, UserDirs, free_port, glean_in, shared_dir, socket_line, spawn};
 use dag_common::{TWENTY_NODE_EDGES, assert_dependency_order};
 use gleaner_coordinator::matchmaker::AdsView;
 use gleaner_proto::api::JobInfo;
-use gleaner_proto::auth::Role;
 use gleaner_proto::job::JobState;
 use gleaner_station::client::StationClient;
 use std::collections::{BTreeMap, BTreeSet};
@@ -126,12 +125,8 @@ struct Seen {
 #[test]
 fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
     let tmp = tempfile::tempdir().unwrap();
-    let UserDirs {
-        home,
-        work,
-        key_path,
-        key,
-    } = UserDirs::new(tmp.path());
+    let user = UserDirs::new(tmp.path());
+    let (home, work, key_path) = (user.home.clone(), user.work.clone(), user.key_path.clone());
     let pc = free_port();
     let coord_url = format!("http://127.0.0.1:{pc}");
 
@@ -174,9 +169,10 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
             format!(
                 "name = \"{name}\"\nlisten = \"127.0.0.1:{port}\"\nstate_dir = \"{}\"\n\
                  coordinator = \"{coord_url}\"\npool_key = \"{}\"\n\
-                 advertise_secs = 1\nplacement_interval_secs = 0\nspeed = 1.0\n{extra}",
+                 advertise_secs = 1\nplacement_interval_secs = 0\nspeed = 1.0\n{}{extra}",
                 dir.join("state").display(),
                 key_path.display(),
+                socket_line(&dir.join("state")),
             ),
         )
         .unwrap();
@@ -207,7 +203,7 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
         format!("station = \"http://127.0.0.1:{p0}\"\ncoordinator = \"{coord_url}\"\n"),
     )
     .unwrap();
-    let token = sign_token(&key, "alice", Role::User, 1, "alice-test");
+    let token = user.token();
     std::fs::write(home.join("token"), &token).unwrap();
 
     // Each guest writes `<start ns> <end ns> <sandbox>` for its node into a

@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{UpProcess, free_base_port, glean_in as glean, spawn_up, wait_pool_up};
+use common::{
+    TestOwner, UpProcess, free_base_port, glean_as, glean_in as glean, spawn_up, wait_pool_up,
+};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,7 +16,10 @@ fn personal_pool_runs_jobs_and_stops_cleanly() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let work = tmp.path().join("work");
-    std::fs::create_dir_all(&work).unwrap();
+    // Jobs run as their owner (never root): a real account under root,
+    // submitting on station0's user socket with no token.
+    let owner = TestOwner::new("personal").unwrap();
+    owner.dir(&work).unwrap();
     let port = free_base_port(5);
     let pool = UpProcess(spawn_up(&home, 3, port, Stdio::piped()));
     // Wait for pool.toml (written once every daemon listens).
@@ -30,14 +35,14 @@ fn personal_pool_runs_jobs_and_stops_cleanly() {
          queue 4\n",
     )
     .unwrap();
-    let out = glean(&home, &work, &["submit", "job.sub"]);
+    let out = glean_as(&owner, &home, &work, &["submit", "job.sub"]);
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("4 job(s) submitted to cluster 1"));
 
     // Every job completes with exit code 0 and its output arrives.
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
-        let out = glean(&home, &work, &["history", "--json"]);
+        let out = glean_as(&owner, &home, &work, &["history", "--json"]);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
         let done = v.as_array().map_or(0, |a| a.len());
         if done == 4 {

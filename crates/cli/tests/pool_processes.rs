@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{free_port, glean_bin, kill9, sign_token, stop_term};
+use common::{TestOwner, free_port, glean_bin, kill9, sign_token, socket_line, stop_term};
 use gleaner_proto::api::JobInfo;
 use gleaner_proto::auth::{Role, load_or_create_pool_key};
 use gleaner_proto::job::JobState;
@@ -177,10 +177,11 @@ impl TestPool {
                     "name = \"station{k}\"\nlisten = \"{addr}\"\nstate_dir = {}\n\
                      coordinator = \"http://{caddr}\"\npool_key = {}\nadvertise_secs = 1\n\
                      placement_interval_secs = 0\ncpus = 1\nlease_secs = 6\n\
-                     activity = {{ source = \"file\", path = {} }}\n",
+                     activity = {{ source = \"file\", path = {} }}\n{}",
                     q(&sdir.join("state")),
                     q(&key_path),
                     q(&owner),
+                    socket_line(&sdir.join("state")),
                 ),
             )
             .unwrap();
@@ -207,12 +208,14 @@ impl TestPool {
         pool
     }
 
-    /// A user whose jobs live at station `home`; returns their work dir.
+    /// A user whose jobs live at station `home` (a real account under
+    /// root, named after `name`), with a work dir of its own.
     fn user(&self, name: &str, home: usize) -> User {
         let ghome = self.dir.join(format!("home-{name}"));
         let work = self.dir.join(format!("work-{name}"));
+        let owner = TestOwner::new(name).unwrap();
         std::fs::create_dir_all(&ghome).unwrap();
-        std::fs::create_dir_all(&work).unwrap();
+        owner.dir(&work).unwrap();
         std::fs::write(
             ghome.join("pool.toml"),
             format!(
@@ -221,12 +224,19 @@ impl TestPool {
             ),
         )
         .unwrap();
-        let token = sign_token(&self.key, name, Role::User, 0, &format!("test-{name}"));
+        let token = sign_token(
+            &self.key,
+            owner.name(),
+            Role::User,
+            0,
+            &format!("test-{name}"),
+        );
         std::fs::write(ghome.join("token"), token).unwrap();
         User {
             name: name.to_string(),
             home: ghome,
             work,
+            owner,
         }
     }
 
@@ -248,6 +258,8 @@ struct User {
     name: String,
     home: PathBuf,
     work: PathBuf,
+    /// The Unix account the jobs run as.
+    owner: TestOwner,
 }
 
 impl User {
@@ -619,7 +631,7 @@ fn home_station_sigkill_loses_no_job_and_keeps_finished_output() {
         },
     );
     // Jobs accepted just before the crash are durable too.
-    std::fs::create_dir_all(alice.work.join("late")).unwrap();
+    alice.owner.dir(&alice.work.join("late")).unwrap();
     alice.submit(
         "late/b.sub",
         "executable = /bin/sh\narguments = \"-c 'echo late $(Process)'\"\n\

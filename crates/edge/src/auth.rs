@@ -3,11 +3,11 @@
 //! request extensions (or answers 401 itself). Handlers match on the
 //! caller; they never see a token.
 //!
-//! Today the credential is a bearer token signed with the pool key
-//! ([`PoolKeyVerifier`]). The trait also takes a local socket's peer
-//! credentials ([`PeerCred`], `SO_PEERCRED`): a server that accepts on a
-//! Unix socket serves with `ConnectInfo<PeerCred>`, and its verifier maps
-//! the uid to a user.
+//! On TCP the credential is a bearer token signed with the pool key
+//! ([`PoolKeyVerifier`]). On a local Unix socket it is the peer's
+//! credentials ([`PeerCred`], `SO_PEERCRED`): such a server serves with
+//! `ConnectInfo<PeerCred>`, any token sent there is ignored, and its
+//! verifier ([`crate::LocalPeers`]) maps the uid to a user.
 
 use crate::ApiError;
 use axum::extract::{ConnectInfo, Request, State};

@@ -6,10 +6,13 @@
 //! - [`body`]: request bodies: the body-limit and read errors mapped to
 //!   [`ApiError`], JSON parsing that names the offending field, the
 //!   fallback for unknown endpoints.
-//! - [`auth`]: who is calling. A [`Verifier`] turns a bearer token (and,
-//!   later, a Unix socket's peer credentials) into a [`Caller`]; the
+//! - [`auth`]: who is calling. A [`Verifier`] turns a bearer token or a
+//!   Unix socket's peer credentials into a [`Caller`]; the
 //!   [`authenticate`] middleware puts it in the request extensions, so a
 //!   handler takes `Extension<Caller>`.
+//! - [`peer`]: callers on a local Unix socket, known by `SO_PEERCRED`
+//!   ([`PeerCred`] as axum connect info, [`LocalPeers`] mapping uids to
+//!   accounts).
 //! - [`roles`]: what a caller may do: [`require_station`],
 //!   [`require_admin`], [`may_act_on`].
 //!
@@ -19,9 +22,11 @@
 pub mod auth;
 pub mod body;
 pub mod error;
+pub mod peer;
 pub mod roles;
 
 pub use auth::{Caller, Credential, PeerCred, PoolKeyVerifier, Role, Verifier, authenticate};
 pub use body::{body_bytes, not_found, parse_json};
 pub use error::ApiError;
+pub use peer::{LocalPeers, peer_caller};
 pub use roles::{may_act_on, require_admin, require_station};

@@ -2,19 +2,25 @@
 //!
 //! # Finding the station and the token
 //!
-//! The CLI talks to the user's own station. [`ClientSettings::discover`]
-//! reads the personal pool directory `$GLEAN_HOME` (default `~/.glean`):
+//! The CLI talks to the user's own station, on its user socket (the kernel
+//! tells the station who you are; no token) or over HTTP with a token.
+//! [`ClientSettings::discover`] reads the personal pool directory
+//! `$GLEAN_HOME` (default `~/.glean`):
 //!
 //! ```text
 //! $GLEAN_HOME/
-//!   pool.toml    station = "http://127.0.0.1:9620"     # required
+//!   pool.toml    socket = "/run/gleaner/ws12.sock"     # the station's user socket
+//!                station = "http://127.0.0.1:9620"     # or its URL (one of the two)
 //!                coordinator = "http://central:9618"   # optional (glean status)
 //!                token_file = "token"                  # optional, relative to $GLEAN_HOME
-//!   token        the user's bearer token (one line), mode 0600
+//!   token        the user's bearer token (one line), mode 0600: needed
+//!                for the station's URL and for the coordinator
 //! ```
 //!
-//! `--station URL` and `--token FILE` override the file's values; with both
-//! given, `pool.toml` is not needed at all.
+//! The socket is used when `pool.toml` names one, unless `--station URL`
+//! or `--token FILE` is given (a token means "act as its subject", which
+//! only HTTP carries); `--station unix:/path` names a socket directly.
+//! With `--station URL` and `--token FILE`, `pool.toml` is not needed.
 
 use gleaner_proto::api::{ActionRequest, ActionResponse, JobDetail, JobInfo, SubmitBody};
 use gleaner_proto::wire::{ErrorBody, SubmitResponse};
@@ -52,15 +58,47 @@ impl ClientError {
 #[serde(default, deny_unknown_fields)]
 pub struct PoolFile {
     pub station: Option<String>,
+    /// The station's user socket.
+    pub socket: Option<PathBuf>,
     pub coordinator: Option<String>,
     pub token_file: Option<PathBuf>,
+}
+
+/// How to reach the station.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StationAddr {
+    /// Over HTTP with a bearer token.
+    Url(String),
+    /// On its user socket, as the calling Unix user.
+    Socket(PathBuf),
+}
+
+impl StationAddr {
+    /// `unix:/path` is a socket, anything else a URL.
+    pub fn parse(s: &str) -> StationAddr {
+        match s.strip_prefix("unix:") {
+            Some(p) => StationAddr::Socket(PathBuf::from(p)),
+            None => StationAddr::Url(s.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for StationAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StationAddr::Url(u) => f.write_str(u),
+            StationAddr::Socket(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
 }
 
 /// Where to reach the station and with which token.
 #[derive(Clone, Debug)]
 pub struct ClientSettings {
-    pub station: String,
-    pub token: String,
+    pub station: StationAddr,
+    /// The user's token: required for a station URL, optional on the
+    /// socket (still used for the coordinator).
+    pub token: Option<String>,
     pub coordinator: Option<String>,
 }
 
@@ -105,25 +143,47 @@ impl ClientSettings {
                 .map_err(|e| ClientError::Config(format!("{}: {e}", pool_path.display())))?,
             Err(_) => PoolFile::default(),
         };
-        let station = station
-            .map(str::to_string)
-            .or(pool.station)
-            .ok_or_else(|| {
-                ClientError::Config(format!(
-                    "no station: pass --station URL or set `station` in {}",
+        let station = match (station, token_file, &pool.socket, &pool.station) {
+            (Some(s), _, _, _) => StationAddr::parse(s),
+            // An explicit token acts as its subject: HTTP.
+            (None, Some(_), _, Some(url)) => StationAddr::Url(url.clone()),
+            (None, _, Some(sock), _) => StationAddr::Socket(sock.clone()),
+            (None, _, None, Some(url)) => StationAddr::Url(url.clone()),
+            (None, _, None, None) => {
+                return Err(ClientError::Config(format!(
+                    "no station: pass --station URL (or unix:/path) or set `socket` or `station` in {}",
                     pool_path.display()
-                ))
-            })?;
+                )));
+            }
+        };
         let token_path = match (token_file, &pool.token_file) {
             (Some(p), _) => p.to_path_buf(),
             (None, Some(p)) if p.is_absolute() => p.clone(),
             (None, Some(p)) => home.join(p),
             (None, None) => home.join("token"),
         };
+        let token = match &station {
+            StationAddr::Url(_) => Some(read_token(&token_path)?),
+            // On the socket the kernel says who you are; a token is kept
+            // for the coordinator if there is one.
+            StationAddr::Socket(_) if token_file.is_some() => Some(read_token(&token_path)?),
+            StationAddr::Socket(_) => read_token(&token_path).ok(),
+        };
         Ok(ClientSettings {
             station,
-            token: read_token(&token_path)?,
+            token,
             coordinator: pool.coordinator,
+        })
+    }
+
+    /// The token, for calls that need one (the coordinator's).
+    pub fn token(&self) -> Result<&str, ClientError> {
+        self.token.as_deref().ok_or_else(|| {
+            ClientError::Config(
+                "this needs a token (the coordinator has no user socket): pass --token FILE or \
+                 put one in $GLEAN_HOME/token"
+                    .into(),
+            )
         })
     }
 }
@@ -132,7 +192,9 @@ impl ClientSettings {
 #[derive(Clone, Debug)]
 pub struct StationClient {
     base: String,
-    token: String,
+    /// What to show as the station's address (`unix:/path` on a socket).
+    shown: String,
+    token: Option<String>,
     http: reqwest::Client,
 }
 
@@ -146,25 +208,55 @@ pub struct JobQuery {
 }
 
 impl StationClient {
+    /// A client of the station (or coordinator) at `base_url`, sending
+    /// `token`.
     pub fn new(base_url: impl Into<String>, token: impl Into<String>) -> Result<Self, ClientError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(60))
+        let http = Self::builder()
             .build()
             .map_err(|e| ClientError::Config(format!("HTTP client: {e}")))?;
+        let base = base_url.into().trim_end_matches('/').to_string();
         Ok(StationClient {
-            base: base_url.into().trim_end_matches('/').to_string(),
-            token: token.into(),
+            shown: base.clone(),
+            base,
+            token: Some(token.into()),
             http,
         })
     }
 
-    pub fn from_settings(s: &ClientSettings) -> Result<Self, ClientError> {
-        Self::new(&s.station, &s.token)
+    /// A client of the station's user socket at `path`: no token, the
+    /// station knows the calling user from the socket.
+    pub fn unix(path: impl AsRef<Path>) -> Result<Self, ClientError> {
+        let path = path.as_ref();
+        let http = Self::builder()
+            .unix_socket(path)
+            .build()
+            .map_err(|e| ClientError::Config(format!("HTTP client: {e}")))?;
+        Ok(StationClient {
+            // Any host will do: the connection is the socket's.
+            base: "http://localhost".into(),
+            shown: format!("unix:{}", path.display()),
+            token: None,
+            http,
+        })
     }
 
+    fn builder() -> reqwest::ClientBuilder {
+        reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(60))
+    }
+
+    pub fn from_settings(s: &ClientSettings) -> Result<Self, ClientError> {
+        match &s.station {
+            StationAddr::Socket(p) => Self::unix(p),
+            StationAddr::Url(u) => Self::new(u, s.token()?),
+        }
+    }
+
+    /// The station's address as the user knows it (`unix:/path` for the
+    /// socket).
     pub fn base_url(&self) -> &str {
-        &self.base
+        &self.shown
     }
 
     fn url(&self, path: &str) -> String {
@@ -172,14 +264,14 @@ impl StationClient {
     }
 
     async fn send(&self, rb: reqwest::RequestBuilder) -> Result<reqwest::Response, ClientError> {
-        let resp = rb
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .map_err(|e| ClientError::Http {
-                url: self.base.clone(),
-                message: e.to_string(),
-            })?;
+        let rb = match &self.token {
+            Some(t) => rb.bearer_auth(t),
+            None => rb,
+        };
+        let resp = rb.send().await.map_err(|e| ClientError::Http {
+            url: self.shown.clone(),
+            message: e.to_string(),
+        })?;
         let status = resp.status();
         if status.is_success() {
             return Ok(resp);
@@ -203,6 +295,11 @@ impl StationClient {
             .json::<T>()
             .await
             .map_err(|e| ClientError::Decode(e.to_string()))
+    }
+
+    /// `GET /v1/whoami`: who the station takes the caller for.
+    pub async fn whoami(&self) -> Result<crate::home::identity::WhoAmI, ClientError> {
+        self.json(self.http.get(self.url("/v1/whoami"))).await
     }
 
     /// `POST /v1/submit`.
@@ -336,5 +433,60 @@ impl StationClient {
     /// `GET {path}` on the same host, decoded as JSON (e.g. `/v1/guests`).
     pub async fn get_json<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
         self.json(self.http.get(self.url(path))).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(d.path().join(name), text).unwrap();
+        }
+        d
+    }
+
+    #[test]
+    fn the_socket_is_used_without_a_token() {
+        let d = pool(&[(
+            "pool.toml",
+            "socket = \"/run/gleaner/s.sock\"\nstation = \"http://h:1\"\n",
+        )]);
+        let s = ClientSettings::discover_in(d.path(), None, None).unwrap();
+        assert_eq!(s.station, StationAddr::Socket("/run/gleaner/s.sock".into()));
+        assert_eq!(s.token, None);
+        assert!(s.token().unwrap_err().to_string().contains("needs a token"));
+        // A token file is kept for the coordinator.
+        std::fs::write(d.path().join("token"), "tok\n").unwrap();
+        let s = ClientSettings::discover_in(d.path(), None, None).unwrap();
+        assert_eq!(s.token.as_deref(), Some("tok"));
+    }
+
+    #[test]
+    fn overrides_choose_the_transport() {
+        let d = pool(&[
+            (
+                "pool.toml",
+                "socket = \"/run/gleaner/s.sock\"\nstation = \"http://h:1\"\n",
+            ),
+            ("t", "tok"),
+        ]);
+        let t = d.path().join("t");
+        // An explicit token acts as its subject: HTTP.
+        let s = ClientSettings::discover_in(d.path(), None, Some(&t)).unwrap();
+        assert_eq!(s.station, StationAddr::Url("http://h:1".into()));
+        let s = ClientSettings::discover_in(d.path(), Some("unix:/x.sock"), None).unwrap();
+        assert_eq!(s.station, StationAddr::Socket("/x.sock".into()));
+        assert_eq!(s.station.to_string(), "unix:/x.sock");
+        let s = ClientSettings::discover_in(d.path(), Some("http://o:2"), Some(&t)).unwrap();
+        assert_eq!(s.station, StationAddr::Url("http://o:2".into()));
+        // A URL needs a token.
+        let e = ClientSettings::discover_in(d.path(), Some("http://o:2"), None).unwrap_err();
+        assert!(e.to_string().contains("cannot read token"), "{e}");
+        let empty = tempfile::tempdir().unwrap();
+        let e = ClientSettings::discover_in(empty.path(), None, None).unwrap_err();
+        assert!(e.to_string().contains("no station"), "{e}");
     }
 }

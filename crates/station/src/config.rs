@@ -16,6 +16,7 @@
 //! placement_interval_secs = 120 # at most one placement per interval
 //! activity = { source = "always_idle" } # or "file" (path = ...), or "linux" with [owner]
 //! eviction_policy = "linger_longer" # see gleaner_core::eviction
+//! user_socket = "/run/gleaner/ws12.sock" # the user API for local users
 //! [owner]                         # host::owner_watch
 //! sources = ["evdev", "tty", "logind", "power", "load"]
 //! [isolation]                     # isolation::CgroupSettings
@@ -138,6 +139,11 @@ pub struct StationConfig {
     /// Must be the same path on every station of the pool: a CRIU image
     /// names the files the job had open by path.
     pub criu_sandbox_dir: PathBuf,
+    /// The Unix socket on which the user API is also served, callers known
+    /// by their uid (`SO_PEERCRED`), no token needed. Default:
+    /// `/run/gleaner/<name>.sock` when the daemon runs as root,
+    /// `<state_dir>/user.sock` otherwise ([`Self::user_socket_path`]).
+    pub user_socket: Option<PathBuf>,
 }
 
 impl Default for StationConfig {
@@ -175,6 +181,7 @@ impl Default for StationConfig {
             checkpoint_grace_secs: 10.0,
             execute_dir: None,
             criu_sandbox_dir: PathBuf::from(crate::host::starter::DEFAULT_CRIU_SANDBOX_DIR),
+            user_socket: None,
         }
     }
 }
@@ -279,6 +286,11 @@ impl StationConfig {
                 });
             }
         }
+        if let Some(p) = &self.user_socket
+            && !p.is_absolute()
+        {
+            return bad("user_socket", "must be an absolute path");
+        }
         if let Some(s) = self.speed
             && !(s.is_finite() && s > 0.0)
         {
@@ -323,6 +335,17 @@ impl StationConfig {
         self.execute_dir
             .clone()
             .unwrap_or_else(|| self.state_dir.join("execute"))
+    }
+
+    /// Where the user socket is (see [`Self::user_socket`]).
+    pub fn user_socket_path(&self) -> PathBuf {
+        match &self.user_socket {
+            Some(p) => p.clone(),
+            None if nix::unistd::geteuid().is_root() => {
+                PathBuf::from(format!("/run/gleaner/{}.sock", self.station_name()))
+            }
+            None => self.state_dir.join("user.sock"),
+        }
     }
 
     /// The station name, falling back to the host name.

@@ -55,11 +55,10 @@ async fn checkpoints_are_verified_rotated_and_rolled_back() {
     let (_b, b) = spawn_for_test(station("b", StationRole::ExecuteOnly))
         .await
         .unwrap();
-    let work = root.join("work");
-    std::fs::create_dir_all(&work).unwrap();
+    let (alice, work) = common::job_owner(root);
     let client = StationClient::new(
         format!("http://{home_addr}"),
-        token(&key, Role::User, "alice"),
+        token(&key, Role::User, alice.name()),
     )
     .unwrap();
     let id = submit(
@@ -214,7 +213,7 @@ async fn checkpoints_are_verified_rotated_and_rolled_back() {
     // A user token cannot touch checkpoints.
     let r = http
         .get(&url)
-        .bearer_auth(token(&key, Role::User, "alice"))
+        .bearer_auth(token(&key, Role::User, alice.name()))
         .send()
         .await
         .unwrap();

@@ -1,4 +1,8 @@
 //! The station daemon's user and shadow APIs, on loopback.
+//!
+//! Jobs belong to Unix accounts: `alice` and `bob` are real accounts made
+//! for each test when it runs as root (both are the test's own account
+//! otherwise, and the tests about two users are skipped).
 
 use gleaner_core::time::Time;
 use gleaner_proto::api::{AppendResponse, JobInfo, SubmitBody};
@@ -9,13 +13,18 @@ use gleaner_proto::wire::{ErrorBody, JobStatusReport, PROTOCOL_VERSION};
 use gleaner_station::client::{ClientError, JobQuery, StationClient};
 use gleaner_station::config::{StationConfig, StationRole};
 use gleaner_station::node::{Running, spawn_for_test};
-use std::path::Path;
+use gleaner_testkit::{TestOwner, skip_unless_root};
+use std::path::{Path, PathBuf};
 
 struct Env {
     dir: tempfile::TempDir,
     running: Option<Running>,
     base: String,
     key: PoolKey,
+    alice: TestOwner,
+    bob: TestOwner,
+    /// The submit directory, alice's.
+    work: PathBuf,
 }
 
 fn config(dir: &Path) -> StationConfig {
@@ -35,11 +44,28 @@ impl Env {
         let dir = tempfile::tempdir().unwrap();
         let (addr, running) = spawn_for_test(config(dir.path())).await.unwrap();
         let key = load_or_create_pool_key(&dir.path().join("pool.key")).unwrap();
+        let alice = TestOwner::new("alice").unwrap();
+        let bob = TestOwner::new("bob").unwrap();
+        let work = dir.path().join("work");
+        alice.dir(&work).unwrap();
         Env {
             dir,
             running: Some(running),
             base: format!("http://{addr}"),
             key,
+            alice,
+            bob,
+            work,
+        }
+    }
+
+    /// The account behind a test's name for a user (`alice`, `bob`);
+    /// other names (administrators, stations) are used as they are.
+    fn name(&self, who: &str) -> String {
+        match who {
+            "alice" => self.alice.name().to_string(),
+            "bob" => self.bob.name().to_string(),
+            other => other.to_string(),
         }
     }
 
@@ -54,7 +80,7 @@ impl Env {
 
     fn token(&self, who: &str, role: Role) -> String {
         self.key.sign(&Claims {
-            subject: who.into(),
+            subject: self.name(who),
             role,
             issued_at: 0,
             expires_at: None,
@@ -67,11 +93,11 @@ impl Env {
     }
 
     fn submit_dir(&self) -> &Path {
-        self.dir.path()
+        &self.work
     }
 
     async fn submit(&self, who: &str, text: &str) -> Vec<JobId> {
-        let sub = parse_submit(text, &SubmitContext::new("job.sub", who)).unwrap();
+        let sub = parse_submit(text, &SubmitContext::new("job.sub", self.name(who))).unwrap();
         let body = SubmitBody {
             protocol: PROTOCOL_VERSION,
             submission: sub,
@@ -122,6 +148,9 @@ fn api_status(e: ClientError) -> u16 {
 
 #[tokio::test]
 async fn submit_then_listed_and_detailed() {
+    if skip_unless_root("alice and bob are two accounts") {
+        return;
+    }
     let env = Env::start().await;
     let ids = env.submit("alice", TWO).await;
     assert_eq!(ids, vec![JobId::new(1, 0), JobId::new(1, 1)]);
@@ -133,7 +162,7 @@ async fn submit_then_listed_and_detailed() {
     assert_eq!(jobs.len(), 2);
     assert!(
         jobs.iter()
-            .all(|j| j.owner == "alice" && j.state == JobState::Idle)
+            .all(|j| j.owner == env.name("alice") && j.state == JobState::Idle)
     );
     assert_eq!(jobs[0].cmd, "/bin/echo hi");
     let d = env.client("alice", Role::User).job("1.1").await.unwrap();
@@ -148,7 +177,7 @@ async fn submit_then_listed_and_detailed() {
     let bobs = env
         .client("alice", Role::User)
         .jobs(&JobQuery {
-            owner: Some("bob".into()),
+            owner: Some(env.name("bob")),
             ..Default::default()
         })
         .await
@@ -178,12 +207,15 @@ async fn rm_hold_release_change_state() {
     assert_eq!(r.changed.len(), 2);
     assert_eq!(env.state("1.1").await, JobState::Removed);
     assert!(c.jobs(&JobQuery::default()).await.unwrap().is_empty());
-    assert_eq!(c.history(Some("alice")).await.unwrap().len(), 2);
+    assert_eq!(c.history(Some(&env.name("alice"))).await.unwrap().len(), 2);
     assert_eq!(api_status(c.rm("7.0", None).await.unwrap_err()), 404);
 }
 
 #[tokio::test]
 async fn another_users_job_is_forbidden() {
+    if skip_unless_root("alice and bob are two accounts") {
+        return;
+    }
     let env = Env::start().await;
     env.submit("alice", TWO).await;
     let bob = env.client("bob", Role::User);
@@ -481,6 +513,9 @@ async fn completion_delivers_outputs_and_user_log() {
 
 #[tokio::test]
 async fn restart_keeps_every_job() {
+    if skip_unless_root("alice and bob are two accounts") {
+        return;
+    }
     let mut env = Env::start().await;
     env.submit("alice", TWO).await;
     env.submit("bob", "executable = /bin/true\nqueue 3\n").await;

@@ -7,7 +7,6 @@ use gleaner_proto::job::{JobEventKind, JobState};
 use gleaner_station::client::StationClient;
 use gleaner_station::config::StationRole;
 use gleaner_station::node::spawn_for_test;
-use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 mod common;
@@ -33,9 +32,7 @@ async fn job_from_a_runs_on_b_and_output_returns() {
         .await
         .unwrap();
 
-    let work = root.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (alice, work) = common::job_owner(root);
     std::fs::write(
         work.join("run.sh"),
         "#!/bin/sh\necho hello from $(cat in.txt)\ntr a-z A-Z < in.txt > out.txt\n",
@@ -44,7 +41,7 @@ async fn job_from_a_runs_on_b_and_output_returns() {
     std::fs::write(work.join("in.txt"), "station a").unwrap();
     let text = "executable = run.sh\ntransfer_input_files = in.txt\n\
                 transfer_output_files = out.txt\noutput = stdout.txt\nlog = job.log\nqueue\n";
-    let token = sign(&key, "alice", Role::User, "alice");
+    let token = sign(&key, alice.name(), Role::User, "alice");
     let client = StationClient::new(format!("http://{a_addr}"), token).unwrap();
     let resp = submit(&client, text, &work).await;
     let id = resp.jobs[0].to_string();

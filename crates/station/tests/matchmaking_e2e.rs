@@ -15,7 +15,6 @@ use gleaner_station::config::{StationConfig, StationRole};
 use gleaner_station::host::policy::PolicyConfig;
 use gleaner_station::node::spawn_for_test;
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 mod common;
@@ -93,10 +92,8 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
         running.push(r);
     }
 
-    let work = root.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let token = sign(&key, "alice", Role::User, "alice");
+    let (alice, work) = common::job_owner(root);
+    let token = sign(&key, alice.name(), Role::User, "alice");
     let client = StationClient::new(format!("http://{home_addr}"), token.clone()).unwrap();
     let submit = |text: &'static str| common::submit(&client, text, &work);
     let licensed = submit(

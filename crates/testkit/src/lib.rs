@@ -3,12 +3,16 @@
 //! - [`TestUser`]: a real Unix account made for one test and removed when
 //!   it is dropped (its processes killed first), so tests about users,
 //!   permissions and isolation exercise the kernel rather than a mock.
+//! - [`TestOwner`]: who a test's jobs belong to (a [`TestUser`] under
+//!   root, else the test's own account), with directories of its own.
 //! - [`is_root`] and [`skip_unless_root`]: tests that need root print one
 //!   clear `skipped: …` line elsewhere instead of failing.
 
+mod owner;
 mod procs;
 mod user;
 
+pub use owner::{TestOwner, reachable};
 pub use procs::{kill_user_processes, pids_of_uid};
 pub use user::TestUser;
 

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
+pub use gleaner_testkit::TestOwner;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -107,8 +108,10 @@ pub fn spawn(what: &str, config: &Path, log: &Path, port: u16) -> Child {
     c
 }
 
-/// `glean up --stations N --interval 1 --port PORT` with GLEAN_HOME=home.
+/// `glean up --stations N --interval 1 --port PORT` with GLEAN_HOME=home
+/// (made reachable, so that a test's job owner can read `pool.toml`).
 pub fn spawn_up(home: &Path, stations: u16, port: u16, stdout: Stdio) -> Child {
+    gleaner_testkit::reachable(home).unwrap();
     Command::new(glean_bin())
         .args([
             "up",
@@ -158,6 +161,24 @@ pub fn glean_in(home: &Path, dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// A station's `user_socket` line for a station whose state is `state`
+/// (tests side by side must not share `/run/gleaner/<name>.sock`).
+pub fn socket_line(state: &Path) -> String {
+    format!("user_socket = \"{}\"\n", state.join("user.sock").display())
+}
+
+/// `glean ARGS` in `dir` with GLEAN_HOME=home, run as `owner` (on a `glean
+/// up` pool: its station knows the owner from the user socket).
+pub fn glean_as(owner: &TestOwner, home: &Path, dir: &Path, args: &[&str]) -> Output {
+    owner
+        .command(glean_bin())
+        .args(args)
+        .env("GLEAN_HOME", home)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
 /// A directory every guest may write to: guests run as another user and
 /// cannot enter the test's private temporary directory.
 pub fn shared_dir() -> tempfile::TempDir {
@@ -185,19 +206,22 @@ pub fn sign_token(
 }
 
 /// A user's GLEAN_HOME and submit directory under `root`, and the pool key
-/// at `root/pool.key`.
+/// at `root/pool.key`. The user is a real Unix account under root (see
+/// [`TestOwner`]): its jobs run as it, so the submit directory is its own.
 pub struct UserDirs {
     pub home: PathBuf,
     pub work: PathBuf,
     pub key_path: PathBuf,
     pub key: PoolKey,
+    pub owner: TestOwner,
 }
 
 impl UserDirs {
     pub fn new(root: &Path) -> UserDirs {
         let (home, work) = (root.join("home"), root.join("work"));
+        let owner = TestOwner::new("alice").unwrap();
         std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&work).unwrap();
+        owner.dir(&work).unwrap();
         let key_path = root.join("pool.key");
         let key = load_or_create_pool_key(&key_path).unwrap();
         UserDirs {
@@ -205,6 +229,12 @@ impl UserDirs {
             work,
             key_path,
             key,
+            owner,
         }
+    }
+
+    /// A never-expiring user token for the owner.
+    pub fn token(&self) -> String {
+        sign_token(&self.key, self.owner.name(), Role::User, 1, "owner-test")
     }
 }

@@ -1,27 +1,31 @@
 //! A personal pool for the `glean dag` tests.
 #![allow(dead_code)]
 
-use crate::common::{UpProcess, free_base_port, glean_in, spawn_up, wait_pool_up};
+use crate::common::{TestOwner, UpProcess, free_base_port, glean_as, spawn_up, wait_pool_up};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// `glean up` in a temporary directory; stopped with SIGINT on drop.
+/// `glean up` in a temporary directory; stopped with SIGINT on drop. The
+/// DAGs' owner is a real account (under root) using the user socket, with
+/// its own work directory.
 pub struct Pool {
     // Declared first so the pool stops before its directory goes.
     up: UpProcess,
     pub tmp: tempfile::TempDir,
+    pub owner: TestOwner,
 }
 
 impl Pool {
     pub fn up(stations: u16) -> Pool {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
-        std::fs::create_dir_all(tmp.path().join("work")).unwrap();
+        let owner = TestOwner::new("dagowner").unwrap();
+        owner.dir(&tmp.path().join("work")).unwrap();
         let port = free_base_port(stations + 2);
         let up = UpProcess(spawn_up(&home, stations, port, Stdio::null()));
-        let pool = Pool { up, tmp };
+        let pool = Pool { up, tmp, owner };
         wait_pool_up(&home);
         pool
     }
@@ -35,8 +39,9 @@ impl Pool {
     }
 }
 
+/// `glean ARGS` as the pool's DAG owner.
 pub fn glean(pool: &Pool, args: &[&str]) -> Output {
-    glean_in(&pool.home(), &pool.work(), args)
+    glean_as(&pool.owner, &pool.home(), &pool.work(), args)
 }
 
 /// `glean dag status ID --json`.

@@ -10,7 +10,7 @@
 //! measured.
 #![allow(dead_code)]
 
-use crate::common::{free_port, glean_bin, kill9, sign_token, stop_term};
+use crate::common::{TestOwner, free_port, glean_bin, kill9, sign_token, socket_line, stop_term};
 use gleaner_proto::api::SubmitBody;
 use gleaner_proto::auth::{Role, load_or_create_pool_key};
 use gleaner_proto::job::{JobEventKind, JobState};
@@ -210,6 +210,8 @@ pub struct Pool {
     pub client: StationClient,
     pub work: PathBuf,
     pub key: gleaner_proto::auth::PoolKey,
+    /// The account the jobs belong to.
+    pub owner: TestOwner,
     _lock: std::fs::File,
 }
 
@@ -250,9 +252,10 @@ impl Pool {
                     "name = \"{name}\"\nlisten = \"127.0.0.1:{port}\"\nstate_dir = \"{}\"\n\
                      pool_key = \"{}\"\ncoordinator = \"http://127.0.0.1:{cport}\"\nrole = \"{role}\"\n\
                      advertise_secs = 1\nplacement_interval_secs = 0.0\nlease_secs = {LEASE}.0\n\
-                     avoid_host_secs = 120.0\ncheckpoint_grace_secs = 5.0\ncpus = 1\n{extra}",
+                     avoid_host_secs = 120.0\ncheckpoint_grace_secs = 5.0\ncpus = 1\n{}{extra}",
                     root.join(name).display(),
-                    key_path.display()
+                    key_path.display(),
+                    socket_line(&root.join(name)),
                 ),
             )
             .unwrap();
@@ -291,10 +294,14 @@ impl Pool {
             hosts.insert(h.to_string(), d);
         }
         let home_url = format!("http://127.0.0.1:{hport}");
-        let token = sign_token(&key, "alice", Role::User, 0, "alice");
+        // The jobs' owner is a real account (under root); its work
+        // directory is its own, and open to the guests (which write their
+        // progress there).
+        let owner = TestOwner::new("alice").unwrap();
+        let token = sign_token(&key, owner.name(), Role::User, 0, "alice");
         let client = StationClient::new(home_url.clone(), token).unwrap();
         let work = root.join("work");
-        std::fs::create_dir_all(&work).unwrap();
+        owner.dir(&work).unwrap();
         std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777)).unwrap();
         std::fs::copy(
             repo_root().join("examples/jobs/selfckpt.sh"),
@@ -317,6 +324,7 @@ impl Pool {
             client,
             work,
             key,
+            owner,
             _lock: lock,
         }
     }

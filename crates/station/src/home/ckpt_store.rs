@@ -95,7 +95,7 @@ fn checkpoint_job(
 }
 
 /// Records a refused checkpoint in the history and the user log.
-fn record_rejection(home: &Home, id: JobId, why: &str) {
+async fn record_rejection(home: &Home, id: JobId, why: &str) {
     let at = now();
     let detail = format!("checkpoint rejected, previous kept: {why}");
     let res = home
@@ -104,7 +104,7 @@ fn record_rejection(home: &Home, id: JobId, why: &str) {
     if let Err(e) = res {
         tracing::warn!(job = %id, error = %e, "cannot record checkpoint rejection");
     }
-    user_log(home, id, at, "008", "Checkpoint rejected", &detail);
+    user_log(home, id, at, "008", "Checkpoint rejected", &detail).await;
     tracing::warn!(job = %id, why, "checkpoint rejected");
 }
 
@@ -116,7 +116,7 @@ async fn store_checkpoint(
 ) -> Result<Json<StoredResponse>, ApiError> {
     let id = checkpoint_job(&home, &caller, &id, "not accepting checkpoints")?;
     let dir = ckpt_dir(&home, id);
-    std::fs::create_dir_all(&dir)
+    super::private::create_dir(&dir)
         .map_err(|e| ApiError::internal("cannot create checkpoint dir", e))?;
     let tmp = dir.join(format!(
         ".incoming-{}",
@@ -130,7 +130,7 @@ async fn store_checkpoint(
         Ok(n) => n,
         Err(why) => {
             let _ = std::fs::remove_file(&tmp);
-            record_rejection(&home, id, &why);
+            record_rejection(&home, id, &why).await;
             return Err(ApiError::bad("body", format!("checkpoint rejected: {why}")));
         }
     };
@@ -143,7 +143,7 @@ async fn store_checkpoint(
         Ok(m) => m,
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
-            record_rejection(&home, id, &e.to_string());
+            record_rejection(&home, id, &e.to_string()).await;
             return Err(ApiError::bad("body", format!("checkpoint rejected: {e}")));
         }
     };
@@ -158,7 +158,7 @@ async fn store_checkpoint(
             .map_err(|e| ApiError::internal("cannot store checkpoint", e))?;
         // A readable copy of the manifest, for people and tools.
         if let Ok(j) = serde_json::to_vec_pretty(&manifest) {
-            let _ = std::fs::write(dir.join("latest.manifest.json"), j);
+            let _ = super::private::write(&dir.join("latest.manifest.json"), &j);
         }
     }
     home.ckpt.rate.record(bytes, elapsed);
@@ -172,14 +172,14 @@ async fn store_checkpoint(
     let at = now();
     home.queue()
         .annotate(id, JobEventKind::Checkpointed, &detail, at)?;
-    user_log(&home, id, at, "003", "Job was checkpointed.", &detail);
+    user_log(&home, id, at, "003", "Job was checkpointed.", &detail).await;
     tracing::info!(job = %id, %detail, "checkpoint stored");
     Ok(Json(StoredResponse { ok: true, detail }))
 }
 
 /// Streams the body into `path` through the station's token bucket.
 async fn receive(home: &Home, body: Body, path: &std::path::Path) -> Result<u64, String> {
-    let mut f = std::fs::File::create(path).map_err(|e| format!("cannot store: {e}"))?;
+    let mut f = super::private::create(path).map_err(|e| format!("cannot store: {e}"))?;
     let mut stream = body.into_data_stream();
     let mut total = 0u64;
     while let Some(chunk) = stream.next().await {

@@ -13,7 +13,7 @@
 //! ([`super::remote`]).
 
 use super::shadow::STATIONS_ONLY;
-use super::user_log::user_log;
+use super::user_log::spawn_user_log;
 use super::{Home, parse_job_id};
 use crate::clock::now;
 use crate::lease::LeaseRenewal;
@@ -119,7 +119,7 @@ fn requeue_expired(home: &Arc<Home>, id: JobId, host: String, limit: Duration) {
             tracing::warn!(job = %id, %host, "lease expired; job requeued");
             home.remote.avoid_host(id, &host);
             home.remote.forget(id);
-            user_log(home, id, at, "004", "Job was evicted", &detail);
+            spawn_user_log(home, id, at, "004", "Job was evicted", &detail);
             home.news.notify_one();
         }
         Err(e) => {

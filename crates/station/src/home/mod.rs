@@ -3,7 +3,12 @@
 //! station's own jobs is here:
 //!
 //! - [`user`]: the user API the CLI calls (submit, q, rm/hold/release,
-//!   history, output while running);
+//!   history, output while running), on TCP with a token and on the
+//!   station's user socket; [`identity`]: who it serves and as which Unix
+//!   account a job runs;
+//! - `as_owner`: all file work on a user's behalf, as that user
+//!   ([`crate::userfs`]); `submit_check`: paths checked as the owner
+//!   before anything is queued; [`private`]: the spool's modes;
 //! - [`schedd`]: the local scheduler, which uses the coordinator's grants
 //!   for this station's idle jobs and passes preemptions on;
 //! - [`remote`]: the one table of this station's remote jobs (where each
@@ -18,21 +23,26 @@
 //! [`Home`] is the side's state; the node gives it grants and preemptions
 //! and takes its part of the station's ad ([`HomePart`]).
 
+mod as_owner;
 pub mod ckpt_store;
 pub mod dagman;
 mod http;
+pub mod identity;
 pub mod job_classes;
 pub mod lease;
+pub mod private;
 pub mod recover;
 pub mod remote;
 pub mod schedd;
 pub mod shadow;
+mod submit_check;
 pub mod user;
 pub mod user_log;
 
 use crate::config::StationConfig;
 use crate::queue::{JobQueue, QueueError};
 use axum::Router;
+use axum::routing::get;
 use gleaner_proto::job::{JobId, JobStateKind};
 use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::wire::Demand;
@@ -86,6 +96,8 @@ pub struct Home {
     ckpt: ckpt_store::CkptStore,
     /// When the local scheduler last placed a job (one per interval).
     last_placement: Mutex<Option<Instant>>,
+    /// Whom the user API serves (decided by the daemon's uid).
+    served: identity::Served,
 }
 
 impl Home {
@@ -123,6 +135,7 @@ impl Home {
             remote,
             ckpt,
             last_placement: Mutex::new(None),
+            served: identity::Served::detect(),
         })
     }
 
@@ -147,12 +160,29 @@ impl Home {
     /// The home's endpoints (user API, DAGs, shadow, checkpoints, leases).
     pub fn router(self: &Arc<Self>) -> Router {
         Router::new()
-            .merge(user::router())
-            .merge(dagman::router())
+            .merge(self.user_routes())
             .merge(shadow::router())
             .merge(ckpt_store::router())
             .merge(lease::router())
             .with_state(self.clone())
+    }
+
+    /// The user API alone (jobs, history, output, DAGs, whoami): what the
+    /// user socket serves. No shadow, checkpoint or lease endpoints.
+    pub fn user_router(self: &Arc<Self>) -> Router {
+        self.user_routes().with_state(self.clone())
+    }
+
+    /// The user API's routes, each behind [`identity::admit`].
+    fn user_routes(self: &Arc<Self>) -> Router<Arc<Home>> {
+        Router::new()
+            .merge(user::router())
+            .merge(dagman::router())
+            .route("/v1/whoami", get(identity::whoami))
+            .route_layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                identity::admit,
+            ))
     }
 
     /// Starts the home's loops: the DAG manager (when this station takes

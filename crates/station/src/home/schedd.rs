@@ -111,26 +111,31 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
     match outcome {
         Ok(PlacementResponse::Accepted { guest_id }) => {
             let at = now();
-            let mut q = home.queue();
-            if let Err(e) = q.record_placement(job.id, &g.host, &g.host_address, at) {
-                tracing::error!(job = %job.id, error = %e, "cannot record placement");
-            }
-            // The host may already have reported "started" (then the
-            // shadow has logged the start).
-            let current = q.get(job.id).ok().flatten().map(|r| r.state);
-            let mut started_here = false;
-            if current == Some(JobState::Idle) {
-                match q.transition(
-                    job.id,
-                    JobState::Running,
-                    &format!("placed on host {} as {guest_id}", g.host),
-                    at,
-                ) {
-                    Ok(_) => started_here = true,
-                    Err(e) => tracing::warn!(job = %job.id, error = %e, "cannot mark job running"),
+            // The queue lock is released before the user log is written.
+            let started_here = {
+                let mut q = home.queue();
+                if let Err(e) = q.record_placement(job.id, &g.host, &g.host_address, at) {
+                    tracing::error!(job = %job.id, error = %e, "cannot record placement");
                 }
-            }
-            drop(q);
+                // The host may already have reported "started" (then the
+                // shadow has logged the start).
+                let current = q.get(job.id).ok().flatten().map(|r| r.state);
+                let mut started_here = false;
+                if current == Some(JobState::Idle) {
+                    match q.transition(
+                        job.id,
+                        JobState::Running,
+                        &format!("placed on host {} as {guest_id}", g.host),
+                        at,
+                    ) {
+                        Ok(_) => started_here = true,
+                        Err(e) => {
+                            tracing::warn!(job = %job.id, error = %e, "cannot mark job running")
+                        }
+                    }
+                }
+                started_here
+            };
             // The lease runs from the placement, not from an earlier run.
             home.remote.placed(job.id);
             if started_here {
@@ -141,7 +146,8 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
                     "001",
                     &format!("Job executing on host: {}", g.host),
                     &g.host_address,
-                );
+                )
+                .await;
             }
             tracing::info!(job = %job.id, host = %g.host, "job placed");
         }

@@ -8,22 +8,30 @@
 //!   `transfer_input_files` are served; anything else, and any other path
 //!   with `..` or a leading `/`, is refused.
 //! - `POST /v1/shadow/{job}/output/{stream}?offset=N`: appends stdout or
-//!   stderr to the spool (`spool/<job>/stdout`). Idempotent: a retried
+//!   stderr to the spool (`spool/<job>/stdout`, private to the daemon). Idempotent: a retried
 //!   chunk that is already stored is accepted again; a chunk that would
 //!   leave a gap is 409, so that the starter resends from the stored length.
 //! - `PUT /v1/shadow/{job}/files/{name}`: an output file after exit.
 //! - `POST /v1/jobs/{job}/status`: a [`JobStatusReport`]; state changes go
 //!   through the queue's transition table. On completion the spooled
 //!   stdout/stderr and output files are copied to the paths named in the
-//!   submit description (relative to the initial directory).
+//!   submit description (relative to the initial directory), as the job's
+//!   owner; what cannot be delivered stays in the spool, and the problem
+//!   goes into the job's history and user log.
+//!
+//! Inputs are read and outputs written with the owner's rights
+//! ([`super::as_owner`]), never root's.
 //!
 //! Every event also goes to the user log ([`super::user_log`]).
 
+use super::as_owner::{OwnerFsError, api_error, as_owner, io_error, with_fs};
 use super::http::job_record;
+use super::private;
 use super::user_log::user_log;
 use super::{Home, parse_job_id};
 use crate::clock::now;
 use crate::queue::JobRecord;
+use crate::userfs::{Op, UserFs};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::routing::{get, post, put};
@@ -33,7 +41,7 @@ use gleaner_proto::api::{AppendResponse, StoredResponse};
 use gleaner_proto::job::{JobEventKind, JobId, JobState, JobStateKind};
 use gleaner_proto::wire::{ErrorCode, JobStatusReport, check_version};
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Component, PathBuf};
 use std::sync::Arc;
 
@@ -153,28 +161,19 @@ async fn input(
         ));
     }
     let path = input_path(&r, &name)?;
-    match tokio::fs::metadata(&path).await {
-        Ok(m) if m.is_dir() => {
-            return Err(ApiError::bad(
-                "name",
-                format!("{name:?} is a directory; only files are transferred"),
-            ));
-        }
-        Ok(_) => {}
-        Err(_) => {
-            return Err(ApiError::field(
-                ErrorCode::NotFound,
-                "name",
-                format!("input file {} not found", path.display()),
-            ));
-        }
-    }
-    tokio::fs::read(&path).await.map_err(|e| {
-        ApiError::field(
-            ErrorCode::NotFound,
-            "name",
-            format!("cannot read {}: {e}", path.display()),
-        )
+    // Read as the job's owner: what they could not read, no host gets.
+    let target = path.clone();
+    as_owner(&r.owner, move |u| {
+        let mut data = Vec::new();
+        u.open_read(&target)?
+            .read_to_end(&mut data)
+            .map_err(|e| io_error(Op::Read, &target, &u.user().name, e))?;
+        Ok(data)
+    })
+    .await
+    .map_err(|e| {
+        tracing::warn!(job = %id, path = %path.display(), error = %e, "input not served");
+        api_error("name", &e)
     })
 }
 
@@ -232,7 +231,7 @@ async fn append(
     }
     let _guard = home.spool_lock.lock().await;
     let dir = home.spool_for(id);
-    std::fs::create_dir_all(&dir)
+    private::create_dir(&dir)
         .map_err(|e| ApiError::internal("cannot create spool directory", e))?;
     let path = stream_path(&home, id, s);
     let len = std::fs::metadata(&path).map_or(0, |m| m.len());
@@ -250,7 +249,7 @@ async fn append(
     if end > len {
         // Only the part past what is stored is new; the rest is a retry.
         let skip = usize::try_from(len - offset).unwrap_or(usize::MAX);
-        let mut f = std::fs::OpenOptions::new()
+        let mut f = private::options()
             .create(true)
             .append(true)
             .open(&path)
@@ -297,11 +296,11 @@ async fn store_file(
     }
     let _guard = home.spool_lock.lock().await;
     let dir = home.spool_for(id).join("files");
-    std::fs::create_dir_all(&dir)
+    private::create_dir(&dir)
         .map_err(|e| ApiError::internal("cannot create spool directory", e))?;
     // Write then rename, so that a retried upload never leaves half a file.
     let tmp = dir.join(format!(".{name}.part"));
-    std::fs::write(&tmp, &data).map_err(|e| ApiError::internal("cannot store output file", e))?;
+    private::write(&tmp, &data).map_err(|e| ApiError::internal("cannot store output file", e))?;
     std::fs::rename(&tmp, dir.join(&name))
         .map_err(|e| ApiError::internal("cannot store output file", e))?;
     Ok(Json(StoredResponse {
@@ -311,31 +310,34 @@ async fn store_file(
 }
 
 /// Copies spooled stdout/stderr and output files to where the submit
-/// description wants them. Failures are logged and returned as text: the
-/// job still completes (its output stays in the spool).
-fn deliver_outputs(home: &Home, r: &JobRecord) -> Vec<String> {
-    let mut problems = Vec::new();
-    let Some(iwd) = r.description.iwd.as_deref().map(PathBuf::from) else {
-        return vec!["no initial directory: outputs stay in the spool".into()];
-    };
+/// description wants them, as the job's owner: the daemon opens the
+/// spooled file, a `userfs` thread with the owner's rights creates the
+/// destination (refusing symlinks not the owner's or root's) and copies.
+/// Failures are logged and returned as text: the job still completes, and
+/// its output stays in the spool.
+async fn deliver_outputs(home: &Home, r: &JobRecord) -> Vec<String> {
     let spool = home.spool_for(r.id);
-    let mut copy = |from: PathBuf, to: PathBuf| {
-        if !from.exists() {
-            // Nothing was written: create the file empty, as HTCondor does.
-            if let Err(e) = std::fs::write(&to, b"") {
-                problems.push(format!("{}: {e}", to.display()));
-            }
-            return;
-        }
-        if let Err(e) = std::fs::copy(&from, &to) {
-            problems.push(format!("{}: {e}", to.display()));
+    let Some(iwd) = r.description.iwd.as_deref().map(PathBuf::from) else {
+        return vec![format!(
+            "no initial directory: outputs stay in the spool ({})",
+            spool.display()
+        )];
+    };
+    let fs = match UserFs::for_user(&r.owner) {
+        Ok(fs) => fs,
+        Err(e) => {
+            let p = format!("outputs stay in the spool ({}): {e}", spool.display());
+            tracing::warn!(job = %r.id, problem = %p, "output delivery");
+            return vec![p];
         }
     };
+    // (what, spooled file, destination)
+    let mut copies: Vec<(String, PathBuf, PathBuf)> = Vec::new();
     if let Some(o) = &r.description.output {
-        copy(spool.join("stdout"), iwd.join(o));
+        copies.push((format!("output = {o}"), spool.join("stdout"), iwd.join(o)));
     }
     if let Some(e) = &r.description.error {
-        copy(spool.join("stderr"), iwd.join(e));
+        copies.push((format!("error = {e}"), spool.join("stderr"), iwd.join(e)));
     }
     if let Ok(entries) = std::fs::read_dir(spool.join("files")) {
         for e in entries.flatten() {
@@ -343,15 +345,46 @@ fn deliver_outputs(home: &Home, r: &JobRecord) -> Vec<String> {
             if name.starts_with('.') && name.ends_with(".part") {
                 continue;
             }
-            if let Err(err) = std::fs::copy(e.path(), iwd.join(&name)) {
-                problems.push(format!("{name}: {err}"));
-            }
+            copies.push((name.clone(), e.path(), iwd.join(&name)));
+        }
+    }
+    let mut problems = Vec::new();
+    for (what, from, to) in copies {
+        if let Err(e) = deliver_one(&fs, &from, to).await {
+            problems.push(format!("{what}: {e} (kept in the spool)"));
         }
     }
     for p in &problems {
         tracing::warn!(job = %r.id, problem = %p, "output delivery");
     }
     problems
+}
+
+/// Copies the spooled file `from` (absent: nothing was written, so the
+/// destination is created empty, as HTCondor does) to `to` as `fs`'s user.
+async fn deliver_one(fs: &UserFs, from: &std::path::Path, to: PathBuf) -> Result<(), OwnerFsError> {
+    // Opened by the daemon: the spool is its own, private directory.
+    let source = match std::fs::File::open(from) {
+        Ok(f) => Some(f),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(OwnerFsError::Fs(io_error(
+                Op::Read,
+                from,
+                &fs.user().name,
+                e,
+            )));
+        }
+    };
+    with_fs(fs, move |u| {
+        let mut out = u.create_truncate(&to, 0o666)?;
+        if let Some(mut src) = source {
+            std::io::copy(&mut src, &mut out)
+                .map_err(|e| io_error(Op::Write, &to, &u.user().name, e))?;
+        }
+        Ok(())
+    })
+    .await
 }
 
 async fn status(
@@ -401,7 +434,7 @@ async fn status(
         format!("on {}: {}", rep.host, rep.detail)
     };
     if let JobState::Completed { .. } = rep.state {
-        let problems = deliver_outputs(&home, &r);
+        let problems = deliver_outputs(&home, &r).await;
         if !problems.is_empty() {
             detail.push_str(&format!(" (output delivery: {})", problems.join("; ")));
         }
@@ -429,7 +462,7 @@ async fn status(
         ),
         JobState::Removed => ("009", "Job was aborted".to_string()),
     };
-    user_log(&home, id, at, code, &text, &detail);
+    user_log(&home, id, at, code, &text, &detail).await;
     if !still_remote {
         // A host came free or a job came back: tell the coordinator now.
         home.news.notify_one();

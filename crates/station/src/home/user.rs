@@ -3,10 +3,14 @@
 //!
 //! Job state lives on the submitting station (Mutka 1988 §5), so every one
 //! of these requests is answered from the local queue. Reading the queue is
-//! open to every authenticated user, as `condor_q` is; changing a job or
-//! reading its output needs its owner's token or an Admin one
-//! ([`gleaner_edge::may_act_on`]).
+//! open to every caller the home serves, as `condor_q` is; changing a job
+//! or reading its output needs its owner (by token or on the user socket)
+//! or an administrator ([`gleaner_edge::may_act_on`]). Who is served, and
+//! as which Unix account a job runs, is [`super::identity`]'s; a
+//! submission's paths are checked as its owner before anything is queued
+//! ([`super::submit_check`]).
 
+use super::submit_check::queue_checked;
 use super::user_log::user_log;
 use super::{Home, parse_job_id, schedd, shadow};
 use crate::clock::now;
@@ -105,21 +109,12 @@ async fn submit(
             format!("submit_dir must be an absolute path, got {d:?}"),
         ));
     }
-    // The owner is who the caller is, never what the body claims.
+    // The owner is who the caller is, never what the body claims, and
+    // must be a Unix account the home can act as (never root).
+    let fs = home.submitter(&caller)?;
     req.submission.owner = caller.name.clone();
-    let submit_dir = req.submit_dir.clone();
     let at = now();
-    let ids = {
-        let mut q = home.queue();
-        q.submit_with(at, |cluster| {
-            let mut descs = req.submission.expand(cluster)?;
-            for d in &mut descs {
-                d.owner = caller.name.clone();
-                d.iwd = resolve_iwd(d.iwd.as_deref(), submit_dir.as_deref());
-            }
-            Ok(descs)
-        })?
-    };
+    let ids = queue_checked(&home, &fs, &req.submission, req.submit_dir.as_deref(), at).await?;
     let cluster = ids.first().map_or(0, |j| j.cluster);
     for id in &ids {
         user_log(
@@ -129,7 +124,8 @@ async fn submit(
             "000",
             "Job submitted from host",
             &home.address,
-        );
+        )
+        .await;
     }
     tracing::info!(owner = %caller.name, cluster, procs = ids.len(), "cluster submitted");
     // A new demand is news for the coordinator: advertise now.
@@ -296,7 +292,7 @@ async fn act(
         match r {
             Ok(_) => {
                 resp.changed.push(j.id);
-                user_log(&home, j.id, at, code, text, &detail);
+                user_log(&home, j.id, at, code, text, &detail).await;
                 if was_remote {
                     schedd::spawn_vacate(&home, j.id, &detail);
                 }

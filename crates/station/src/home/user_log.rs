@@ -2,14 +2,19 @@
 //! HTCondor's event format, so that tools that read user logs keep working.
 
 use super::Home;
+use super::as_owner::{as_owner, io_error};
+use crate::userfs::Op;
 use gleaner_core::time::Time;
 use gleaner_proto::job::JobId;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
-/// Appends one HTCondor-style event to the job's user log, if it has one.
-/// Failures are logged, never fatal: the queue's history is authoritative.
-pub fn user_log(home: &Home, id: JobId, at: Time, code: &str, text: &str, detail: &str) {
+/// Appends one HTCondor-style event to the job's user log, if it has one,
+/// as the job's owner (created 0644 and owned by them if new; a symlink
+/// not theirs or root's is refused). Failures are logged, never fatal: the
+/// queue's history is authoritative.
+pub async fn user_log(home: &Home, id: JobId, at: Time, code: &str, text: &str, detail: &str) {
     let Ok(Some(r)) = home.queue().get(id) else {
         return;
     };
@@ -27,14 +32,33 @@ pub fn user_log(home: &Home, id: JobId, at: Time, code: &str, text: &str, detail
         id.proc,
         gleaner_proto::api::utc_datetime(at)
     );
-    let res = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut f| f.write_all(entry.as_bytes()));
+    let owner = r.owner.clone();
+    let target = path.clone();
+    let res = as_owner(&owner, move |u| {
+        let mut f = u.open_append_create(&target, 0o644)?;
+        f.write_all(entry.as_bytes())
+            .map_err(|e| io_error(Op::Append, &target, &u.user().name, e))
+    })
+    .await;
     if let Err(e) = res {
         tracing::warn!(job = %id, path = %path.display(), error = %e, "cannot write user log");
     }
+}
+
+/// [`user_log`] in a task of its own, for the home's loops (lease
+/// monitor, DAG manager): one user's slow file system must not hold them
+/// up. Entries written this way may land after a later event's.
+pub fn spawn_user_log(
+    home: &Arc<Home>,
+    id: JobId,
+    at: Time,
+    code: &'static str,
+    text: &str,
+    detail: &str,
+) {
+    let home = Arc::clone(home);
+    let (text, detail) = (text.to_string(), detail.to_string());
+    tokio::spawn(async move { user_log(&home, id, at, code, &text, &detail).await });
 }
 
 #[cfg(test)]

@@ -8,6 +8,9 @@
 //!   authentication layer ([`gleaner_edge::authenticate`]: a
 //!   pool-key-signed bearer token everywhere, its [`gleaner_edge::Caller`]
 //!   in the request extensions) and one body limit;
+//! - the user socket ([`user_socket`]): the home's user API again, for
+//!   local users known by their uid, no token;
+//! - the daemon's state kept private ([`private_state`]);
 //! - the advertise loop ([`advertise`]): the station's ad is the host's
 //!   part ([`HostPart`]) and the home's ([`HomePart`]); of the
 //!   coordinator's reply, grants and preemptions go to the home, the pool's
@@ -18,6 +21,8 @@
 //! [`HomePart`]: crate::home::HomePart
 
 pub mod advertise;
+pub mod private_state;
+pub mod user_socket;
 
 use crate::clock::{now, now_secs};
 use crate::config::{ConfigError, StationConfig};
@@ -26,7 +31,7 @@ use crate::host::{Host, HostError, HostSetup};
 use crate::queue::{JobQueue, QueueError};
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
-use gleaner_edge::{PoolKeyVerifier, authenticate};
+use gleaner_edge::{LocalPeers, PoolKeyVerifier, authenticate};
 use gleaner_proto::auth::{Claims, Role};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -55,10 +60,16 @@ pub enum DaemonError {
     Http(String),
 }
 
+/// How the station knows its callers: tokens, and peers of the user
+/// socket.
+type StationVerifier = LocalPeers<PoolKeyVerifier>;
+
 /// A running daemon.
 pub struct Running {
     /// The bound address.
     pub addr: SocketAddr,
+    /// The user socket.
+    pub socket: user_socket::UserSocket,
     pub home: Arc<Home>,
     pub host: Arc<Host>,
     shutdown: watch::Sender<bool>,
@@ -75,6 +86,7 @@ impl Running {
         for t in self.tasks {
             let _ = t.await;
         }
+        self.socket.remove();
         self.host.clear_leftovers();
     }
 }
@@ -83,9 +95,7 @@ impl Running {
 pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
     config.validate()?;
     let io = |what: String| move |source| DaemonError::Io { what, source };
-    std::fs::create_dir_all(&config.state_dir)
-        .map_err(io(format!("state dir {}", config.state_dir.display())))?;
-    std::fs::create_dir_all(config.spool_dir()).map_err(io("spool dir".into()))?;
+    private_state::secure(&config)?;
     let key = gleaner_proto::auth::load_or_create_pool_key(&config.pool_key)
         .map_err(|e| DaemonError::Key(e.to_string()))?;
     let mut queue = JobQueue::open(config.queue_path())?;
@@ -93,6 +103,7 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
         .await
         .map_err(io(format!("bind {}", config.listen)))?;
     let addr = listener.local_addr().map_err(io("local address".into()))?;
+    let (socket_listener, socket) = user_socket::bind(&config.user_socket_path())?;
     let name = config.station_name();
     if config.role.executes() {
         crate::home::recover::requeue_own_guests(&mut queue, &name, now());
@@ -143,11 +154,20 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
     if let Some(r) = host.router() {
         app = app.merge(r);
     }
+    let verifier = Arc::new(LocalPeers(PoolKeyVerifier(key)));
     let app = app
         .fallback(gleaner_edge::not_found)
         .layer(middleware::from_fn_with_state(
-            Arc::new(PoolKeyVerifier(key)),
-            authenticate::<PoolKeyVerifier>,
+            verifier.clone(),
+            authenticate::<StationVerifier>,
+        ))
+        .layer(DefaultBodyLimit::max(config.max_body_bytes));
+    let socket_app = home
+        .user_router()
+        .fallback(gleaner_edge::not_found)
+        .layer(middleware::from_fn_with_state(
+            verifier,
+            authenticate::<StationVerifier>,
         ))
         .layer(DefaultBodyLimit::max(config.max_body_bytes));
     let mut rx = shutdown_rx.clone();
@@ -163,6 +183,11 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
             tracing::error!(error = %e, "HTTP server failed");
         }
     }));
+    tasks.push(user_socket::serve(
+        socket_listener,
+        socket_app,
+        shutdown_rx.clone(),
+    ));
     tasks.extend(home.spawn(&shutdown_rx));
     tasks.push(tokio::spawn(advertise::run(
         advertise::Advertiser {
@@ -175,9 +200,10 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
         },
         shutdown_rx,
     )));
-    tracing::info!(station = %name, %addr, %address, "station daemon started");
+    tracing::info!(station = %name, %addr, %address, socket = %socket.path().display(), "station daemon started");
     Ok(Running {
         addr,
+        socket,
         home,
         host,
         shutdown,
@@ -198,8 +224,14 @@ pub async fn run(
 }
 
 /// Starts a daemon for tests; returns its address and the handle that
-/// stops it.
-pub async fn spawn_for_test(config: StationConfig) -> Result<(SocketAddr, Running), DaemonError> {
+/// stops it. Without a `user_socket` it serves one in its state directory
+/// (tests running side by side must not share `/run/gleaner/<name>.sock`).
+pub async fn spawn_for_test(
+    mut config: StationConfig,
+) -> Result<(SocketAddr, Running), DaemonError> {
+    if config.user_socket.is_none() {
+        config.user_socket = Some(config.state_dir.join("user.sock"));
+    }
     let r = start(config).await?;
     Ok((r.addr, r))
 }

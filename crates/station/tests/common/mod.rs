@@ -9,6 +9,7 @@ use gleaner_proto::submit::{SubmitContext, parse_submit};
 use gleaner_proto::wire::{PROTOCOL_VERSION, PlacementRequest, PlacementResponse, SubmitResponse};
 use gleaner_station::client::StationClient;
 use gleaner_station::config::{StationConfig, StationRole};
+use gleaner_testkit::TestOwner;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
@@ -91,9 +92,20 @@ pub fn pool_station(
     }
 }
 
-/// Submits a submit file's text as alice from the submit directory `work`.
+/// The owner of a test's jobs (a real account under root, see
+/// [`TestOwner`]) and its submit directory `root/work` (owned by it,
+/// reachable by it).
+pub fn job_owner(root: &Path) -> (TestOwner, PathBuf) {
+    let owner = TestOwner::new("alice").unwrap();
+    let work = root.join("work");
+    owner.dir(&work).unwrap();
+    (owner, work)
+}
+
+/// Submits a submit file's text from the submit directory `work` (the
+/// owner is whoever the client's token names).
 pub async fn submit(client: &StationClient, text: &str, work: &Path) -> SubmitResponse {
-    let sub = parse_submit(text, &SubmitContext::new("job.sub", "alice")).unwrap();
+    let sub = parse_submit(text, &SubmitContext::new("job.sub", "owner")).unwrap();
     client
         .submit(&SubmitBody {
             protocol: PROTOCOL_VERSION,

@@ -19,10 +19,15 @@
 //!
 //! A failed attempt is retried while the node's `RETRY` budget lasts. When a
 //! DAG fails (a node failed for good and nothing else can run) or is
-//! removed, the manager writes a rescue file (`<dag file>.rescue`, or under
-//! the station's state directory if that is not writable) naming the DAG
-//! file, the nodes done and the attempts used; `glean dag submit` of the
-//! rescue file resumes there.
+//! removed, the manager writes a rescue file naming the DAG file, the nodes
+//! done and the attempts used; `glean dag submit` of the rescue file
+//! resumes there. It is written as the DAG's owner, outside the queue lock:
+//! `<dag file>.rescue`, or `~owner/dag-<id>.rescue` if that directory is
+//! not writable, or as a last resort under the station's state directory.
+//!
+//! Node submissions are checked as the owner at DAG submit
+//! (`submit_check`), missing files allowed (a parent may make them); every
+//! file is opened as the owner when used.
 //!
 //! - [`api`]: the request and response types of `/v1/dags`;
 //! - `store`: the manager's tables in the queue's database;
@@ -45,7 +50,7 @@ pub use api::{
 pub use remove::{RemovedJobs, recover, remove};
 pub(crate) use service::{router, run_loop};
 pub use status::{status, status_one};
-pub use store::init;
+pub use store::{RescueFile, init, record_rescue};
 pub use submit::submit;
 pub use tick::{TickReport, tick};
 

@@ -1,7 +1,9 @@
 //! Removing a DAG, and finishing a removal a crash interrupted.
 
 use super::api::DagState;
-use super::store::{Status, finish_dag, load_dag, load_dags, load_nodes, restore, write_rescue};
+use super::store::{
+    RescueFile, Status, finish_dag, load_dag, load_dags, load_nodes, rescue_file, restore,
+};
 use super::tick::cluster_jobs;
 use crate::queue::{JobQueue, QueueError};
 use gleaner_core::time::Time;
@@ -11,15 +13,15 @@ use gleaner_proto::job::{JobId, JobState};
 pub type RemovedJobs = Vec<(JobId, bool)>;
 
 /// Removes a running DAG: marks it removed (first, so a crash half-way never
-/// resubmits anything), removes its unfinished jobs and writes the rescue
-/// file. Returns the removed jobs with whether each was running remotely.
+/// resubmits anything), removes its unfinished jobs and makes the rescue
+/// record. Returns the removed jobs with whether each was running
+/// remotely, and the rescue file to write.
 pub fn remove(
     q: &mut JobQueue,
     id: u64,
     by: &str,
     at: Time,
-    rescue_dir: &std::path::Path,
-) -> Result<(RemovedJobs, Option<String>), QueueError> {
+) -> Result<(RemovedJobs, Option<RescueFile>), QueueError> {
     let Some(row) = load_dag(q, id)? else {
         return Err(QueueError::NotFound(JobId::new(id, 0)));
     };
@@ -33,7 +35,7 @@ pub fn remove(
     let removed = remove_jobs_of(q, row.id, by, at)?;
     let nodes = load_nodes(q, row.id)?;
     let rescue = match restore(&row.dag_text, &nodes) {
-        Ok(dag) => write_rescue(q, &row, &dag, rescue_dir)?,
+        Ok(dag) => Some(rescue_file(&row, &dag)),
         Err(e) => {
             tracing::error!(dag = row.id, error = %e, "cannot build the rescue record");
             None

@@ -4,12 +4,17 @@ use super::api::{DagRmResponse, DagState, DagStatus, DagSubmitBody, DagSubmitRes
 use super::remove::{recover, remove};
 use super::status::{status, status_one};
 use super::store::load_dag;
+use super::store::{RescueFile, record_rescue};
 use super::submit::submit;
 use super::tick::tick;
 use crate::clock::now;
 use crate::home::Home;
+use crate::home::as_owner::{as_owner, io_error};
+use crate::home::private;
 use crate::home::schedd::spawn_vacate;
-use crate::home::user_log::user_log;
+use crate::home::submit_check::{Strictness, check_paths, expand};
+use crate::home::user_log::spawn_user_log;
+use crate::userfs::Op;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
@@ -18,6 +23,7 @@ use gleaner_edge::{ApiError, Caller, body_bytes, may_act_on, parse_json};
 use gleaner_proto::job::JobId;
 use gleaner_proto::wire::ErrorCode;
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,8 +32,57 @@ use tokio::sync::watch;
 /// How often the manager looks at its DAGs.
 const PASS_PERIOD: Duration = Duration::from_millis(300);
 
+/// Last resort for rescue files: the daemon's own state (private).
 fn rescue_dir(home: &Home) -> PathBuf {
     home.config.state_dir.join("dags")
+}
+
+/// Writes a rescue file as the DAG's owner: beside the DAG file, else in
+/// the owner's home directory; only if neither works (or the owner has no
+/// account) in the daemon's state directory. Records and returns where.
+async fn write_rescue(home: &Home, rf: &RescueFile) -> Option<String> {
+    let text = rf.text.clone();
+    let beside = rf.path.clone();
+    let fallback = rf.fallback_name();
+    let written = as_owner(&rf.owner, move |u| {
+        let mut tried = Vec::new();
+        for path in [beside, u.user().home.join(&fallback)] {
+            let res = u.create_truncate(&path, 0o644).and_then(|mut f| {
+                f.write_all(text.as_bytes())
+                    .map_err(|e| io_error(Op::Write, &path, &u.user().name, e))
+            });
+            match res {
+                Ok(()) => return Ok(Ok(path)),
+                Err(e) => tried.push(e.to_string()),
+            }
+        }
+        Ok(Err(tried.join("; ")))
+    })
+    .await;
+    let path = match written {
+        Ok(Ok(p)) => p,
+        other => {
+            let why = match other {
+                Ok(Err(tried)) => tried,
+                Err(e) => e.to_string(),
+                Ok(Ok(_)) => String::new(),
+            };
+            let p = rescue_dir(home).join(rf.fallback_name());
+            tracing::warn!(dag = rf.dag, owner = %rf.owner, %why, fallback = %p.display(), "cannot write the rescue file as its owner");
+            if let Err(e) = private::create_dir(&rescue_dir(home))
+                .and_then(|()| private::write(&p, rf.text.as_bytes()))
+            {
+                tracing::error!(dag = rf.dag, path = %p.display(), error = %e, "cannot write rescue file");
+                return None;
+            }
+            p
+        }
+    };
+    let path = path.display().to_string();
+    if let Err(e) = record_rescue(&mut home.queue(), rf.dag, &path) {
+        tracing::error!(dag = rf.dag, error = %e, "cannot record the rescue file");
+    }
+    Some(path)
 }
 
 /// The manager's loop: a pass every [`PASS_PERIOD`] while a DAG runs, until
@@ -40,17 +95,16 @@ pub(crate) async fn run_loop(home: Arc<Home>, mut shutdown: watch::Receiver<bool
         Ok(jobs) => after_removal(&home, &jobs, "removed with its DAG"),
         Err(e) => tracing::error!(error = %e, "DAG manager recovery failed"),
     }
-    let dir = rescue_dir(&home);
     loop {
         let at = now();
-        let result = tick(&mut home.queue(), at, &dir);
+        let result = tick(&mut home.queue(), at);
         let mut idle = false;
         match result {
             Ok(r) => {
                 idle = r.running == 0 && r.submitted.is_empty();
                 for (_, _, jobs) in &r.submitted {
                     for id in jobs {
-                        user_log(
+                        spawn_user_log(
                             &home,
                             *id,
                             at,
@@ -59,6 +113,9 @@ pub(crate) async fn run_loop(home: Arc<Home>, mut shutdown: watch::Receiver<bool
                             &home.address,
                         );
                     }
+                }
+                for rf in &r.rescues {
+                    write_rescue(&home, rf).await;
                 }
                 if !r.submitted.is_empty() {
                     home.news.notify_one();
@@ -83,7 +140,7 @@ pub(crate) async fn run_loop(home: Arc<Home>, mut shutdown: watch::Receiver<bool
 fn after_removal(home: &Arc<Home>, jobs: &[(JobId, bool)], why: &str) {
     let at = now();
     for &(id, remote) in jobs {
-        user_log(home, id, at, "009", "Job was aborted", why);
+        spawn_user_log(home, id, at, "009", "Job was aborted", why);
         if remote {
             spawn_vacate(home, id, why);
         }
@@ -118,6 +175,20 @@ async fn submit_handler(
     }
     let raw = body_bytes(raw)?;
     let req: DagSubmitBody = parse_json(&raw)?;
+    // The DAG's jobs run as the caller's account (never root), and their
+    // paths are checked as it now; missing files may be a parent's outputs.
+    let fs = home.submitter(&caller)?;
+    for n in &req.nodes {
+        let descs = expand(&n.submission, 0, &caller.name, n.submit_dir.as_deref())
+            .map_err(|e| ApiError::bad("nodes", format!("node {}: {e}", n.name)))?;
+        check_paths(
+            &fs,
+            &descs,
+            Strictness::MissingAllowed,
+            &format!("node {}", n.name),
+        )
+        .await?;
+    }
     let resp = submit(&mut home.queue(), &caller.name, req, now())?;
     home.dag_wake.notify_one();
     tracing::info!(owner = %caller.name, dag = resp.id, nodes = resp.nodes, "DAG submitted");
@@ -167,7 +238,11 @@ async fn rm_handler(
                 format!("DAG {id} is {}, not running", row.state.name()),
             ));
         }
-        remove(&mut q, id, &caller.name, now(), &rescue_dir(&home))?
+        remove(&mut q, id, &caller.name, now())?
+    };
+    let rescue = match rescue {
+        Some(rf) => write_rescue(&home, &rf).await,
+        None => None,
     };
     after_removal(
         &home,

@@ -271,7 +271,9 @@ pub(super) fn finish_dag(
     Ok(n == 1)
 }
 
-fn set_rescue_file(q: &mut JobQueue, dag: i64, path: &str) -> Result<(), QueueError> {
+/// Records where a DAG's rescue file was written.
+pub fn record_rescue(q: &mut JobQueue, dag: u64, path: &str) -> Result<(), QueueError> {
+    let dag = i64::try_from(dag).map_err(|_| QueueError::Range("DAG id"))?;
     let tx = q
         .conn_mut()
         .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -283,37 +285,37 @@ fn set_rescue_file(q: &mut JobQueue, dag: i64, path: &str) -> Result<(), QueueEr
     Ok(())
 }
 
-/// Writes the rescue record next to the DAG file, or under `fallback_dir`
-/// if that fails; records and returns the path.
-pub(super) fn write_rescue(
-    q: &mut JobQueue,
-    row: &DagRow,
-    dag: &Dag<JobSpec>,
-    fallback_dir: &std::path::Path,
-) -> Result<Option<String>, QueueError> {
+/// A rescue file to write for a DAG that failed or was removed. The
+/// manager's steps only produce it: writing it is file work in the owner's
+/// directory, done as the owner and outside the queue lock
+/// (`service::write_rescue`), then recorded with [`record_rescue`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RescueFile {
+    pub dag: u64,
+    /// The DAG's owner, as whom the file is written.
+    pub owner: String,
+    /// `<dag file>.rescue`, where it belongs.
+    pub path: PathBuf,
+    /// The rescue record's text.
+    pub text: String,
+}
+
+impl RescueFile {
+    /// The file's name for a fallback directory (`dag-<id>.rescue`).
+    pub fn fallback_name(&self) -> String {
+        format!("dag-{}.rescue", self.dag)
+    }
+}
+
+/// The rescue record of `dag` (the DAG in `row`), to be written beside
+/// its DAG file.
+pub(super) fn rescue_file(row: &DagRow, dag: &Dag<JobSpec>) -> RescueFile {
     let mut r = dag.rescue();
     r.dag = Some(row.dag_file.clone());
-    let text = r.to_text();
-    let beside = PathBuf::from(format!("{}.rescue", row.dag_file));
-    let fallback = fallback_dir.join(format!("dag-{}.rescue", row.id));
-    let written = match std::fs::write(&beside, &text) {
-        Ok(()) => Some(beside),
-        Err(e) => {
-            tracing::warn!(path = %beside.display(), error = %e, "cannot write rescue file beside the DAG; using the state directory");
-            match std::fs::create_dir_all(fallback_dir)
-                .and_then(|()| std::fs::write(&fallback, &text))
-            {
-                Ok(()) => Some(fallback),
-                Err(e) => {
-                    tracing::error!(path = %fallback.display(), error = %e, "cannot write rescue file");
-                    None
-                }
-            }
-        }
-    };
-    let path = written.map(|p| p.display().to_string());
-    if let Some(p) = &path {
-        set_rescue_file(q, row.id, p)?;
+    RescueFile {
+        dag: u64::try_from(row.id).unwrap_or(0),
+        owner: row.owner.clone(),
+        path: PathBuf::from(format!("{}.rescue", row.dag_file)),
+        text: r.to_text(),
     }
-    Ok(path)
 }

@@ -95,32 +95,31 @@ fn data_and_priority_eligibility_against_the_queue() {
     let dir = tempfile::tempdir().unwrap();
     let mut q = open(dir.path());
     let id = submit_diamond(&mut q, dir.path());
-    let rd = dir.path().join("rescue");
     // Only the root is submitted.
-    let r = tick(&mut q, t(1), &rd).unwrap();
+    let r = tick(&mut q, t(1)).unwrap();
     assert_eq!(r.submitted.len(), 1);
     assert_eq!(r.submitted[0].1, "a");
     assert_eq!(statuses(&mut q, id)["b"], "waiting");
     let a = job_of(&mut q, id, "a").unwrap();
     // a running is not enough for its data child b.
     run(&mut q, a, t(2));
-    assert!(tick(&mut q, t(3), &rd).unwrap().submitted.is_empty());
+    assert!(tick(&mut q, t(3)).unwrap().submitted.is_empty());
     assert_eq!(statuses(&mut q, id)["a"], "running");
     // a completed: b goes.
     complete(&mut q, a, 0, t(4));
-    let r = tick(&mut q, t(5), &rd).unwrap();
+    let r = tick(&mut q, t(5)).unwrap();
     assert_eq!(r.submitted.len(), 1);
     assert_eq!(r.submitted[0].1, "b");
     // c has a priority parent b: submitted b is not started b.
-    assert!(tick(&mut q, t(6), &rd).unwrap().submitted.is_empty());
+    assert!(tick(&mut q, t(6)).unwrap().submitted.is_empty());
     let b = job_of(&mut q, id, "b").unwrap();
     run(&mut q, b, t(7));
-    let r = tick(&mut q, t(8), &rd).unwrap();
+    let r = tick(&mut q, t(8)).unwrap();
     assert_eq!(r.submitted.len(), 1);
     assert_eq!(r.submitted[0].1, "c");
     // b fails once: RETRY 1 resubmits it; d waits for both.
     complete(&mut q, b, 3, t(9));
-    let r = tick(&mut q, t(10), &rd).unwrap();
+    let r = tick(&mut q, t(10)).unwrap();
     assert_eq!(r.submitted.len(), 1);
     assert_eq!(r.submitted[0].1, "b");
     let b2 = job_of(&mut q, id, "b").unwrap();
@@ -129,12 +128,12 @@ fn data_and_priority_eligibility_against_the_queue() {
     complete(&mut q, b2, 0, t(12));
     let c = job_of(&mut q, id, "c").unwrap();
     run(&mut q, c, t(12));
-    assert!(tick(&mut q, t(13), &rd).unwrap().submitted.is_empty());
+    assert!(tick(&mut q, t(13)).unwrap().submitted.is_empty());
     complete(&mut q, c, 0, t(14));
-    let r = tick(&mut q, t(15), &rd).unwrap();
+    let r = tick(&mut q, t(15)).unwrap();
     assert_eq!(r.submitted[0].1, "d");
     run_to_exit(&mut q, id, "d", 0, 16);
-    let r = tick(&mut q, t(18), &rd).unwrap();
+    let r = tick(&mut q, t(18)).unwrap();
     assert_eq!(r.finished, vec![(id, DagState::Done)]);
     let s = status_one(&mut q, id).unwrap().unwrap();
     assert_eq!(s.state, DagState::Done);
@@ -143,19 +142,25 @@ fn data_and_priority_eligibility_against_the_queue() {
 }
 
 #[test]
-fn failure_without_retries_fails_the_dag_and_writes_a_rescue() {
+fn failure_without_retries_fails_the_dag_and_makes_a_rescue() {
     let dir = tempfile::tempdir().unwrap();
     let mut q = open(dir.path());
     let id = submit_diamond(&mut q, dir.path());
-    let rd = dir.path().join("rescue");
-    tick(&mut q, t(1), &rd).unwrap();
+    tick(&mut q, t(1)).unwrap();
     run_to_exit(&mut q, id, "a", 1, 2);
-    let r = tick(&mut q, t(4), &rd).unwrap();
+    let r = tick(&mut q, t(4)).unwrap();
     assert_eq!(r.finished, vec![(id, DagState::Failed)]);
+    // The manager's step only makes the record; the service writes it (as
+    // the owner) and records where.
+    assert_eq!(r.rescues.len(), 1);
+    let rf = &r.rescues[0];
+    assert_eq!((rf.dag, rf.owner.as_str()), (id, "alice"));
+    assert_eq!(rf.path, dir.path().join("x.dag.rescue"));
+    record_rescue(&mut q, id, &rf.path.display().to_string()).unwrap();
     let s = status_one(&mut q, id).unwrap().unwrap();
     assert!(s.message.contains("a after 1 attempt"), "{}", s.message);
-    let path = s.rescue_file.unwrap();
-    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(s.rescue_file, Some(rf.path.display().to_string()));
+    let text = rf.text.clone();
     let r = Rescue::parse(&text).unwrap();
     assert_eq!(r.dag.as_deref(), Some(s.dag_file.as_str()));
     assert!(r.done.is_empty());
@@ -167,24 +172,23 @@ fn failure_without_retries_fails_the_dag_and_writes_a_rescue() {
 #[test]
 fn a_restarted_manager_continues_without_resubmitting() {
     let dir = tempfile::tempdir().unwrap();
-    let rd = dir.path().join("rescue");
     let id = {
         let mut q = open(dir.path());
         let id = submit_diamond(&mut q, dir.path());
-        tick(&mut q, t(1), &rd).unwrap();
+        tick(&mut q, t(1)).unwrap();
         run_to_exit(&mut q, id, "a", 0, 2);
-        tick(&mut q, t(4), &rd).unwrap();
+        tick(&mut q, t(4)).unwrap();
         let b = job_of(&mut q, id, "b").unwrap();
         run(&mut q, b, t(5));
         id
     };
     // A new process: same database, fresh state.
     let mut q = open(dir.path());
-    let r = tick(&mut q, t(6), &rd).unwrap();
+    let r = tick(&mut q, t(6)).unwrap();
     // b's start is noticed now and releases its priority child c only.
     assert_eq!(r.submitted.len(), 1);
     assert_eq!(r.submitted[0].1, "c");
-    assert!(tick(&mut q, t(7), &rd).unwrap().submitted.is_empty());
+    assert!(tick(&mut q, t(7)).unwrap().submitted.is_empty());
     assert_eq!(q.list(&JobFilter::default()).unwrap().len(), 3);
     let st = statuses(&mut q, id);
     assert_eq!((st["a"].as_str(), st["b"].as_str()), ("done", "running"));
@@ -199,12 +203,13 @@ fn remove_then_resubmit_the_rescue_skips_done_nodes() {
     let dir = tempfile::tempdir().unwrap();
     let mut q = open(dir.path());
     let id = submit_diamond(&mut q, dir.path());
-    let rd = dir.path().join("rescue");
-    tick(&mut q, t(1), &rd).unwrap();
+    tick(&mut q, t(1)).unwrap();
     run_to_exit(&mut q, id, "a", 0, 2);
-    tick(&mut q, t(4), &rd).unwrap();
+    tick(&mut q, t(4)).unwrap();
     let b = job_of(&mut q, id, "b").unwrap();
-    let (removed, rescue) = remove(&mut q, id, "alice", t(5), &rd).unwrap();
+    let (removed, rescue) = remove(&mut q, id, "alice", t(5)).unwrap();
+    let rescue = rescue.unwrap();
+    assert_eq!(rescue.path, dir.path().join("x.dag.rescue"));
     assert_eq!(removed, vec![(b, false)]);
     assert_eq!(
         q.get(b).unwrap().unwrap().state,
@@ -216,15 +221,15 @@ fn remove_then_resubmit_the_rescue_skips_done_nodes() {
         DagState::Removed
     );
     // The removed DAG is not ticked any more.
-    assert!(tick(&mut q, t(6), &rd).unwrap().submitted.is_empty());
-    let text = std::fs::read_to_string(rescue.unwrap()).unwrap();
+    assert!(tick(&mut q, t(6)).unwrap().submitted.is_empty());
+    let text = rescue.text;
     let r = Rescue::parse(&text).unwrap();
     assert_eq!(r.done, BTreeSet::from(["a".to_string()]));
     let mut b2 = body(DIAMOND, dir.path());
     b2.rescue = Some(r);
     let resp = submit(&mut q, "alice", b2, t(7)).unwrap();
     assert_eq!(resp.done, 1);
-    let r = tick(&mut q, t(8), &rd).unwrap();
+    let r = tick(&mut q, t(8)).unwrap();
     assert_eq!(r.submitted.len(), 1);
     assert_eq!(r.submitted[0].1, "b", "a is not run again");
 }
@@ -245,10 +250,5 @@ fn bad_submissions_change_nothing() {
     b.rescue = Some(Rescue::parse("DONE nope\n").unwrap());
     assert!(submit(&mut q, "alice", b, t(0)).is_err());
     assert!(status(&mut q, None).unwrap().is_empty());
-    assert!(
-        tick(&mut q, t(1), &dir.path().join("r"))
-            .unwrap()
-            .submitted
-            .is_empty()
-    );
+    assert!(tick(&mut q, t(1)).unwrap().submitted.is_empty());
 }

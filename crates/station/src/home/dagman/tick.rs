@@ -2,8 +2,8 @@
 
 use super::api::DagState;
 use super::store::{
-    DagRow, NodeRow, Status, corrupt, finish_dag, load_dags, load_nodes, restore, update_node,
-    write_rescue,
+    DagRow, NodeRow, RescueFile, Status, corrupt, finish_dag, load_dags, load_nodes, rescue_file,
+    restore, update_node,
 };
 use crate::queue::{JobFilter, JobQueue, JobRecord, QueueError};
 use gleaner_core::dag::NodeState;
@@ -22,22 +22,21 @@ pub struct TickReport {
     pub finished: Vec<(u64, DagState)>,
     /// DAGs that were running at the start of this pass.
     pub running: usize,
+    /// Rescue files of the DAGs that failed in this pass, to be written
+    /// (as their owners) and recorded.
+    pub rescues: Vec<RescueFile>,
 }
 
 /// One pass over every running DAG: observe the jobs of submitted nodes,
 /// record starts, ends and retries, finish DAGs, and submit the nodes that
 /// became eligible. Every change is its own transaction, so a crash at any
 /// point leaves a state the next pass continues from.
-pub fn tick(
-    q: &mut JobQueue,
-    at: Time,
-    rescue_dir: &std::path::Path,
-) -> Result<TickReport, QueueError> {
+pub fn tick(q: &mut JobQueue, at: Time) -> Result<TickReport, QueueError> {
     let mut report = TickReport::default();
     let rows = load_dags(q, Some(DagState::Running))?;
     report.running = rows.len();
     for row in rows {
-        if let Err(e) = tick_one(q, &row, at, rescue_dir, &mut report) {
+        if let Err(e) = tick_one(q, &row, at, &mut report) {
             tracing::error!(dag = row.id, error = %e, "DAG manager pass failed");
         }
     }
@@ -55,7 +54,6 @@ fn tick_one(
     q: &mut JobQueue,
     row: &DagRow,
     at: Time,
-    rescue_dir: &std::path::Path,
     report: &mut TickReport,
 ) -> Result<(), QueueError> {
     let dag_id = u64::try_from(row.id).unwrap_or(0);
@@ -138,7 +136,7 @@ fn tick_one(
             .collect();
         let msg = format!("failed: {}", failed.join(", "));
         if finish_dag(q, row.id, DagState::Failed, &msg, at)? {
-            write_rescue(q, row, &dag, rescue_dir)?;
+            report.rescues.push(rescue_file(row, &dag));
             report.finished.push((dag_id, DagState::Failed));
             tracing::warn!(dag = row.id, %msg, "DAG failed");
         }
@@ -165,7 +163,7 @@ fn tick_one(
             Err(e) => {
                 let msg = format!("node {}: stored submission unreadable: {e}", n.name);
                 if finish_dag(q, row.id, DagState::Failed, &msg, at)? {
-                    write_rescue(q, row, &dag, rescue_dir)?;
+                    report.rescues.push(rescue_file(row, &dag));
                     report.finished.push((dag_id, DagState::Failed));
                 }
                 return Ok(());
@@ -214,7 +212,7 @@ fn tick_one(
             Err(e) => {
                 let msg = format!("node {}: cannot submit: {e}", n.name);
                 if finish_dag(q, row.id, DagState::Failed, &msg, at)? {
-                    write_rescue(q, row, &dag, rescue_dir)?;
+                    report.rescues.push(rescue_file(row, &dag));
                     report.finished.push((dag_id, DagState::Failed));
                 }
                 return Ok(());
