@@ -3,13 +3,17 @@
 //! - [`TestUser`]: a real Unix account made for one test and removed when
 //!   it is dropped (its processes killed first), so tests about users,
 //!   permissions and isolation exercise the kernel rather than a mock.
+//! - [`slot_prefix`] and [`DefaultSlots`]: slot accounts made by the
+//!   stations a test starts are its own and removed afterwards.
 //! - [`is_root`] and [`skip_unless_root`]: tests that need root print one
 //!   clear `skipped: …` line elsewhere instead of failing.
 
 mod procs;
+mod slots;
 mod user;
 
 pub use procs::{kill_user_processes, pids_of_uid};
+pub use slots::{DefaultSlots, TEST_SLOT_PREFIX, remove_slot_accounts, slot_prefix};
 pub use user::TestUser;
 
 /// Whether this process runs with root's effective uid.

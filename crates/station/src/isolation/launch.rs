@@ -80,18 +80,6 @@ pub struct GuestUser {
 }
 
 impl GuestUser {
-    /// Who guests of a daemon run as: as root, the named user (`nobody`
-    /// by default); otherwise the daemon's own identity (`None`).
-    /// Superseded by slot accounts ([`super::SlotPool`]: one uid per
-    /// guest, never `nobody`); kept until the starter leases slots.
-    pub fn for_daemon(name: Option<&str>) -> Result<Option<Self>, IsolationError> {
-        if nix::unistd::geteuid().is_root() {
-            Ok(Some(GuestUser::lookup(name.unwrap_or("nobody"))?))
-        } else {
-            Ok(None)
-        }
-    }
-
     /// Look a user up by name (its primary group is used).
     pub fn lookup(name: &str) -> Result<Self, IsolationError> {
         match nix::unistd::User::from_name(name) {

@@ -73,6 +73,7 @@ mod place;
 mod routes;
 mod run;
 mod sandbox;
+mod slot;
 
 pub use claims::{AnyNonEmptyClaim, ClaimRejected, ClaimVerifier, PoolKeyClaims};
 pub use config::{DEFAULT_CRIU_SANDBOX_DIR, STDERR_FILE, STDOUT_FILE, StarterConfig, StarterError};
@@ -80,7 +81,7 @@ pub use guests::GuestListing;
 pub use routes::router;
 
 use crate::checkpoint::{RateMeter, SharedBucket};
-use crate::isolation::{CgroupManager, GuestUser};
+use crate::isolation::{CgroupManager, Confinement, REAP_TIMEOUT, SlotPool};
 use config::io_err;
 use gleaner_core::detector::OwnerState;
 use gleaner_core::time::Time;
@@ -88,7 +89,6 @@ use gleaner_proto::job::{JobDescription, JobId};
 use gleaner_proto::wire::GuestInfo;
 use guests::{Command, GuestEntry};
 use std::collections::HashMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -103,7 +103,11 @@ pub struct Starter {
     verifier: Box<dyn ClaimVerifier>,
     owner: watch::Receiver<OwnerState>,
     cgroups: Option<CgroupManager>,
-    user: Option<GuestUser>,
+    /// The slot accounts, one per running guest (issue 12, item 4).
+    pool: SlotPool,
+    /// How every guest is launched: idle at all times, own namespaces
+    /// where the kernel allows.
+    confinement: Confinement,
     http: reqwest::Client,
     guests: Mutex<HashMap<JobId, Arc<GuestEntry>>>,
     epoch: Instant,
@@ -130,13 +134,22 @@ impl Starter {
         owner: watch::Receiver<OwnerState>,
         cgroups: Option<CgroupManager>,
     ) -> Result<Self, StarterError> {
-        let user = GuestUser::for_daemon(config.guest_user.as_deref())?;
-        if user.is_none()
-            && let Some(n) = &config.guest_user
-        {
-            tracing::warn!(user = %n, "not root: guests run as the daemon's user");
+        let pool = SlotPool::for_daemon(&config.slots)?;
+        // The caller has cleared the guests a previous run recorded and
+        // the cgroups it left; whatever still runs as a slot account is
+        // left over too (an escapee of a crashed run), and nothing is
+        // leased yet.
+        for (slot, r) in pool.reap_unleased(REAP_TIMEOUT) {
+            if let Some(u) = pool.slots().iter().find(|s| s.name == slot) {
+                crate::host::orphans::reap_orphans_of(u.user.uid);
+            }
+            if let Ok(rep) = r {
+                tracing::warn!(%slot, killed = ?rep.found, rounds = rep.rounds,
+                    ms = rep.elapsed.as_millis() as u64, "slot cleared at start");
+            }
         }
-        prepare_execute_dir(&config.execute_dir, user)?;
+        let confinement = Confinement::for_station(config.namespaces)?;
+        prepare_execute_dir(&config.execute_dir, &pool)?;
         if let Some(m) = &cgroups {
             m.ensure_parent()?;
         }
@@ -155,7 +168,8 @@ impl Starter {
             verifier,
             owner,
             cgroups,
-            user,
+            pool,
+            confinement,
             http,
             guests: Mutex::new(HashMap::new()),
             epoch: Instant::now(),
@@ -179,6 +193,25 @@ impl Starter {
     /// The guests' cgroups, when the station has them.
     pub fn cgroups(&self) -> Option<&CgroupManager> {
         self.cgroups.as_ref()
+    }
+
+    /// The slot accounts guests run as.
+    pub fn slot_pool(&self) -> &SlotPool {
+        &self.pool
+    }
+
+    /// How many more guests the slot accounts allow (`None`: a personal
+    /// pool, bounded by CPUs only).
+    pub fn free_slots(&self) -> Option<usize> {
+        if self.pool.is_personal() {
+            return None;
+        }
+        Some(
+            self.pool
+                .slots()
+                .len()
+                .saturating_sub(self.pool.leases().len()),
+        )
     }
 
     /// Refuse new placements (running guests are left alone).
@@ -241,31 +274,29 @@ impl Starter {
     }
 }
 
-/// Makes the sandboxes' parent: reachable by the guest user, writable by
-/// the daemon alone.
-fn prepare_execute_dir(dir: &Path, user: Option<GuestUser>) -> Result<(), StarterError> {
-    // A guest user must be able to reach its sandbox, or every job
-    // would be held ("cannot execute"): say so at start instead.
-    if let Some(u) = user
-        && let Some((bad, mode)) = crate::isolation::unreachable_by(dir, u)
+/// Makes the sandboxes' parent: root's, mode 0711, so that each guest
+/// reaches its own sandbox by name but cannot list the others or write
+/// there (`isolation::prepare_execute_dir`). Refuses to start where the
+/// slot accounts could not reach it at all: every job would be held.
+fn prepare_execute_dir(dir: &Path, pool: &SlotPool) -> Result<(), StarterError> {
+    // Any slot will do: the directories on the way belong to none of them.
+    if let Some(s) = pool.slots().first()
+        && let Some((bad, mode)) = crate::isolation::unreachable_by(dir, s.user)
     {
         return Err(io_err(
             dir,
             std::io::Error::new(
                 std::io::ErrorKind::PermissionDenied,
                 format!(
-                    "guests (uid {}) cannot reach their sandboxes here: {} has mode {mode:o}; \
-                     set `execute_dir` to a directory they can reach",
-                    u.uid,
+                    "guests (slot {}, uid {}) cannot reach their sandboxes here: {} has mode \
+                     {mode:o}; set `execute_dir` to a directory they can reach",
+                    s.name,
+                    s.user.uid,
                     bad.display()
                 ),
             ),
         ));
     }
-    // Guests must not be able to write the sandboxes' parent (see
-    // `prepare_sandbox`).
-    std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| io_err(dir, e))?;
+    crate::isolation::prepare_execute_dir(dir)?;
     Ok(())
 }
