@@ -220,8 +220,17 @@ impl Pool {
 
     /// A pool whose execute stations get `host_extra` in their config;
     /// `{root}` in it stands for the pool's directory, `{name}` for the
-    /// station's name.
+    /// station's name. An `[isolation]` table in it must come last.
     pub async fn start_with(host_extra: &str) -> Pool {
+        Pool::start_opts(host_extra, false).await
+    }
+
+    /// [`Pool::start_with`]; with `shared_slots` both execute stations use
+    /// the same slot accounts, as stations that move CRIU jobs between them
+    /// must (a restore keeps the uid of the dump; on separate machines they
+    /// would share `slot_first_uid`). The slot locks keep them from leasing
+    /// one account at once.
+    pub async fn start_opts(host_extra: &str, shared_slots: bool) -> Pool {
         let lock = serial_lock();
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
@@ -281,11 +290,22 @@ impl Pool {
         );
         home.spawn();
         let mut hosts = HashMap::new();
+        let shared_prefix = gleaner_testkit::slot_prefix();
         for h in ["x1", "x2"] {
             let port = free_port();
             let extra = host_extra
                 .replace("{root}", &root.display().to_string())
                 .replace("{name}", h);
+            let prefix = if shared_slots {
+                shared_prefix.clone()
+            } else {
+                gleaner_testkit::slot_prefix()
+            };
+            let (extra, iso_keys) = match extra.split_once("[isolation]\n") {
+                Some((before, keys)) => (before.to_string(), keys.to_string()),
+                None => (extra, String::new()),
+            };
+            let extra = extra + &crate::common::isolation_toml_with(&prefix, &iso_keys);
             let mut d = mk(h, station_cfg(h, port, "execute_only", &extra), false, port);
             d.spawn();
             hosts.insert(h.to_string(), d);

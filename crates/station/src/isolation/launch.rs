@@ -80,6 +80,20 @@ pub struct GuestUser {
 }
 
 impl GuestUser {
+    /// An identity that stands for guests in reachability checks
+    /// ([`super::unreachable_by`]) made before a station runs: as root, the
+    /// named user (`nobody` by default), which, as every slot account,
+    /// gets only the "other" permissions of the daemon's directories;
+    /// otherwise the daemon's own identity (`None`). Guests themselves run
+    /// as slot accounts ([`super::SlotPool`]), never as this user.
+    pub fn for_daemon(name: Option<&str>) -> Result<Option<Self>, IsolationError> {
+        if nix::unistd::geteuid().is_root() {
+            Ok(Some(GuestUser::lookup(name.unwrap_or("nobody"))?))
+        } else {
+            Ok(None)
+        }
+    }
+
     /// Look a user up by name (its primary group is used).
     pub fn lookup(name: &str) -> Result<Self, IsolationError> {
         match nix::unistd::User::from_name(name) {
