@@ -22,6 +22,10 @@ pub(crate) struct Control {
     pub(crate) checkpoint_signal: i32,
     /// The slot account's uid (`None` in a personal pool).
     pub(crate) uid: Option<u32>,
+    /// The waiter the job runs under (its PID namespace's, or a CRIU
+    /// job's reaper), which is not the job: it must not get the job's
+    /// checkpoint signal (it would die of it, and the job with it).
+    pub(crate) waiter: Option<i32>,
 }
 
 impl Control {
@@ -38,6 +42,7 @@ impl Control {
             frozen: false,
             checkpoint_signal,
             uid,
+            waiter: None,
         }
     }
 
@@ -55,11 +60,16 @@ impl Control {
     }
 
     fn signal_all(&self, sig: i32) {
+        self.signal(sig, None);
+    }
+
+    /// Signals every process of the guest but `spare`.
+    fn signal(&self, sig: i32, spare: Option<i32>) {
         let Ok(sig) = nix::sys::signal::Signal::try_from(sig) else {
             return;
         };
         if self.cgroup.is_some() || self.uid.is_some() {
-            for pid in self.pids() {
+            for pid in self.pids().into_iter().filter(|p| Some(*p) != spare) {
                 let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
             }
         }
@@ -128,7 +138,7 @@ impl Control {
     /// Checkpoint hook: the job's checkpoint signal (full checkpointing is
     /// a later issue).
     pub(crate) fn checkpoint_signal(&self) {
-        self.signal_all(self.checkpoint_signal);
+        self.signal(self.checkpoint_signal, self.waiter);
     }
 
     pub(crate) fn kill(&self) {

@@ -3,17 +3,23 @@
 //! A home station that holds a claim on this host sends a
 //! [`PlacementRequest`](gleaner_proto::wire::PlacementRequest)
 //! (`POST /v1/place`). The starter checks it (owner state, claim, free
-//! CPUs, memory and disk), answers at once, and runs the guest
-//! asynchronously:
+//! CPUs, memory, disk and a free slot account), answers at once, and runs
+//! the guest asynchronously:
 //!
+//! 0. a slot account of its own ([`SlotPool`], `slot.rs`; issue 12): every
+//!    guest runs as a different uid, never `nobody`, the owner's or the
+//!    daemon's (a personal pool, when the daemon is not root, runs guests
+//!    as the daemon's own user);
 //! 1. a private sandbox `<execute_dir>/<job>-r<run>-<seq>` (mode 0700, owned
-//!    by the guest user);
+//!    by the slot account) in a root-owned 0711 execute directory;
 //! 2. the executable and `transfer_input_files` (and `input`) fetched from
 //!    the shadow (`GET /v1/shadow/{job}/input/{name}`);
 //! 3. the guest started unprivileged with
-//!    [`GuestLauncher`](crate::isolation::GuestLauncher), in a per-job
-//!    cgroup with memory bounds from `request_memory` when a
-//!    [`CgroupManager`] is given (otherwise its own process group);
+//!    [`GuestLauncher::spawn_confined`](crate::isolation::GuestLauncher):
+//!    idle CPU priority at all times, its own PID and mount namespaces
+//!    where the kernel allows (not CRIU jobs), in a per-job cgroup with
+//!    memory bounds from `request_memory` when a [`CgroupManager`] is given
+//!    (otherwise found by its slot's uid);
 //! 4. stdout/stderr captured to files in the sandbox and streamed to the
 //!    shadow while the job runs (`POST .../output/{stream}?offset=N`);
 //! 5. on exit, output files uploaded (`PUT .../files/{name}`) and
@@ -23,10 +29,12 @@
 //! [`EvictionLadder`](gleaner_core::eviction::EvictionLadder) with the
 //! station's policy. Owner-activity changes arrive on a
 //! [`watch::Receiver<OwnerState>`] and are applied to the real process at
-//! once: lower priority (Ryu & Hollingsworth L54: the owner strictly first),
-//! freeze then vacate after the grace (Mutka 1988 L841), or kill at once
-//! (Immediate-Eviction, Mutka 1988 L583). A guest that leaves the host is
-//! reported `evicted` with job state `Idle`, so that its home requeues it.
+//! once: freeze then vacate after the grace (Mutka 1988 L841), or kill at
+//! once (Immediate-Eviction, Mutka 1988 L583); a guest is at the lowest
+//! priority throughout (Ryu & Hollingsworth L54: the owner strictly first),
+//! not only while the owner is active. A guest that leaves the host is
+//! reported `evicted` with job state `Idle`, so that its home requeues it;
+//! every process of its slot's uid is killed before the slot is free again.
 //!
 //! Checkpoints (issue #6, [`crate::checkpoint`]): a job that declares
 //! `checkpoint_exit_code` gets its latest good checkpoint from home before
