@@ -316,6 +316,12 @@ impl Pool {
         let work = root.join("work");
         std::fs::create_dir_all(&work).unwrap();
         std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777)).unwrap();
+        // Every run of the job appends to the progress log, on either host,
+        // as a slot account of that host (umask 077): made writable for all
+        // beforehand.
+        let progress = work.join("progress.log");
+        std::fs::write(&progress, "").unwrap();
+        std::fs::set_permissions(&progress, std::fs::Permissions::from_mode(0o666)).unwrap();
         std::fs::copy(
             repo_root().join("examples/jobs/selfckpt.sh"),
             work.join("selfckpt.sh"),
@@ -462,7 +468,14 @@ impl Pool {
         self.assert_completed(d);
         let (out, result) = reference_run();
         let got = std::fs::read_to_string(self.work.join("out.txt")).unwrap();
-        assert_eq!(got, out, "stdout differs from an undisturbed run");
+        assert_eq!(
+            got,
+            out,
+            "stdout differs from an undisturbed run\nprogress: {:?}\n{:#?}\n{}",
+            self.progress(),
+            d.events,
+            self.logs()
+        );
         assert_eq!(
             std::fs::read_to_string(self.work.join("selfckpt.result")).unwrap(),
             result
@@ -527,18 +540,19 @@ impl Pool {
     }
 }
 
-/// For each restart that redid work: how many steps were redone.
+/// For each restart that redid work: how many steps were redone. A run
+/// starts where the pid changes or the step does not grow (in a PID
+/// namespace of its own every run of the job is PID 1).
 pub fn redone_steps(p: &[(u32, u32)]) -> Vec<u32> {
     let mut max_seen = 0u32;
     let mut out = Vec::new();
-    let mut last_pid = None;
+    let mut last: Option<(u32, u32)> = None;
     for &(pid, step) in p {
-        if Some(pid) != last_pid {
-            if step <= max_seen {
-                out.push(max_seen - (step - 1));
-            }
-            last_pid = Some(pid);
+        let new_run = last.is_none_or(|(lp, ls)| lp != pid || step <= ls);
+        if new_run && step <= max_seen {
+            out.push(max_seen - (step - 1));
         }
+        last = Some((pid, step));
         max_seen = max_seen.max(step);
     }
     out

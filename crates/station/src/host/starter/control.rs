@@ -22,10 +22,6 @@ pub(crate) struct Control {
     pub(crate) checkpoint_signal: i32,
     /// The slot account's uid (`None` in a personal pool).
     pub(crate) uid: Option<u32>,
-    /// The waiter the job runs under (its PID namespace's, or a CRIU
-    /// job's reaper), which is not the job: it must not get the job's
-    /// checkpoint signal (it would die of it, and the job with it).
-    pub(crate) waiter: Option<i32>,
 }
 
 impl Control {
@@ -42,7 +38,6 @@ impl Control {
             frozen: false,
             checkpoint_signal,
             uid,
-            waiter: None,
         }
     }
 
@@ -59,17 +54,14 @@ impl Control {
         }
     }
 
+    /// Signals every process of the guest (stop, continue, kill: a second
+    /// copy does no harm).
     fn signal_all(&self, sig: i32) {
-        self.signal(sig, None);
-    }
-
-    /// Signals every process of the guest but `spare`.
-    fn signal(&self, sig: i32, spare: Option<i32>) {
         let Ok(sig) = nix::sys::signal::Signal::try_from(sig) else {
             return;
         };
         if self.cgroup.is_some() || self.uid.is_some() {
-            for pid in self.pids().into_iter().filter(|p| Some(*p) != spare) {
+            for pid in self.pids() {
                 let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
             }
         }
@@ -135,10 +127,16 @@ impl Control {
         self.frozen || self.stopped_by_signal
     }
 
-    /// Checkpoint hook: the job's checkpoint signal (full checkpointing is
-    /// a later issue).
+    /// The job's checkpoint signal, delivered once, to the job's process
+    /// group: a second copy arriving while the job saves its state would
+    /// kill the helpers it runs for that (the `mv` of its state file). The
+    /// group is the job's own (it is a session leader; in a PID namespace,
+    /// its first process): the waiter above it, which would die of the
+    /// signal and take the job with it, is not in it.
     pub(crate) fn checkpoint_signal(&self) {
-        self.signal(self.checkpoint_signal, self.waiter);
+        if let Ok(sig) = nix::sys::signal::Signal::try_from(self.checkpoint_signal) {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(self.pgid), sig);
+        }
     }
 
     pub(crate) fn kill(&self) {

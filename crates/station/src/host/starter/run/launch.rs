@@ -78,15 +78,12 @@ impl GuestRun<'_> {
         };
         let pgid = i32::try_from(pid).unwrap_or(0);
         pad.iso.guard.pgid = Some(pgid);
-        let mut ctl = Control::new(
+        let ctl = Control::new(
             pgid,
             pad.iso.cgroup.clone(),
             self.starter.config.checkpoint_signal,
             self.user().map(|u| u.uid),
         );
-        if pid != proc.pid() {
-            ctl.waiter = i32::try_from(proc.pid()).ok();
-        }
         let (exit_tx, exit) = oneshot::channel();
         std::thread::spawn(move || {
             let _ = exit_tx.send(proc.wait());
