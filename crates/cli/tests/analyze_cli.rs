@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn analyze_explains_an_unmatchable_job_station_by_station() {
+    // `glean up` stations use the default slot accounts (see
+    // personal_pool.rs); dropped after the pool.
+    let _slots = gleaner_testkit::DefaultSlots::hold();
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let work = tmp.path().join("work");

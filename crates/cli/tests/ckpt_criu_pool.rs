@@ -37,7 +37,13 @@ async fn criu_pool() -> Pool {
 }
 
 async fn criu_pool_with(extra: &str) -> Pool {
-    let pool = Pool::start_with(&format!("criu_sandbox_dir = \"{{root}}/criu\"\n{extra}")).await;
+    // Both hosts with the same slot accounts: a restore keeps the uid of
+    // the dump.
+    let pool = Pool::start_opts(
+        &format!("criu_sandbox_dir = \"{{root}}/criu\"\n{extra}"),
+        true,
+    )
+    .await;
     std::fs::copy(
         repo_root().join("examples/jobs/criu_count.sh"),
         pool.work.join("criu_count.sh"),

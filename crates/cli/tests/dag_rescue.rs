@@ -15,6 +15,10 @@ fn removed_dag_resumes_from_its_rescue_file() {
     let work = pool.work();
     let shared = shared_dir();
     let log = shared.path().join("ran.log");
+    // Every node appends to it, each as the slot account it runs as (umask
+    // 077): writable for all beforehand.
+    std::fs::write(&log, "").unwrap();
+    std::fs::set_permissions(&log, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
     std::fs::write(
         work.join("step.sub"),
         format!(

@@ -19,11 +19,12 @@ fn station_config(dir: &Path, name: &str, port: u16, coord: u16, key: &Path) -> 
             "name = \"{name}\"\nlisten = \"127.0.0.1:{port}\"\nstate_dir = \"{}\"\n\
              coordinator = \"http://127.0.0.1:{coord}\"\npool_key = \"{}\"\n\
              advertise_secs = 1\nplacement_interval_secs = 1\ncpus = 1\n\
-             activity = {{ source = \"file\", path = \"{}\" }}\n{}",
+             activity = {{ source = \"file\", path = \"{}\" }}\n{}{}",
             dir.join("state").display(),
             key.display(),
             owner.display(),
-            socket_line(&dir.join("state"))
+            socket_line(&dir.join("state")),
+            common::isolation_toml(),
         ),
     )
     .unwrap();

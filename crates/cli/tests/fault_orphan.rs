@@ -65,7 +65,9 @@ impl Drop for Reap {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_restarted_station_kills_the_guest_its_crash_orphaned() {
-    let mut pool = Pool::start().await;
+    // Without PID namespaces too, so that the pids the guest logs are the
+    // host's (in a namespace its shell would log 1).
+    let mut pool = Pool::start_with("[isolation]\nnamespaces = \"off\"\n").await;
     let work = pool.work.clone();
     std::fs::write(work.join("orphan.sh"), GUEST).unwrap();
     std::fs::set_permissions(

@@ -169,10 +169,11 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
             format!(
                 "name = \"{name}\"\nlisten = \"127.0.0.1:{port}\"\nstate_dir = \"{}\"\n\
                  coordinator = \"{coord_url}\"\npool_key = \"{}\"\n\
-                 advertise_secs = 1\nplacement_interval_secs = 0\nspeed = 1.0\n{}{extra}",
+                 advertise_secs = 1\nplacement_interval_secs = 0\nspeed = 1.0\n{}{extra}{}",
                 dir.join("state").display(),
                 key_path.display(),
                 socket_line(&dir.join("state")),
+                common::isolation_toml(),
             ),
         )
         .unwrap();

@@ -177,11 +177,12 @@ impl TestPool {
                     "name = \"station{k}\"\nlisten = \"{addr}\"\nstate_dir = {}\n\
                      coordinator = \"http://{caddr}\"\npool_key = {}\nadvertise_secs = 1\n\
                      placement_interval_secs = 0\ncpus = 1\nlease_secs = 6\n\
-                     activity = {{ source = \"file\", path = {} }}\n{}",
+                     activity = {{ source = \"file\", path = {} }}\n{}{}",
                     q(&sdir.join("state")),
                     q(&key_path),
                     q(&owner),
                     socket_line(&sdir.join("state")),
+                    common::isolation_toml(),
                 ),
             )
             .unwrap();

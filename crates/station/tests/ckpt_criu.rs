@@ -1,9 +1,11 @@
 //! The CRIU backend end to end below the daemon: a guest started by the
-//! launcher as the unprivileged guest user is dumped by CRIU (running as
-//! that user with only CAP_CHECKPOINT_RESTORE), its images and sandbox go
-//! through a bundle file, everything local is deleted as if on a new host,
-//! and the launcher restores it as a child subreaper: the job continues
-//! from where it was dumped and its exit status reaches the caller.
+//! launcher as its slot account (as a station runs it: confined, idle at
+//! all times) is dumped by CRIU (running as that account with only
+//! CAP_CHECKPOINT_RESTORE), its images and sandbox go through a bundle
+//! file, everything local is deleted as if on a new host, and the launcher
+//! restores it as a child subreaper, as the uid the bundle's manifest
+//! records (the slot leased by that uid): the job continues from where it
+//! was dumped, still idle, and its exit status reaches the caller.
 //!
 //! Runs only where a working CRIU exists (`criu --version` ≥ 4.1 and
 //! `criu check` passing, as root); elsewhere it prints why it is skipped.
@@ -11,7 +13,9 @@
 use gleaner_station::checkpoint::{
     Criu, CriuStatus, Manifest, criu_status, verify_bundle_file, write_bundle_file,
 };
-use gleaner_station::isolation::{GuestLauncher, GuestSpec, GuestUser};
+use gleaner_station::isolation::{
+    Confinement, GuestLauncher, GuestSpec, GuestUser, REAP_TIMEOUT, SlotConfig, SlotPool,
+};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -54,8 +58,16 @@ fn criu_moves_an_unprivileged_guest_through_a_bundle() {
     if !available() {
         return;
     }
-    let user = GuestUser::lookup("nobody").unwrap();
-    // Guests (nobody) must reach their sandboxes below it.
+    if gleaner_testkit::skip_unless_root("CRIU restores as a slot account") {
+        return;
+    }
+    // Two slots: the job is dumped as the second and restored by its uid.
+    let pool = SlotPool::for_daemon(&SlotConfig::new(gleaner_testkit::slot_prefix(), 2)).unwrap();
+    let _first = pool.lease("another-job").unwrap();
+    let lease = pool.lease("criu-job").unwrap();
+    let user = lease.user().unwrap();
+    assert_ne!(user.uid, 65534, "never nobody");
+    // Guests (slot accounts) must reach their sandboxes below it.
     let root = common::shared_tempdir();
     let sandbox = root.path().join("sandbox");
     let images = root.path().join("images");
@@ -76,9 +88,13 @@ fn criu_moves_an_unprivileged_guest_through_a_bundle() {
         user: Some(user),
         stdout: Stdio::from(capture(&out1, user)),
         reaper: true,
+        sched_idle: true,
         ..GuestSpec::new("/bin/sh", &sandbox).arg("job.sh")
     };
-    let mut job = GuestLauncher::new().spawn(spec, None).unwrap();
+    let confined = Confinement::new();
+    let mut job = GuestLauncher::new()
+        .spawn_confined(spec, None, &confined)
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while steps_in(&std::fs::read_to_string(&out1).unwrap()).len() < 8 {
         assert!(Instant::now() < deadline, "job did not start");
@@ -111,6 +127,7 @@ fn criu_moves_an_unprivileged_guest_through_a_bundle() {
     let m = write_bundle_file(
         Manifest {
             backend: "criu".into(),
+            uid: Some(user.uid),
             ..Default::default()
         },
         &sources,
@@ -118,6 +135,8 @@ fn criu_moves_an_unprivileged_guest_through_a_bundle() {
     )
     .unwrap();
     assert_eq!(verify_bundle_file(&bundle).unwrap(), m);
+    // The slot is given back; the "new host" leases by the recorded uid.
+    lease.release(REAP_TIMEOUT).unwrap();
 
     // A "new host": nothing local survives but the bundle.
     std::fs::remove_dir_all(&sandbox).unwrap();
@@ -126,6 +145,9 @@ fn criu_moves_an_unprivileged_guest_through_a_bundle() {
     gleaner_station::isolation::prepare_sandbox(&images, Some(user)).unwrap();
     let got = criu.unpack(&bundle, &sandbox).unwrap();
     assert_eq!(got.files.len(), m.files.len());
+    assert_eq!(got.uid, Some(user.uid));
+    let relet = pool.lease_uid("criu-job", got.uid.unwrap()).unwrap();
+    assert_eq!(relet.user(), Some(user));
     for e in std::fs::read_dir(&sandbox)
         .unwrap()
         .chain(std::fs::read_dir(&images).unwrap())
@@ -144,7 +166,33 @@ fn criu_moves_an_unprivileged_guest_through_a_bundle() {
         stdout: Stdio::from(capture(&out2, user)),
         ..criu.restore_spec(&sandbox, &[(1, &out2)])
     };
-    let mut restored = GuestLauncher::new().spawn(spec, None).unwrap();
+    let mut restored = GuestLauncher::new()
+        .spawn_confined(spec, None, &confined)
+        .unwrap();
+    // Restored as the slot's uid, idle as it was dumped.
+    let t0 = Instant::now();
+    let root_pid = loop {
+        if let Some(p) = std::fs::read_to_string(criu.pidfile())
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+            .filter(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
+        {
+            break Some(p);
+        }
+        if t0.elapsed() > Duration::from_secs(30) || restored.try_wait().unwrap().is_some() {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    if let Some(p) = root_pid {
+        let status = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
+        if let Some(line) = status.lines().find(|l| l.starts_with("Uid:")) {
+            assert!(line.contains(&user.uid.to_string()), "{line}");
+        }
+        if let Some((_, policy, _)) = common::proc_stat(p as i32) {
+            assert_eq!(policy, libc::SCHED_IDLE as u32, "restored job not idle");
+        }
+    }
     let st = restored.wait().unwrap();
     assert!(
         criu.pidfile().exists(),
@@ -167,4 +215,5 @@ fn criu_moves_an_unprivileged_guest_through_a_bundle() {
         .map(|l| l.parse().unwrap())
         .collect();
     assert_eq!(data, (1..=STEPS).collect::<Vec<_>>());
+    relet.release(REAP_TIMEOUT).unwrap();
 }

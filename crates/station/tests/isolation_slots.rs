@@ -23,8 +23,9 @@
 //! - a double-fork + `setsid` escapee with cgroups off outlives its guest
 //!   and is gone after kill-by-uid; a fork loop is killed completely too,
 //!   and so is a guest in its own PID namespace, waiter included;
-//! - slots are exclusive; a slot with a lingering process is not leased
-//!   until it is reaped; fixed slot uids (`first_uid`) are created and
+//! - slots are exclusive, also between two pools (stations) over the same
+//!   accounts; a slot with a lingering process is not leased until it is
+//!   reaped; fixed slot uids (`first_uid`) are created and
 //!   checked, and a slot is leased by uid (CRIU restores);
 //! - an existing account with a login shell is refused as a slot;
 //! - CRIU-style (reaped) guests keep the host's namespaces, and a CRIU job
@@ -834,6 +835,58 @@ fn slots_are_exclusive_and_a_busy_slot_is_not_leased() {
     let mut cfg = accounts.cfg.clone();
     cfg.create = false;
     assert_eq!(SlotAccounts::ensure(&cfg).unwrap(), accounts.accounts());
+}
+
+/// Two stations on one machine naming the same accounts (`glean up` as
+/// root; a test pool whose hosts share slot uids for CRIU): the slot locks
+/// keep them from leasing one slot at once, and one's start-up reap leaves
+/// the other's guest alone.
+#[test]
+fn two_pools_over_the_same_accounts_never_share_a_slot() {
+    if !root_or_skip("slot locks") {
+        return;
+    }
+    let _lock = serial_lock();
+    let accounts = TestAccounts::create('f', 2);
+    let _reaper = Subreaper::new();
+    let (one, two) = (
+        SlotPool::new(accounts.accounts()),
+        SlotPool::new(accounts.accounts()),
+    );
+    let slots = one.slots().to_vec();
+    let a = one.lease("a").unwrap();
+    assert_eq!(a.slot().unwrap().name, slots[0].name);
+    let b = two.lease("b").unwrap();
+    assert_eq!(
+        b.slot().unwrap().name,
+        slots[1].name,
+        "slot held by the other pool"
+    );
+    match two.lease("c") {
+        Err(IsolationError::NoFreeSlot { busy: 1, .. }) => {}
+        other => panic!("a slot the other pool holds was leased: {other:?}"),
+    }
+    // The first pool's guest runs; the second's reap must spare it.
+    let tmp = shared_tempdir("gllocks");
+    let mut spec = GuestSpec::new("/bin/sleep", tmp.path().join("sandbox")).arg("1000");
+    spec.user = Some(slots[0].user);
+    let mut guest = Guest(GuestLauncher::new().spawn(spec, None).unwrap());
+    wait_until("guest", 10, || {
+        !processes_of_uid(slots[0].user.uid).is_empty()
+    });
+    assert!(two.reap_unleased(REAP_TIMEOUT).is_empty());
+    assert!(
+        guest.0.try_wait().unwrap().is_none(),
+        "the other pool's guest was killed"
+    );
+    // Released (its guest killed), the slot is the other pool's to take.
+    let rep = a.release(REAP_TIMEOUT).unwrap();
+    assert_eq!(rep.found.len(), 1);
+    wait_exit(&mut guest, 10);
+    let c = two.lease("c").unwrap();
+    assert_eq!(c.slot().unwrap().name, slots[0].name);
+    c.release(REAP_TIMEOUT).unwrap();
+    b.release(REAP_TIMEOUT).unwrap();
 }
 
 /// `count` consecutive ids from 62000 up that no account or group holds.

@@ -20,7 +20,9 @@ use gleaner_proto::wire::{JobStatusReport, PlacementRequest, PlacementResponse, 
 use gleaner_station::host::starter::{
     AnyNonEmptyClaim, GuestListing, Starter, StarterConfig, router,
 };
-use gleaner_station::isolation::{CgroupConfig, CgroupLayout, CgroupManager, RemoveOnDrop};
+use gleaner_station::isolation::{
+    CgroupConfig, CgroupLayout, CgroupManager, RemoveOnDrop, SlotConfig,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -132,7 +134,8 @@ fn cgroups(name: &str) -> Option<CgroupManager> {
 }
 
 async fn env(policy: EvictionPolicy, owner: OwnerState, cg: Option<CgroupManager>) -> Env {
-    // The guest user (nobody when root) must reach its sandbox.
+    // The guests (slot accounts of this test when root) must reach their
+    // sandboxes.
     let dir = shared_tempdir();
     let rec: Shared = Arc::default();
     let url = shadow(rec.clone()).await;
@@ -143,6 +146,7 @@ async fn env(policy: EvictionPolicy, owner: OwnerState, cg: Option<CgroupManager
     cfg.memory_mb = 4096;
     cfg.output_poll = Duration::from_millis(100);
     cfg.checkpoint_grace = Duration::from_millis(500);
+    cfg.slots = SlotConfig::new(gleaner_testkit::slot_prefix(), 4);
     let starter = Arc::new(
         Starter::new(
             cfg,
@@ -337,17 +341,28 @@ async fn starter_linger_longer_lowers_priority_and_vacate_endpoint() {
         libc::SCHED_IDLE as u32,
         "guest not idle while owner active"
     );
+    // The owner leaves: the ladder runs the guest "normally", which is
+    // still idle priority (issue 12: idle at all times).
     env.owner.send(OwnerState::Av).unwrap();
-    wait_for("normal priority", Duration::from_secs(2), || {
-        (stat(pid)?.1 == libc::SCHED_OTHER as u32).then_some(())
+    wait_for("running again", Duration::from_secs(5), || {
+        (env.starter.listing()[0].state == "running").then_some(())
     })
     .await;
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(500) {
+        assert_eq!(
+            stat(pid).unwrap().1,
+            libc::SCHED_IDLE as u32,
+            "guest at normal priority after the owner left"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     env.owner.send(OwnerState::Na).unwrap();
-    wait_for("idle again", Duration::from_secs(2), || {
-        (stat(pid)?.1 == libc::SCHED_IDLE as u32).then_some(())
+    wait_for("lingering again", Duration::from_secs(5), || {
+        (env.starter.listing()[0].state == "lingering").then_some(())
     })
     .await;
-    assert_eq!(env.starter.listing()[0].state, "lingering");
+    assert_eq!(stat(pid).unwrap().1, libc::SCHED_IDLE as u32);
 
     // The HTTP surface: list, then vacate. The daemon's auth layer puts the
     // verified caller in the request; stand in for it with fixed callers.
@@ -368,7 +383,17 @@ async fn starter_linger_longer_lowers_priority_and_vacate_endpoint() {
             .layer(axum::Extension(caller("mallory", gleaner_edge::Role::User))),
     )
     .await;
-    let no_auth = serve(router(env.starter.clone())).await;
+    // Behind the daemon's authentication layer, as the station serves it:
+    // a request without a token never reaches the handlers.
+    let key =
+        gleaner_proto::auth::load_or_create_pool_key(&env._dir.path().join("pool.key")).unwrap();
+    let no_auth = serve(
+        router(env.starter.clone()).layer(axum::middleware::from_fn_with_state(
+            Arc::new(gleaner_edge::PoolKeyVerifier(key)),
+            gleaner_edge::authenticate::<gleaner_edge::PoolKeyVerifier>,
+        )),
+    )
+    .await;
     let http = reqwest::Client::new();
     // A user's token may not vacate anyone's guest; no claims at all: 401.
     let r = http

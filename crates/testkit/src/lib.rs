@@ -5,15 +5,19 @@
 //!   permissions and isolation exercise the kernel rather than a mock.
 //! - [`TestOwner`]: who a test's jobs belong to (a [`TestUser`] under
 //!   root, else the test's own account), with directories of its own.
+//! - [`slot_prefix`] and [`DefaultSlots`]: slot accounts made by the
+//!   stations a test starts are its own and removed afterwards.
 //! - [`is_root`] and [`skip_unless_root`]: tests that need root print one
 //!   clear `skipped: …` line elsewhere instead of failing.
 
 mod owner;
 mod procs;
+mod slots;
 mod user;
 
 pub use owner::{TestOwner, reachable};
 pub use procs::{kill_user_processes, pids_of_uid};
+pub use slots::{DefaultSlots, TEST_SLOT_PREFIX, remove_slot_accounts, slot_prefix};
 pub use user::TestUser;
 
 /// Whether this process runs with root's effective uid.

@@ -254,7 +254,7 @@ fn userdel(name: &str) -> anyhow::Result<()> {
 /// Runs `cmd` until it does not fail on a locked passwd/group/shadow file,
 /// with a growing pause (another test process holds the lock for the few
 /// milliseconds of its own `useradd`/`userdel`).
-fn retry_locked(cmd: &mut Command) -> anyhow::Result<Output> {
+pub(crate) fn retry_locked(cmd: &mut Command) -> anyhow::Result<Output> {
     let mut pause = Duration::from_millis(10);
     for _ in 0..LOCK_ATTEMPTS {
         let out = cmd

@@ -179,6 +179,27 @@ pub fn glean_as(owner: &TestOwner, home: &Path, dir: &Path, args: &[&str]) -> Ou
         .unwrap()
 }
 
+/// The `[isolation]` table of a test station (goes last in its
+/// configuration): slot accounts of its own, under a prefix of this test
+/// process's that is removed when it exits (`gleaner_testkit::slot_prefix`),
+/// so that stations of parallel tests never share (or reap) each other's
+/// slots; no cgroups, which every station would otherwise make under the
+/// same default parent. Station-wide defaults are tested in the station
+/// crate.
+pub fn isolation_toml() -> String {
+    isolation_toml_with(&gleaner_testkit::slot_prefix(), "")
+}
+
+/// [`isolation_toml`] with a given slot prefix and more keys of the table.
+pub fn isolation_toml_with(slot_prefix: &str, keys: &str) -> String {
+    let cgroups = if keys.contains("cgroups") {
+        ""
+    } else {
+        "cgroups = \"off\"\n"
+    };
+    format!("[isolation]\n{cgroups}slot_prefix = \"{slot_prefix}\"\n{keys}")
+}
+
 /// A directory every guest may write to: guests run as another user and
 /// cannot enter the test's private temporary directory.
 pub fn shared_dir() -> tempfile::TempDir {

@@ -15,17 +15,26 @@ pub struct Pool {
     up: UpProcess,
     pub tmp: tempfile::TempDir,
     pub owner: TestOwner,
+    /// `glean up` stations use the default slot accounts; removed by the
+    /// last test that holds them, after the pool stopped.
+    _slots: gleaner_testkit::DefaultSlots,
 }
 
 impl Pool {
     pub fn up(stations: u16) -> Pool {
+        let slots = gleaner_testkit::DefaultSlots::hold();
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
         let owner = TestOwner::new("dagowner").unwrap();
         owner.dir(&tmp.path().join("work")).unwrap();
         let port = free_base_port(stations + 2);
         let up = UpProcess(spawn_up(&home, stations, port, Stdio::null()));
-        let pool = Pool { up, tmp, owner };
+        let pool = Pool {
+            up,
+            tmp,
+            owner,
+            _slots: slots,
+        };
         wait_pool_up(&home);
         pool
     }

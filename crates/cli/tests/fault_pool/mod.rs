@@ -222,8 +222,17 @@ impl Pool {
 
     /// A pool whose execute stations get `host_extra` in their config;
     /// `{root}` in it stands for the pool's directory, `{name}` for the
-    /// station's name.
+    /// station's name. An `[isolation]` table in it must come last.
     pub async fn start_with(host_extra: &str) -> Pool {
+        Pool::start_opts(host_extra, false).await
+    }
+
+    /// [`Pool::start_with`]; with `shared_slots` both execute stations use
+    /// the same slot accounts, as stations that move CRIU jobs between them
+    /// must (a restore keeps the uid of the dump; on separate machines they
+    /// would share `slot_first_uid`). The slot locks keep them from leasing
+    /// one account at once.
+    pub async fn start_opts(host_extra: &str, shared_slots: bool) -> Pool {
         let lock = serial_lock();
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
@@ -284,11 +293,22 @@ impl Pool {
         );
         home.spawn();
         let mut hosts = HashMap::new();
+        let shared_prefix = gleaner_testkit::slot_prefix();
         for h in ["x1", "x2"] {
             let port = free_port();
             let extra = host_extra
                 .replace("{root}", &root.display().to_string())
                 .replace("{name}", h);
+            let prefix = if shared_slots {
+                shared_prefix.clone()
+            } else {
+                gleaner_testkit::slot_prefix()
+            };
+            let (extra, iso_keys) = match extra.split_once("[isolation]\n") {
+                Some((before, keys)) => (before.to_string(), keys.to_string()),
+                None => (extra, String::new()),
+            };
+            let extra = extra + &crate::common::isolation_toml_with(&prefix, &iso_keys);
             let mut d = mk(h, station_cfg(h, port, "execute_only", &extra), false, port);
             d.spawn();
             hosts.insert(h.to_string(), d);
@@ -303,6 +323,12 @@ impl Pool {
         let work = root.join("work");
         owner.dir(&work).unwrap();
         std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777)).unwrap();
+        // Every run of the job appends to the progress log, on either host,
+        // as a slot account of that host (umask 077): made writable for all
+        // beforehand.
+        let progress = work.join("progress.log");
+        std::fs::write(&progress, "").unwrap();
+        std::fs::set_permissions(&progress, std::fs::Permissions::from_mode(0o666)).unwrap();
         std::fs::copy(
             repo_root().join("examples/jobs/selfckpt.sh"),
             work.join("selfckpt.sh"),
@@ -450,7 +476,14 @@ impl Pool {
         self.assert_completed(d);
         let (out, result) = reference_run();
         let got = std::fs::read_to_string(self.work.join("out.txt")).unwrap();
-        assert_eq!(got, out, "stdout differs from an undisturbed run");
+        assert_eq!(
+            got,
+            out,
+            "stdout differs from an undisturbed run\nprogress: {:?}\n{:#?}\n{}",
+            self.progress(),
+            d.events,
+            self.logs()
+        );
         assert_eq!(
             std::fs::read_to_string(self.work.join("selfckpt.result")).unwrap(),
             result
@@ -515,18 +548,19 @@ impl Pool {
     }
 }
 
-/// For each restart that redid work: how many steps were redone.
+/// For each restart that redid work: how many steps were redone. A run
+/// starts where the pid changes or the step does not grow (in a PID
+/// namespace of its own every run of the job is PID 1).
 pub fn redone_steps(p: &[(u32, u32)]) -> Vec<u32> {
     let mut max_seen = 0u32;
     let mut out = Vec::new();
-    let mut last_pid = None;
+    let mut last: Option<(u32, u32)> = None;
     for &(pid, step) in p {
-        if Some(pid) != last_pid {
-            if step <= max_seen {
-                out.push(max_seen - (step - 1));
-            }
-            last_pid = Some(pid);
+        let new_run = last.is_none_or(|(lp, ls)| lp != pid || step <= ls);
+        if new_run && step <= max_seen {
+            out.push(max_seen - (step - 1));
         }
+        last = Some((pid, step));
         max_seen = max_seen.max(step);
     }
     out

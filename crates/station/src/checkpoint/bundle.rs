@@ -48,6 +48,11 @@ pub struct Manifest {
     pub stdout_len: u64,
     pub stderr_len: u64,
     pub files: Vec<ManifestEntry>,
+    /// The uid a CRIU dump ran as (its slot account's): a restore must run
+    /// as the same uid (`SlotPool::lease_uid`). `None` for other backends
+    /// and older checkpoints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
 }
 
 impl Manifest {

@@ -16,7 +16,11 @@
 //! Without cgroups the guest is found through its process group (every
 //! guest is a session leader, `isolation/launch.rs`) and through the
 //! descendants of its pid (a PID-namespace guest is the waiter's child in a
-//! session of its own).
+//! session of its own), and, as root, by its slot account's uid: every
+//! process of that uid is the guest's, whatever it did to leave its group
+//! or its parent (a double fork and `setsid`). The record names the slot
+//! too, so that a uid whose account is no longer that slot's is never
+//! killed.
 
 use super::procs::{kill_guest, proc_stat};
 use gleaner_proto::job::JobId;
@@ -44,6 +48,12 @@ pub struct GuestRecord {
     /// `/proc/sys/kernel/random/boot_id`: start times count from boot.
     #[serde(default)]
     pub boot_id: String,
+    /// The slot account the guest ran as (none in a personal pool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
+    /// Its uid: every process of it is the guest's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
 }
 
 /// Errors of the record files; each names the file.
@@ -85,7 +95,24 @@ impl GuestRecord {
             pgid: st.pgrp,
             start_time: st.start_time,
             boot_id: boot_id(),
+            slot: None,
+            uid: None,
         })
+    }
+}
+
+/// The uid of a record's slot, if it may be killed wholesale: the account
+/// of that uid must still be the recorded slot (a uid whose account was
+/// removed and reused belongs to someone else now).
+pub fn slot_uid(rec: &GuestRecord) -> Option<u32> {
+    let (slot, uid) = (rec.slot.as_deref()?, rec.uid?);
+    match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
+        Ok(Some(u)) if u.name == slot => Some(uid),
+        _ => {
+            tracing::warn!(guest = %rec.guest_id, uid, slot,
+                "recorded slot uid no longer belongs to that slot account; not killed by uid");
+            None
+        }
     }
 }
 
@@ -254,28 +281,9 @@ impl GuestRecords {
         for (path, rec) in records {
             match rec {
                 Err(e) => tracing::warn!(error = %e, "unreadable guest record removed"),
-                Ok(rec) => match liveness(&rec) {
-                    Liveness::Alive => {
-                        let pids = kill_guest(rec.pid, rec.pgid, rec.start_time);
-                        tracing::warn!(
-                            guest = %rec.guest_id, job = %rec.job, pid = rec.pid, pgid = rec.pgid,
-                            processes = pids,
-                            "killed a guest left running by a previous run of this station"
-                        );
-                        killed += 1;
-                    }
-                    Liveness::Gone => {
-                        tracing::debug!(guest = %rec.guest_id, pid = rec.pid, "recorded guest already gone");
-                    }
-                    Liveness::Recycled => tracing::info!(
-                        guest = %rec.guest_id, pid = rec.pid,
-                        "recorded guest is gone and its pid now belongs to another process; left alone"
-                    ),
-                    Liveness::Refused => tracing::warn!(
-                        path = %path.display(), pid = rec.pid, pgid = rec.pgid,
-                        "guest record names a process the station must not signal; ignored"
-                    ),
-                },
+                Ok(rec) => {
+                    killed += usize::from(kill_recorded(&rec));
+                }
             }
             if let Err(e) = std::fs::remove_file(&path)
                 && e.kind() != std::io::ErrorKind::NotFound
@@ -299,6 +307,57 @@ impl GuestRecords {
     }
 }
 
+/// Kills what is left of one recorded guest: its process tree if the
+/// recorded process still runs, and every process of its slot's uid
+/// whether or not it does (the guest's main process may have exited and
+/// left an escapee). Whether anything was killed.
+fn kill_recorded(rec: &GuestRecord) -> bool {
+    let mut killed = false;
+    match liveness(rec) {
+        Liveness::Alive => {
+            let pids = kill_guest(rec.pid, rec.pgid, rec.start_time);
+            tracing::warn!(
+                guest = %rec.guest_id, job = %rec.job, pid = rec.pid, pgid = rec.pgid,
+                processes = pids,
+                "killed a guest left running by a previous run of this station"
+            );
+            killed = true;
+        }
+        Liveness::Gone => {
+            tracing::debug!(guest = %rec.guest_id, pid = rec.pid, "recorded guest already gone");
+        }
+        Liveness::Recycled => tracing::info!(
+            guest = %rec.guest_id, pid = rec.pid,
+            "recorded guest is gone and its pid now belongs to another process; left alone"
+        ),
+        Liveness::Refused => {
+            tracing::warn!(
+                guest = %rec.guest_id, pid = rec.pid, pgid = rec.pgid,
+                "guest record names a process the station must not signal; ignored"
+            );
+            return false;
+        }
+    }
+    // By uid, with or without cgroups: what left the tree (a double fork
+    // and `setsid`) still runs as the slot.
+    if let Some(uid) = slot_uid(rec) {
+        match crate::host::orphans::kill_and_reap(uid, crate::isolation::REAP_TIMEOUT) {
+            Ok(r) if !r.found.is_empty() => {
+                tracing::warn!(
+                    guest = %rec.guest_id, uid, processes = ?r.found, rounds = r.rounds,
+                    ms = r.elapsed.as_millis() as u64,
+                    "killed by uid what a guest of a previous run left"
+                );
+                killed = true;
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(guest = %rec.guest_id, uid, error = %e,
+                "cannot kill a previous run's guest by uid"),
+        }
+    }
+    killed
+}
+
 /// Keeps the record of one guest while it runs: [`GuestTracker::spawned`]
 /// after each spawn (a job restarted in place after a checkpoint gets a new
 /// pid), [`GuestTracker::reaped`] when it ended; dropping it also removes
@@ -307,6 +366,8 @@ pub struct GuestTracker {
     records: Option<GuestRecords>,
     guest_id: String,
     job: JobId,
+    slot: Option<String>,
+    uid: Option<u32>,
     written: bool,
 }
 
@@ -316,8 +377,17 @@ impl GuestTracker {
             records: dir.map(GuestRecords::new),
             guest_id: guest_id.to_string(),
             job,
+            slot: None,
+            uid: None,
             written: false,
         }
+    }
+
+    /// The slot account the guest runs as, recorded with it.
+    pub fn with_slot(mut self, slot: Option<String>, uid: Option<u32>) -> Self {
+        self.slot = slot;
+        self.uid = uid;
+        self
     }
 
     /// Records the guest just spawned as `pid`. A failure is logged: the
@@ -325,8 +395,11 @@ impl GuestTracker {
     pub fn spawned(&mut self, pid: u32) {
         let Some(r) = &self.records else { return };
         let Ok(pid) = i32::try_from(pid) else { return };
-        let res =
-            GuestRecord::of_process(&self.guest_id, self.job, pid).and_then(|rec| r.write(&rec));
+        let res = GuestRecord::of_process(&self.guest_id, self.job, pid).and_then(|mut rec| {
+            rec.slot = self.slot.clone();
+            rec.uid = self.uid;
+            r.write(&rec)
+        });
         match res {
             Ok(()) => self.written = true,
             // Already gone (exited at once): nothing to find after a crash.

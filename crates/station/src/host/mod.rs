@@ -9,6 +9,9 @@
 //!   benchmark, disk, zone, attributes);
 //! - [`guest_records`], [`procs`], [`leftovers`]: durable records of
 //!   running guests, so that a crash leaves none running unsupervised;
+//! - [`orphans`], [`state_seal`]: guests isolated from the daemons (issue
+//!   12, item 4): the station is their subreaper, and of its state
+//!   directory they reach only the execute directory;
 //! - [`transfer_rate`]: the checkpoint transfer rate behind `T_migr`;
 //! - [`starter`]: runs the guests.
 //!
@@ -18,9 +21,11 @@
 pub mod guest_records;
 pub mod leftovers;
 pub mod machine_ad;
+pub mod orphans;
 pub mod owner_watch;
 pub mod policy;
 pub mod procs;
+pub mod state_seal;
 pub mod transfer_rate;
 
 pub mod starter;
@@ -126,6 +131,11 @@ impl Host {
         if let Some(c) = config.cpus {
             sc.cpus = c;
         }
+        sc.slots = config.isolation.slot_config();
+        sc.namespaces = config.isolation.namespaces;
+        // Orphans of guests come to the station, which kills and reaps
+        // them by their slot's uid (orphans.rs).
+        orphans::become_subreaper();
         if let Some(m) = config.memory_mb {
             sc.memory_mb = m;
         }
@@ -170,6 +180,9 @@ impl Host {
             }
         })?;
         let starter = Starter::new(sc, token, Box::new(PoolKeyClaims(key)), owner_rx, cgroups)?;
+        if !starter.slot_pool().is_personal() {
+            state_seal::seal_execute_parent(&config.state_dir, &config.execute_dir());
+        }
         template.cpus = starter.config().cpus;
         template.memory_mb = starter.config().memory_mb;
         let admission_ad = template.clone();
@@ -210,8 +223,14 @@ impl Host {
             Some(s) => {
                 let guests = s.running_guests();
                 // The coordinator counts one node per guest (pool.rs): offer
-                // the CPUs no guest uses plus one node per guest.
-                ad.cpus = s.config().cpus.saturating_sub(s.used_cpus()) + guests.len() as u32;
+                // the CPUs no guest uses plus one node per guest, and never
+                // more new guests than free slot accounts.
+                let free = s.config().cpus.saturating_sub(s.used_cpus());
+                let free = match s.free_slots() {
+                    Some(slots) => free.min(u32::try_from(slots).unwrap_or(u32::MAX)),
+                    None => free,
+                };
+                ad.cpus = free + guests.len() as u32;
                 ad.memory_mb = s.config().memory_mb.saturating_sub(s.used_memory_mb());
                 ad.disk_free_kb = machine_ad::disk_free_kb(&self.config.execute_dir());
                 ad.running_guests = guests;
@@ -254,6 +273,13 @@ impl Host {
     pub fn clear_leftovers(&self) {
         let Some(s) = &self.starter else { return };
         leftovers::kill_all(&self.config.state_dir, s.cgroups());
+        // Escapees of guests whose records are gone: every slot not leased
+        // (a guest task still running holds its slot and kills it itself).
+        for (slot, _) in s.slot_pool().reap_unleased(crate::isolation::REAP_TIMEOUT) {
+            if let Some(u) = s.slot_pool().slots().iter().find(|x| x.name == slot) {
+                orphans::reap_orphans_of(u.user.uid);
+            }
+        }
         if let Some(m) = s.cgroups()
             && let Err(e) = m.remove_parent()
         {

@@ -80,10 +80,12 @@ pub struct GuestUser {
 }
 
 impl GuestUser {
-    /// Who guests of a daemon run as: as root, the named user (`nobody`
-    /// by default); otherwise the daemon's own identity (`None`).
-    /// Superseded by slot accounts ([`super::SlotPool`]: one uid per
-    /// guest, never `nobody`); kept until the starter leases slots.
+    /// An identity that stands for guests in reachability checks
+    /// ([`super::unreachable_by`]) made before a station runs: as root, the
+    /// named user (`nobody` by default), which, as every slot account,
+    /// gets only the "other" permissions of the daemon's directories;
+    /// otherwise the daemon's own identity (`None`). Guests themselves run
+    /// as slot accounts ([`super::SlotPool`]), never as this user.
     pub fn for_daemon(name: Option<&str>) -> Result<Option<Self>, IsolationError> {
         if nix::unistd::geteuid().is_root() {
             Ok(Some(GuestUser::lookup(name.unwrap_or("nobody"))?))

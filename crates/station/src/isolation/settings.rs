@@ -4,7 +4,7 @@
 //!
 //! ```toml
 //! [isolation]
-//! cgroups = "auto"      # off | auto | v2 | hybrid
+//! cgroups = "auto"      # off | auto (default) | v2 | hybrid
 //! cgroup_root = "/sys/fs/cgroup"   # optional; tests point it at a temp dir
 //! parent = "gleaner"
 //! parent_idle = true
@@ -29,12 +29,15 @@ use std::path::{Path, PathBuf};
 #[serde(rename_all = "snake_case")]
 pub enum CgroupMode {
     /// No cgroups: guests run in their own process group, protected by
-    /// per-task `SCHED_IDLE` and SIGSTOP only. The default, so that a
-    /// station started without root (or a test) needs no cgroupfs.
-    #[default]
+    /// per-task `SCHED_IDLE` and SIGSTOP only, and found by their slot's
+    /// uid.
     Off,
     /// Detect the layout: from `/proc/self/mountinfo`, or, when
-    /// `cgroup_root` is set, from what that directory holds.
+    /// `cgroup_root` is set, from what that directory holds. The default
+    /// (issue 12: cgroups wherever the station may create them); where it
+    /// may not (no root, no delegation), the station says why, loudly, and
+    /// runs guests as with `Off`.
+    #[default]
     Auto,
     /// Pure v2 at `cgroup_root` (default `/sys/fs/cgroup`).
     V2,
@@ -82,7 +85,7 @@ pub type IsolationSettings = CgroupSettings;
 impl Default for CgroupSettings {
     fn default() -> Self {
         CgroupSettings {
-            cgroups: CgroupMode::Off,
+            cgroups: CgroupMode::Auto,
             cgroup_root: None,
             parent: "gleaner".to_string(),
             parent_idle: true,
@@ -196,8 +199,9 @@ impl CgroupSettings {
         match self.try_build(memory_mb) {
             Ok(m) => {
                 if m.is_none() {
-                    tracing::info!(
-                        "cgroups off ([isolation] cgroups): guests get per-task SCHED_IDLE and SIGSTOP only"
+                    tracing::warn!(
+                        "guests run without cgroups ([isolation] cgroups = \"off\"): per-task \
+                         SCHED_IDLE, SIGSTOP and kill by uid only, no memory bounds"
                     );
                 }
                 Ok(m)
@@ -205,9 +209,12 @@ impl CgroupSettings {
             Err(e) if !self.required => {
                 tracing::warn!(
                     error = %e,
-                    "cgroups unavailable: guests fall back to per-task SCHED_IDLE, SIGSTOP and \
-                     process-group kill, without memory bounds; guest CPU is not subtracted \
-                     from the owner's load"
+                    euid = nix::unistd::geteuid().as_raw(),
+                    "GUESTS RUN WITHOUT CGROUPS: cannot create the guest cgroups ({e}); guests \
+                     fall back to per-task SCHED_IDLE, SIGSTOP and kill by uid, without memory \
+                     bounds, and guest CPU is not subtracted from the owner's load. Run the \
+                     station as root or delegate a cgroup subtree to it, or set \
+                     [isolation] cgroups = \"off\" to silence this"
                 );
                 Ok(None)
             }
@@ -222,7 +229,10 @@ mod tests {
 
     #[test]
     fn layouts_from_settings() {
-        let mut s = CgroupSettings::default();
+        let mut s = CgroupSettings {
+            cgroups: CgroupMode::Off,
+            ..Default::default()
+        };
         assert_eq!(s.layout().unwrap(), None);
         let dir = tempfile::tempdir().unwrap();
         s.cgroup_root = Some(dir.path().to_path_buf());
@@ -277,6 +287,8 @@ mod tests {
         assert_eq!(d.slot_config().count, default_slot_count());
         assert!(d.slot_config().create);
         assert_eq!(d.namespaces, NamespaceMode::Auto);
+        // Cgroups on by default wherever the station may create them.
+        assert_eq!(d.cgroups, CgroupMode::Auto);
         let bad = CgroupSettings {
             slot_prefix: "Bad/Prefix".into(),
             ..Default::default()

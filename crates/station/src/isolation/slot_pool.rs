@@ -15,23 +15,87 @@
 //!   identity") and never kill by uid, since that uid is the daemon's.
 //!   Guests are then protected from one another only as much as processes
 //!   of one user are: run such a station only for one's own jobs.
+//!
+//! Several stations on one machine may name the same accounts (`glean up`
+//! as root, or test pools that share slot uids as CRIU needs): a lease also
+//! holds an exclusive `flock` on `/run/gleaner-slots/<account>.lock`, so a
+//! slot is never leased by two stations at once, and a station's start-up
+//! reap skips slots another live station holds. The kernel drops the lock
+//! when its station dies, however it dies.
 
 use super::reap::{REAP_TIMEOUT, ReapReport, kill_uid, processes_of_uid};
 use super::{GuestUser, IsolationError, Slot, SlotAccounts, SlotConfig};
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+
+/// The per-slot lock files (see the module comment).
+const LOCK_DIR: &str = "/run/gleaner-slots";
+
+/// The machine-wide lock of one slot account.
+enum SlotLock {
+    /// Held by us until dropped (the lock lives with the descriptor).
+    Held(#[allow(dead_code)] File),
+    /// No lock could be made (no lock directory): go on without.
+    Unavailable,
+}
+
+/// Takes `name`'s lock without waiting; `None`: another process holds it.
+fn try_lock(name: &str) -> Option<SlotLock> {
+    let dir = Path::new(LOCK_DIR);
+    let opened = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(dir.join(format!("{name}.lock")))
+        });
+    let f = match opened {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::warn!(slot = name, error = %e,
+                "no slot lock file: another station on this machine could lease this slot too");
+            return Some(SlotLock::Unavailable);
+        }
+    };
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        Some(SlotLock::Held(f))
+    } else {
+        None
+    }
+}
 
 #[derive(Debug)]
 struct Inner {
     /// Empty in personal mode.
     slots: Vec<Slot>,
     personal: bool,
-    /// The job holding each slot (same order as `slots`).
-    leased: Mutex<Vec<Option<String>>>,
+    /// The job holding each slot (same order as `slots`), with the slot's
+    /// machine-wide lock.
+    leased: Mutex<Vec<Option<(String, SlotLock)>>>,
+}
+
+impl std::fmt::Debug for SlotLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SlotLock::Held(_) => "held",
+            SlotLock::Unavailable => "unavailable",
+        })
+    }
 }
 
 impl Inner {
-    fn leased(&self) -> MutexGuard<'_, Vec<Option<String>>> {
+    fn leased(&self) -> MutexGuard<'_, Vec<Option<(String, SlotLock)>>> {
         // A panic while holding the lock leaves the table consistent (each
         // change is one assignment): keep using it.
         self.leased.lock().unwrap_or_else(|p| p.into_inner())
@@ -48,7 +112,7 @@ impl SlotPool {
     /// A pool over checked accounts.
     pub fn new(accounts: SlotAccounts) -> Self {
         let slots = accounts.slots().to_vec();
-        let leased = Mutex::new(vec![None; slots.len()]);
+        let leased = Mutex::new(slots.iter().map(|_| None).collect());
         SlotPool {
             inner: Arc::new(Inner {
                 slots,
@@ -106,7 +170,7 @@ impl SlotPool {
             .slots
             .iter()
             .zip(leased.iter())
-            .filter_map(|(s, j)| Some((s.name.clone(), j.clone()?)))
+            .filter_map(|(s, j)| Some((s.name.clone(), j.as_ref()?.0.clone())))
             .collect()
     }
 
@@ -143,6 +207,11 @@ impl SlotPool {
             if leased[i].is_some() || !wanted(s) {
                 continue;
             }
+            let Some(lock) = try_lock(&s.name) else {
+                tracing::debug!(slot = %s.name, "slot held by another station on this machine");
+                busy += 1;
+                continue;
+            };
             let procs = processes_of_uid(s.user.uid);
             if !procs.is_empty() {
                 tracing::warn!(slot = %s.name, uid = s.user.uid, pids = ?procs,
@@ -150,7 +219,7 @@ impl SlotPool {
                 busy += 1;
                 continue;
             }
-            leased[i] = Some(job.to_string());
+            leased[i] = Some((job.to_string(), lock));
             tracing::debug!(slot = %s.name, job, "slot leased");
             return Ok(SlotLease {
                 pool: self.clone(),
@@ -168,9 +237,10 @@ impl SlotPool {
         })
     }
 
-    /// Kill every process of every slot not currently leased: at station
-    /// start, the leftovers of a run that crashed (there are no leases
-    /// then). One result per slot that had processes.
+    /// Kill every process of every slot not currently leased (by this
+    /// station or, through the slot locks, by another on this machine): at
+    /// station start, the leftovers of a run that crashed (there are no
+    /// leases then). One result per slot that had processes.
     pub fn reap_unleased(
         &self,
         timeout: Duration,
@@ -190,6 +260,11 @@ impl SlotPool {
             if processes_of_uid(s.user.uid).is_empty() {
                 continue;
             }
+            // Held until the kill is over.
+            let Some(_lock) = try_lock(&s.name) else {
+                tracing::info!(slot = %s.name, "slot in use by another station on this machine");
+                continue;
+            };
             let r = kill_uid(s.user.uid, timeout);
             match &r {
                 Ok(rep) => tracing::warn!(slot = %s.name, killed = rep.found.len(),

@@ -2,6 +2,8 @@
 //! that says `mod common;` compiles its own copy and uses only part of it.
 #![allow(dead_code)]
 
+pub mod shadow;
+
 use gleaner_coordinator::CoordinatorConfig;
 use gleaner_proto::api::SubmitBody;
 use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
@@ -9,6 +11,7 @@ use gleaner_proto::submit::{SubmitContext, parse_submit};
 use gleaner_proto::wire::{PROTOCOL_VERSION, PlacementRequest, PlacementResponse, SubmitResponse};
 use gleaner_station::client::StationClient;
 use gleaner_station::config::{StationConfig, StationRole};
+use gleaner_station::isolation::{CgroupMode, CgroupSettings};
 use gleaner_testkit::TestOwner;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -31,8 +34,8 @@ pub fn serial_lock() -> std::fs::File {
     f
 }
 
-/// A temporary directory guests can traverse: they may run as `nobody`
-/// (under root) and must reach their sandboxes below it.
+/// A temporary directory guests can traverse: under root they run as slot
+/// accounts of their own and must reach their sandboxes below it.
 pub fn shared_tempdir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -70,6 +73,20 @@ pub fn coordinator_config(root: &Path, key_path: &Path) -> CoordinatorConfig {
     }
 }
 
+/// The `[isolation]` of a test station: slot accounts of its own (a
+/// prefix of this test process's, removed when it exits, see
+/// `gleaner_testkit::slot_prefix`), so that stations of parallel tests
+/// never share slots; no cgroups, since every station of a test process
+/// would otherwise share one cgroup parent (tests about cgroups set a
+/// parent of their own).
+pub fn test_isolation() -> CgroupSettings {
+    CgroupSettings {
+        cgroups: CgroupMode::Off,
+        slot_prefix: gleaner_testkit::slot_prefix(),
+        ..Default::default()
+    }
+}
+
 /// A station of the test pool on loopback, state under `root/<name>`, that
 /// advertises every second and places at once.
 pub fn pool_station(
@@ -88,6 +105,7 @@ pub fn pool_station(
         role,
         advertise_secs: 1,
         placement_interval_secs: 0.0,
+        isolation: test_isolation(),
         ..Default::default()
     }
 }

@@ -42,8 +42,8 @@ impl GuestRun<'_> {
     /// guest user.
     async fn unpack(&self, bundle: PathBuf) -> Result<Manifest, String> {
         let dir = self.sandbox.clone();
-        let user = self.starter.user;
-        let criu = self.criu.clone();
+        let user = self.user();
+        let criu = self.criu();
         tokio::task::spawn_blocking(move || -> Result<Manifest, String> {
             let m = match &criu {
                 Some(c) => c.unpack(&bundle, &dir).map_err(|e| e.to_string())?,
@@ -83,7 +83,7 @@ impl GuestRun<'_> {
         streams: &Streaming,
         capture: &Capture,
     ) {
-        if self.ckpt.is_none() && self.criu.is_none() {
+        if self.ckpt.is_none() && !self.is_criu() {
             return;
         }
         let lens = capture.lens();
@@ -128,7 +128,7 @@ impl GuestRun<'_> {
     /// sandbox. Returns the payload size; `None` (logged) on failure.
     async fn collect(&self, manifest: Manifest, out: PathBuf) -> Option<u64> {
         let dir = self.sandbox.clone();
-        let (sc, criu) = (self.ckpt.clone(), self.criu.clone());
+        let (sc, criu) = (self.ckpt.clone(), self.criu());
         let collected = tokio::task::spawn_blocking(move || match (&criu, &sc) {
             (Some(c), _) => {
                 let sources: Vec<BundleSource> =
@@ -136,6 +136,8 @@ impl GuestRun<'_> {
                 crate::checkpoint::write_bundle_file(
                     Manifest {
                         backend: "criu".into(),
+                        // A restore must run as this uid (`lease_uid`).
+                        uid: c.user.map(|u| u.uid),
                         ..manifest
                     },
                     &sources,

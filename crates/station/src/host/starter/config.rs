@@ -1,6 +1,6 @@
 //! The starter's settings, its errors and the fixed names in a sandbox.
 
-use crate::isolation::IsolationError;
+use crate::isolation::{IsolationError, NamespaceMode, SlotConfig};
 use gleaner_core::eviction::EvictionPolicy;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,12 +28,14 @@ pub struct StarterConfig {
     pub reserved_disk_kb: u64,
     /// The eviction policy of every guest on this station.
     pub policy: EvictionPolicy,
-    /// Guest user name. When the daemon runs as root: this user, `nobody`
-    /// by default. Otherwise guests keep the daemon's identity (a warning
-    /// is logged if a name was given).
-    pub guest_user: Option<String>,
-    /// Start guests in their own PID namespace.
-    pub pid_namespace: bool,
+    /// The slot accounts guests run as, one per running guest (root only;
+    /// a daemon that is not root runs guests as itself, see
+    /// [`SlotPool`](crate::isolation::SlotPool)). Also bounds how many
+    /// guests run at once. Tests set a prefix of their own.
+    pub slots: SlotConfig,
+    /// Own PID and mount namespaces for guests where the kernel allows
+    /// (`[isolation] namespaces`; never for CRIU jobs).
+    pub namespaces: NamespaceMode,
     /// How often the capture files are polled for new output.
     pub output_poll: Duration,
     /// Signal sent when a job that declares checkpointing
@@ -70,8 +72,8 @@ impl StarterConfig {
             memory_mb: 1024,
             reserved_disk_kb: 0,
             policy: EvictionPolicy::default(),
-            guest_user: None,
-            pid_namespace: false,
+            slots: SlotConfig::default(),
+            namespaces: NamespaceMode::Auto,
             output_poll: Duration::from_millis(200),
             checkpoint_signal: libc::SIGTERM,
             checkpoint_grace: Duration::from_secs(10),

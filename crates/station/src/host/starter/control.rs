@@ -1,9 +1,14 @@
 //! Control of a guest's real processes: signals, freeze and thaw, idle
 //! priority, kill, and the guard that kills them whatever happens to the
 //! task that supervises them.
+//!
+//! A guest's processes are its cgroup's, or without cgroups every process
+//! of its slot account's uid (each guest has a uid of its own, so this
+//! finds the processes that left its process group or, in a PID
+//! namespace, never were in it), or in a personal pool its process group.
 
 use crate::host::procs::proc_stat;
-use crate::isolation::GuestCgroup;
+use crate::isolation::{GuestCgroup, processes_of_uid};
 use gleaner_proto::wire::Usage;
 use std::time::Instant;
 
@@ -15,16 +20,24 @@ pub(crate) struct Control {
     pub(crate) stopped_by_signal: bool,
     pub(crate) frozen: bool,
     pub(crate) checkpoint_signal: i32,
+    /// The slot account's uid (`None` in a personal pool).
+    pub(crate) uid: Option<u32>,
 }
 
 impl Control {
-    pub(crate) fn new(pgid: i32, cgroup: Option<GuestCgroup>, checkpoint_signal: i32) -> Self {
+    pub(crate) fn new(
+        pgid: i32,
+        cgroup: Option<GuestCgroup>,
+        checkpoint_signal: i32,
+        uid: Option<u32>,
+    ) -> Self {
         Control {
             pgid,
             cgroup,
             stopped_by_signal: false,
             frozen: false,
             checkpoint_signal,
+            uid,
         }
     }
 
@@ -35,14 +48,19 @@ impl Control {
         {
             return p;
         }
-        pgroup_members(self.pgid)
+        match self.uid {
+            Some(uid) => processes_of_uid(uid),
+            None => pgroup_members(self.pgid),
+        }
     }
 
+    /// Signals every process of the guest (stop, continue, kill: a second
+    /// copy does no harm).
     fn signal_all(&self, sig: i32) {
         let Ok(sig) = nix::sys::signal::Signal::try_from(sig) else {
             return;
         };
-        if self.cgroup.is_some() {
+        if self.cgroup.is_some() || self.uid.is_some() {
             for pid in self.pids() {
                 let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
             }
@@ -50,27 +68,25 @@ impl Control {
         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(self.pgid), sig);
     }
 
-    /// Strict low priority (Ryu & Hollingsworth L54) or back to normal.
-    pub(crate) fn set_idle(&self, idle: bool) {
+    /// Strict low priority (Ryu & Hollingsworth L54), at all times (issue
+    /// 12): the guest's group idle, and `SCHED_IDLE` on every task it has
+    /// (which it cannot leave: the launcher pinned it, `confine.rs`). There
+    /// is no way back to normal priority.
+    pub(crate) fn keep_idle(&self) {
         if let Some(g) = &self.cgroup
-            && let Err(e) = g.set_idle(idle)
+            && let Err(e) = g.set_idle(true)
         {
             tracing::warn!(error = %e, "cgroup idle setting failed; per-task only");
         }
         // Per-task SCHED_IDLE as well: the second line of defence when the
         // cpu controller is missing (isolation/launch.rs).
-        let policy = if idle {
-            libc::SCHED_IDLE
-        } else {
-            libc::SCHED_OTHER
-        };
         for pid in self.pids() {
             for tid in threads_of(pid) {
                 let p = libc::sched_param { sched_priority: 0 };
                 // SAFETY: plain syscall on a tid with a valid param struct.
-                let r = unsafe { libc::sched_setscheduler(tid, policy, &p) };
+                let r = unsafe { libc::sched_setscheduler(tid, libc::SCHED_IDLE, &p) };
                 if r != 0 {
-                    tracing::debug!(tid, idle, error = %std::io::Error::last_os_error(), "sched_setscheduler");
+                    tracing::debug!(tid, error = %std::io::Error::last_os_error(), "sched_setscheduler");
                 }
             }
         }
@@ -111,10 +127,16 @@ impl Control {
         self.frozen || self.stopped_by_signal
     }
 
-    /// Checkpoint hook: the job's checkpoint signal (full checkpointing is
-    /// a later issue).
+    /// The job's checkpoint signal, delivered once, to the job's process
+    /// group: a second copy arriving while the job saves its state would
+    /// kill the helpers it runs for that (the `mv` of its state file). The
+    /// group is the job's own (it is a session leader; in a PID namespace,
+    /// its first process): the waiter above it, which would die of the
+    /// signal and take the job with it, is not in it.
     pub(crate) fn checkpoint_signal(&self) {
-        self.signal_all(self.checkpoint_signal);
+        if let Ok(sig) = nix::sys::signal::Signal::try_from(self.checkpoint_signal) {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(self.pgid), sig);
+        }
     }
 
     pub(crate) fn kill(&self) {

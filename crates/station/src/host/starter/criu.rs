@@ -90,11 +90,12 @@ async fn lock_sandbox(parent: &Path, dir: &Path) -> Result<File, StarterError> {
 }
 
 /// Creates the CRIU sandboxes' parent if needed and checks that it is the
-/// daemon's alone.
+/// daemon's alone. Mode 0711, as the execute directory: each guest reaches
+/// its own sandbox by name, none lists the others.
 fn check_sandbox_parent(parent: &Path) -> Result<(), StarterError> {
-    use std::os::unix::fs::DirBuilderExt;
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     std::fs::DirBuilder::new()
-        .mode(0o755)
+        .mode(0o711)
         .recursive(true)
         .create(parent)
         .map_err(|e| io_err(parent, e))?;
@@ -109,6 +110,10 @@ fn check_sandbox_parent(parent: &Path) -> Result<(), StarterError> {
                 "must be a directory owned by the daemon and writable only by it",
             ),
         ));
+    }
+    if md.mode() & 0o7777 != 0o711 {
+        std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o711))
+            .map_err(|e| io_err(parent, e))?;
     }
     Ok(())
 }

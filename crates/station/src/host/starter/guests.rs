@@ -1,6 +1,7 @@
 //! The guests on this host: the starter's entry for each, and the listing
 //! served at `GET /v1/guests`.
 
+use super::slot::SlotHold;
 use gleaner_proto::wire::GuestInfo;
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
@@ -17,6 +18,12 @@ pub struct GuestListing {
     pub state: String,
     #[serde(default)]
     pub pid: Option<u32>,
+    /// The slot account the guest runs as (none in a personal pool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
+    /// Its uid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
 }
 
 /// What the starter asks of a running guest's task.
@@ -34,6 +41,8 @@ pub(crate) struct GuestEntry {
     /// Ladder state name and the guest's process group.
     pub(crate) state: Mutex<(String, Option<u32>)>,
     pub(crate) cmd: mpsc::UnboundedSender<Command>,
+    /// The slot account it runs as, until every process of it is gone.
+    pub(crate) slot: SlotHold,
 }
 
 impl GuestEntry {
@@ -59,6 +68,8 @@ impl GuestEntry {
             guest_id: self.guest_id.clone(),
             state,
             pid,
+            slot: self.slot.name(),
+            uid: self.slot.user().map(|u| u.uid),
         }
     }
 }

@@ -3,17 +3,23 @@
 //! A home station that holds a claim on this host sends a
 //! [`PlacementRequest`](gleaner_proto::wire::PlacementRequest)
 //! (`POST /v1/place`). The starter checks it (owner state, claim, free
-//! CPUs, memory and disk), answers at once, and runs the guest
-//! asynchronously:
+//! CPUs, memory, disk and a free slot account), answers at once, and runs
+//! the guest asynchronously:
 //!
+//! 0. a slot account of its own ([`SlotPool`], `slot.rs`; issue 12): every
+//!    guest runs as a different uid, never `nobody`, the owner's or the
+//!    daemon's (a personal pool, when the daemon is not root, runs guests
+//!    as the daemon's own user);
 //! 1. a private sandbox `<execute_dir>/<job>-r<run>-<seq>` (mode 0700, owned
-//!    by the guest user);
+//!    by the slot account) in a root-owned 0711 execute directory;
 //! 2. the executable and `transfer_input_files` (and `input`) fetched from
 //!    the shadow (`GET /v1/shadow/{job}/input/{name}`);
 //! 3. the guest started unprivileged with
-//!    [`GuestLauncher`](crate::isolation::GuestLauncher), in a per-job
-//!    cgroup with memory bounds from `request_memory` when a
-//!    [`CgroupManager`] is given (otherwise its own process group);
+//!    [`GuestLauncher::spawn_confined`](crate::isolation::GuestLauncher):
+//!    idle CPU priority at all times, its own PID and mount namespaces
+//!    where the kernel allows (not CRIU jobs), in a per-job cgroup with
+//!    memory bounds from `request_memory` when a [`CgroupManager`] is given
+//!    (otherwise found by its slot's uid);
 //! 4. stdout/stderr captured to files in the sandbox and streamed to the
 //!    shadow while the job runs (`POST .../output/{stream}?offset=N`);
 //! 5. on exit, output files uploaded (`PUT .../files/{name}`) and
@@ -23,10 +29,12 @@
 //! [`EvictionLadder`](gleaner_core::eviction::EvictionLadder) with the
 //! station's policy. Owner-activity changes arrive on a
 //! [`watch::Receiver<OwnerState>`] and are applied to the real process at
-//! once: lower priority (Ryu & Hollingsworth L54: the owner strictly first),
-//! freeze then vacate after the grace (Mutka 1988 L841), or kill at once
-//! (Immediate-Eviction, Mutka 1988 L583). A guest that leaves the host is
-//! reported `evicted` with job state `Idle`, so that its home requeues it.
+//! once: freeze then vacate after the grace (Mutka 1988 L841), or kill at
+//! once (Immediate-Eviction, Mutka 1988 L583); a guest is at the lowest
+//! priority throughout (Ryu & Hollingsworth L54: the owner strictly first),
+//! not only while the owner is active. A guest that leaves the host is
+//! reported `evicted` with job state `Idle`, so that its home requeues it;
+//! every process of its slot's uid is killed before the slot is free again.
 //!
 //! Checkpoints (issue #6, [`crate::checkpoint`]): a job that declares
 //! `checkpoint_exit_code` gets its latest good checkpoint from home before
@@ -73,6 +81,7 @@ mod place;
 mod routes;
 mod run;
 mod sandbox;
+mod slot;
 
 pub use claims::{AnyNonEmptyClaim, ClaimRejected, ClaimVerifier, PoolKeyClaims};
 pub use config::{DEFAULT_CRIU_SANDBOX_DIR, STDERR_FILE, STDOUT_FILE, StarterConfig, StarterError};
@@ -80,7 +89,7 @@ pub use guests::GuestListing;
 pub use routes::router;
 
 use crate::checkpoint::{RateMeter, SharedBucket};
-use crate::isolation::{CgroupManager, GuestUser};
+use crate::isolation::{CgroupManager, Confinement, REAP_TIMEOUT, SlotPool};
 use config::io_err;
 use gleaner_core::detector::OwnerState;
 use gleaner_core::time::Time;
@@ -88,7 +97,6 @@ use gleaner_proto::job::{JobDescription, JobId};
 use gleaner_proto::wire::GuestInfo;
 use guests::{Command, GuestEntry};
 use std::collections::HashMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -103,7 +111,11 @@ pub struct Starter {
     verifier: Box<dyn ClaimVerifier>,
     owner: watch::Receiver<OwnerState>,
     cgroups: Option<CgroupManager>,
-    user: Option<GuestUser>,
+    /// The slot accounts, one per running guest (issue 12, item 4).
+    pool: SlotPool,
+    /// How every guest is launched: idle at all times, own namespaces
+    /// where the kernel allows.
+    confinement: Confinement,
     http: reqwest::Client,
     guests: Mutex<HashMap<JobId, Arc<GuestEntry>>>,
     epoch: Instant,
@@ -130,13 +142,22 @@ impl Starter {
         owner: watch::Receiver<OwnerState>,
         cgroups: Option<CgroupManager>,
     ) -> Result<Self, StarterError> {
-        let user = GuestUser::for_daemon(config.guest_user.as_deref())?;
-        if user.is_none()
-            && let Some(n) = &config.guest_user
-        {
-            tracing::warn!(user = %n, "not root: guests run as the daemon's user");
+        let pool = SlotPool::for_daemon(&config.slots)?;
+        // The caller has cleared the guests a previous run recorded and
+        // the cgroups it left; whatever still runs as a slot account is
+        // left over too (an escapee of a crashed run), and nothing is
+        // leased yet.
+        for (slot, r) in pool.reap_unleased(REAP_TIMEOUT) {
+            if let Some(u) = pool.slots().iter().find(|s| s.name == slot) {
+                crate::host::orphans::reap_orphans_of(u.user.uid);
+            }
+            if let Ok(rep) = r {
+                tracing::warn!(%slot, killed = ?rep.found, rounds = rep.rounds,
+                    ms = rep.elapsed.as_millis() as u64, "slot cleared at start");
+            }
         }
-        prepare_execute_dir(&config.execute_dir, user)?;
+        let confinement = Confinement::for_station(config.namespaces)?;
+        prepare_execute_dir(&config.execute_dir, &pool)?;
         if let Some(m) = &cgroups {
             m.ensure_parent()?;
         }
@@ -155,7 +176,8 @@ impl Starter {
             verifier,
             owner,
             cgroups,
-            user,
+            pool,
+            confinement,
             http,
             guests: Mutex::new(HashMap::new()),
             epoch: Instant::now(),
@@ -179,6 +201,25 @@ impl Starter {
     /// The guests' cgroups, when the station has them.
     pub fn cgroups(&self) -> Option<&CgroupManager> {
         self.cgroups.as_ref()
+    }
+
+    /// The slot accounts guests run as.
+    pub fn slot_pool(&self) -> &SlotPool {
+        &self.pool
+    }
+
+    /// How many more guests the slot accounts allow (`None`: a personal
+    /// pool, bounded by CPUs only).
+    pub fn free_slots(&self) -> Option<usize> {
+        if self.pool.is_personal() {
+            return None;
+        }
+        Some(
+            self.pool
+                .slots()
+                .len()
+                .saturating_sub(self.pool.leases().len()),
+        )
     }
 
     /// Refuse new placements (running guests are left alone).
@@ -241,31 +282,29 @@ impl Starter {
     }
 }
 
-/// Makes the sandboxes' parent: reachable by the guest user, writable by
-/// the daemon alone.
-fn prepare_execute_dir(dir: &Path, user: Option<GuestUser>) -> Result<(), StarterError> {
-    // A guest user must be able to reach its sandbox, or every job
-    // would be held ("cannot execute"): say so at start instead.
-    if let Some(u) = user
-        && let Some((bad, mode)) = crate::isolation::unreachable_by(dir, u)
+/// Makes the sandboxes' parent: root's, mode 0711, so that each guest
+/// reaches its own sandbox by name but cannot list the others or write
+/// there (`isolation::prepare_execute_dir`). Refuses to start where the
+/// slot accounts could not reach it at all: every job would be held.
+fn prepare_execute_dir(dir: &Path, pool: &SlotPool) -> Result<(), StarterError> {
+    // Any slot will do: the directories on the way belong to none of them.
+    if let Some(s) = pool.slots().first()
+        && let Some((bad, mode)) = crate::isolation::unreachable_by(dir, s.user)
     {
         return Err(io_err(
             dir,
             std::io::Error::new(
                 std::io::ErrorKind::PermissionDenied,
                 format!(
-                    "guests (uid {}) cannot reach their sandboxes here: {} has mode {mode:o}; \
-                     set `execute_dir` to a directory they can reach",
-                    u.uid,
+                    "guests (slot {}, uid {}) cannot reach their sandboxes here: {} has mode \
+                     {mode:o}; set `execute_dir` to a directory they can reach",
+                    s.name,
+                    s.user.uid,
                     bad.display()
                 ),
             ),
         ));
     }
-    // Guests must not be able to write the sandboxes' parent (see
-    // `prepare_sandbox`).
-    std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| io_err(dir, e))?;
+    crate::isolation::prepare_execute_dir(dir)?;
     Ok(())
 }

@@ -1,9 +1,11 @@
 //! The placement decision: may this guest start here now? On acceptance
-//! the guest gets its entry (its slot) and a task of its own (`run/`).
+//! the guest gets its entry (its CPUs, memory and slot account) and a task
+//! of its own (`run/`).
 
 use super::guests::{Command, GuestEntry};
 use super::run::guest_task;
 use super::sandbox::local_name;
+use super::slot::SlotHold;
 use super::{Starter, StarterError};
 use gleaner_core::detector::OwnerState;
 use gleaner_proto::job::{CheckpointMethod, JobDescription};
@@ -121,8 +123,17 @@ impl Starter {
             ));
         }
         let seq = self.seq.fetch_add(1, Ordering::SeqCst);
+        let guest_id = format!("{}-r{}-{seq}", req.job_id, req.run_count);
+        // A slot account of its own: none free (all leased, or one still
+        // holds an escapee of an earlier guest) is a full host. A CRIU job
+        // may swap it for the uid it was dumped as once its checkpoint is
+        // here (`run/restore.rs`).
+        let lease = self
+            .pool
+            .lease(&guest_id)
+            .map_err(|e| reject(RejectReason::NoResources, e.to_string()))?;
         let entry = Arc::new(GuestEntry {
-            guest_id: format!("{}-r{}-{seq}", req.job_id, req.run_count),
+            guest_id,
             info: GuestInfo {
                 job: req.job_id,
                 home: req.home.clone(),
@@ -135,6 +146,7 @@ impl Starter {
             memory_mb: mem,
             state: Mutex::new(("starting".to_string(), None)),
             cmd,
+            slot: SlotHold::new(lease),
         });
         guests.insert(req.job_id, entry.clone());
         Ok(entry)

@@ -21,8 +21,12 @@ impl GuestRun<'_> {
         for a in acts {
             tracing::debug!(job = %self.req.job_id, action = ?a, "ladder action");
             match a {
-                Action::RunNormal => ctl.set_idle(false),
-                Action::LowerPriority => ctl.set_idle(true),
+                // Guests run at idle priority at all times, not only while
+                // the owner is active (issue 12): "run normally" means
+                // running, still idle, which costs a guest nothing while
+                // the CPU is otherwise free (Ryu & Hollingsworth L54).
+                Action::RunNormal => {}
+                Action::LowerPriority => ctl.keep_idle(),
                 Action::Suspend => {
                     ctl.suspend();
                     self.home.report(
@@ -33,7 +37,6 @@ impl GuestRun<'_> {
                 }
                 Action::Resume => {
                     ctl.resume();
-                    ctl.set_idle(false);
                     self.home.report(
                         JobEventKind::Resumed,
                         JobState::Running,
@@ -69,15 +72,16 @@ impl GuestRun<'_> {
         now: bool,
         root: u32,
     ) -> bool {
-        if let Some(c) = &self.criu
+        if let Some(c) = self.criu()
             && !now
         {
             // CRIU cannot seize a frozen task.
             ctl.resume();
-            match criu_dump(c, root).await {
+            match criu_dump(&c, root).await {
                 Ok(()) => {
                     ctl.kill();
                     let _ = tokio::time::timeout(Duration::from_secs(10), &mut *exit_rx).await;
+                    self.entry.slot.kill_all(&self.entry.guest_id).await;
                     return true;
                 }
                 Err(e) => {
@@ -89,17 +93,20 @@ impl GuestRun<'_> {
         {
             // A frozen job cannot act on the signal.
             ctl.resume();
-            ctl.set_idle(true);
             ctl.checkpoint_signal();
             let grace = self.starter.config.checkpoint_grace;
             if let Ok(r) = tokio::time::timeout(grace, &mut *exit_rx).await {
                 ctl.kill();
+                self.entry.slot.kill_all(&self.entry.guest_id).await;
                 return matches!(r, Ok(Ok(s)) if exit_code(s) == sc.exit_code);
             }
         }
         ctl.resume();
         ctl.kill();
         let _ = tokio::time::timeout(Duration::from_secs(10), exit_rx).await;
+        // What left the guest's process group (or, without cgroups, the
+        // tree) dies by its uid.
+        self.entry.slot.kill_all(&self.entry.guest_id).await;
         false
     }
 }

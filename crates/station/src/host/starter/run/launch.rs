@@ -42,9 +42,15 @@ impl GuestRun<'_> {
         pad: &mut Launchpad,
         prepared: &Prepared,
     ) -> Result<Pass, Stop> {
-        let restoring = self.criu.as_ref().filter(|c| c.has_images());
-        let spec = self.spec(pad, prepared, restoring)?;
-        let proc = match GuestLauncher::new().spawn(spec, pad.iso.cgroup.as_ref()) {
+        let restoring = self.criu().filter(Criu::has_images);
+        let spec = self.spec(pad, prepared, restoring.as_ref())?;
+        // Idle at all times, own PID and mount namespaces where allowed
+        // (not for CRIU jobs), umask 077: the station's confinement.
+        let proc = match GuestLauncher::new().spawn_confined(
+            spec,
+            pad.iso.cgroup.as_ref(),
+            &self.starter.confinement,
+        ) {
             Ok(p) => p,
             Err(IsolationError::Spawn { source, .. })
                 if restoring.is_none()
@@ -63,7 +69,7 @@ impl GuestRun<'_> {
         // The launched process: with a reaper, the waiter, whose
         // descendants are the whole job.
         pad.iso.record.spawned(proc.pid());
-        let (mut proc, pid) = match restoring {
+        let (mut proc, pid) = match &restoring {
             Some(c) => self.restored_root(c, proc, pad).await?,
             None => {
                 let pid = self.job_root(&proc).await;
@@ -76,6 +82,7 @@ impl GuestRun<'_> {
             pgid,
             pad.iso.cgroup.clone(),
             self.starter.config.checkpoint_signal,
+            self.user().map(|u| u.uid),
         );
         let (exit_tx, exit) = oneshot::channel();
         std::thread::spawn(move || {
@@ -126,14 +133,17 @@ impl GuestRun<'_> {
                 program: prepared.program.clone(),
                 args: d.arguments.iter().map(OsString::from).collect(),
                 env: pad.env.clone().into_iter().collect(),
-                user: self.starter.user,
+                user: self.user(),
                 sandbox: self.sandbox.clone(),
-                sched_idle: pad.sched_idle || pad.ladder.owner_active(),
-                // An unprivileged CRIU dump cannot handle a PID
-                // namespace (see `Criu`).
-                pid_namespace: self.starter.config.pid_namespace && self.criu.is_none(),
+                // Idle from the first instruction, whatever the owner does
+                // (issue 12); the confinement pins it.
+                sched_idle: true,
+                // Namespaces come from the confinement, which leaves them
+                // to non-CRIU jobs: an unprivileged CRIU dump cannot
+                // handle a PID namespace (see `Criu`).
+                pid_namespace: false,
                 no_new_privs: true,
-                reaper: self.criu.is_some(),
+                reaper: self.is_criu(),
                 restore_pidfile: None,
                 stdin,
                 stdout: Stdio::from(dup(&c.out, &c.out_path)?),
@@ -170,16 +180,18 @@ impl GuestRun<'_> {
         }
     }
 
-    /// The process to control: the launched one, or for a CRIU job the job
-    /// under its reaping waiter (CRIU dumps the job, not the waiter).
+    /// The process to control: the launched one, or the job below the
+    /// waiter that launched it: a CRIU job's reaping waiter (CRIU dumps
+    /// the job, not the waiter), or the waiter of a guest in its own PID
+    /// namespace (the job is the namespace's first process).
     async fn job_root(&self, proc: &GuestProcess) -> u32 {
         let mut pid = proc.pid();
-        if self.criu.is_none() {
+        if !self.is_criu() && !proc.has_namespaces() {
             return pid;
         }
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if let Some(p) = proc.job_pid() {
+            if let Some(p) = first_child(pid) {
                 pid = p;
                 break;
             }
@@ -191,8 +203,8 @@ impl GuestRun<'_> {
         pid
     }
 
-    /// `started` on the first start; then the ladder's first actions (or
-    /// idle priority while the owner is active).
+    /// `started` on the first start; then the ladder's first actions. The
+    /// guest is idle from its first instruction either way.
     fn announce(&self, pad: &mut Launchpad, pass: &mut Pass) {
         if pad.runs == 0 {
             self.home.report(
@@ -205,12 +217,21 @@ impl GuestRun<'_> {
         }
         if let Some(f) = pad.first.take() {
             pass.leave = self.apply(&mut pass.ctl, &f, &pad.ladder);
-        } else if pad.ladder.owner_active() {
-            pass.ctl.set_idle(true);
         }
-        // A restored job has the priority it was dumped with.
+        // A restored job has the priority it was dumped with (idle, as
+        // every guest): make sure of it.
         if pass.restored && pass.leave.is_none() {
-            pass.ctl.set_idle(pad.ladder.owner_active());
+            pass.ctl.keep_idle();
         }
     }
+}
+
+/// The first child of `pid` (a waiter has exactly one).
+fn first_child(pid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }

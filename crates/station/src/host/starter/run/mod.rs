@@ -36,7 +36,7 @@ use super::guests::{Command, GuestEntry};
 use super::jic::Home;
 use super::{Starter, StarterError};
 use crate::checkpoint::{Criu, SelfCheckpoint};
-use crate::isolation::IsolationError;
+use crate::isolation::{GuestUser, IsolationError};
 use gleaner_proto::job::{JobEventKind, JobState};
 use gleaner_proto::wire::PlacementRequest;
 use launch::Pass;
@@ -96,8 +96,9 @@ pub(crate) struct GuestRun<'a> {
     pub(crate) home: Home,
     /// The self-checkpointing backend, if the job declares it.
     pub(crate) ckpt: Option<SelfCheckpoint>,
-    /// The CRIU backend, if the job asks for it (then `ckpt` is `None`).
-    pub(crate) criu: Option<Criu>,
+    /// The CRIU image directory, if the job asks for CRIU (then `ckpt` is
+    /// `None`); see [`GuestRun::criu`].
+    pub(crate) criu_images: Option<PathBuf>,
     /// Becomes `Some(why)` when the lease with the home is lost.
     pub(crate) lease: watch::Receiver<Option<String>>,
     /// stdout/stderr lengths at the restored checkpoint: this run's
@@ -106,6 +107,24 @@ pub(crate) struct GuestRun<'a> {
 }
 
 impl GuestRun<'_> {
+    /// Who the guest runs as: its slot account (`None` in a personal
+    /// pool). May change once, before a CRIU restore (`restore.rs`).
+    pub(crate) fn user(&self) -> Option<GuestUser> {
+        self.entry.slot.user()
+    }
+
+    /// The CRIU backend as the guest's current slot account.
+    pub(crate) fn criu(&self) -> Option<Criu> {
+        self.criu_images.as_ref().map(|images| Criu {
+            images: images.clone(),
+            user: self.user(),
+        })
+    }
+
+    pub(crate) fn is_criu(&self) -> bool {
+        self.criu_images.is_some()
+    }
+
     pub(crate) fn base(&self) -> (u64, u64) {
         self.base_lens.lock().map_or((0, 0), |b| *b)
     }

@@ -24,7 +24,7 @@ impl GuestRun<'_> {
         &self,
         rx: &mut mpsc::UnboundedReceiver<Command>,
     ) -> Result<Prepared, Stop> {
-        prepare_sandbox(&self.sandbox, self.starter.user)?;
+        prepare_sandbox(&self.sandbox, self.user())?;
         let program = self.program().await?;
         self.fetch_inputs().await?;
         if let Ok(Command::Vacate(why)) = rx.try_recv() {
@@ -82,7 +82,7 @@ impl GuestRun<'_> {
         let local = local_name(name).map_err(|e| FetchError::Permanent(e.to_string()))?;
         let bytes = self.home.get_input(name).await?;
         let path = self.sandbox.join(&local);
-        let user = self.starter.user;
+        let user = self.user();
         let p = path.clone();
         tokio::task::spawn_blocking(move || write_input(&p, &bytes, mode, user))
             .await

@@ -40,6 +40,7 @@ impl GuestRun<'_> {
             (None, Some(why)) => Ok(self.leave(pad, pass, why, end.lease_lost).await),
             (None, None) => {
                 pass.ctl.kill();
+                self.entry.slot.kill_all(&self.entry.guest_id).await;
                 let usage = pass.ctl.usage(pad.started);
                 Ok(Next::Done {
                     outcome: Outcome::Evicted("internal: no exit and no eviction".into()),
@@ -67,10 +68,13 @@ impl GuestRun<'_> {
             Ok(Err(e)) => return Err(io_err(&prepared.program, e).into()),
             Err(_) => return Err(StarterError::Http("guest waiter vanished".into()).into()),
         };
-        // Stragglers the job left behind (daemonised children).
+        // Stragglers the job left behind (daemonised children): its group,
+        // then, without cgroups too, everything of its slot's uid, before
+        // the program restarts or the run ends.
         let usage = pass.ctl.usage(pad.started);
         pass.ctl.resume();
         pass.ctl.kill();
+        self.entry.slot.kill_all(&self.entry.guest_id).await;
         let outcome = if dumped || pad.checkpoint_exit == Some(code) {
             self.take_checkpoint(&mut pad.ladder, &mut pad.seq, &pad.streams, &pad.capture)
                 .await;

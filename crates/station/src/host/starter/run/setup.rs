@@ -26,9 +26,6 @@ pub(crate) struct Launchpad {
     pub(crate) owner: watch::Receiver<OwnerState>,
     /// The ladder's actions at placement, applied at the first start.
     pub(crate) first: Option<Vec<Action>>,
-    /// Start at idle priority: never a moment at normal priority while
-    /// the owner is active.
-    pub(crate) sched_idle: bool,
     pub(crate) capture: Capture,
     pub(crate) streams: Streaming,
     pub(crate) env: BTreeMap<OsString, OsString>,
@@ -75,7 +72,6 @@ struct LadderStart {
     ladder: EvictionLadder,
     owner: watch::Receiver<OwnerState>,
     first: Vec<Action>,
-    sched_idle: bool,
 }
 
 impl GuestRun<'_> {
@@ -86,14 +82,14 @@ impl GuestRun<'_> {
         let base = self.base();
         let iso = self.isolate()?;
         let start = self.start_ladder(restored.payload_bytes)?;
-        let (capture, readers) = Capture::create(&self.sandbox, self.starter.user)?;
+        let (capture, readers) = Capture::create(&self.sandbox, self.user())?;
         let env = self.environment();
         let started = Instant::now();
         let d = &self.req.description;
         let checkpoint_exit = self.ckpt.as_ref().map(|c| c.exit_code);
         let ckpt_interval = d
             .checkpoint_interval_secs
-            .filter(|_| self.ckpt.is_some() || self.criu.is_some())
+            .filter(|_| self.ckpt.is_some() || self.is_criu())
             .map(Duration::from_secs);
         let streams = Streaming::new(&self.home, base, readers)?;
         Ok(Launchpad {
@@ -101,7 +97,6 @@ impl GuestRun<'_> {
             ladder: start.ladder,
             owner: start.owner,
             first: Some(start.first),
-            sched_idle: start.sched_idle,
             capture,
             streams,
             env,
@@ -127,12 +122,18 @@ impl GuestRun<'_> {
                 self.starter.config.guest_records.as_deref(),
                 &self.entry.guest_id,
                 self.req.job_id,
-            ),
+            )
+            .with_slot(self.entry.slot.name(), self.user().map(|u| u.uid)),
             cgroup: None,
         };
         if let Some(m) = &self.starter.cgroups {
             let g = m.create(&self.entry.guest_id)?;
             iso.guard.cgroup = Some(g.clone());
+            // Idle at all times (issue 12), the group as well as its tasks.
+            if let Err(e) = g.set_idle(true) {
+                tracing::warn!(guest = %self.entry.guest_id, error = %e,
+                    "cannot make the guest's cgroup idle; its tasks are SCHED_IDLE");
+            }
             if let Some(mb) = self.req.description.request_memory_mb {
                 let bytes = mb.saturating_mul(1024 * 1024);
                 // Soft bound at the request, hard bound 25 % above it:
@@ -164,13 +165,10 @@ impl GuestRun<'_> {
         if first.iter().any(|a| a.leaves_node()) {
             return Err(Stop::evicted("owner active at start"));
         }
-        // Never a moment at normal priority while the owner is active.
-        let sched_idle = owner_active || first.contains(&Action::LowerPriority);
         Ok(LadderStart {
             ladder,
             owner,
             first,
-            sched_idle,
         })
     }
 

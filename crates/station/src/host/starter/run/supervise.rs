@@ -119,8 +119,8 @@ impl GuestRun<'_> {
     /// waits its turn.
     async fn on_ckpt_tick(&self, pad: &Launchpad, pass: &Pass, w: &mut Watch) {
         if !(pass.ctl.is_stopped() || w.dumped) {
-            match &self.criu {
-                Some(c) => match criu_dump(c, pass.pid).await {
+            match self.criu() {
+                Some(c) => match criu_dump(&c, pass.pid).await {
                     Ok(()) => w.dumped = true,
                     Err(e) => {
                         tracing::warn!(job = %self.req.job_id, error = %e, "periodic CRIU dump failed; the job goes on")

@@ -6,7 +6,7 @@ use super::super::config::StarterConfig;
 use super::super::criu::claim_sandbox;
 use super::super::jic::start_lease;
 use super::{Command, GuestEntry, GuestRun, Home, Starter};
-use crate::checkpoint::{Criu, SelfCheckpoint};
+use crate::checkpoint::SelfCheckpoint;
 use gleaner_proto::job::{CheckpointMethod, JobEventKind, JobState};
 use gleaner_proto::wire::PlacementRequest;
 use std::path::PathBuf;
@@ -20,15 +20,17 @@ pub(crate) async fn guest_task(
     req: PlacementRequest,
     mut rx: mpsc::UnboundedReceiver<Command>,
 ) {
+    // Whatever ends this task (a panic, the runtime going away), the
+    // slot's processes die with it.
+    let _slot_guard = ReleaseOnExit(entry.clone());
     let (home, reporter) = Home::open(&starter, &req);
-    let criu = (req.description.checkpoint_method == CheckpointMethod::Criu).then(|| Criu {
-        images: starter
+    let criu_images = (req.description.checkpoint_method == CheckpointMethod::Criu).then(|| {
+        starter
             .config
             .execute_dir
-            .join(format!("{}.criu", entry.guest_id)),
-        user: starter.user,
+            .join(format!("{}.criu", entry.guest_id))
     });
-    let (sandbox, _sandbox_lock) = if criu.is_some() {
+    let (sandbox, _sandbox_lock) = if criu_images.is_some() {
         match claim_sandbox(&starter.config, &req.home, req.job_id).await {
             Ok((dir, lock)) => (dir, Some(lock)),
             Err(e) => {
@@ -40,6 +42,7 @@ pub(crate) async fn guest_task(
                 );
                 drop(home);
                 let _ = reporter.await;
+                entry.slot.release(&entry.guest_id).await;
                 starter.lock_guests().remove(&req.job_id);
                 return;
             }
@@ -54,8 +57,8 @@ pub(crate) async fn guest_task(
         req: &req,
         sandbox: sandbox.clone(),
         home,
-        ckpt: SelfCheckpoint::for_job(&req.description).filter(|_| criu.is_none()),
-        criu: criu.clone(),
+        ckpt: SelfCheckpoint::for_job(&req.description).filter(|_| criu_images.is_none()),
+        criu_images: criu_images.clone(),
         lease: lease_rx,
         base_lens: Mutex::new((0, 0)),
     };
@@ -67,16 +70,27 @@ pub(crate) async fn guest_task(
     // Every report sent before the slot is freed, so that a new
     // placement of the same job never races its old report.
     let _ = reporter.await;
-    remove_leftovers(&starter.config, sandbox, criu.as_ref());
+    // Every process of the slot's uid killed (escapees of a guest without
+    // cgroups too) before its sandbox goes and the slot is free again.
+    entry.slot.release(&entry.guest_id).await;
+    remove_leftovers(&starter.config, sandbox, criu_images);
     starter.lock_guests().remove(&req.job_id);
 }
 
-/// Removes the sandbox (and a CRIU job's images) unless they are kept.
-fn remove_leftovers(config: &StarterConfig, sandbox: PathBuf, criu: Option<&Criu>) {
-    let mut leftovers = vec![sandbox];
-    if let Some(c) = criu {
-        leftovers.push(c.images.clone());
+/// Releases the guest's slot (blocking kill by uid) if the task ends
+/// without doing so itself.
+struct ReleaseOnExit(Arc<GuestEntry>);
+
+impl Drop for ReleaseOnExit {
+    fn drop(&mut self) {
+        self.0.slot.release_now();
     }
+}
+
+/// Removes the sandbox (and a CRIU job's images) unless they are kept.
+fn remove_leftovers(config: &StarterConfig, sandbox: PathBuf, criu_images: Option<PathBuf>) {
+    let mut leftovers = vec![sandbox];
+    leftovers.extend(criu_images);
     for dir in leftovers {
         if !config.keep_sandboxes
             && let Err(e) = std::fs::remove_dir_all(&dir)

@@ -1,0 +1,138 @@
+//! A guest's slot account (issue 12, item 4): leased at placement, held in
+//! the guest's entry while it runs, swapped for the dumped uid before a
+//! CRIU restore, and given back only once every process of its uid is
+//! gone.
+//!
+//! The lease's own `Drop` kills by uid (blocking), so a guest whose task
+//! panics or is cancelled leaves nothing behind; the normal ends
+//! ([`SlotHold::release`]) do the same work off the runtime.
+
+use crate::host::orphans::kill_and_reap;
+use crate::isolation::{GuestUser, REAP_TIMEOUT, SlotLease};
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+/// The slot of one guest (no identity in a personal pool).
+#[derive(Debug)]
+pub(crate) struct SlotHold {
+    lease: Mutex<Option<SlotLease>>,
+}
+
+impl SlotHold {
+    pub(crate) fn new(lease: SlotLease) -> Self {
+        SlotHold {
+            lease: Mutex::new(Some(lease)),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<SlotLease>> {
+        // Each change is one assignment: a poisoned lock is consistent.
+        self.lease.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Who the guest runs as; `None` in a personal pool (the daemon's own
+    /// identity) or once released.
+    pub(crate) fn user(&self) -> Option<GuestUser> {
+        self.lock().as_ref().and_then(SlotLease::user)
+    }
+
+    /// The slot account's name, for the listing and the records.
+    pub(crate) fn name(&self) -> Option<String> {
+        self.lock()
+            .as_ref()
+            .and_then(|l| l.slot().map(|s| s.name.clone()))
+    }
+
+    /// Kills every process of the slot's uid and reaps their orphans; the
+    /// slot stays held (stragglers after an exit or a dump, a vacate).
+    /// Off the runtime; failures are logged.
+    pub(crate) async fn kill_all(&self, job: &str) {
+        let Some(u) = self.user() else { return };
+        let job = job.to_string();
+        let r = tokio::task::spawn_blocking(move || kill_and_reap(u.uid, REAP_TIMEOUT)).await;
+        log_kill(&job, u.uid, r, "stragglers killed by uid");
+    }
+
+    /// Replaces the lease (a CRIU restore needs the uid it was dumped as);
+    /// the old one is released off the runtime.
+    pub(crate) async fn replace(&self, new: SlotLease, job: &str) {
+        let old = self.lock().replace(new);
+        if let Some(old) = old {
+            release_lease(old, job).await;
+        }
+    }
+
+    /// The guest is over: every process of the slot killed (by uid, with
+    /// or without cgroups), their orphans reaped, the slot given back.
+    pub(crate) async fn release(&self, job: &str) {
+        let lease = self.lock().take();
+        if let Some(l) = lease {
+            release_lease(l, job).await;
+        }
+    }
+
+    /// [`SlotHold::release`] without a runtime at hand (blocking).
+    pub(crate) fn release_now(&self) {
+        let lease = self.lock().take();
+        if let Some(l) = lease {
+            let uid = l.user().map(|u| u.uid);
+            let job = l.job().to_string();
+            let r = l.release(REAP_TIMEOUT);
+            if let Some(uid) = uid {
+                crate::host::orphans::reap_orphans_of(uid);
+                log_kill(&job, uid, Ok(r), "slot released");
+            }
+        }
+    }
+}
+
+impl Drop for SlotHold {
+    fn drop(&mut self) {
+        self.release_now();
+    }
+}
+
+async fn release_lease(l: SlotLease, job: &str) {
+    let Some(uid) = l.user().map(|u| u.uid) else {
+        // Personal pool: nothing to kill by uid.
+        drop(l);
+        return;
+    };
+    let r = tokio::task::spawn_blocking(move || {
+        let r = l.release(REAP_TIMEOUT);
+        crate::host::orphans::reap_orphans_of(uid);
+        r
+    })
+    .await;
+    log_kill(job, uid, r, "slot released");
+}
+
+type KillResult = Result<crate::isolation::ReapReport, crate::isolation::IsolationError>;
+
+fn log_kill(job: &str, uid: u32, r: Result<KillResult, tokio::task::JoinError>, what: &str) {
+    match r {
+        Ok(Ok(rep)) if rep.found.is_empty() => tracing::debug!(job, uid, "{what}: none left"),
+        Ok(Ok(rep)) => tracing::info!(
+            job,
+            uid,
+            killed = rep.found.len(),
+            rounds = rep.rounds,
+            ms = rep.elapsed.as_millis() as u64,
+            "{what}"
+        ),
+        Ok(Err(e)) => tracing::error!(job, uid, error = %e, "{what}: kill by uid failed"),
+        Err(e) => tracing::error!(job, uid, error = %e, "{what}: killer task failed"),
+    }
+}
+
+/// Gives `dir` and the entries at its top to `user`, without following
+/// links: the sandbox and images of a CRIU job whose lease was swapped
+/// before it ran here (nothing in them is the guest's making yet).
+pub(crate) fn reown_top(dir: &Path, user: GuestUser) -> std::io::Result<()> {
+    use std::os::unix::fs::lchown;
+    lchown(dir, Some(user.uid), Some(user.gid))?;
+    for e in std::fs::read_dir(dir)? {
+        lchown(e?.path(), Some(user.uid), Some(user.gid))?;
+    }
+    Ok(())
+}
