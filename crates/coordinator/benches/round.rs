@@ -18,7 +18,7 @@ use gleaner_coordinator::{CoordinatorConfig, Outbox, Pool};
 use gleaner_core::detector::OwnerState;
 use gleaner_core::rng::{Rng, seeded};
 use gleaner_core::time::{Dur, Time};
-use gleaner_proto::auth::PoolKey;
+use gleaner_proto::creds::PoolSigner;
 use gleaner_proto::job::{JobDescription, JobId};
 use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::wire::{Demand, GuestInfo, PROTOCOL_VERSION, StationAd};
@@ -127,8 +127,8 @@ impl Bench {
             ..CoordinatorConfig::default()
         };
         let now = Time::from_secs(1_800_000_000);
-        // Claims are signed with the pool key, as the daemon does.
-        let pool = Pool::from_config(&config, Box::new(PoolKey::from_bytes([7; 32])), 7, now)
+        // Claims are signed with the pool's signing key, as the daemon does.
+        let pool = Pool::from_config(&config, Box::new(PoolSigner::from_seed(&[7; 32])), 7, now)
             .unwrap_or_else(|e| panic!("bench pool: {e}"));
         let mut b = Bench {
             pool,

@@ -21,11 +21,17 @@ pub struct CoordinatorConfig {
     /// use `0.0.0.0:9618` to serve other hosts.
     pub listen: SocketAddr,
     /// Where the durable fairness state (`fairness.json`: station ids and
-    /// the Up-Down table) lives. Default `/var/lib/gleaner/coordinator`.
+    /// the Up-Down table), the token registry (`tokens.json`) and by
+    /// default the keys live. Default `/var/lib/gleaner/coordinator`.
     pub state_dir: PathBuf,
-    /// The pool key file (hex, mode 0600), created on first start if
-    /// missing. Default `/etc/gleaner/pool.key`.
-    pub pool_key: PathBuf,
+    /// The pool's Ed25519 signing key (mode 0600), created on first start
+    /// if missing. Only the coordinator holds it: it signs every token and
+    /// claim. Default `<state_dir>/signing.key`.
+    pub signing_key: Option<PathBuf>,
+    /// Where the coordinator writes the matching public key at every start
+    /// (`pool.pub`, mode 0644), for stations and clients to copy. Default
+    /// `<state_dir>/pool.pub`.
+    pub public_key: Option<PathBuf>,
     /// Which allocator decides who gets free nodes (default Up-Down with
     /// resolutions A1–A9 of spec/mutka-livny-1987.md §2.6).
     pub allocator: AllocatorConfig,
@@ -80,7 +86,8 @@ impl Default for CoordinatorConfig {
         CoordinatorConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 9618)),
             state_dir: PathBuf::from("/var/lib/gleaner/coordinator"),
-            pool_key: PathBuf::from("/etc/gleaner/pool.key"),
+            signing_key: None,
+            public_key: None,
             allocator: AllocatorConfig::default(),
             scheduling_interval_secs: 120.0,
             advertise_period_secs: 120,
@@ -121,9 +128,37 @@ fn secs(field: &str, v: f64) -> Result<Dur, CoordinatorError> {
     }
 }
 
+/// What a configuration that still names the old shared pool key hears.
+pub(crate) const POOL_KEY_REMOVED: &str = "pool_key was removed: the shared HMAC pool key that every \
+     station held is replaced by an Ed25519 key pair. The coordinator keeps the signing key \
+     (`signing_key`, default <state_dir>/signing.key, created on first start) and writes the \
+     public key (`public_key`, default <state_dir>/pool.pub) for the stations; give each \
+     station pool.pub and its own token (`glean token create --station NAME`). Delete the \
+     pool_key line (docs/configuration.md)";
+
 impl CoordinatorConfig {
+    /// The signing key file ([`Self::signing_key`] or its default).
+    pub fn signing_key_path(&self) -> PathBuf {
+        self.signing_key
+            .clone()
+            .unwrap_or_else(|| crate::tokens::signing_key_path(&self.state_dir))
+    }
+
+    /// The public key file ([`Self::public_key`] or its default).
+    pub fn public_key_path(&self) -> PathBuf {
+        self.public_key
+            .clone()
+            .unwrap_or_else(|| crate::tokens::public_key_path(&self.state_dir))
+    }
+
     /// Parses a TOML configuration.
     pub fn from_toml_str(text: &str) -> Result<Self, CoordinatorError> {
+        // Said before serde's "unknown field": what replaced it matters more.
+        if let Ok(table) = text.parse::<toml::Table>()
+            && table.contains_key("pool_key")
+        {
+            return Err(CoordinatorError::Config(POOL_KEY_REMOVED.into()));
+        }
         let c: CoordinatorConfig =
             toml::from_str(text).map_err(|e| CoordinatorError::Config(e.to_string()))?;
         c.timing()?;
@@ -224,5 +259,23 @@ mod tests {
         assert_eq!(c.timing().unwrap().embargo, Dur::ZERO);
         assert!(CoordinatorConfig::from_toml_str("[licences]\n\"a/b\" = 1\n").is_err());
         assert!(CoordinatorConfig::from_toml_str("[licences]\nm = -1\n").is_err());
+    }
+
+    #[test]
+    fn keys_default_to_the_state_dir_and_pool_key_is_gone() {
+        let c = CoordinatorConfig::from_toml_str("state_dir = \"/s\"\n").unwrap();
+        assert_eq!(c.signing_key_path(), PathBuf::from("/s/signing.key"));
+        assert_eq!(c.public_key_path(), PathBuf::from("/s/pool.pub"));
+        let c = CoordinatorConfig::from_toml_str("signing_key = \"/k/sk\"\n").unwrap();
+        assert_eq!(c.signing_key_path(), PathBuf::from("/k/sk"));
+        let e = CoordinatorConfig::from_toml_str("pool_key = \"/etc/gleaner/pool.key\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("pool_key was removed")
+                && e.contains("signing_key")
+                && e.contains("pool.pub"),
+            "{e}"
+        );
     }
 }

@@ -15,7 +15,11 @@
 //!   `gleaner_proto::fit`; rank, then DMW's σ).
 //! - HTTP API: `POST /v1/advertise`, `GET /v1/pool`, `GET /v1/ads`,
 //!   `GET /v1/userprio`, `GET /v1/health`, each with
-//!   `Authorization: Bearer <token>`.
+//!   `Authorization: Bearer <token>` checked by the HTTP edge
+//!   ([`gleaner_edge`]) with the pool's public key and the revocations of
+//!   [`tokens`]. Only a station's own token advertises it.
+//! - [`tokens`]: the token registry behind `glean token`; the coordinator
+//!   alone holds the signing key (`signing.key`) and writes `pool.pub`.
 //!
 //! Stations advertise every `advertise_period_secs` (told in each reply),
 //! and a station daemon should also advertise at once when its owner state
@@ -54,7 +58,9 @@ pub enum CoordinatorError {
     #[error("fairness state {path}: {why}")]
     State { path: PathBuf, why: String },
     #[error(transparent)]
-    Key(#[from] gleaner_proto::auth::KeyFileError),
+    Key(#[from] gleaner_proto::creds::KeyFileError),
+    #[error(transparent)]
+    Tokens(#[from] tokens::TokenRegistryError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,

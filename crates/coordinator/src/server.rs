@@ -5,16 +5,23 @@ use crate::config::{CoordinatorConfig, Timing};
 use crate::mailbox::Served;
 use crate::persist::{ClaimsState, FairnessState};
 use crate::pool::Pool;
+use crate::tokens::{RevocationCache, TokenRegistry};
 use axum::Json;
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Extension, middleware};
 use gleaner_core::time::Time;
-use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
-use gleaner_proto::wire::{ErrorBody, ErrorCode, PROTOCOL_VERSION, StationAd, check_version};
+use gleaner_edge::{
+    ApiError, Caller, RevocationCheck, Role, TokenVerifier, authenticate, not_found,
+};
+use gleaner_proto::creds::{
+    Claims, Revocations, TokenError, load_or_create_signing_key, write_public_key,
+};
+use gleaner_proto::wire::{ErrorCode, PROTOCOL_VERSION, StationAd, check_version};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -31,9 +38,40 @@ const MAX_CPUS: u32 = 1 << 16;
 /// Stations send at most a few hundred job classes (station machine.rs).
 const MAX_CLASSES: usize = 4096;
 
+/// The revocations of `tokens.json`, as the coordinator enforces and
+/// serves them: reloaded when the file changed (`glean token revoke`
+/// writes it), before every check.
+pub(crate) struct RegistryRevocations(Mutex<RevocationCache>);
+
+impl RegistryRevocations {
+    /// The current set (reloaded if the registry changed). If the file
+    /// cannot be read the last good set stays in force: revocations are
+    /// never dropped for an I/O error.
+    fn current(&self, now_secs: u64) -> Revocations {
+        let mut cache = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match cache.refresh(now_secs) {
+            Ok(r) => r.clone(),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot reload the token registry; keeping the last revocations");
+                cache.current().clone()
+            }
+        }
+    }
+}
+
+impl RevocationCheck for RegistryRevocations {
+    fn check(&self, claims: &Claims, now_secs: u64) -> Result<(), TokenError> {
+        self.current(now_secs).check(claims)
+    }
+}
+
+/// The coordinator's token verifier: the pool's public key, then the
+/// registry's revocations.
+type CoordinatorVerifier = TokenVerifier<Arc<RegistryRevocations>>;
+
 struct Shared {
     pool: Mutex<Served>,
-    key: PoolKey,
+    revocations: Arc<RegistryRevocations>,
     max_body: usize,
     state_dir: PathBuf,
     /// Serial number of the last claims snapshot taken (under the pool
@@ -84,83 +122,19 @@ fn now() -> Time {
         .unwrap_or(Time::ZERO)
 }
 
-fn wall_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
-/// An error response: status and [`ErrorBody`].
-struct ApiError(StatusCode, ErrorBody);
-
-impl ApiError {
-    fn new(code: ErrorCode, msg: impl Into<String>) -> Self {
-        let status =
-            StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        ApiError(status, ErrorBody::new(code, msg))
-    }
-    fn field(mut self, f: impl Into<String>) -> Self {
-        self.1 = self.1.with_field(f);
-        self
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (self.0, Json(self.1)).into_response()
-    }
-}
-
-/// Checks the bearer token (401 if missing, forged or expired); with
-/// `daemon_only`, other roles get 403.
-fn authorize(
-    shared: &Shared,
-    headers: &HeaderMap,
-    peer: SocketAddr,
-    path: &str,
-    daemon_only: bool,
-) -> Result<Claims, ApiError> {
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let Some(token) = token else {
-        tracing::warn!(%peer, path, "request without a bearer token refused");
-        return Err(ApiError::new(
-            ErrorCode::Unauthorized,
-            "missing `Authorization: Bearer <token>` header",
-        ));
-    };
-    let claims = shared.key.verify(token, wall_secs()).map_err(|e| {
-        tracing::warn!(%peer, path, error = %e, "request with an invalid token refused");
-        ApiError::new(ErrorCode::Unauthorized, format!("invalid token: {e}"))
-    })?;
-    if daemon_only && claims.role != Role::Daemon {
-        tracing::warn!(%peer, path, subject = %claims.subject, "non-daemon token refused");
-        return Err(ApiError::new(
-            ErrorCode::Forbidden,
-            "only daemon tokens may advertise",
-        ));
-    }
-    Ok(claims)
-}
-
 /// Reads and checks a [`StationAd`]: 400 naming the field where possible,
-/// 426 on another protocol version.
+/// 413 over the body limit, 426 on another protocol version.
 async fn read_ad(body: Body, headers: &HeaderMap, max: usize) -> Result<StationAd, ApiError> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > max as u64) {
-        return Err(ApiError(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorBody::new(
-                ErrorCode::BadRequest,
-                format!("request body larger than {max} bytes"),
-            ),
-        ));
+        return Err(ApiError::new(
+            ErrorCode::BadRequest,
+            format!("request body larger than {max} bytes"),
+        )
+        .with_status(StatusCode::PAYLOAD_TOO_LARGE));
     }
     let bytes = axum::body::to_bytes(body, max).await.map_err(|e| {
         ApiError::new(
@@ -177,27 +151,29 @@ async fn read_ad(body: Body, headers: &HeaderMap, max: usize) -> Result<StationA
     // The version is checked before the shape: another version's ad may
     // legitimately look different.
     if let Some(p) = value.get("protocol") {
-        let v = p.as_u64().ok_or_else(|| {
-            ApiError::new(ErrorCode::BadRequest, "protocol must be an integer").field("protocol")
-        })?;
+        let v = p
+            .as_u64()
+            .ok_or_else(|| ApiError::bad("protocol", "protocol must be an integer"))?;
         let v = u32::try_from(v).unwrap_or(u32::MAX);
-        check_version(v).map_err(|e| ApiError(StatusCode::UPGRADE_REQUIRED, e))?;
+        check_version(v)
+            .map_err(|e| ApiError::from(e).with_status(StatusCode::UPGRADE_REQUIRED))?;
     }
     let ad: StationAd = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        let msg = e.inner().to_string();
-        let err = ApiError::new(ErrorCode::BadRequest, format!("invalid station ad: {msg}"));
+        let msg = format!("invalid station ad: {}", e.inner());
         if path != "." {
-            return err.field(path);
+            return ApiError::bad(&path, msg);
         }
         // A missing field is reported at its parent: name it from the
         // message ("missing field `cpus` at line 1 column 20").
-        match msg
+        match e
+            .inner()
+            .to_string()
             .strip_prefix("missing field `")
             .and_then(|r| r.split_once('`'))
         {
-            Some((field, _)) => err.field(field),
-            None => err,
+            Some((field, _)) => ApiError::bad(field, msg),
+            None => ApiError::new(ErrorCode::BadRequest, msg),
         }
     })?;
     validate(&ad)?;
@@ -205,7 +181,7 @@ async fn read_ad(body: Body, headers: &HeaderMap, max: usize) -> Result<StationA
 }
 
 fn validate(ad: &StationAd) -> Result<(), ApiError> {
-    let bad = |field: &str, msg: &str| Err(ApiError::new(ErrorCode::BadRequest, msg).field(field));
+    let bad = |field: &str, msg: &str| Err(ApiError::bad(field, msg));
     let name_ok = |n: &str| {
         !n.is_empty()
             && n.len() <= MAX_NAME
@@ -238,17 +214,36 @@ fn validate(ad: &StationAd) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Only station tokens advertise, and each only its own station (DESIGN.md,
+/// Trust model: a station speaks only for itself).
+const STATIONS_ADVERTISE: &str = "only station tokens may advertise";
+
 async fn advertise(
     State(shared): State<Arc<Shared>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let claims = authorize(&shared, &headers, peer, "/v1/advertise", true)?;
-    let ad = read_ad(body, &headers, shared.max_body).await.inspect_err(
-        |e| tracing::info!(%peer, subject = %claims.subject, error = %e.1, "bad advertisement"),
-    )?;
-    let (reply, claims) = {
+    if caller.role != Role::Station {
+        tracing::warn!(caller = %caller.name, role = ?caller.role, "advertisement without a station token refused");
+        return Err(ApiError::new(ErrorCode::Forbidden, STATIONS_ADVERTISE));
+    }
+    let ad = read_ad(body, &headers, shared.max_body)
+        .await
+        .inspect_err(|e| tracing::info!(station = %caller.name, error = %e, "bad advertisement"))?;
+    if ad.name != caller.name {
+        tracing::warn!(station = %caller.name, ad = %ad.name, "advertisement for another station refused");
+        return Err(ApiError::field(
+            ErrorCode::Forbidden,
+            "name",
+            format!(
+                "the token of station {:?} may advertise only {:?}, not {:?}",
+                caller.name, caller.name, ad.name
+            ),
+        ));
+    }
+    let revoked = shared.revocations.current(gleaner_edge::wall_secs());
+    let (mut reply, claims) = {
         let mut pool = shared.pool();
         let reply = pool.advertise(ad, now());
         let claims = pool
@@ -256,6 +251,7 @@ async fn advertise(
             .then(|| (shared.stamp_claims(), pool.saved_claims()));
         (reply, claims)
     };
+    reply.revoked = revoked;
     if let Some((serial, claims)) = claims {
         // A grant that takes a licence is handed out only once it is on
         // disk, so a restarted coordinator still counts it.
@@ -270,56 +266,35 @@ async fn advertise(
     Ok(Json(reply).into_response())
 }
 
-async fn ads(
-    State(shared): State<Arc<Shared>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    authorize(&shared, &headers, peer, "/v1/ads", false)?;
+async fn ads(State(shared): State<Arc<Shared>>) -> Response {
     let view = shared.pool().ads(now());
-    Ok(Json(view).into_response())
+    Json(view).into_response()
 }
 
-async fn pool_status(
-    State(shared): State<Arc<Shared>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    authorize(&shared, &headers, peer, "/v1/pool", false)?;
+async fn pool_status(State(shared): State<Arc<Shared>>) -> Response {
     let status = shared.pool().status(now());
-    Ok(Json(status).into_response())
+    Json(status).into_response()
 }
 
-async fn userprio(
-    State(shared): State<Arc<Shared>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    authorize(&shared, &headers, peer, "/v1/userprio", false)?;
+async fn userprio(State(shared): State<Arc<Shared>>) -> Response {
     let table = shared.pool().userprio();
-    Ok(Json(table).into_response())
+    Json(table).into_response()
 }
 
-async fn health(
-    State(shared): State<Arc<Shared>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    authorize(&shared, &headers, peer, "/v1/health", false)?;
+async fn health(State(shared): State<Arc<Shared>>) -> Response {
     let stations = shared.pool().status(now()).stations.len();
-    Ok(Json(serde_json::json!({
+    Json(serde_json::json!({
         "status": "ok",
         "protocol": PROTOCOL_VERSION,
         "stations": stations,
     }))
-    .into_response())
+    .into_response()
 }
 
-async fn not_found() -> ApiError {
-    ApiError::new(ErrorCode::NotFound, "no such endpoint")
-}
-
-fn router(shared: Arc<Shared>) -> Router {
+/// Every route behind the edge's authentication: a token signed with the
+/// pool's key and not revoked (401 otherwise); the reads are open to every
+/// role, advertising to stations for themselves.
+fn router(shared: Arc<Shared>, verifier: Arc<CoordinatorVerifier>) -> Router {
     Router::new()
         .route("/v1/advertise", post(advertise))
         .route("/v1/pool", get(pool_status))
@@ -328,6 +303,10 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/health", get(health))
         .fallback(not_found)
         .with_state(shared)
+        .layer(middleware::from_fn_with_state(
+            verifier,
+            authenticate::<CoordinatorVerifier>,
+        ))
 }
 
 /// A coordinator running in the background (see [`spawn`]).
@@ -364,15 +343,26 @@ async fn save(state: FairnessState, dir: PathBuf) -> Result<(), CoordinatorError
         .map_err(|e| CoordinatorError::Server(format!("state writer failed: {e}")))?
 }
 
-/// Starts the coordinator: loads (or creates) the pool key and the fairness
-/// state, binds `config.listen` and runs the scheduling loop.
+/// Starts the coordinator: loads (or creates) the signing key and writes
+/// the public key, reads the token registry and the fairness state, binds
+/// `config.listen` and runs the scheduling loop.
 pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, CoordinatorError> {
     let timing: Timing = config.timing()?;
-    let key = load_or_create_pool_key(&config.pool_key)?;
-    std::fs::create_dir_all(&config.state_dir).map_err(|source| CoordinatorError::Io {
-        path: config.state_dir.clone(),
-        source,
+    gleaner_proto::creds::create_private_dir(&config.state_dir).map_err(|source| {
+        CoordinatorError::Io {
+            path: config.state_dir.clone(),
+            source,
+        }
     })?;
+    let signer = load_or_create_signing_key(&config.signing_key_path())?;
+    let public = signer.verifier();
+    write_public_key(&config.public_key_path(), &public)?;
+    // A registry that cannot be read would leave revoked tokens valid:
+    // refuse to start rather than serve without it.
+    let mut cache = RevocationCache::new(TokenRegistry::in_state_dir(&config.state_dir));
+    let revoked = cache.refresh(gleaner_edge::wall_secs())?.len();
+    let revocations = Arc::new(RegistryRevocations(Mutex::new(cache)));
+    let verifier = Arc::new(TokenVerifier::new(public.clone(), revocations.clone()));
     let restored = FairnessState::load(&config.state_dir)?;
     let seed = config.seed.unwrap_or_else(|| {
         SystemTime::now()
@@ -385,7 +375,7 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
     let started = now();
     let pool = Pool::new(
         timing,
-        Box::new(key.clone()),
+        Box::new(signer),
         &config.allocator,
         seed,
         &restored,
@@ -394,7 +384,7 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
     .with_licences(&config.licences, &claims, started);
     let shared = Arc::new(Shared {
         pool: Mutex::new(Served::new(pool)),
-        key,
+        revocations,
         max_body: config.max_body_bytes,
         state_dir: config.state_dir.clone(),
         claims_taken: Default::default(),
@@ -412,11 +402,12 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
             addr: config.listen,
             source,
         })?;
-    tracing::info!(%addr, stations = restored.stations.len(), "coordinator listening");
+    tracing::info!(%addr, stations = restored.stations.len(), key = %public.fingerprint(),
+        revoked, "coordinator listening");
 
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let (halt_tx, mut halt_rx) = tokio::sync::watch::channel(false);
-    let app = router(shared.clone());
+    let app = router(shared.clone(), verifier);
     let dir = config.state_dir.clone();
     let task = tokio::spawn(async move {
         let mut server_halt = halt_rx.clone();

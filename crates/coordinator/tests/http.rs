@@ -3,7 +3,7 @@
 use gleaner_coordinator::{CoordinatorConfig, RunningCoordinator, spawn_for_test};
 use gleaner_core::detector::OwnerState;
 use gleaner_core::time::Time;
-use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
+use gleaner_proto::creds::{Claims, PoolSigner, Role, load_or_create_signing_key};
 use gleaner_proto::job::JobId;
 use gleaner_proto::wire::{
     AdvertiseReply, Demand, ErrorBody, ErrorCode, GuestInfo, PoolStatus, StationAd, UserPrio,
@@ -21,7 +21,7 @@ fn now_secs() -> u64 {
         .as_secs()
 }
 
-fn token(key: &PoolKey, subject: &str, role: Role) -> String {
+fn token(key: &PoolSigner, subject: &str, role: Role) -> String {
     key.sign(&Claims {
         subject: subject.into(),
         role,
@@ -29,6 +29,7 @@ fn token(key: &PoolKey, subject: &str, role: Role) -> String {
         expires_at: Some(now_secs() + 3600),
         token_id: format!("t-{subject}"),
     })
+    .unwrap()
 }
 
 /// A minimal HTTP/1.1 client: one request per connection, so tests can
@@ -71,7 +72,8 @@ async fn http(
 
 struct Pool {
     _dir: tempfile::TempDir,
-    key: PoolKey,
+    key: PoolSigner,
+    /// The token of station `a` (each station advertises with its own).
     daemon: String,
     user: String,
     coord: RunningCoordinator,
@@ -80,7 +82,6 @@ struct Pool {
 fn config(dir: &Path, interval: f64, grace: f64) -> CoordinatorConfig {
     CoordinatorConfig {
         state_dir: dir.join("state"),
-        pool_key: dir.join("pool.key"),
         scheduling_interval_secs: interval,
         advertise_period_secs: 1,
         station_timeout_secs: Some(5.0),
@@ -100,10 +101,11 @@ impl Pool {
     }
 
     async fn start_with(dir: tempfile::TempDir, cfg: CoordinatorConfig) -> Pool {
-        let key = load_or_create_pool_key(&cfg.pool_key).unwrap();
+        // The coordinator finds and keeps the key the test made.
+        let key = load_or_create_signing_key(&cfg.signing_key_path()).unwrap();
         let coord = spawn_for_test(cfg).await.unwrap();
         Pool {
-            daemon: token(&key, "station", Role::Daemon),
+            daemon: token(&key, "a", Role::Station),
             user: token(&key, "alice", Role::User),
             key,
             coord,
@@ -115,13 +117,19 @@ impl Pool {
         self.coord.addr()
     }
 
+    /// The token of station `name`.
+    fn station(&self, name: &str) -> String {
+        token(&self.key, name, Role::Station)
+    }
+
+    /// Advertises `ad` with the token of the station it names.
     async fn advertise(&self, ad: &StationAd) -> AdvertiseReply {
         let body = serde_json::to_string(ad).unwrap();
         let (status, text) = http(
             self.addr(),
             "POST",
             "/v1/advertise",
-            Some(&self.daemon),
+            Some(&self.station(&ad.name)),
             Some(&body),
         )
         .await;
@@ -197,9 +205,20 @@ async fn advertise_grant_round_trip_with_verifiable_claims() {
     let g = &r.grants[0];
     assert_eq!(g.host, "h1");
     assert_eq!(g.host_address, "http://h1:9618");
-    let ticket = p.key.verify_claim(&g.claim_id, "h1", now_secs()).unwrap();
+    let ticket = p
+        .key
+        .verifier()
+        .verify_claim(&g.claim_id, "h1", now_secs())
+        .unwrap();
     assert_eq!(ticket.home, "a");
-    assert!(p.key.verify_claim(&g.claim_id, "h2", now_secs()).is_err());
+    // The home's address on record: the only one the host will call.
+    assert_eq!(ticket.home_address, "http://a:9618");
+    assert!(
+        p.key
+            .verifier()
+            .verify_claim(&g.claim_id, "h2", now_secs())
+            .is_err()
+    );
     // The host learns which claims may place on it.
     let r = p.advertise(&ad("h1", OwnerState::Av, 2, 0, &[])).await;
     assert_eq!(r.claims.len(), 1);
@@ -311,12 +330,17 @@ async fn updown_preempts_heavy_holder_for_waiting_light_station() {
 async fn missing_forged_or_wrong_role_tokens_are_refused() {
     let p = Pool::start(0.2, 0.0).await;
     let body = serde_json::to_string(&ad("h", OwnerState::Av, 2, 0, &[])).unwrap();
-    let forged = token(&PoolKey::from_bytes([9; 32]), "station", Role::Daemon);
+    let forged = token(&PoolSigner::from_seed(&[9; 32]), "h", Role::Station);
+    let admin = token(&p.key, "root", Role::Admin);
+    // Another station's token: a station speaks only for itself.
+    let other = p.station("g");
     for (tok, want) in [
         (None, 401),
         (Some(forged.as_str()), 401),
         (Some("garbage"), 401),
         (Some(p.user.as_str()), 403),
+        (Some(admin.as_str()), 403),
+        (Some(other.as_str()), 403),
     ] {
         let (status, text) = http(p.addr(), "POST", "/v1/advertise", tok, Some(&body)).await;
         assert_eq!(status, want, "{text}");
@@ -336,6 +360,78 @@ async fn missing_forged_or_wrong_role_tokens_are_refused() {
     }
     let status: PoolStatus = p.get("/v1/pool").await;
     assert!(status.stations.is_empty(), "refused ads changed the pool");
+    p.coord.stop().await.unwrap();
+}
+
+/// Revocations recorded in `tokens.json` (by `glean token revoke`) are
+/// enforced at once on the coordinator's own callers and handed to every
+/// station in the advertise reply.
+#[tokio::test]
+async fn revoked_tokens_are_refused_and_carried_in_replies() {
+    use gleaner_coordinator::tokens::{TokenRegistry, TokenRequest};
+    let p = Pool::start(0.2, 0.0).await;
+    let registry = TokenRegistry::in_state_dir(&p._dir.path().join("state"));
+    let issue = |role, subject: &str| {
+        registry
+            .create(
+                &p.key,
+                &TokenRequest {
+                    role,
+                    subject: subject.into(),
+                    expires_days: None,
+                },
+                now_secs(),
+            )
+            .unwrap()
+    };
+    let (h, bob) = (issue(Role::Station, "h"), issue(Role::User, "bob"));
+    let body = serde_json::to_string(&ad("h", OwnerState::Av, 2, 0, &[])).unwrap();
+    let post = |tok: String| {
+        let (addr, body) = (p.addr(), body.clone());
+        async move { http(addr, "POST", "/v1/advertise", Some(&tok), Some(&body)).await }
+    };
+    let (s, t) = post(h.token.clone()).await;
+    assert_eq!(s, 200, "{t}");
+    let reply: AdvertiseReply = serde_json::from_str(&t).unwrap();
+    assert!(reply.revoked.is_empty() && !t.contains("revoked"));
+    let (s, _) = http(p.addr(), "GET", "/v1/pool", Some(&bob.token), None).await;
+    assert_eq!(s, 200);
+
+    registry.revoke(&bob.record.token_id, now_secs()).unwrap();
+    let (s, t) = http(p.addr(), "GET", "/v1/pool", Some(&bob.token), None).await;
+    assert_eq!(s, 401, "{t}");
+    assert!(t.contains("revoked"), "{t}");
+    let reply = p.advertise(&ad("g", OwnerState::Av, 1, 0, &[])).await;
+    assert!(reply.revoked.contains(&bob.record.token_id), "{reply:?}");
+    assert_eq!(reply.revoked.len(), 1);
+
+    // A revoked station token advertises no more: the pool keeps its last ad.
+    let before: serde_json::Value = p.get("/v1/ads").await;
+    registry.revoke(&h.record.token_id, now_secs()).unwrap();
+    let mut changed = ad("h", OwnerState::Na, 2, 0, &[]);
+    changed.address = "http://mallory:1".into();
+    let (s, t) = http(
+        p.addr(),
+        "POST",
+        "/v1/advertise",
+        Some(&h.token),
+        Some(&serde_json::to_string(&changed).unwrap()),
+    )
+    .await;
+    assert_eq!(s, 401, "{t}");
+    let after: serde_json::Value = p.get("/v1/ads").await;
+    let entry = |v: &serde_json::Value| {
+        v["stations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["ad"]["name"] == "h")
+            .map(|s| s["ad"].clone())
+            .unwrap()
+    };
+    assert_eq!(entry(&before), entry(&after));
+    assert_eq!(entry(&after)["address"], "http://h:9618");
+    assert_eq!(entry(&after)["state"], "AV");
     p.coord.stop().await.unwrap();
 }
 
@@ -512,7 +608,7 @@ async fn futures_join(p: &Pool, homes: &[&str]) -> Vec<AdvertiseReply> {
     let mut set = tokio::task::JoinSet::new();
     for a in ads {
         let addr = p.addr();
-        let daemon = p.daemon.clone();
+        let daemon = p.station(&a.name);
         set.spawn(async move {
             let body = serde_json::to_string(&a).unwrap();
             let (status, text) =

@@ -3,8 +3,8 @@
 //! request extensions (or answers 401 itself). Handlers match on the
 //! caller; they never see a token.
 //!
-//! On TCP the credential is a bearer token signed with the pool key
-//! ([`PoolKeyVerifier`]). On a local Unix socket it is the peer's
+//! On TCP the credential is a bearer token signed with the pool's Ed25519
+//! key ([`crate::TokenVerifier`]). On a local Unix socket it is the peer's
 //! credentials ([`PeerCred`], `SO_PEERCRED`): such a server serves with
 //! `ConnectInfo<PeerCred>`, any token sent there is ignored, and its
 //! verifier ([`crate::LocalPeers`]) maps the uid to a user.
@@ -14,7 +14,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use gleaner_proto::auth::{Claims, PoolKey};
+use gleaner_proto::creds::{self, Claims};
 use gleaner_proto::wire::ErrorCode;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -42,21 +42,19 @@ pub enum Credential {
 /// An authenticated caller, as the handlers see it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
-    /// The name the caller acts as: a user name, or a station daemon's
-    /// subject.
+    /// The name the caller acts as: a user name, or a station's name.
     pub name: String,
     pub role: Role,
     pub credential: Credential,
 }
 
 impl Caller {
-    /// The caller a verified pool-key token names (its `Daemon` role is a
-    /// station's).
+    /// The caller a verified token names.
     pub fn from_claims(c: Claims) -> Self {
         let role = match c.role {
-            gleaner_proto::auth::Role::User => Role::User,
-            gleaner_proto::auth::Role::Admin => Role::Admin,
-            gleaner_proto::auth::Role::Daemon => Role::Station,
+            creds::Role::User => Role::User,
+            creds::Role::Admin => Role::Admin,
+            creds::Role::Station => Role::Station,
         };
         Caller {
             name: c.subject,
@@ -97,21 +95,6 @@ pub trait Verifier: Send + Sync + 'static {
             "peer credentials (uid {}) are not accepted here",
             peer.uid
         ))
-    }
-}
-
-/// Tokens signed with the pool key, checked for signature and expiry.
-pub struct PoolKeyVerifier(pub PoolKey);
-
-impl Verifier for PoolKeyVerifier {
-    fn verify_token(&self, token: &str) -> Result<Caller, String> {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        self.0
-            .verify(token, now)
-            .map(Caller::from_claims)
-            .map_err(|e| e.to_string())
     }
 }
 
@@ -240,10 +223,10 @@ mod tests {
     }
 
     #[test]
-    fn pool_key_daemon_tokens_are_stations() {
+    fn station_tokens_are_stations() {
         let c = Caller::from_claims(Claims {
-            subject: "station@ws1".into(),
-            role: gleaner_proto::auth::Role::Daemon,
+            subject: "ws1".into(),
+            role: creds::Role::Station,
             issued_at: 0,
             expires_at: None,
             token_id: "t1".into(),

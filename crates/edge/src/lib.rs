@@ -13,7 +13,10 @@
 //! - [`peer`]: callers on a local Unix socket, known by `SO_PEERCRED`
 //!   ([`PeerCred`] as axum connect info, [`LocalPeers`] mapping uids to
 //!   accounts).
+//! - [`tokens`]: the pool's Ed25519 bearer tokens ([`TokenVerifier`]:
+//!   public key only, then revocations).
 //! - [`roles`]: what a caller may do: [`require_station`],
+//!   [`require_station_named`] (a station speaks only for itself),
 //!   [`require_admin`], [`may_act_on`].
 //!
 //! [`ErrorBody`]: gleaner_proto::wire::ErrorBody
@@ -24,9 +27,13 @@ pub mod body;
 pub mod error;
 pub mod peer;
 pub mod roles;
+pub mod tokens;
 
-pub use auth::{Caller, Credential, PeerCred, PoolKeyVerifier, Role, Verifier, authenticate};
+pub use auth::{Caller, Credential, PeerCred, Role, Verifier, authenticate};
 pub use body::{body_bytes, not_found, parse_json};
 pub use error::ApiError;
 pub use peer::{LocalPeers, peer_caller};
-pub use roles::{may_act_on, require_admin, require_station};
+pub use roles::{
+    may_act_on, require_admin, require_station, require_station_named, speaks_for_station,
+};
+pub use tokens::{RevocationCheck, SharedRevocations, TokenVerifier, wall_secs};

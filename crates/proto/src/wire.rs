@@ -19,8 +19,9 @@
 //! must be optional (`#[serde(default)]`) so that minor additions stay
 //! compatible. Errors are returned as [`ErrorBody`] with an HTTP status from
 //! [`ErrorCode::http_status`]. Authentication travels separately as an
-//! `Authorization: Bearer` token (see [`crate::auth`]).
+//! `Authorization: Bearer` token (see [`crate::creds`]).
 
+use crate::creds::Revocations;
 use crate::job::{JobDescription, JobEventKind, JobId, JobState};
 use gleaner_core::detector::OwnerState;
 use gleaner_core::time::Time;
@@ -178,6 +179,12 @@ pub struct AdvertiseReply {
     /// ladder. Empty from older coordinators.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub destinations: Vec<Destination>,
+    /// Tokens revoked at the coordinator (`glean token revoke`), each until
+    /// it would have expired anyway: every station merges them into the
+    /// set it persists and refuses them from then on (DESIGN.md, Trust
+    /// model). Empty from older coordinators.
+    #[serde(default, skip_serializing_if = "Revocations::is_empty")]
+    pub revoked: Revocations,
 }
 
 /// Whether a guest of the advertising host could move elsewhere now.

@@ -87,6 +87,11 @@ fn replies_and_placements_round_trip() {
             home: "ws7".into(),
             available: true,
         }],
+        revoked: vec![gleaner_proto::creds::RevokedToken {
+            token_id: "0123abcd".into(),
+            expires_at: Some(2_000),
+        }]
+        .into(),
     };
     let s = serde_json::to_string(&r).unwrap();
     assert_eq!(serde_json::from_str::<AdvertiseReply>(&s).unwrap(), r);
@@ -95,6 +100,9 @@ fn replies_and_placements_round_trip() {
     let old: AdvertiseReply = serde_json::from_str(r#"{"next_advertise_secs":120}"#).unwrap();
     assert_eq!(old.checkpoint_transfer_rate, None);
     assert!(old.destinations.is_empty());
+    assert!(old.revoked.is_empty() && !s.is_empty());
+    let quiet = AdvertiseReply::default();
+    assert!(!serde_json::to_string(&quiet).unwrap().contains("revoked"));
 
     let p = PlacementRequest {
         protocol: PROTOCOL_VERSION,

@@ -8,7 +8,7 @@
 //! (`spin`, `work`, `duty`, `periodic`, `daemon`).
 
 use gleaner_core::detector::DetectorProfile;
-use gleaner_proto::auth::{ClaimTicket, Claims, PoolKey, Role, load_or_create_pool_key};
+use gleaner_testkit::TestKeys;
 use gleaner_proto::job::{JobDescription, JobId};
 use gleaner_proto::wire::{PlacementRequest, PlacementResponse};
 use gleaner_station::config::{ActivitySource, StationConfig, StationRole};
@@ -423,32 +423,17 @@ async fn shadow() -> Res<String> {
     Ok(format!("http://{addr}"))
 }
 
-fn daemon_token(key: &PoolKey) -> String {
-    key.sign(&Claims {
-        subject: "station@home".into(),
-        role: Role::Daemon,
-        issued_at: 0,
-        expires_at: None,
-        token_id: "home".into(),
-    })
+/// The placing home's station token.
+fn daemon_token(keys: &TestKeys) -> String {
+    keys.station("home")
 }
 
 /// Places a busy job until the station accepts it; returns the guest id.
-async fn place(addr: &str, key: &PoolKey, shadow: &str) -> Res<String> {
+async fn place(addr: &str, key: &TestKeys, shadow: &str) -> Res<String> {
     let http = reqwest::Client::new();
     let start = Instant::now();
     loop {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)?
-            .as_secs();
-        let claim = key.sign_claim(&ClaimTicket {
-            kind: ClaimTicket::KIND.into(),
-            host: HOST.into(),
-            home: "home".into(),
-            issued_at: now,
-            expires_at: now + 600,
-            nonce: format!("{now}"),
-        });
+        let claim = key.claim(HOST, "home", shadow);
         let mut d = JobDescription::new("alice", "job.sh");
         d.transfer_output_files = None;
         let req = PlacementRequest {
@@ -504,14 +489,14 @@ fn write_atomic(path: &Path, text: &str) -> Res<()> {
 /// owner's presence/absence.
 async fn event_to_frozen(linux: bool, reps: usize, root: &Path, parent: &str) -> Res<Vec<f64>> {
     let dir = tempfile::tempdir_in(root)?;
-    let key_path = dir.path().join("pool.key");
-    let key = load_or_create_pool_key(&key_path)?;
+    let key = TestKeys::in_dir(&dir.path().join("coord"))?;
     let activity = dir.path().join("activity");
     let mut cfg = StationConfig {
         name: HOST.into(),
         listen: "127.0.0.1:0".parse()?,
         state_dir: dir.path().join("station"),
-        pool_key: key_path,
+        public_key: key.public_key(),
+        token_file: key.station_token_file(HOST, &dir.path().join("station.token"))?,
         role: StationRole::ExecuteOnly,
         eviction_policy: "condor1988".into(),
         isolation: CgroupSettings {
@@ -634,13 +619,16 @@ fn rss_kb(pid: u32) -> u64 {
 
 fn overhead(root: &Path, secs: f64) -> Res<String> {
     let dir = tempfile::tempdir_in(root)?;
+    let keys = TestKeys::in_dir(&dir.path().join("coord"))?;
+    let token = keys.station_token_file("idle-watch", &dir.path().join("station.token"))?;
     let toml = format!(
-        "name = \"idle-watch\"\nlisten = \"127.0.0.1:0\"\nstate_dir = {:?}\npool_key = {:?}\n\
-         role = \"execute_only\"\nactivity = {{ source = \"linux\" }}\n\
+        "name = \"idle-watch\"\nlisten = \"127.0.0.1:0\"\nstate_dir = {:?}\npublic_key = {:?}\n\
+         token_file = {:?}\nrole = \"execute_only\"\nactivity = {{ source = \"linux\" }}\n\
          [owner]\nsources = [\"evdev\", \"tty\", \"logind\", \"power\", \"load\"]\n\
          [isolation]\ncgroups = \"auto\"\nparent = \"gleaner-bench-daemon\"\n",
         dir.path().join("state"),
-        dir.path().join("pool.key"),
+        keys.public_key(),
+        token,
     );
     let cfg = dir.path().join("station.toml");
     std::fs::write(&cfg, &toml)?;

@@ -10,7 +10,8 @@
 //! address = "http://ws12.example:9620"
 //! state_dir = "/var/lib/gleaner"
 //! coordinator = "http://central:9618"
-//! pool_key = "/etc/gleaner/pool.key"
+//! public_key = "/etc/gleaner/pool.pub"         # the coordinator's pool.pub
+//! token_file = "/etc/gleaner/station.token"    # glean token create --station ws12
 //! role = "both"                 # submit_only | execute_only | both
 //! advertise_secs = 120
 //! placement_interval_secs = 120 # at most one placement per interval
@@ -79,8 +80,14 @@ pub struct StationConfig {
     pub state_dir: PathBuf,
     /// Base URL of the coordinator; no advertising when empty.
     pub coordinator: String,
-    /// The pool key file (created with mode 0600 if missing).
-    pub pool_key: PathBuf,
+    /// The pool's public key (`pool.pub`, copied from the coordinator's
+    /// state directory): verifies every token and claim. A station never
+    /// holds the signing key.
+    pub public_key: PathBuf,
+    /// This station's own token (`glean token create --station NAME`, mode
+    /// 0600): it advertises, places and reports with it, and it names this
+    /// station only.
+    pub token_file: PathBuf,
     pub role: StationRole,
     /// Seconds between advertisements when the coordinator does not say.
     pub advertise_secs: u64,
@@ -155,7 +162,8 @@ impl Default for StationConfig {
             address: String::new(),
             state_dir: PathBuf::from("/var/lib/gleaner"),
             coordinator: String::new(),
-            pool_key: PathBuf::from("/etc/gleaner/pool.key"),
+            public_key: PathBuf::from("/etc/gleaner/pool.pub"),
+            token_file: PathBuf::from("/etc/gleaner/station.token"),
             role: StationRole::Both,
             advertise_secs: 120,
             placement_interval_secs: 120.0,
@@ -186,6 +194,12 @@ impl Default for StationConfig {
     }
 }
 
+/// What a configuration that still names the old shared pool key hears.
+pub const POOL_KEY_REMOVED: &str = "was removed: stations no longer hold a key that can sign. \
+     Set `public_key` to a copy of the coordinator's pool.pub and `token_file` to this \
+     station's own token (`glean token create --station NAME` on the coordinator's machine), \
+     and delete the pool_key line (docs/configuration.md)";
+
 /// Why a configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -215,6 +229,15 @@ impl StationConfig {
             path: path.to_path_buf(),
             source,
         })?;
+        // Said before serde's "unknown field": what replaced it matters more.
+        if let Ok(table) = text.parse::<toml::Table>()
+            && table.contains_key("pool_key")
+        {
+            return Err(ConfigError::Invalid {
+                field: "pool_key",
+                message: POOL_KEY_REMOVED.into(),
+            });
+        }
         let cfg: StationConfig = toml::from_str(&text).map_err(|source| ConfigError::Toml {
             path: path.to_path_buf(),
             source,
@@ -377,6 +400,24 @@ mod tests {
         assert_eq!(c.role, StationRole::SubmitOnly);
         assert!(matches!(c.activity, ActivitySource::File { .. }));
         c.validate().unwrap();
+    }
+
+    #[test]
+    fn pool_key_is_refused_with_what_replaced_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("station.toml");
+        std::fs::write(&path, "name = \"ws1\"\npool_key = \"/etc/gleaner/pool.key\"\n").unwrap();
+        let e = StationConfig::load(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("pool_key: was removed")
+                && e.contains("public_key")
+                && e.contains("token_file"),
+            "{e}"
+        );
+        std::fs::write(&path, "public_key = \"/k/pool.pub\"\ntoken_file = \"/k/t\"\n").unwrap();
+        let c = StationConfig::load(&path).unwrap();
+        assert_eq!(c.public_key, PathBuf::from("/k/pool.pub"));
+        assert_eq!(c.token_file, PathBuf::from("/k/t"));
     }
 
     #[test]

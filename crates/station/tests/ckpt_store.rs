@@ -4,7 +4,6 @@
 //! that rots on disk is rolled back to the previous one, and a host that
 //! no longer runs a job has its lease renewal refused.
 
-use gleaner_proto::auth::{PoolKey, Role};
 use gleaner_proto::job::{JobEventKind, JobState};
 use gleaner_station::checkpoint::{Checkpointer, Manifest, SelfCheckpoint, read_bundle};
 use gleaner_station::client::StationClient;
@@ -13,11 +12,7 @@ use gleaner_station::node::spawn_for_test;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{coordinator_config, pool_key, pool_station, shared_tempdir, sign, submit};
-
-fn token(key: &PoolKey, role: Role, who: &str) -> String {
-    sign(key, who, role, who)
-}
+use common::{coordinator_config, pool_keys, pool_station, shared_tempdir, submit};
 
 fn bundle(dir: &std::path::Path, content: &[u8], seq: u64) -> Vec<u8> {
     std::fs::write(dir.join("state"), content).unwrap();
@@ -39,15 +34,15 @@ fn bundle(dir: &std::path::Path, content: &[u8], seq: u64) -> Vec<u8> {
 async fn checkpoints_are_verified_rotated_and_rolled_back() {
     let dir = shared_tempdir();
     let root = dir.path();
-    let (key_path, key) = pool_key(root);
-    let coord = gleaner_coordinator::spawn_for_test(coordinator_config(root, &key_path))
+    let keys = pool_keys(root);
+    let coord = gleaner_coordinator::spawn_for_test(coordinator_config(root))
         .await
         .unwrap();
     let coord_url = format!("http://{}", coord.addr());
     let station = |name: &str, role| StationConfig {
         // Small enough to see the bucket work, large enough to stay quick.
         checkpoint_bytes_per_sec: 4 << 20,
-        ..pool_station(root, &key_path, &coord_url, name, role)
+        ..pool_station(root, &keys, &coord_url, name, role)
     };
     let (home_addr, home) = spawn_for_test(station("home", StationRole::SubmitOnly))
         .await
@@ -58,7 +53,7 @@ async fn checkpoints_are_verified_rotated_and_rolled_back() {
     let (alice, work) = common::job_owner(root);
     let client = StationClient::new(
         format!("http://{home_addr}"),
-        token(&key, Role::User, alice.name()),
+        keys.user(alice.name()),
     )
     .unwrap();
     let id = submit(
@@ -77,7 +72,8 @@ async fn checkpoints_are_verified_rotated_and_rolled_back() {
     }
 
     let http = reqwest::Client::new();
-    let daemon = token(&key, Role::Daemon, "station@b");
+    // The host's own token: the job runs on b.
+    let daemon = keys.station("b");
     let url = format!("http://{home_addr}/v1/shadow/{id}/checkpoint");
     let put = |body: Vec<u8>| {
         let http = http.clone();
@@ -132,7 +128,7 @@ async fn checkpoints_are_verified_rotated_and_rolled_back() {
     let rate = loop {
         let v: serde_json::Value = http
             .get(&ads)
-            .bearer_auth(token(&key, Role::Admin, "admin"))
+            .bearer_auth(keys.admin("admin"))
             .send()
             .await
             .unwrap()
@@ -191,16 +187,32 @@ async fn checkpoints_are_verified_rotated_and_rolled_back() {
     let m = read_bundle(&mut &got[..], None).unwrap();
     assert_eq!(m.seq, 1);
 
-    // A lease renewal from a host that does not run the job is refused.
+    // A lease renewal from a host that does not run the job is refused:
+    // 403 for a station speaking in another's name or not running it,
+    // 409 (an administrator naming another host) when no longer its.
     let lease = format!("http://{home_addr}/v1/shadow/{id}/lease");
+    for (tok, host, want) in [
+        (daemon.clone(), "somebody-else", 403),
+        (keys.station("c"), "c", 403),
+        (keys.admin("admin"), "somebody-else", 409),
+    ] {
+        let r = http
+            .post(&lease)
+            .bearer_auth(tok)
+            .json(&serde_json::json!({"host": host}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), want, "{host}");
+    }
+    // Nor may another station store or fetch the job's checkpoints.
     let r = http
-        .post(&lease)
-        .bearer_auth(&daemon)
-        .json(&serde_json::json!({"host": "somebody-else"}))
+        .get(&url)
+        .bearer_auth(keys.station("c"))
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 409);
+    assert_eq!(r.status(), 403);
     let r = http
         .post(&lease)
         .bearer_auth(&daemon)
@@ -213,7 +225,7 @@ async fn checkpoints_are_verified_rotated_and_rolled_back() {
     // A user token cannot touch checkpoints.
     let r = http
         .get(&url)
-        .bearer_auth(token(&key, Role::User, alice.name()))
+        .bearer_auth(keys.user(alice.name()))
         .send()
         .await
         .unwrap();

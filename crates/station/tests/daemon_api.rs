@@ -6,33 +6,37 @@
 
 use gleaner_core::time::Time;
 use gleaner_proto::api::{AppendResponse, JobInfo, SubmitBody};
-use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
+use gleaner_proto::creds::{Claims, PoolSigner, Role};
 use gleaner_proto::job::{JobEventKind, JobId, JobState};
 use gleaner_proto::submit::{SubmitContext, parse_submit};
 use gleaner_proto::wire::{ErrorBody, JobStatusReport, PROTOCOL_VERSION};
 use gleaner_station::client::{ClientError, JobQuery, StationClient};
 use gleaner_station::config::{StationConfig, StationRole};
 use gleaner_station::node::{Running, spawn_for_test};
-use gleaner_testkit::{TestOwner, skip_unless_root};
+use gleaner_testkit::{TestKeys, TestOwner, skip_unless_root};
 use std::path::{Path, PathBuf};
 
 struct Env {
     dir: tempfile::TempDir,
     running: Option<Running>,
     base: String,
-    key: PoolKey,
+    keys: TestKeys,
     alice: TestOwner,
     bob: TestOwner,
     /// The submit directory, alice's.
     work: PathBuf,
 }
 
-fn config(dir: &Path) -> StationConfig {
+/// The home station, with the public key and its own token from `keys`.
+fn config(dir: &Path, keys: &TestKeys) -> StationConfig {
     StationConfig {
         name: "home".into(),
         listen: "127.0.0.1:0".parse().unwrap(),
         state_dir: dir.join("state"),
-        pool_key: dir.join("pool.key"),
+        public_key: keys.public_key(),
+        token_file: keys
+            .station_token_file("home", &dir.join("home.token"))
+            .unwrap(),
         role: StationRole::SubmitOnly,
         placement_interval_secs: 0.0,
         ..Default::default()
@@ -42,8 +46,8 @@ fn config(dir: &Path) -> StationConfig {
 impl Env {
     async fn start() -> Env {
         let dir = tempfile::tempdir().unwrap();
-        let (addr, running) = spawn_for_test(config(dir.path())).await.unwrap();
-        let key = load_or_create_pool_key(&dir.path().join("pool.key")).unwrap();
+        let keys = TestKeys::in_dir(&dir.path().join("coord")).unwrap();
+        let (addr, running) = spawn_for_test(config(dir.path(), &keys)).await.unwrap();
         let alice = TestOwner::new("alice").unwrap();
         let bob = TestOwner::new("bob").unwrap();
         let work = dir.path().join("work");
@@ -52,7 +56,7 @@ impl Env {
             dir,
             running: Some(running),
             base: format!("http://{addr}"),
-            key,
+            keys,
             alice,
             bob,
             work,
@@ -73,19 +77,27 @@ impl Env {
         if let Some(r) = self.running.take() {
             r.stop().await;
         }
-        let (addr, running) = spawn_for_test(config(self.dir.path())).await.unwrap();
+        let (addr, running) = spawn_for_test(config(self.dir.path(), &self.keys))
+            .await
+            .unwrap();
         self.base = format!("http://{addr}");
         self.running = Some(running);
     }
 
     fn token(&self, who: &str, role: Role) -> String {
-        self.key.sign(&Claims {
-            subject: self.name(who),
-            role,
-            issued_at: 0,
-            expires_at: None,
-            token_id: format!("t-{who}"),
-        })
+        self.keys.token(role, &self.name(who))
+    }
+
+    /// The home places job `id` on station `exec1`: from now on `exec1`
+    /// (and no other station) speaks for it (table and queue row, as its scheduler does).
+    fn place_on_exec1(&self, id: &str) {
+        let home = &self.running.as_ref().unwrap().home;
+        let id: JobId = id.parse().unwrap();
+        home.remote_jobs()
+            .begin_placing(id, "exec1", "http://127.0.0.1:9");
+        home.queue()
+            .record_placement(id, "exec1", "http://127.0.0.1:9", Time::ZERO)
+            .unwrap();
     }
 
     fn client(&self, who: &str, role: Role) -> StationClient {
@@ -132,7 +144,7 @@ impl Env {
         };
         reqwest::Client::new()
             .post(format!("{}/v1/jobs/{id}/status", self.base))
-            .bearer_auth(self.token("station@exec1", Role::Daemon))
+            .bearer_auth(self.token("exec1", Role::Station))
             .json(&rep)
             .send()
             .await
@@ -245,13 +257,15 @@ async fn bad_tokens_are_401() {
     assert_eq!(r.status(), 401);
     let r = http.get(&url).bearer_auth("garbage").send().await.unwrap();
     assert_eq!(r.status(), 401);
-    let other = PoolKey::from_bytes([7; 32]).sign(&Claims {
-        subject: "alice".into(),
-        role: Role::Admin,
-        issued_at: 0,
-        expires_at: None,
-        token_id: "forged".into(),
-    });
+    let other = PoolSigner::from_seed(&[7; 32])
+        .sign(&Claims {
+            subject: "alice".into(),
+            role: Role::Admin,
+            issued_at: 0,
+            expires_at: Some(u64::MAX),
+            token_id: "forged".into(),
+        })
+        .unwrap();
     let r = http
         .post(format!("{}/v1/jobs/1.0/rm", env.base))
         .bearer_auth(&other)
@@ -261,7 +275,7 @@ async fn bad_tokens_are_401() {
     assert_eq!(r.status(), 401);
     let body: ErrorBody = r.json().await.unwrap();
     assert_eq!(body.error.code.http_status(), 401);
-    let expired = env.key.sign(&Claims {
+    let expired = env.keys.sign(&Claims {
         subject: "alice".into(),
         role: Role::User,
         issued_at: 0,
@@ -345,7 +359,7 @@ async fn append(env: &Env, id: &str, off: u64, data: &str) -> reqwest::Response 
             "{}/v1/shadow/{id}/output/stdout?offset={off}",
             env.base
         ))
-        .bearer_auth(env.token("station@exec1", Role::Daemon))
+        .bearer_auth(env.token("exec1", Role::Station))
         .body(data.to_string())
         .send()
         .await
@@ -356,8 +370,18 @@ async fn append(env: &Env, id: &str, off: u64, data: &str) -> reqwest::Response 
 async fn output_append_is_idempotent_and_rejects_gaps() {
     let env = Env::start().await;
     let ids = env.submit("alice", TWO).await;
-    // Not running yet: no output accepted.
-    assert_eq!(append(&env, "1.0", 0, "x").await.status(), 409);
+    // Not placed anywhere: exec1 does not speak for it, and nobody may
+    // write output of a job that does not run (an administrator: 409).
+    assert_eq!(append(&env, "1.0", 0, "x").await.status(), 403);
+    let r = reqwest::Client::new()
+        .post(format!("{}/v1/shadow/1.0/output/stdout?offset=0", env.base))
+        .bearer_auth(env.token("root", Role::Admin))
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409);
+    env.place_on_exec1("1.0");
     let r = env
         .report(ids[0], JobEventKind::Started, JobState::Running)
         .await;
@@ -419,12 +443,15 @@ async fn inputs_are_served_and_traversal_refused() {
     )
     .await;
     let http = reqwest::Client::new();
-    let daemon = env.token("station@exec1", Role::Daemon);
+    let daemon = env.token("exec1", Role::Station);
     let get = |name: &str| {
         http.get(format!("{}/v1/shadow/1.0/input/{name}", env.base))
             .bearer_auth(&daemon)
             .send()
     };
+    // Before the home places the job on exec1, exec1 gets nothing.
+    assert_eq!(get("in.txt").await.unwrap().status(), 403);
+    env.place_on_exec1("1.0");
     assert_eq!(
         get("in.txt").await.unwrap().text().await.unwrap(),
         "input data"
@@ -444,14 +471,19 @@ async fn inputs_are_served_and_traversal_refused() {
         let r = get(bad).await.unwrap();
         assert_eq!(r.status(), 403, "{bad}");
     }
-    // A user token cannot fetch a sandbox.
-    let r = http
-        .get(format!("{}/v1/shadow/1.0/input/in.txt", env.base))
-        .bearer_auth(env.token("alice", Role::User))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 403);
+    // Nor does another station, or a user token, once it is placed.
+    for tok in [
+        env.token("alice", Role::User),
+        env.token("exec2", Role::Station),
+    ] {
+        let r = http
+            .get(format!("{}/v1/shadow/1.0/input/in.txt", env.base))
+            .bearer_auth(tok)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403);
+    }
 }
 
 #[tokio::test]
@@ -463,10 +495,11 @@ async fn completion_delivers_outputs_and_user_log() {
             "executable = /bin/echo\noutput = out.txt\nerror = err.txt\nlog = job.log\nqueue\n",
         )
         .await;
+    env.place_on_exec1("1.0");
     env.report(ids[0], JobEventKind::Started, JobState::Running)
         .await;
     assert_eq!(append(&env, "1.0", 0, "result\n").await.status(), 200);
-    let daemon = env.token("station@exec1", Role::Daemon);
+    let daemon = env.token("exec1", Role::Station);
     let http = reqwest::Client::new();
     let r = http
         .put(format!("{}/v1/shadow/1.0/files/data.bin", env.base))

@@ -2,7 +2,6 @@
 //! at station A (submit-only) runs on station B (execute-only), and its
 //! output comes back to A's submit directory.
 
-use gleaner_proto::auth::Role;
 use gleaner_proto::job::{JobEventKind, JobState};
 use gleaner_station::client::StationClient;
 use gleaner_station::config::StationRole;
@@ -10,21 +9,21 @@ use gleaner_station::node::spawn_for_test;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{coordinator_config, pool_key, pool_station, shared_tempdir, sign, submit};
+use common::{coordinator_config, pool_keys, pool_station, shared_tempdir, submit};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn job_from_a_runs_on_b_and_output_returns() {
     // Guests may run as `nobody`: let them traverse to their sandboxes.
     let dir = shared_tempdir();
     let root = dir.path();
-    let (key_path, key) = pool_key(root);
+    let keys = pool_keys(root);
 
-    let coord = gleaner_coordinator::spawn_for_test(coordinator_config(root, &key_path))
+    let coord = gleaner_coordinator::spawn_for_test(coordinator_config(root))
         .await
         .unwrap();
     let coord_url = format!("http://{}", coord.addr());
 
-    let station = |name: &str, role| pool_station(root, &key_path, &coord_url, name, role);
+    let station = |name: &str, role| pool_station(root, &keys, &coord_url, name, role);
     let (a_addr, a) = spawn_for_test(station("a", StationRole::SubmitOnly))
         .await
         .unwrap();
@@ -41,7 +40,7 @@ async fn job_from_a_runs_on_b_and_output_returns() {
     std::fs::write(work.join("in.txt"), "station a").unwrap();
     let text = "executable = run.sh\ntransfer_input_files = in.txt\n\
                 transfer_output_files = out.txt\noutput = stdout.txt\nlog = job.log\nqueue\n";
-    let token = sign(&key, alice.name(), Role::User, "alice");
+    let token = keys.user(alice.name());
     let client = StationClient::new(format!("http://{a_addr}"), token).unwrap();
     let resp = submit(&client, text, &work).await;
     let id = resp.jobs[0].to_string();

@@ -12,7 +12,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{pool_key, pool_station, shared_tempdir};
+use common::{pool_keys, pool_station, shared_tempdir};
 
 /// A stand-in for an orphaned guest: a session of its own, with a child.
 fn orphan() -> Child {
@@ -38,8 +38,8 @@ fn gone(c: &mut Child) -> bool {
 async fn start_kills_recorded_guests_and_survives_a_torn_record() {
     let dir = shared_tempdir();
     let root = dir.path();
-    let (key_path, _) = pool_key(root);
-    let cfg = pool_station(root, &key_path, "", "x", StationRole::ExecuteOnly);
+    let keys = pool_keys(root);
+    let cfg = pool_station(root, &keys, "", "x", StationRole::ExecuteOnly);
     let records = GuestRecords::new(guest_records::dir(&cfg.state_dir));
 
     let mut c = orphan();

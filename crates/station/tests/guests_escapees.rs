@@ -19,7 +19,7 @@
 //! restart the escapees were found dead, and the station's own log lines
 //! of its kills by uid (processes, rounds, milliseconds).
 
-use gleaner_proto::auth::{ClaimTicket, PoolKey, Role};
+use gleaner_testkit::TestKeys;
 use gleaner_proto::job::{JobDescription, JobEventKind, JobId};
 use gleaner_proto::wire::{PlacementRequest, PlacementResponse};
 use gleaner_station::config::{StationConfig, StationRole};
@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::shadow::Shadow;
-use common::{alive, place, serial_lock, shared_tempdir, sign, unix_now};
+use common::{alive, place, serial_lock, shared_tempdir};
 
 const HOST: &str = "escape-host";
 /// The station process finds its configuration here.
@@ -140,26 +140,18 @@ impl Drop for StationProcess {
 
 struct Client {
     addr: SocketAddr,
-    key: PoolKey,
+    keys: TestKeys,
     http: reqwest::Client,
     shadow: Shadow,
 }
 
 impl Client {
     fn token(&self) -> String {
-        sign(&self.key, "station@home", Role::Daemon, "home")
+        self.keys.station("home")
     }
 
     async fn place(&self, job: JobId) {
-        let now = unix_now();
-        let claim = self.key.sign_claim(&ClaimTicket {
-            kind: ClaimTicket::KIND.into(),
-            host: HOST.into(),
-            home: "home".into(),
-            issued_at: now,
-            expires_at: now + 600,
-            nonce: job.to_string(),
-        });
+        let claim = self.keys.claim(HOST, "home", &self.shadow.url);
         self.shadow.put_input(job, "escape.sh", ESCAPER.as_bytes());
         let mut d = JobDescription::new("mallory", "escape.sh");
         d.transfer_output_files = None;
@@ -270,8 +262,7 @@ async fn a_double_forking_setsid_escapee_dies_on_vacate_and_at_restart() {
     let root = dir.path();
     let state = root.join("station");
     std::fs::create_dir_all(&state).unwrap();
-    let key_path = state.join("pool.key");
-    let key = gleaner_proto::auth::load_or_create_pool_key(&key_path).unwrap();
+    let keys = TestKeys::in_dir(&root.join("coord")).unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -282,7 +273,10 @@ async fn a_double_forking_setsid_escapee_dies_on_vacate_and_at_restart() {
         name: HOST.into(),
         listen: addr,
         state_dir: state.clone(),
-        pool_key: key_path,
+        public_key: keys.public_key(),
+        token_file: keys
+            .station_token_file(HOST, &root.join("station.token"))
+            .unwrap(),
         role: StationRole::ExecuteOnly,
         placement_interval_secs: 0.0,
         cpus: Some(2),
@@ -303,7 +297,7 @@ async fn a_double_forking_setsid_escapee_dies_on_vacate_and_at_restart() {
     let mut station = StationProcess::spawn(&config, &log, addr);
     let client = Client {
         addr,
-        key,
+        keys,
         http: reqwest::Client::new(),
         shadow: Shadow::start().await,
     };

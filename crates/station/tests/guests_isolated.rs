@@ -9,7 +9,7 @@
 //! other's host PID and sandbox it tries to: read, list and write the
 //! other's sandbox; list the execute directory and the state directory;
 //! `kill -9` and `ptrace(PTRACE_ATTACH)` the other, read its
-//! `/proc/PID/mem` and `environ`; read `queue.db`, the pool key, the guest
+//! `/proc/PID/mem` and `environ`; read `queue.db`, the station's token, the guest
 //! records and a spooled output file (created 0644, as a home would have
 //! left it), and list the spool. Every attempt must be refused (the errno
 //! is asserted), the victim must still run, and both jobs must complete
@@ -22,7 +22,7 @@
 //! all). A third guest is refused while both slots are taken. Afterwards
 //! no process of either slot is left and the sandboxes are gone.
 
-use gleaner_proto::auth::{ClaimTicket, PoolKey, Role};
+use gleaner_testkit::TestKeys;
 use gleaner_proto::job::{JobDescription, JobEventKind, JobId, JobState};
 use gleaner_proto::wire::{PlacementRequest, PlacementResponse, RejectReason};
 use gleaner_station::config::{StationConfig, StationRole};
@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::shadow::Shadow;
-use common::{place, serial_lock, shared_tempdir, sign, unix_now};
+use common::{place, serial_lock, shared_tempdir};
 
 const HOST: &str = "shared-host";
 const PYTHON: &str = "/usr/bin/python3";
@@ -101,7 +101,7 @@ r = {
     "read_other_mem": attempt(lambda: open("/proc/%d/mem" % pid, "rb").read(1)),
     "read_other_environ": attempt(read("/proc/%d/environ" % pid)),
     "read_queue_db": attempt(read(state, "queue.db")),
-    "read_pool_key": attempt(read(state, "pool.key")),
+    "read_station_token": attempt(read(state, "station.token")),
     "list_guest_records": attempt(lambda: os.listdir(os.path.join(state, "guests"))),
     "list_spool": attempt(lambda: os.listdir(os.path.join(state, "spool"))),
     "read_spool_file": attempt(read(state, "spool", "9.0", "out.txt")),
@@ -140,7 +140,7 @@ impl Drop for CgParent {
 
 struct Station {
     addr: SocketAddr,
-    key: PoolKey,
+    keys: TestKeys,
     running: Option<Running>,
     http: reqwest::Client,
     state: PathBuf,
@@ -149,7 +149,7 @@ struct Station {
 
 impl Station {
     fn token(&self) -> String {
-        sign(&self.key, "station@home", Role::Daemon, "home")
+        self.keys.station("home")
     }
 
     async fn place(
@@ -159,15 +159,7 @@ impl Station {
         owner: &str,
         args: &[&str],
     ) -> PlacementResponse {
-        let now = unix_now();
-        let claim = self.key.sign_claim(&ClaimTicket {
-            kind: ClaimTicket::KIND.into(),
-            host: HOST.into(),
-            home: "home".into(),
-            issued_at: now,
-            expires_at: now + 600,
-            nonce: format!("{job}-{owner}"),
-        });
+        let claim = self.keys.claim(HOST, "home", &shadow.url);
         let mut d = JobDescription::new(owner, "job.py");
         d.arguments = args.iter().map(|a| a.to_string()).collect();
         d.transfer_output_files = Some(vec!["output.txt".into()]);
@@ -244,15 +236,19 @@ async fn two_users_guests_run_at_once_and_cannot_touch_each_other_or_the_daemon(
     let root = dir.path();
     let state = root.join("station");
     seed_state(&state);
-    // The station's own key, in its state directory.
-    let key_path = state.join("pool.key");
-    let key = gleaner_proto::auth::load_or_create_pool_key(&key_path).unwrap();
+    // The pool's keys stay with the coordinator; the station's own token
+    // is in its state directory, where no guest may read it.
+    let keys = TestKeys::in_dir(&root.join("coord")).unwrap();
+    let token_file = keys
+        .station_token_file(HOST, &state.join("station.token"))
+        .unwrap();
     let parent = format!("gleaner-test-{}-isolated", std::process::id());
     let cfg = StationConfig {
         name: HOST.into(),
         listen: "127.0.0.1:0".parse().unwrap(),
         state_dir: state.clone(),
-        pool_key: key_path,
+        public_key: keys.public_key(),
+        token_file,
         role: StationRole::ExecuteOnly,
         placement_interval_secs: 0.0,
         cpus: Some(4),
@@ -278,7 +274,7 @@ async fn two_users_guests_run_at_once_and_cannot_touch_each_other_or_the_daemon(
     }));
     let st = Station {
         addr,
-        key,
+        keys,
         running: Some(running),
         http: reqwest::Client::new(),
         execute: state.join("execute"),
@@ -411,7 +407,7 @@ async fn two_users_guests_run_at_once_and_cannot_touch_each_other_or_the_daemon(
             "list_execute_dir",
             "list_state_dir",
             "read_queue_db",
-            "read_pool_key",
+            "read_station_token",
             "list_guest_records",
             "list_spool",
             "read_spool_file",

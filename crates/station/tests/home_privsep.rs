@@ -15,7 +15,7 @@
 use gleaner_core::dag::RescueRetries;
 use gleaner_core::time::Time;
 use gleaner_proto::api::{JobInfo, SubmitBody};
-use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
+use gleaner_proto::creds::Role;
 use gleaner_proto::job::{JobEventKind, JobId, JobState};
 use gleaner_proto::submit::{SubmitContext, parse_submit};
 use gleaner_proto::wire::{JobStatusReport, PROTOCOL_VERSION};
@@ -23,7 +23,7 @@ use gleaner_station::client::{JobQuery, StationClient};
 use gleaner_station::config::{StationConfig, StationRole};
 use gleaner_station::home::dagman::{DagNodeSubmit, DagSubmitBody};
 use gleaner_station::node::{Running, spawn_for_test};
-use gleaner_testkit::{TestUser, reachable, skip_unless_root};
+use gleaner_testkit::{TestKeys, TestUser, reachable, skip_unless_root};
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt, lchown, symlink};
 use std::path::{Path, PathBuf};
@@ -66,18 +66,21 @@ struct Env {
     dir: tempfile::TempDir,
     running: Option<Running>,
     base: String,
-    key: PoolKey,
+    keys: TestKeys,
     socket: PathBuf,
     a: TestUser,
     b: TestUser,
 }
 
-fn config(dir: &Path) -> StationConfig {
+fn config(dir: &Path, keys: &TestKeys) -> StationConfig {
     StationConfig {
         name: "home".into(),
         listen: "127.0.0.1:0".parse().unwrap(),
         state_dir: dir.join("state"),
-        pool_key: dir.join("pool.key"),
+        public_key: keys.public_key(),
+        token_file: keys
+            .station_token_file("home", &dir.join("home.token"))
+            .unwrap(),
         role: StationRole::SubmitOnly,
         placement_interval_secs: 0.0,
         user_socket: Some(dir.join("state/user.sock")),
@@ -95,8 +98,8 @@ impl Env {
         let dir = tempfile::tempdir().unwrap();
         // The users must reach the socket below it.
         reachable(&dir.path().join("x")).unwrap();
-        let (addr, running) = spawn_for_test(config(dir.path())).await.unwrap();
-        let key = load_or_create_pool_key(&dir.path().join("pool.key")).unwrap();
+        let keys = TestKeys::in_dir(&dir.path().join("coord")).unwrap();
+        let (addr, running) = spawn_for_test(config(dir.path(), &keys)).await.unwrap();
         let a = TestUser::create("psepa").unwrap();
         let b = TestUser::create("psepb").unwrap();
         let env = Env {
@@ -104,7 +107,7 @@ impl Env {
             dir,
             running: Some(running),
             base: format!("http://{addr}"),
-            key,
+            keys,
             a,
             b,
         };
@@ -120,13 +123,18 @@ impl Env {
     }
 
     fn token(&self, name: &str, role: Role) -> String {
-        self.key.sign(&Claims {
-            subject: name.into(),
-            role,
-            issued_at: 0,
-            expires_at: None,
-            token_id: format!("t-{name}"),
-        })
+        self.keys.token(role, name)
+    }
+
+    /// The home places job `id` on station `exec1`, as its scheduler does
+    /// (table and queue row): from now on `exec1` speaks for it.
+    fn place_on_exec1(&self, id: JobId) {
+        let home = &self.running.as_ref().unwrap().home;
+        home.remote_jobs()
+            .begin_placing(id, "exec1", "http://127.0.0.1:9");
+        home.queue()
+            .record_placement(id, "exec1", "http://127.0.0.1:9", Time::ZERO)
+            .unwrap();
     }
 
     fn tcp(&self, name: &str, role: Role) -> StationClient {
@@ -204,7 +212,12 @@ impl Env {
         .await
     }
 
+    /// A status report from exec1; a `Started` one is preceded by the
+    /// placement on exec1.
     async fn report(&self, id: JobId, event: JobEventKind, state: JobState) {
+        if event == JobEventKind::Started {
+            self.place_on_exec1(id);
+        }
         let rep = JobStatusReport {
             protocol: PROTOCOL_VERSION,
             job_id: id,
@@ -217,7 +230,7 @@ impl Env {
         };
         let r = reqwest::Client::new()
             .post(format!("{}/v1/jobs/{id}/status", self.base))
-            .bearer_auth(self.token("station@exec1", Role::Daemon))
+            .bearer_auth(self.token("exec1", Role::Station))
             .json(&rep)
             .send()
             .await
@@ -231,7 +244,7 @@ impl Env {
                 "{}/v1/shadow/{id}/output/{stream}?offset=0",
                 self.base
             ))
-            .bearer_auth(self.token("station@exec1", Role::Daemon))
+            .bearer_auth(self.token("exec1", Role::Station))
             .body(data.to_string())
             .send()
             .await
@@ -387,6 +400,7 @@ async fn an_input_swapped_for_etc_shadow_after_submit_is_not_served() {
             .status
             .success()
     );
+    env.place_on_exec1(id);
     let r = reqwest::Client::new()
         .get(format!("{}/v1/shadow/{id}/input/data.txt", env.base))
         .bearer_auth(env.token("station@exec1", Role::Daemon))

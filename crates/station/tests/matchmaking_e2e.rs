@@ -7,7 +7,6 @@
 
 use gleaner_coordinator::CoordinatorConfig;
 use gleaner_coordinator::matchmaker::AdsView;
-use gleaner_proto::auth::{ClaimTicket, Role};
 use gleaner_proto::job::{JobDescription, JobId, JobState};
 use gleaner_proto::wire::{PROTOCOL_VERSION, PlacementRequest, PlacementResponse, RejectReason};
 use gleaner_station::client::{JobQuery, StationClient};
@@ -18,17 +17,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{coordinator_config, place, pool_key, pool_station, shared_tempdir, sign, unix_now};
+use common::{coordinator_config, place, pool_keys, pool_station, shared_tempdir};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn jobs_run_only_where_allowed_and_licences_hold() {
     let dir = shared_tempdir();
     let root = dir.path();
-    let (key_path, key) = pool_key(root);
+    let keys = pool_keys(root);
 
     let coord = gleaner_coordinator::spawn_for_test(CoordinatorConfig {
         licences: BTreeMap::from([("matlab".to_string(), 2)]),
-        ..coordinator_config(root, &key_path)
+        ..coordinator_config(root)
     })
     .await
     .unwrap();
@@ -43,7 +42,7 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         policy,
-        ..pool_station(root, &key_path, &coord_url, name, role)
+        ..pool_station(root, &keys, &coord_url, name, role)
     };
     let (home_addr, home) = spawn_for_test(station(
         "home",
@@ -93,7 +92,7 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
     }
 
     let (alice, work) = common::job_owner(root);
-    let token = sign(&key, alice.name(), Role::User, "alice");
+    let token = keys.user(alice.name());
     let client = StationClient::new(format!("http://{home_addr}"), token.clone()).unwrap();
     let submit = |text: &'static str| common::submit(&client, text, &work);
     let licensed = submit(
@@ -165,8 +164,7 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
 
     // The host enforces its policy too: a placement for a denied user,
     // with a valid claim, is refused by the starter itself.
-    let now = unix_now();
-    let claim = key.sign_claim(&ClaimTicket::new("plain", "home", now, now + 600, "t-1"));
+    let claim = keys.claim("plain", "home", &format!("http://{home_addr}"));
     let mut d = JobDescription::new("mallory", "/bin/true");
     d.request_memory_mb = Some(4096);
     let req = PlacementRequest {
@@ -180,7 +178,7 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
         run_count: 0,
         lease_secs: None,
     };
-    let daemon = sign(&key, "station@home", Role::Daemon, "station-home");
+    let daemon = keys.station("home");
     let resp: PlacementResponse =
         place(&reqwest::Client::new(), addrs["plain"], &daemon, &req).await;
     match resp {

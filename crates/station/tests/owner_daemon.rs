@@ -20,7 +20,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post, put};
-use gleaner_proto::auth::{ClaimTicket, PoolKey, Role};
+use gleaner_testkit::TestKeys;
 use gleaner_proto::job::{JobDescription, JobEventKind, JobId};
 use gleaner_proto::wire::{JobStatusReport, PlacementRequest, PlacementResponse};
 use gleaner_station::config::{ActivitySource, StationConfig, StationRole};
@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::{
-    alive, place, pool_key, proc_stat as stat, serial_lock, serve, shared_tempdir, sign, unix_now,
+    alive, give_credentials, place, pool_keys, proc_stat as stat, serial_lock, serve, shared_tempdir,
 };
 
 const BUSY: &str = "#!/bin/sh\nwhile :; do :; done\n";
@@ -82,7 +82,7 @@ async fn shadow(rec: Shared) -> String {
 struct Env {
     _dir: tempfile::TempDir,
     activity: PathBuf,
-    key: PoolKey,
+    keys: TestKeys,
     addr: SocketAddr,
     daemon: Option<Running>,
     rec: Shared,
@@ -101,7 +101,7 @@ impl Env {
         // Guests run as slot accounts under root: let them reach their
         // sandbox.
         let dir = shared_tempdir();
-        let (key_path, key) = pool_key(dir.path());
+        let keys = pool_keys(dir.path());
         let activity = dir.path().join("activity");
         let root = nix::unistd::geteuid().is_root();
         let parent = format!("gleaner-test-{}-daemon-{test}", std::process::id());
@@ -124,7 +124,6 @@ impl Env {
             name: HOST.into(),
             listen: "127.0.0.1:0".parse().unwrap(),
             state_dir: dir.path().join("station"),
-            pool_key: key_path,
             role: StationRole::ExecuteOnly,
             placement_interval_secs: 0.0,
             cpus: Some(2),
@@ -136,6 +135,7 @@ impl Env {
             isolation,
             ..Default::default()
         };
+        give_credentials(&mut cfg, &keys, dir.path());
         // The real owner watch reads the same file through its FileSource.
         tweak(&mut cfg);
         if cfg.activity == ActivitySource::Linux {
@@ -153,7 +153,7 @@ impl Env {
         Env {
             _dir: dir,
             activity,
-            key,
+            keys,
             addr,
             daemon: Some(daemon),
             rec,
@@ -164,7 +164,7 @@ impl Env {
     }
 
     fn token(&self) -> String {
-        sign(&self.key, "station@home", Role::Daemon, "home")
+        self.keys.station("home")
     }
 
     async fn place(&self, job: JobId) {
@@ -179,15 +179,7 @@ impl Env {
     }
 
     async fn try_place(&self, job: JobId) -> PlacementResponse {
-        let now = unix_now();
-        let claim = self.key.sign_claim(&ClaimTicket {
-            kind: ClaimTicket::KIND.into(),
-            host: HOST.into(),
-            home: "home".into(),
-            issued_at: now,
-            expires_at: now + 600,
-            nonce: job.to_string(),
-        });
+        let claim = self.keys.claim(HOST, "home", &self.shadow);
         let mut d = JobDescription::new("alice", "job.sh");
         d.transfer_output_files = None;
         d.request_memory_mb = Some(64);

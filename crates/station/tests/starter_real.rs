@@ -373,9 +373,16 @@ async fn starter_linger_longer_lowers_priority_and_vacate_endpoint() {
             token_id: name.into(),
         },
     };
+    // The guest's home station, and another station (which speaks only for
+    // its own guests).
     let base = serve(
         router(env.starter.clone())
-            .layer(axum::Extension(caller("home", gleaner_edge::Role::Station))),
+            .layer(axum::Extension(caller("home1", gleaner_edge::Role::Station))),
+    )
+    .await;
+    let as_other = serve(
+        router(env.starter.clone())
+            .layer(axum::Extension(caller("home2", gleaner_edge::Role::Station))),
     )
     .await;
     let as_user = serve(
@@ -385,23 +392,26 @@ async fn starter_linger_longer_lowers_priority_and_vacate_endpoint() {
     .await;
     // Behind the daemon's authentication layer, as the station serves it:
     // a request without a token never reaches the handlers.
-    let key =
-        gleaner_proto::auth::load_or_create_pool_key(&env._dir.path().join("pool.key")).unwrap();
+    type Tokens = gleaner_edge::TokenVerifier;
+    let key = gleaner_proto::creds::PoolSigner::from_seed(&[6; 32]).verifier();
     let no_auth = serve(
         router(env.starter.clone()).layer(axum::middleware::from_fn_with_state(
-            Arc::new(gleaner_edge::PoolKeyVerifier(key)),
-            gleaner_edge::authenticate::<gleaner_edge::PoolKeyVerifier>,
+            Arc::new(Tokens::new(key, Default::default())),
+            gleaner_edge::authenticate::<Tokens>,
         )),
     )
     .await;
     let http = reqwest::Client::new();
-    // A user's token may not vacate anyone's guest; no claims at all: 401.
-    let r = http
-        .post(format!("{as_user}/v1/guests/{job}/vacate"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 403);
+    // A user's token may not vacate anyone's guest, nor another station's
+    // token; no claims at all: 401.
+    for who in [&as_user, &as_other] {
+        let r = http
+            .post(format!("{who}/v1/guests/{job}/vacate"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403);
+    }
     let r = http
         .post(format!("{no_auth}/v1/guests/{job}/vacate"))
         .send()

@@ -7,14 +7,18 @@
 //!   root, else the test's own account), with directories of its own.
 //! - [`slot_prefix`] and [`DefaultSlots`]: slot accounts made by the
 //!   stations a test starts are its own and removed afterwards.
+//! - [`TestKeys`]: a test pool's signing key, `pool.pub`, and the
+//!   tokens and claims it signs.
 //! - [`is_root`] and [`skip_unless_root`]: tests that need root print one
 //!   clear `skipped: …` line elsewhere instead of failing.
 
+mod keys;
 mod owner;
 mod procs;
 mod slots;
 mod user;
 
+pub use keys::{TestKeys, write_private};
 pub use owner::{TestOwner, reachable};
 pub use procs::{kill_user_processes, pids_of_uid};
 pub use slots::{DefaultSlots, TEST_SLOT_PREFIX, remove_slot_accounts, slot_prefix};

@@ -2,14 +2,14 @@
 //!
 //! A grant's claim id is what a host checks before it accepts a placement.
 //! The pool does not sign anything itself: a [`ClaimMinter`] does. The daemon
-//! signs with the pool's key; the simulator mints plain ids
+//! signs with the pool's Ed25519 signing key; the simulator mints plain ids
 //! ([`UnsignedClaims`]), so a simulated year costs no cryptography.
 
 use super::{Known, Pool};
 use gleaner_core::alloc::StationId;
 use gleaner_core::rng::RngCore;
 use gleaner_core::time::Time;
-use gleaner_proto::auth::{ClaimTicket, PoolKey};
+use gleaner_proto::creds::{ClaimTicket, PoolSigner, new_nonce};
 use gleaner_proto::job::JobId;
 use gleaner_proto::matchmaking::parse_limits;
 use std::collections::HashMap;
@@ -36,17 +36,26 @@ pub trait ClaimMinter: Send {
     fn mint(&self, claim: &ClaimFacts<'_>) -> Result<String, String>;
 }
 
-/// The daemon's minter: a ticket signed with the pool's key. Swapping the
-/// signature scheme is this impl.
-impl ClaimMinter for PoolKey {
+/// The daemon's minter: a [`ClaimTicket`] signed with the pool's signing
+/// key, naming the home's address on record (the only address the host
+/// will send its credentials to).
+///
+/// The pool's nonce is unique within one run, but its random part comes
+/// from the pool's seeded stream: with a fixed `seed` a restarted
+/// coordinator would repeat it, and a host that remembers spent nonces
+/// would refuse the repeat as a replay. So 128 bits from the OS are added.
+impl ClaimMinter for PoolSigner {
     fn mint(&self, c: &ClaimFacts<'_>) -> Result<String, String> {
-        Ok(self.sign_claim(&ClaimTicket::new(
+        let fresh = new_nonce().map_err(|e| format!("no random nonce: {e}"))?;
+        let ticket = ClaimTicket::new(
             c.host,
             c.home,
+            c.home_address,
             c.issued_at,
             c.expires_at,
-            c.nonce,
-        )))
+            format!("{}-{fresh}", c.nonce),
+        );
+        self.sign_claim(&ticket).map_err(|e| e.to_string())
     }
 }
 
@@ -220,5 +229,42 @@ impl Pool {
     /// Claims and reserved nodes granted to `home` and not used yet.
     pub(super) fn unused_grants(&self, home: StationId) -> u32 {
         self.claims.for_home(home) + self.reservations.for_home(home)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signed_claims_name_the_home_address_and_never_repeat_a_nonce() {
+        let signer = PoolSigner::from_seed(&[5; 32]);
+        let facts = ClaimFacts {
+            host: "ws3",
+            home: "ws7",
+            home_address: "http://ws7:9620",
+            issued_at: 100,
+            expires_at: 400,
+            nonce: "64-1-00000000000000aa",
+        };
+        let a = signer.mint(&facts).unwrap();
+        // The same facts again, as a restarted coordinator with a fixed
+        // seed would give: still another nonce.
+        let b = signer.mint(&facts).unwrap();
+        let v = signer.verifier();
+        let (ta, tb) = (
+            v.verify_claim(&a, "ws3", 200).unwrap(),
+            v.verify_claim(&b, "ws3", 200).unwrap(),
+        );
+        assert_eq!(ta.home_address, "http://ws7:9620");
+        assert_eq!(ta.home, "ws7");
+        assert!(ta.nonce.starts_with("64-1-00000000000000aa-"));
+        assert_ne!(ta.nonce, tb.nonce);
+        // A home without a usable address gets no claim.
+        let bad = ClaimFacts {
+            home_address: "",
+            ..facts
+        };
+        assert!(signer.mint(&bad).is_err());
     }
 }

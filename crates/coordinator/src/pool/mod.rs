@@ -477,6 +477,8 @@ impl Pool {
             claims,
             checkpoint_transfer_rate: self.transfer_rate(),
             destinations: self.destinations(id, now),
+            // The daemon fills them in (server.rs): the pool keeps no tokens.
+            revoked: Default::default(),
         }
     }
 

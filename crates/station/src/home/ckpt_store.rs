@@ -1,7 +1,8 @@
 //! The home's checkpoint store: checkpoints of this station's jobs, sent
 //! by their hosts.
 //!
-//! Endpoints (station token), next to the shadow's:
+//! Endpoints (the job's host's station token, or an administrator's),
+//! next to the shadow's:
 //! - `PUT /v1/shadow/{job}/checkpoint`: a checkpoint bundle
 //!   ([`crate::checkpoint`]). Received through the station-wide token
 //!   bucket (`checkpoint_bytes_per_sec`) so that a storm of checkpoints
@@ -84,6 +85,7 @@ fn checkpoint_job(
     require_station(caller, STATIONS_ONLY)?;
     let id = parse_job_id(id)?;
     let r = super::http::job_record(home, id)?;
+    super::host_caller::require_host_of(home, caller, &r, None)?;
     if !home.remote.is_remote(&r) {
         return Err(ApiError::new(
             ErrorCode::Conflict,

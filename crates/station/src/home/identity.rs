@@ -15,8 +15,9 @@
 //!   only the account it runs as, by socket or token, and refuses every
 //!   other name (it could not act as them anyway).
 //!
-//! Station daemons are not users and pass unchanged (they call only what
-//! [`gleaner_edge::may_act_on`] and the shadow allow them).
+//! Stations are not users: a station token never reaches the user API
+//! (it neither submits nor touches anyone's jobs); stations call only the
+//! shadow's, lease and checkpoint endpoints, for their own guests.
 
 use super::Home;
 use crate::userfs::{AccountError, UnixUser, UserFs, UserFsError};
@@ -67,7 +68,11 @@ impl Served {
     /// May `caller` use the user API here? `Err` is the refusal's text.
     pub(crate) fn admit(&self, caller: &Caller) -> Result<(), String> {
         if caller.role == Role::Station {
-            return Ok(());
+            return Err(format!(
+                "{} is a station token: the user API is for users and administrators \
+                 (stations do not submit or manage jobs)",
+                caller.name
+            ));
         }
         match (self, &caller.credential) {
             // The kernel named an existing account.
@@ -209,10 +214,8 @@ mod tests {
         );
         // Admins need an account only to submit; stations are not users.
         assert!(s.admit(&caller("ops", Role::Admin, token())).is_ok());
-        assert!(
-            s.admit(&caller("station@x", Role::Station, token()))
-                .is_ok()
-        );
+        let e = s.admit(&caller("x", Role::Station, token())).unwrap_err();
+        assert!(e.contains("station token"), "{e}");
         assert!(
             s.admit(&caller("anyone", Role::User, Credential::Peer { uid: 7 }))
                 .is_ok()
@@ -240,9 +243,6 @@ mod tests {
             let e = s.admit(&c).unwrap_err();
             assert!(e.contains("serves only me"), "{e}");
         }
-        assert!(
-            s.admit(&caller("station@x", Role::Station, token()))
-                .is_ok()
-        );
+        assert!(s.admit(&caller("me", Role::Station, token())).is_err());
     }
 }

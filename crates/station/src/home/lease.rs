@@ -1,8 +1,10 @@
 //! The home's end of the lease with each job's host ([`crate::lease`]).
 //!
 //! - `POST /v1/shadow/{job}/lease`: the starter's renewal
-//!   ([`LeaseRenewal`]); 409 tells a host that the job is no longer its to
-//!   run (the home gave up on it), and the host kills the guest.
+//!   ([`LeaseRenewal`]), heard from the job's host only (403 from any other
+//!   station, [`super::host_caller`]); 409 tells a host that the job is no
+//!   longer its to run (the home gave up on it), and the host kills the
+//!   guest.
 //! - The lease monitor requeues a running job whose host has not been heard
 //!   from for `lease_secs` plus one renewal period (the host itself gives
 //!   up at `lease_secs`, so the old run is dead before the new one starts).
@@ -43,6 +45,7 @@ async fn renew(
     let raw = body_bytes(raw)?;
     let ren: LeaseRenewal = parse_json(&raw)?;
     let r = super::http::job_record(&home, id)?;
+    super::host_caller::require_host_of(&home, &caller, &r, Some(&ren.host))?;
     let ours =
         home.remote.speaks_for(id, r.host.as_deref(), &ren.host) && home.remote.is_remote(&r);
     if !ours {

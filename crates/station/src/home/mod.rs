@@ -14,7 +14,8 @@
 //! - [`remote`]: the one table of this station's remote jobs (where each
 //!   runs or is being placed, lease contact, hosts to avoid);
 //! - [`shadow`]: the endpoints a host's starter calls for each of these
-//!   jobs (sandbox, output, status);
+//!   jobs (sandbox, output, status), heard only from the station the job
+//!   is placed on (`host_caller`);
 //! - [`ckpt_store`]: checkpoints received from hosts; [`lease`]: lease
 //!   renewals and the monitor that requeues jobs of silent hosts;
 //! - [`dagman`]: the DAG manager; [`user_log`]: HTCondor-style user logs;
@@ -27,6 +28,7 @@ mod as_owner;
 pub mod ckpt_store;
 pub mod dagman;
 mod http;
+mod host_caller;
 pub mod identity;
 pub mod job_classes;
 pub mod lease;
@@ -146,6 +148,12 @@ impl Home {
         self.queue
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The table of this station's remote jobs: where each is placed, hence
+    /// which station speaks for it.
+    pub fn remote_jobs(&self) -> &remote::RemoteJobs {
+        &self.remote
     }
 
     pub fn spool_for(&self, job: JobId) -> PathBuf {

@@ -165,6 +165,16 @@ impl RemoteJobs {
 
     // ----- news from hosts -----------------------------------------------
 
+    /// The station `job` is placed on: the table's placement (being placed
+    /// or running), else `last_host`, the host its queue row last recorded.
+    /// Only this station (or an administrator) speaks for the job
+    /// ([`super::host_caller`]).
+    pub fn current_host(&self, job: JobId, last_host: Option<&str>) -> Option<String> {
+        self.placement(job)
+            .map(|p| p.host)
+            .or_else(|| last_host.map(str::to_string))
+    }
+
     /// May `host` speak for `job` (report on it, renew its lease)? Only the
     /// host it was last placed on (`last_host`, from its queue row; any host
     /// when none is recorded), or any while a placement is in flight (the
@@ -330,9 +340,12 @@ mod tests {
         t.begin_placing(b, "ws2", "http://ws2");
         assert_eq!(t.placing(), HashSet::from([a, b]));
         // Accepted: running, with its address; refused: not remote.
+        assert_eq!(t.current_host(b, Some("old")).as_deref(), Some("ws2"));
         t.placed(a);
         t.end_placing(a);
         t.end_placing(b);
+        assert_eq!(t.current_host(b, Some("old")).as_deref(), Some("old"));
+        assert_eq!(t.current_host(b, None), None);
         assert!(t.placing().is_empty());
         assert_eq!(t.address(a).as_deref(), Some("http://ws1"));
         assert_eq!(t.placement(b), None);

@@ -2,7 +2,9 @@
 //! another station (HTCondor's condor_shadow; Mutka 1988 §5 keeps job
 //! state at the submitting station).
 //!
-//! The host's starter calls these endpoints with a Daemon token:
+//! The host's starter calls these endpoints with its station token, and
+//! only the station the job is placed on (or an administrator) is heard
+//! ([`super::host_caller`]):
 //! - `GET /v1/shadow/{job}/input/{name}`: one sandbox file, read from the
 //!   job's initial directory. Only the executable, `input` and
 //!   `transfer_input_files` are served; anything else, and any other path
@@ -25,6 +27,7 @@
 //! Every event also goes to the user log ([`super::user_log`]).
 
 use super::as_owner::{OwnerFsError, api_error, as_owner, io_error, with_fs};
+use super::host_caller::require_host_of;
 use super::http::job_record;
 use super::private;
 use super::user_log::user_log;
@@ -47,7 +50,7 @@ use std::sync::Arc;
 
 /// What a user token hears on a shadow endpoint: they are for stations
 /// (and administrators debugging).
-pub(crate) const STATIONS_ONLY: &str = "shadow endpoints need a daemon token";
+pub(crate) const STATIONS_ONLY: &str = "shadow endpoints need a station token";
 
 pub(crate) fn router() -> Router<Arc<Home>> {
     Router::new()
@@ -154,6 +157,8 @@ async fn input(
     require_station(&caller, STATIONS_ONLY)?;
     let id = parse_job_id(&id)?;
     let r = job_record(&home, id)?;
+    // Users' files go to the job's host only.
+    require_host_of(&home, &caller, &r, None)?;
     if r.state.is_terminal() || r.state.kind() == JobStateKind::Held {
         return Err(ApiError::new(
             ErrorCode::Conflict,
@@ -223,6 +228,7 @@ async fn append(
         .map_err(|_| ApiError::bad("offset", "offset is not a byte count"))?;
     let data = body_bytes(raw)?;
     let r = job_record(&home, id)?;
+    require_host_of(&home, &caller, &r, None)?;
     if !home.remote.is_remote(&r) {
         return Err(ApiError::new(
             ErrorCode::Conflict,
@@ -279,6 +285,7 @@ async fn store_file(
     }
     let data = body_bytes(raw)?;
     let r = job_record(&home, id)?;
+    require_host_of(&home, &caller, &r, None)?;
     if !home.remote.is_remote(&r) {
         return Err(ApiError::new(
             ErrorCode::Conflict,
@@ -405,6 +412,7 @@ async fn status(
         ));
     }
     let r = job_record(&home, id)?;
+    require_host_of(&home, &caller, &r, Some(&rep.host))?;
     if !home.remote.speaks_for(id, r.host.as_deref(), &rep.host) {
         tracing::warn!(job = %id, host = %rep.host, "status report from a former host refused");
         return Err(ApiError::new(

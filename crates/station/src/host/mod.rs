@@ -34,10 +34,10 @@ use crate::config::{ConfigError, StationConfig};
 use axum::Router;
 use gleaner_core::detector::OwnerState;
 use gleaner_core::eviction::EvictionPolicy;
-use gleaner_proto::auth::PoolKey;
+use gleaner_proto::creds::{NonceFile, NonceFileError, PoolVerifier};
 use gleaner_proto::job::JobDescription;
 use gleaner_proto::wire::StationAd;
-use starter::{PoolKeyClaims, Starter, StarterConfig, StarterError};
+use starter::{SignedClaims, Starter, StarterConfig, StarterError};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -56,6 +56,15 @@ pub enum HostError {
     },
     #[error("starter: {0}")]
     Starter(#[from] StarterError),
+    /// The claims this host accepted cannot be read: starting without
+    /// them would accept each of them again.
+    #[error(transparent)]
+    Nonces(#[from] NonceFileError),
+}
+
+/// The host's record of the claims it accepted (`<state_dir>/nonces.json`).
+pub fn nonce_path(state_dir: &std::path::Path) -> std::path::PathBuf {
+    state_dir.join("nonces.json")
 }
 
 /// What the host side puts in the station's ad.
@@ -75,10 +84,11 @@ pub struct HostSetup {
     pub name: String,
     /// This station's base URL (the starter's `host_address`).
     pub address: String,
-    /// This station's daemon token, for the starter's calls to shadows.
+    /// This station's own token, for the starter's calls to shadows.
     pub token: String,
-    /// Verifies the coordinator's claims on placements.
-    pub key: PoolKey,
+    /// The pool's public key: verifies the coordinator's claims on
+    /// placements.
+    pub key: PoolVerifier,
 }
 
 /// The host side's state.
@@ -127,6 +137,11 @@ impl Host {
             };
             return Ok((host, tasks));
         }
+        // Single-use claims: every nonce accepted before a restart is still
+        // refused after it. Read first: a corrupt book stops the start
+        // before anything else is touched.
+        let nonces = NonceFile::open(&nonce_path(&config.state_dir))?;
+        let claims = SignedClaims::new(key, nonces);
         let mut sc = StarterConfig::new(name, config.execute_dir());
         if let Some(c) = config.cpus {
             sc.cpus = c;
@@ -179,7 +194,7 @@ impl Host {
                 message: format!("unknown policy {:?}", config.eviction_policy),
             }
         })?;
-        let starter = Starter::new(sc, token, Box::new(PoolKeyClaims(key)), owner_rx, cgroups)?;
+        let starter = Starter::new(sc, token, Box::new(claims), owner_rx, cgroups)?;
         if !starter.slot_pool().is_personal() {
             state_seal::seal_execute_parent(&config.state_dir, &config.execute_dir());
         }

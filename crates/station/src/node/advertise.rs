@@ -2,10 +2,11 @@
 //! goes to the coordinator every period (or at once when the home has news
 //! or the owner comes or goes); the reply is handed to each side.
 
-use crate::clock::now;
+use crate::clock::{now, now_secs};
 use crate::config::StationConfig;
 use crate::home::Home;
 use crate::host::{Host, transfer_rate};
+use crate::node::revocations::StationRevocations;
 use gleaner_proto::wire::{AdvertiseReply, StationAd};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,11 +16,13 @@ use tokio::sync::watch;
 pub struct Advertiser {
     pub config: Arc<StationConfig>,
     pub address: String,
-    /// This station's daemon token.
+    /// This station's own token.
     pub token: String,
     pub http: reqwest::Client,
     pub home: Arc<Home>,
     pub host: Arc<Host>,
+    /// Where the revoked tokens of each reply go (the verifier's set).
+    pub revocations: Arc<StationRevocations>,
 }
 
 /// The station's ad: the host's part (the machine, its owner, its
@@ -40,8 +43,15 @@ pub fn build_ad(home: &Home, host: &Host, address: &str, sequence: u64) -> Stati
 }
 
 /// Hands the coordinator's reply to the two sides: the pool's transfer
-/// rate to the host; preemptions, then grants, to the home.
-async fn dispatch(home: &Arc<Home>, host: &Host, reply: &AdvertiseReply) {
+/// rate to the host; preemptions, then grants, to the home. Revoked tokens
+/// go to the verifier first, before anything else is done on the reply.
+async fn dispatch(
+    home: &Arc<Home>,
+    host: &Host,
+    revocations: &StationRevocations,
+    reply: &AdvertiseReply,
+) {
+    revocations.absorb(&reply.revoked, now_secs());
     host.on_pool_transfer_rate(reply.checkpoint_transfer_rate);
     home.on_preemptions(&reply.preemptions);
     home.on_grants(&reply.grants).await;
@@ -77,7 +87,7 @@ pub async fn run(a: Advertiser, mut shutdown: watch::Receiver<bool>) {
                         wait = Duration::from_secs(reply.next_advertise_secs)
                             .min(Duration::from_secs(a.config.advertise_secs));
                     }
-                    dispatch(&a.home, &a.host, &reply).await;
+                    dispatch(&a.home, &a.host, &a.revocations, &reply).await;
                 }
                 Err(e) => tracing::warn!(error = %e, "unreadable advertise reply"),
             },

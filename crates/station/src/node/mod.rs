@@ -4,24 +4,30 @@
 //! §5; thesis summary §1).
 //!
 //! The node composes the two sides and is all they share:
+//! - the station's credentials ([`credentials`]): the pool's public key
+//!   and its own station token, never a key that signs; and the tokens
+//!   revoked at the coordinator ([`revocations`]);
 //! - one HTTP server: the home's and the host's routes behind one
-//!   authentication layer ([`gleaner_edge::authenticate`]: a
-//!   pool-key-signed bearer token everywhere, its [`gleaner_edge::Caller`]
-//!   in the request extensions) and one body limit;
+//!   authentication layer ([`gleaner_edge::authenticate`]: a bearer token
+//!   signed by the pool's coordinator and not revoked, its
+//!   [`gleaner_edge::Caller`] in the request extensions) and one body
+//!   limit;
 //! - the user socket ([`user_socket`]): the home's user API again, for
 //!   local users known by their uid, no token;
 //! - the daemon's state kept private ([`private_state`]);
 //! - the advertise loop ([`advertise`]): the station's ad is the host's
 //!   part ([`HostPart`]) and the home's ([`HomePart`]); of the
 //!   coordinator's reply, grants and preemptions go to the home, the pool's
-//!   transfer rate to the host;
+//!   transfer rate to the host, revoked tokens to the verifier;
 //! - start and stop.
 //!
 //! [`HostPart`]: crate::host::HostPart
 //! [`HomePart`]: crate::home::HomePart
 
 pub mod advertise;
+pub mod credentials;
 pub mod private_state;
+pub mod revocations;
 pub mod user_socket;
 
 use crate::clock::{now, now_secs};
@@ -31,8 +37,7 @@ use crate::host::{Host, HostError, HostSetup};
 use crate::queue::{JobQueue, QueueError};
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
-use gleaner_edge::{LocalPeers, PoolKeyVerifier, authenticate};
-use gleaner_proto::auth::{Claims, Role};
+use gleaner_edge::{LocalPeers, SharedRevocations, TokenVerifier, authenticate};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,8 +51,9 @@ pub enum DaemonError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Queue(#[from] QueueError),
-    #[error("pool key: {0}")]
-    Key(String),
+    /// The public key, the station token or the revocations are unusable.
+    #[error("credentials: {0}")]
+    Credentials(String),
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -60,9 +66,9 @@ pub enum DaemonError {
     Http(String),
 }
 
-/// How the station knows its callers: tokens, and peers of the user
-/// socket.
-type StationVerifier = LocalPeers<PoolKeyVerifier>;
+/// How the station knows its callers: tokens signed by the pool's
+/// coordinator and not revoked, and peers of the user socket.
+type StationVerifier = LocalPeers<TokenVerifier<SharedRevocations>>;
 
 /// A running daemon.
 pub struct Running {
@@ -96,15 +102,18 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
     config.validate()?;
     let io = |what: String| move |source| DaemonError::Io { what, source };
     private_state::secure(&config)?;
-    let key = gleaner_proto::auth::load_or_create_pool_key(&config.pool_key)
-        .map_err(|e| DaemonError::Key(e.to_string()))?;
+    let name = config.station_name();
+    let revocations = Arc::new(revocations::StationRevocations::open(
+        &config.state_dir,
+        now_secs(),
+    )?);
+    let creds = credentials::load(&config, &name, &revocations.snapshot(), now_secs())?;
     let mut queue = JobQueue::open(config.queue_path())?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(io(format!("bind {}", config.listen)))?;
     let addr = listener.local_addr().map_err(io("local address".into()))?;
     let (socket_listener, socket) = user_socket::bind(&config.user_socket_path())?;
-    let name = config.station_name();
     if config.role.executes() {
         crate::home::recover::requeue_own_guests(&mut queue, &name, now());
     }
@@ -113,13 +122,7 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
     } else {
         config.address.trim_end_matches('/').to_string()
     };
-    let token = key.sign(&Claims {
-        subject: format!("station@{name}"),
-        role: Role::Daemon,
-        issued_at: now_secs(),
-        expires_at: None,
-        token_id: format!("station-{name}"),
-    });
+    let token = creds.token.clone();
     let http = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(5))
         .timeout(Duration::from_secs(30))
@@ -134,7 +137,7 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
             name: name.clone(),
             address: address.clone(),
             token: token.clone(),
-            key: key.clone(),
+            key: creds.verifier.clone(),
         },
         &shutdown_rx,
     )?;
@@ -154,7 +157,10 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
     if let Some(r) = host.router() {
         app = app.merge(r);
     }
-    let verifier = Arc::new(LocalPeers(PoolKeyVerifier(key)));
+    let verifier = Arc::new(LocalPeers(TokenVerifier::new(
+        creds.verifier.clone(),
+        revocations.shared(),
+    )));
     let app = app
         .fallback(gleaner_edge::not_found)
         .layer(middleware::from_fn_with_state(
@@ -197,10 +203,12 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
             http,
             home: home.clone(),
             host: host.clone(),
+            revocations,
         },
         shutdown_rx,
     )));
-    tracing::info!(station = %name, %addr, %address, socket = %socket.path().display(), "station daemon started");
+    tracing::info!(station = %name, %addr, %address, socket = %socket.path().display(),
+        key = %creds.verifier.fingerprint(), token = %creds.claims.token_id, "station daemon started");
     Ok(Running {
         addr,
         socket,

@@ -6,13 +6,12 @@ pub mod shadow;
 
 use gleaner_coordinator::CoordinatorConfig;
 use gleaner_proto::api::SubmitBody;
-use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
 use gleaner_proto::submit::{SubmitContext, parse_submit};
 use gleaner_proto::wire::{PROTOCOL_VERSION, PlacementRequest, PlacementResponse, SubmitResponse};
 use gleaner_station::client::StationClient;
 use gleaner_station::config::{StationConfig, StationRole};
 use gleaner_station::isolation::{CgroupMode, CgroupSettings};
-use gleaner_testkit::TestOwner;
+use gleaner_testkit::{TestKeys, TestOwner};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
@@ -42,30 +41,30 @@ pub fn shared_tempdir() -> tempfile::TempDir {
     dir
 }
 
-/// The pool key at `root/pool.key` (created): its path and the key.
-pub fn pool_key(root: &Path) -> (PathBuf, PoolKey) {
-    let key_path = root.join("pool.key");
-    let key = load_or_create_pool_key(&key_path).unwrap();
-    (key_path, key)
+/// The test pool's keys: the signing key in the coordinator's state
+/// directory `root/coord` (a coordinator started there keeps it), and
+/// `pool.pub` beside it.
+pub fn pool_keys(root: &Path) -> TestKeys {
+    TestKeys::in_dir(&root.join("coord")).unwrap()
 }
 
-/// A token that never expires.
-pub fn sign(key: &PoolKey, subject: &str, role: Role, token_id: &str) -> String {
-    key.sign(&Claims {
-        subject: subject.into(),
-        role,
-        issued_at: 0,
-        expires_at: None,
-        token_id: token_id.into(),
-    })
+/// Points `config` at the pool's public key and a token of its own
+/// (station `config.name`, in `root/tokens/`).
+pub fn give_credentials(config: &mut StationConfig, keys: &TestKeys, root: &Path) {
+    config.public_key = keys.public_key();
+    config.token_file = keys
+        .station_token_file(
+            &config.name,
+            &root.join("tokens").join(format!("{}.token", config.name)),
+        )
+        .unwrap();
 }
 
-/// A coordinator that schedules often and starts at once, state under
-/// `root/coord`.
-pub fn coordinator_config(root: &Path, key_path: &Path) -> CoordinatorConfig {
+/// A coordinator that schedules often and starts at once, state (and the
+/// keys of [`pool_keys`]) under `root/coord`.
+pub fn coordinator_config(root: &Path) -> CoordinatorConfig {
     CoordinatorConfig {
         state_dir: root.join("coord"),
-        pool_key: key_path.to_path_buf(),
         scheduling_interval_secs: 0.2,
         advertise_period_secs: 1,
         startup_grace_secs: Some(0.0),
@@ -91,23 +90,24 @@ pub fn test_isolation() -> CgroupSettings {
 /// advertises every second and places at once.
 pub fn pool_station(
     root: &Path,
-    key_path: &Path,
+    keys: &TestKeys,
     coordinator: &str,
     name: &str,
     role: StationRole,
 ) -> StationConfig {
-    StationConfig {
+    let mut config = StationConfig {
         name: name.into(),
         listen: "127.0.0.1:0".parse().unwrap(),
         state_dir: root.join(name),
-        pool_key: key_path.to_path_buf(),
         coordinator: coordinator.into(),
         role,
         advertise_secs: 1,
         placement_interval_secs: 0.0,
         isolation: test_isolation(),
         ..Default::default()
-    }
+    };
+    give_credentials(&mut config, keys, root);
+    config
 }
 
 /// The owner of a test's jobs (a real account under root, see
@@ -142,7 +142,8 @@ pub fn unix_now() -> u64 {
         .as_secs()
 }
 
-/// Posts a placement to a station's `/v1/place` with a daemon token.
+/// Posts a placement to a station's `/v1/place` with a station token (the
+/// placing home's).
 pub async fn place(
     http: &reqwest::Client,
     station: SocketAddr,

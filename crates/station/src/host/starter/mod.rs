@@ -66,7 +66,8 @@
 //! are run and controlled (`control.rs`, `sandbox.rs`, `criu.rs`), and the
 //! lifecycle (`run/`: prepare → restore → launch → supervise → finish).
 //! This file holds the [`Starter`] and its public API; `place.rs` decides
-//! placements, `routes.rs` serves them, `claims.rs` checks their claims,
+//! placements, `routes.rs` serves them, `claims.rs` checks their claims
+//! (signed by the pool, for this host and the placing home, single use),
 //! `ckpt.rs` and `outputs.rs` send checkpoints and output files home.
 
 mod ckpt;
@@ -83,7 +84,7 @@ mod run;
 mod sandbox;
 mod slot;
 
-pub use claims::{AnyNonEmptyClaim, ClaimRejected, ClaimVerifier, PoolKeyClaims};
+pub use claims::{AnyNonEmptyClaim, ClaimRejected, ClaimVerifier, Granted, SignedClaims};
 pub use config::{DEFAULT_CRIU_SANDBOX_DIR, STDERR_FILE, STDOUT_FILE, StarterConfig, StarterError};
 pub use guests::GuestListing;
 pub use routes::router;
@@ -106,7 +107,7 @@ use tokio::sync::watch;
 /// The execute side of a station. See the module docs.
 pub struct Starter {
     config: StarterConfig,
-    /// Authenticates the starter at the shadows (a Daemon token).
+    /// Authenticates the starter at the shadows (this station's token).
     token: String,
     verifier: Box<dyn ClaimVerifier>,
     owner: watch::Receiver<OwnerState>,
@@ -133,8 +134,8 @@ pub struct Starter {
 pub type Admission = Box<dyn Fn(&JobDescription) -> Result<(), String> + Send + Sync>;
 
 impl Starter {
-    /// `token` authenticates the starter at the shadows (a Daemon token);
-    /// `owner` is fed by the station's owner monitor.
+    /// `token` authenticates the starter at the shadows (this station's
+    /// own token); `owner` is fed by the station's owner monitor.
     pub fn new(
         config: StarterConfig,
         token: impl Into<String>,
@@ -263,6 +264,11 @@ impl Starter {
     /// Memory the guests requested, MiB.
     pub fn used_memory_mb(&self) -> u64 {
         self.lock_guests().values().map(|g| g.memory_mb).sum()
+    }
+
+    /// The home station of guest `job`, if it runs here.
+    pub fn guest_home(&self, job: JobId) -> Option<String> {
+        self.lock_guests().get(&job).map(|g| g.info.home.clone())
     }
 
     /// Ask a guest to leave (checkpoint signal if it checkpoints, then

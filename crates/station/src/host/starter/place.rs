@@ -2,6 +2,7 @@
 //! the guest gets its entry (its CPUs, memory and slot account) and a task
 //! of its own (`run/`).
 
+use super::claims::Granted;
 use super::guests::{Command, GuestEntry};
 use super::run::guest_task;
 use super::sandbox::local_name;
@@ -18,12 +19,19 @@ use tokio::sync::mpsc;
 impl Starter {
     /// Decide a placement; on acceptance the guest starts in the background
     /// (needs a Tokio runtime).
-    pub fn place(self: &Arc<Self>, req: PlacementRequest) -> PlacementResponse {
+    pub fn place(self: &Arc<Self>, mut req: PlacementRequest) -> PlacementResponse {
+        let granted = match self.verifier.verify(&req, &self.config.host) {
+            Ok(g) => g,
+            Err(e) => return reject(RejectReason::BadClaim, e.0),
+        };
+        // Every call to the shadow goes to the claim's home address, the
+        // one the coordinator has on record, never to one a placement names.
+        req.shadow = granted.home_address.clone();
         if let Some(refused) = self.refusal(&req) {
             return refused;
         }
         let (tx, rx) = mpsc::unbounded_channel();
-        let entry = match self.take_slot(&req, tx) {
+        let entry = match self.take_slot(&req, &granted, tx) {
             Ok(e) => e,
             Err(answer) => return answer,
         };
@@ -35,14 +43,11 @@ impl Starter {
     }
 
     /// Everything that refuses a placement before the guest table is
-    /// looked at: draining, the claim, the owner, file names, CRIU, the
-    /// station policy, disk.
+    /// looked at (the claim is verified before): draining, the owner, file
+    /// names, CRIU, the station policy, disk.
     fn refusal(&self, req: &PlacementRequest) -> Option<PlacementResponse> {
         if self.draining.load(Ordering::SeqCst) {
             return Some(reject(RejectReason::Draining, "station is draining"));
-        }
-        if let Err(e) = self.verifier.verify(req, &self.config.host) {
-            return Some(reject(RejectReason::BadClaim, e.0));
         }
         // Only lingering policies use a host whose owner is active (Ryu &
         // Hollingsworth L238, "semi-available" nodes); the others would
@@ -88,6 +93,7 @@ impl Starter {
     fn take_slot(
         &self,
         req: &PlacementRequest,
+        granted: &Granted,
         cmd: mpsc::UnboundedSender<Command>,
     ) -> Result<Arc<GuestEntry>, PlacementResponse> {
         let cpus = req.description.request_cpus.max(1);
@@ -132,6 +138,12 @@ impl Starter {
             .pool
             .lease(&guest_id)
             .map_err(|e| reject(RejectReason::NoResources, e.to_string()))?;
+        // Single use: the claim is spent last, under the guest lock, so a
+        // claim is accepted once (`nonces.json`: after a restart too). A
+        // refusal here drops the slot lease again.
+        self.verifier
+            .spend(granted)
+            .map_err(|e| reject(RejectReason::BadClaim, e.0))?;
         let entry = Arc::new(GuestEntry {
             guest_id,
             info: GuestInfo {

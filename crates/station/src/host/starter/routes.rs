@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use gleaner_edge::{ApiError, Caller, require_station};
+use gleaner_edge::{ApiError, Caller, Role, require_station, require_station_named};
 use gleaner_proto::job::JobId;
 use gleaner_proto::wire::{ErrorCode, PlacementRequest, check_version};
 use std::sync::Arc;
@@ -22,8 +22,10 @@ pub fn router(starter: Arc<Starter>) -> Router {
 }
 
 /// Placement and vacating are daemon-to-daemon requests: a user's token,
-/// even a valid one, must not start or stop guests on a host (only the
-/// home station's daemon acts for its jobs, or an administrator).
+/// even a valid one, must not start or stop guests on a host. A station
+/// speaks only for itself (DESIGN.md, Trust model): it places its own jobs
+/// with claims granted to it, and vacates only its own guests; an
+/// administrator may vacate any guest.
 const DAEMONS_ONLY: &str = "only station daemons and administrators may place or vacate guests";
 
 async fn place_handler(
@@ -32,6 +34,20 @@ async fn place_handler(
     Json(req): Json<PlacementRequest>,
 ) -> Result<Response, ApiError> {
     require_station(&caller, DAEMONS_ONLY)?;
+    // The placing station is the caller, whatever the body says; the claim
+    // must then be granted to it (claims.rs).
+    if caller.role != Role::Station || caller.name != req.home {
+        tracing::warn!(caller = %caller.name, home = %req.home, job = %req.job_id,
+            "placement for another home refused");
+        return Err(ApiError::field(
+            ErrorCode::Forbidden,
+            "home",
+            format!(
+                "placements come from the home station itself: {} may not place for {:?}",
+                caller.name, req.home
+            ),
+        ));
+    }
     check_version(req.protocol).map_err(ApiError::from)?;
     Ok(Json(s.place(req)).into_response())
 }
@@ -45,6 +61,13 @@ async fn vacate_handler(
     let id: JobId = job
         .parse()
         .map_err(|_| ApiError::bad("job", format!("invalid job id {job:?}")))?;
+    let not_here = || ApiError::new(ErrorCode::NotFound, format!("job {id} does not run here"));
+    let home = s.guest_home(id).ok_or_else(not_here)?;
+    require_station_named(
+        &caller,
+        &home,
+        &format!("only the guest's home station ({home}) or an administrator may vacate it"),
+    )?;
     if s.vacate(id, "vacated on request") {
         Ok((
             StatusCode::ACCEPTED,
@@ -52,10 +75,7 @@ async fn vacate_handler(
         )
             .into_response())
     } else {
-        Err(ApiError::new(
-            ErrorCode::NotFound,
-            format!("job {id} does not run here"),
-        ))
+        Err(not_here())
     }
 }
 

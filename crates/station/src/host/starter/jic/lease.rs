@@ -67,9 +67,12 @@ async fn lease_loop(
             .await;
         match r {
             Ok(resp) if resp.status().is_success() => last_ok = Instant::now(),
+            // 403: the home no longer takes this station for the job's
+            // host (it was placed elsewhere); as good as a 409.
             Ok(resp)
                 if resp.status() == StatusCode::CONFLICT
-                    || resp.status() == StatusCode::NOT_FOUND =>
+                    || resp.status() == StatusCode::NOT_FOUND
+                    || resp.status() == StatusCode::FORBIDDEN =>
             {
                 tracing::warn!(%job, status = %resp.status(), "home no longer wants this run");
                 let _ = lost.send(Some("lease revoked by the home station".into()));
