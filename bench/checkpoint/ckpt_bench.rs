@@ -22,7 +22,6 @@
 
 use gleaner_coordinator::CoordinatorConfig;
 use gleaner_proto::api::SubmitBody;
-use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
 use gleaner_proto::job::JobState;
 use gleaner_proto::submit::{SubmitContext, parse_submit};
 use gleaner_proto::wire::PROTOCOL_VERSION;
@@ -34,6 +33,7 @@ use gleaner_station::client::StationClient;
 use gleaner_station::config::{StationConfig, StationRole};
 use gleaner_station::isolation::{GuestLauncher, GuestSpec, GuestUser, prepare_sandbox};
 use gleaner_station::node::spawn_for_test;
+use gleaner_testkit::TestKeys;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -108,26 +108,6 @@ where
     Ok(s.split(',').map(str::parse).collect::<Result<_, _>>()?)
 }
 
-fn daemon_token(key: &PoolKey) -> String {
-    key.sign(&Claims {
-        subject: "bench".into(),
-        role: Role::Daemon,
-        issued_at: 0,
-        expires_at: None,
-        token_id: "bench".into(),
-    })
-}
-
-fn user_token(key: &PoolKey) -> String {
-    key.sign(&Claims {
-        subject: "bench".into(),
-        role: Role::User,
-        issued_at: 0,
-        expires_at: None,
-        token_id: "bench-user".into(),
-    })
-}
-
 /// Deterministic incompressible-looking bytes.
 fn fill(n: usize) -> Vec<u8> {
     let mut v = vec![0u8; n];
@@ -145,8 +125,7 @@ fn fill(n: usize) -> Vec<u8> {
 struct Pool {
     _dir: tempfile::TempDir,
     root: PathBuf,
-    key: PoolKey,
-    key_path: PathBuf,
+    keys: TestKeys,
     coord_url: String,
     advertise: u64,
 }
@@ -155,11 +134,10 @@ async fn pool(advertise: u64) -> R<(Pool, gleaner_coordinator::RunningCoordinato
     let dir = tempfile::tempdir()?;
     let root = dir.path().to_path_buf();
     std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))?;
-    let key_path = root.join("pool.key");
-    let key = load_or_create_pool_key(&key_path)?;
+    // The coordinator finds the signing key in its state directory.
+    let keys = TestKeys::in_dir(&root.join("coord"))?;
     let coord = gleaner_coordinator::spawn_for_test(CoordinatorConfig {
         state_dir: root.join("coord"),
-        pool_key: key_path.clone(),
         scheduling_interval_secs: 1.0,
         advertise_period_secs: advertise,
         startup_grace_secs: Some(0.0),
@@ -171,8 +149,7 @@ async fn pool(advertise: u64) -> R<(Pool, gleaner_coordinator::RunningCoordinato
         Pool {
             _dir: dir,
             root,
-            key,
-            key_path,
+            keys,
             coord_url,
             advertise,
         },
@@ -186,7 +163,11 @@ impl Pool {
             name: name.into(),
             listen: "127.0.0.1:0".parse().unwrap_or_else(|_| unreachable!()),
             state_dir: self.root.join(name),
-            pool_key: self.key_path.clone(),
+            public_key: self.keys.public_key(),
+            token_file: self
+                .keys
+                .station_token_file(name, &self.root.join(format!("{name}.token")))
+                .unwrap_or_else(|e| panic!("station token: {e}")),
             coordinator: self.coord_url.clone(),
             role,
             advertise_secs: self.advertise,
@@ -242,7 +223,7 @@ async fn transfer_bench(sizes_mb: &[u64]) -> R<()> {
     let (p, coord) = pool(10).await?;
     let (home_addr, home) = spawn_for_test(p.station("home", StationRole::SubmitOnly)).await?;
     let (_x_addr, exec) = spawn_for_test(p.station("exec", StationRole::ExecuteOnly)).await?;
-    let client = StationClient::new(format!("http://{home_addr}"), user_token(&p.key))?;
+    let client = StationClient::new(format!("http://{home_addr}"), p.keys.user("bench"))?;
     let work = p.root.join("work");
     std::fs::create_dir_all(&work)?;
     // A running job gives the shadow a job to hold checkpoints for.
@@ -257,7 +238,8 @@ async fn transfer_bench(sizes_mb: &[u64]) -> R<()> {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(3600))
         .build()?;
-    let token = daemon_token(&p.key);
+    // Only the job's host may put and fetch its checkpoints.
+    let token = p.keys.station("exec");
     let url = format!("http://{home_addr}/v1/shadow/{id}/checkpoint");
 
     println!();
@@ -649,7 +631,7 @@ async fn leverage_bench(
         .stderr(std::process::Stdio::null())
         .spawn()?;
     let (_x, exec) = spawn_for_test(p.station("exec", StationRole::ExecuteOnly)).await?;
-    let client = StationClient::new(format!("http://127.0.0.1:{port}"), user_token(&p.key))?;
+    let client = StationClient::new(format!("http://127.0.0.1:{port}"), p.keys.user("bench"))?;
     let deadline = Instant::now() + Duration::from_secs(30);
     while client.jobs(&Default::default()).await.is_err() {
         if Instant::now() > deadline {

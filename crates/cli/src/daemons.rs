@@ -18,9 +18,10 @@ pub struct CoordinatorArgs {
     /// Directory for the durable fairness state, overriding the configuration.
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
-    /// Pool key file (created on first start), overriding the configuration.
+    /// The pool's signing key (created with mode 0600 on first start; only
+    /// the coordinator holds it), overriding the configuration.
     #[arg(long)]
-    pub pool_key: Option<PathBuf>,
+    pub signing_key: Option<PathBuf>,
 }
 
 /// Resolves when the process is asked to stop (Ctrl-C or SIGTERM).
@@ -70,8 +71,8 @@ pub fn coordinator(args: CoordinatorArgs) -> anyhow::Result<ExitCode> {
     if let Some(d) = args.state_dir {
         config.state_dir = d;
     }
-    if let Some(k) = args.pool_key {
-        config.pool_key = k;
+    if let Some(k) = args.signing_key {
+        config.signing_key = Some(k);
     }
     serve(
         "coordinator",
@@ -96,9 +97,14 @@ pub struct StationArgs {
     /// State directory (queue database and spool), overriding the configuration.
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
-    /// Pool key file, overriding the configuration.
+    /// The pool's public key (the coordinator's `pool.pub`), overriding
+    /// the configuration.
     #[arg(long)]
-    pub pool_key: Option<PathBuf>,
+    pub public_key: Option<PathBuf>,
+    /// This station's own token (`glean token create --station NAME`, mode
+    /// 0600), overriding the configuration.
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
 }
 
 /// `glean station`: run a station daemon (owner monitor, job queue, local
@@ -122,8 +128,11 @@ pub fn station(args: StationArgs) -> anyhow::Result<ExitCode> {
     if let Some(d) = args.state_dir {
         config.state_dir = d;
     }
-    if let Some(k) = args.pool_key {
-        config.pool_key = k;
+    if let Some(k) = args.public_key {
+        config.public_key = k;
+    }
+    if let Some(t) = args.token_file {
+        config.token_file = t;
     }
     serve("station", run(config, shutdown_signal()))
 }

@@ -15,11 +15,13 @@
 //!
 //! Layout:
 //! ```text
-//! $GLEAN_HOME/pool.key                 the pool's signing key (0600)
 //! $GLEAN_HOME/token, admin.token       bearer tokens for this user (0600)
 //! $GLEAN_HOME/pool.toml                station0's socket and URL, the coordinator's URL
-//! $GLEAN_HOME/coordinator/             config, fairness state, log
-//! $GLEAN_HOME/stations/stationK/       config, queue, spool, log, `owner` file
+//! $GLEAN_HOME/coordinator/             config, log
+//! $GLEAN_HOME/coordinator/state/       signing.key (0600, the coordinator's only),
+//!                                      pool.pub, tokens.json, fairness state
+//! $GLEAN_HOME/stations/stationK/       config, station.token (0600), queue, spool,
+//!                                      log, `owner` file
 //! ```
 //! Each station's owner activity comes from its `owner` file (write
 //! `active` or `idle` into it), so owner returns can be replayed by hand
@@ -27,7 +29,8 @@
 
 use anyhow::{Context, bail};
 use clap::Args;
-use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
+use gleaner_coordinator::tokens::{TokenRegistry, TokenRequest, public_key_path};
+use gleaner_proto::creds::{PoolSigner, Role, load_or_create_signing_key, write_public_key};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -89,15 +92,48 @@ fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
-fn token(key: &PoolKey, subject: &str, role: Role) -> String {
-    let issued_at = now_secs();
-    key.sign(&Claims {
-        subject: subject.to_string(),
-        role,
-        issued_at,
-        expires_at: None,
-        token_id: format!("{subject}-{role:?}-{issued_at}").to_lowercase(),
-    })
+/// The personal pool's credentials, made the way an administrator makes
+/// them (`glean token create`): the coordinator's signing key in its state
+/// directory, and every token recorded in its registry, so `glean token
+/// list` shows them and `glean token revoke` works on them.
+struct PoolCreds {
+    signer: PoolSigner,
+    registry: TokenRegistry,
+    public_key: PathBuf,
+}
+
+impl PoolCreds {
+    /// Loads or creates the signing key in `state_dir` (0700) and writes
+    /// `pool.pub` beside it, as the coordinator does when it starts.
+    fn open(state_dir: &Path) -> anyhow::Result<Self> {
+        gleaner_proto::creds::create_private_dir(state_dir)
+            .with_context(|| format!("creating {}", state_dir.display()))?;
+        let signer =
+            load_or_create_signing_key(&gleaner_coordinator::tokens::signing_key_path(state_dir))?;
+        let public_key = public_key_path(state_dir);
+        write_public_key(&public_key, &signer.verifier())?;
+        Ok(PoolCreds {
+            signer,
+            registry: TokenRegistry::in_state_dir(state_dir),
+            public_key,
+        })
+    }
+
+    /// A new token for `subject` with the role's default lifetime (user
+    /// and admin tokens 30 days: `glean up` writes fresh ones at every
+    /// start), station tokens never expiring.
+    fn token(&self, role: Role, subject: &str) -> anyhow::Result<String> {
+        let request = TokenRequest {
+            role,
+            subject: subject.to_string(),
+            expires_days: (role == Role::Station).then_some(0),
+        };
+        let issued = self
+            .registry
+            .create(&self.signer, &request, now_secs())
+            .with_context(|| format!("issuing a {role} token for {subject}"))?;
+        Ok(issued.token)
+    }
 }
 
 /// A TOML string literal (paths and names may contain quotes or backslashes).
@@ -175,17 +211,16 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     }
     let home = glean_home(args.home.clone())?;
     std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
-    let key_path = home.join("pool.key");
-    let key = load_or_create_pool_key(&key_path)
-        .with_context(|| format!("pool key {}", key_path.display()))?;
+    let cdir = home.join("coordinator");
+    let creds = PoolCreds::open(&cdir.join("state"))?;
     // The account this runs as (not $USER, which sudo may keep).
     let user = gleaner_station::userfs::UnixUser::current()
         .map(|u| u.name)
         .or_else(|_| std::env::var("USER"))
         .unwrap_or_else(|_| "user".to_string());
     let root = nix::unistd::geteuid().is_root();
-    write_private(&home.join("token"), &token(&key, &user, Role::User))?;
-    write_private(&home.join("admin.token"), &token(&key, &user, Role::Admin))?;
+    write_private(&home.join("token"), &creds.token(Role::User, &user)?)?;
+    write_private(&home.join("admin.token"), &creds.token(Role::Admin, &user)?)?;
 
     let exe = std::env::current_exe().context("locating the glean binary")?;
     let coord_addr = SocketAddr::from(([127, 0, 0, 1], args.port));
@@ -193,17 +228,14 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     let advertise = (args.interval / 2.0).clamp(1.0, 60.0).round() as u64;
 
     let mut children = Children(Vec::new());
-    let cdir = home.join("coordinator");
-    std::fs::create_dir_all(&cdir)?;
     let ccfg = cdir.join("coordinator.toml");
     std::fs::write(
         &ccfg,
         format!(
-            "listen = {}\nstate_dir = {}\npool_key = {}\nscheduling_interval_secs = {}\n\
+            "listen = {}\nstate_dir = {}\nscheduling_interval_secs = {}\n\
              advertise_period_secs = {advertise}\n",
             q(&coord_addr.to_string()),
             q(&cdir.join("state").display().to_string()),
-            q(&key_path.display().to_string()),
             args.interval
         ),
     )?;
@@ -241,11 +273,15 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
         } else {
             sdir.join("state").join("user.sock")
         };
+        // Each station speaks for itself only, with its own token.
+        let token_file = sdir.join("station.token");
+        write_private(&token_file, &creds.token(Role::Station, &name)?)?;
         let scfg = sdir.join("station.toml");
         std::fs::write(
             &scfg,
             format!(
-                "name = {}\nlisten = {}\nstate_dir = {}\ncoordinator = {}\npool_key = {}\n\
+                "name = {}\nlisten = {}\nstate_dir = {}\ncoordinator = {}\npublic_key = {}\n\
+                 token_file = {}\n\
                  advertise_secs = {advertise}\nplacement_interval_secs = 1\ncpus = 1\n\
                  user_socket = {}\n\
                  activity = {{ source = \"file\", path = {} }}\n{execute_line}{}",
@@ -253,7 +289,8 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
                 q(&addr.to_string()),
                 q(&sdir.join("state").display().to_string()),
                 q(&coord_url),
-                q(&key_path.display().to_string()),
+                q(&creds.public_key.display().to_string()),
+                q(&token_file.display().to_string()),
                 q(&socket.display().to_string()),
                 q(&owner.display().to_string()),
                 if args.demo {
@@ -299,7 +336,7 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if args.demo {
-        let result = run_demo(&home, &args, &key, &user, &stations, &coord_url);
+        let result = run_demo(&home, &args, &creds, &user, &stations, &coord_url);
         // Pool files stay for inspection (glean q/history with --station).
         println!("stopping the pool");
         drop(children);
@@ -349,7 +386,7 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
 fn run_demo(
     home: &Path,
     args: &UpArgs,
-    key: &PoolKey,
+    creds: &PoolCreds,
     me: &str,
     stations: &[(String, SocketAddr, PathBuf)],
     coord_url: &str,
@@ -377,7 +414,7 @@ fn run_demo(
         let client = if root {
             gleaner_station::client::StationClient::new(
                 format!("http://{addr}"),
-                token(key, &a.name, Role::User),
+                creds.token(Role::User, &a.name)?,
             )?
         } else {
             gleaner_station::client::StationClient::unix(socket)?
@@ -391,7 +428,7 @@ fn run_demo(
     }
     let coordinator = gleaner_station::client::StationClient::new(
         coord_url.to_string(),
-        token(key, me, Role::Admin),
+        creds.token(Role::Admin, me)?,
     )?;
     let light = users.pop().context("no light user")?;
     let heavy = users.pop().context("no heavy user")?;

@@ -4,11 +4,11 @@
 
 mod common;
 
-use common::{Daemons, UserDirs, free_port, glean_in, shared_dir, socket_line, spawn};
+use common::{Daemons, TestKeys, UserDirs, free_port, glean_in, shared_dir, socket_line, spawn};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-fn station_config(dir: &Path, name: &str, port: u16, coord: u16, key: &Path) -> PathBuf {
+fn station_config(dir: &Path, name: &str, port: u16, coord: u16, keys: &TestKeys) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let owner = dir.join("owner");
     std::fs::write(&owner, "idle\n").unwrap();
@@ -17,11 +17,11 @@ fn station_config(dir: &Path, name: &str, port: u16, coord: u16, key: &Path) -> 
         &cfg,
         format!(
             "name = \"{name}\"\nlisten = \"127.0.0.1:{port}\"\nstate_dir = \"{}\"\n\
-             coordinator = \"http://127.0.0.1:{coord}\"\npool_key = \"{}\"\n\
+             coordinator = \"http://127.0.0.1:{coord}\"\n{}\
              advertise_secs = 1\nplacement_interval_secs = 1\ncpus = 1\n\
              activity = {{ source = \"file\", path = \"{}\" }}\n{}{}",
             dir.join("state").display(),
-            key.display(),
+            common::station_creds(keys, name, dir),
             owner.display(),
             socket_line(&dir.join("state")),
             common::isolation_toml(),
@@ -41,12 +41,9 @@ fn killed_home_station_resumes_its_dag() {
     let tmp = tempfile::tempdir().unwrap();
     let user = UserDirs::new(tmp.path());
     let UserDirs {
-        home,
-        work,
-        key_path,
-        ..
+        home, work, keys, ..
     } = &user;
-    let (home, work, key_path) = (home.clone(), work.clone(), key_path.clone());
+    let (home, work) = (home.clone(), work.clone());
     let (pc, p0, p1) = (free_port(), free_port(), free_port());
     std::fs::write(
         home.join("pool.toml"),
@@ -57,7 +54,7 @@ fn killed_home_station_resumes_its_dag() {
 
     // The home station alone: no coordinator yet, so nothing can run and
     // the DAG's root waits in the queue.
-    let s0 = station_config(&tmp.path().join("s0"), "home", p0, pc, &key_path);
+    let s0 = station_config(&tmp.path().join("s0"), "home", p0, pc, keys);
     let mut daemons = Daemons(vec![spawn("station", &s0, &tmp.path().join("s0.log"), p0)]);
 
     let shared = shared_dir();
@@ -106,10 +103,10 @@ fn killed_home_station_resumes_its_dag() {
     std::fs::write(
         &ccfg,
         format!(
-            "listen = \"127.0.0.1:{pc}\"\nstate_dir = \"{}\"\npool_key = \"{}\"\n\
+            "listen = \"127.0.0.1:{pc}\"\nstate_dir = \"{}\"\n{}\
              scheduling_interval_secs = 1\nadvertise_period_secs = 1\n",
             cdir.join("state").display(),
-            key_path.display()
+            common::coordinator_key(keys)
         ),
     )
     .unwrap();
@@ -119,7 +116,7 @@ fn killed_home_station_resumes_its_dag() {
         &tmp.path().join("coord.log"),
         pc,
     ));
-    let s1 = station_config(&tmp.path().join("s1"), "exec", p1, pc, &key_path);
+    let s1 = station_config(&tmp.path().join("s1"), "exec", p1, pc, keys);
     daemons
         .0
         .push(spawn("station", &s1, &tmp.path().join("s1.log"), p1));

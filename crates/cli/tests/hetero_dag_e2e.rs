@@ -126,7 +126,7 @@ struct Seen {
 fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
     let tmp = tempfile::tempdir().unwrap();
     let user = UserDirs::new(tmp.path());
-    let (home, work, key_path) = (user.home.clone(), user.work.clone(), user.key_path.clone());
+    let (home, work, keys) = (user.home.clone(), user.work.clone(), &user.keys);
     let pc = free_port();
     let coord_url = format!("http://127.0.0.1:{pc}");
 
@@ -141,12 +141,12 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
     std::fs::write(
         &ccfg,
         format!(
-            "listen = \"127.0.0.1:{pc}\"\nstate_dir = \"{}\"\npool_key = \"{}\"\n\
+            "listen = \"127.0.0.1:{pc}\"\nstate_dir = \"{}\"\n{}\
              scheduling_interval_secs = 0.3\nadvertise_period_secs = 1\n\
              startup_grace_secs = 0\nembargo_secs = 0.3\n\
              [allocator]\nkind = \"updown\"\nper_pass = \"until_satisfied\"\n[licences]\nmatlab = 2\n",
             cdir.join("state").display(),
-            key_path.display()
+            common::coordinator_key(keys)
         ),
     )
     .unwrap();
@@ -168,10 +168,10 @@ fn heterogeneous_pool_runs_a_licensed_dag_where_allowed() {
             &cfg,
             format!(
                 "name = \"{name}\"\nlisten = \"127.0.0.1:{port}\"\nstate_dir = \"{}\"\n\
-                 coordinator = \"{coord_url}\"\npool_key = \"{}\"\n\
+                 coordinator = \"{coord_url}\"\n{}\
                  advertise_secs = 1\nplacement_interval_secs = 0\nspeed = 1.0\n{}{extra}{}",
                 dir.join("state").display(),
-                key_path.display(),
+                common::station_creds(keys, name, &dir),
                 socket_line(&dir.join("state")),
                 common::isolation_toml(),
             ),

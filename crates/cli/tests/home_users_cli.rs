@@ -10,8 +10,7 @@
 
 mod common;
 
-use common::{free_port, glean_bin, sign_token, stop_term};
-use gleaner_proto::auth::{Role, load_or_create_pool_key};
+use common::{TestKeys, free_port, glean_bin, stop_term};
 use gleaner_station::client::{ClientError, StationClient};
 use gleaner_station::config::{StationConfig, StationRole};
 use gleaner_station::node::spawn_for_test;
@@ -72,11 +71,15 @@ async fn glean_on_the_user_socket_needs_no_token() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("state/user.sock");
     reachable(&socket).unwrap();
+    let keys = TestKeys::in_dir(&dir.path().join("keys")).unwrap();
     let (_addr, running) = spawn_for_test(StationConfig {
         name: "home".into(),
         listen: "127.0.0.1:0".parse().unwrap(),
         state_dir: dir.path().join("state"),
-        pool_key: dir.path().join("pool.key"),
+        public_key: keys.public_key(),
+        token_file: keys
+            .station_token_file("home", &dir.path().join("home.token"))
+            .unwrap(),
         role: StationRole::SubmitOnly,
         user_socket: Some(socket.clone()),
         ..Default::default()
@@ -153,19 +156,24 @@ async fn an_unprivileged_station_serves_only_its_own_account() {
     let sdir = a.home().join("station");
     let out = a.run("mkdir", &["-p", sdir.to_str().unwrap()]).unwrap();
     assert!(out.status.success(), "{out:?}");
-    let key_path = sdir.join("pool.key");
-    let key = load_or_create_pool_key(&key_path).unwrap();
-    std::os::unix::fs::chown(&key_path, Some(a.uid()), Some(a.gid())).unwrap();
+    // The pool's keys stay root's; A's station gets pool.pub and its own
+    // token, as any station does.
+    let keys = TestKeys::in_dir(&a.home().join("keys")).unwrap();
+    let token_file = keys
+        .station_token_file("solo", &sdir.join("station.token"))
+        .unwrap();
+    std::os::unix::fs::chown(&token_file, Some(a.uid()), Some(a.gid())).unwrap();
     let port = free_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let cfg = sdir.join("station.toml");
     std::fs::write(
         &cfg,
         format!(
-            "name = \"solo\"\nlisten = \"{addr}\"\nstate_dir = \"{}\"\npool_key = \"{}\"\n\
-             role = \"submit_only\"\n",
+            "name = \"solo\"\nlisten = \"{addr}\"\nstate_dir = \"{}\"\npublic_key = \"{}\"\n\
+             token_file = \"{}\"\nrole = \"submit_only\"\n",
             sdir.join("state").display(),
-            key_path.display()
+            keys.public_key().display(),
+            token_file.display()
         ),
     )
     .unwrap();
@@ -203,11 +211,11 @@ async fn an_unprivileged_station_serves_only_its_own_account() {
 
     let url = format!("http://{addr}");
     // A by token is served; B by token is not, nor is root on the socket.
-    let as_a = StationClient::new(&url, sign_token(&key, a.name(), Role::User, 0, "a")).unwrap();
+    let as_a = StationClient::new(&url, keys.user(a.name())).unwrap();
     assert_eq!(as_a.jobs(&Default::default()).await.unwrap().len(), 2);
     for c in [
-        StationClient::new(&url, sign_token(&key, b.name(), Role::User, 0, "b")).unwrap(),
-        StationClient::new(&url, sign_token(&key, b.name(), Role::Admin, 0, "b")).unwrap(),
+        StationClient::new(&url, keys.user(b.name())).unwrap(),
+        StationClient::new(&url, keys.admin(b.name())).unwrap(),
         StationClient::unix(&socket).unwrap(),
     ] {
         let (status, msg) = refusal(c.jobs(&Default::default()).await);

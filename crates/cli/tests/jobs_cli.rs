@@ -5,8 +5,7 @@
 mod common;
 
 use assert_cmd::Command;
-use common::{TestOwner, sign_token};
-use gleaner_proto::auth::{Role, load_or_create_pool_key};
+use common::{TestKeys, TestOwner};
 use gleaner_station::config::{StationConfig, StationRole};
 use gleaner_station::node::spawn_for_test;
 use std::path::Path;
@@ -44,19 +43,22 @@ async fn job_commands_end_to_end() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    let keys = TestKeys::in_dir(&dir.path().join("keys")).unwrap();
     let cfg = StationConfig {
         name: "home".into(),
         listen: "127.0.0.1:0".parse().unwrap(),
         state_dir: dir.path().join("state"),
-        pool_key: dir.path().join("pool.key"),
+        public_key: keys.public_key(),
+        token_file: keys
+            .station_token_file("home", &dir.path().join("home.token"))
+            .unwrap(),
         role: StationRole::SubmitOnly,
         ..Default::default()
     };
     let (addr, running) = spawn_for_test(cfg).await.unwrap();
-    let key = load_or_create_pool_key(&dir.path().join("pool.key")).unwrap();
     let alice = TestOwner::new("alice").unwrap();
     let bob = TestOwner::new("bob").unwrap();
-    let token = |who: &str| sign_token(&key, who, Role::User, 0, who);
+    let token = |who: &str| keys.user(who);
     let home = dir.path().join("glean");
     let work = dir.path().join("work");
     alice.dir(&work).unwrap();

@@ -15,9 +15,8 @@
 
 mod common;
 
-use common::{TestOwner, free_port, glean_bin, kill9, sign_token, socket_line, stop_term};
+use common::{TestKeys, TestOwner, free_port, glean_bin, kill9, socket_line, stop_term};
 use gleaner_proto::api::JobInfo;
-use gleaner_proto::auth::{Role, load_or_create_pool_key};
 use gleaner_proto::job::JobState;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{SocketAddr, TcpStream};
@@ -121,7 +120,7 @@ struct Timing {
 /// `$GLEAN_HOME` per user pointing at that user's home station.
 struct TestPool {
     dir: PathBuf,
-    key: gleaner_proto::auth::PoolKey,
+    keys: TestKeys,
     coordinator: Daemon,
     stations: Vec<Daemon>,
     _tmp: tempfile::TempDir,
@@ -131,8 +130,7 @@ impl TestPool {
     fn new(n: usize, timing: Timing) -> TestPool {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_path_buf();
-        let key_path = dir.join("pool.key");
-        let key = load_or_create_pool_key(&key_path).unwrap();
+        let keys = TestKeys::in_dir(&dir.join("keys")).unwrap();
         let q = |p: &Path| format!("{:?}", p.display().to_string());
 
         let cdir = dir.join("coordinator");
@@ -142,11 +140,11 @@ impl TestPool {
         std::fs::write(
             &ccfg,
             format!(
-                "listen = \"{caddr}\"\nstate_dir = {}\npool_key = {}\n\
+                "listen = \"{caddr}\"\nstate_dir = {}\n{}\
                  scheduling_interval_secs = {}\nadvertise_period_secs = 1\nseed = 7\n\
                  [allocator]\nkind = \"updown\"\nper_pass = \"{}\"\n",
                 q(&cdir.join("state")),
-                q(&key_path),
+                common::coordinator_key(&keys),
                 timing.interval,
                 timing.per_pass,
             ),
@@ -175,11 +173,11 @@ impl TestPool {
                 &cfg,
                 format!(
                     "name = \"station{k}\"\nlisten = \"{addr}\"\nstate_dir = {}\n\
-                     coordinator = \"http://{caddr}\"\npool_key = {}\nadvertise_secs = 1\n\
+                     coordinator = \"http://{caddr}\"\n{}advertise_secs = 1\n\
                      placement_interval_secs = 0\ncpus = 1\nlease_secs = 6\n\
                      activity = {{ source = \"file\", path = {} }}\n{}{}",
                     q(&sdir.join("state")),
-                    q(&key_path),
+                    common::station_creds(&keys, &format!("station{k}"), &sdir),
                     q(&owner),
                     socket_line(&sdir.join("state")),
                     common::isolation_toml(),
@@ -197,7 +195,7 @@ impl TestPool {
         }
         let mut pool = TestPool {
             dir,
-            key,
+            keys,
             coordinator,
             stations,
             _tmp: tmp,
@@ -225,13 +223,7 @@ impl TestPool {
             ),
         )
         .unwrap();
-        let token = sign_token(
-            &self.key,
-            owner.name(),
-            Role::User,
-            0,
-            &format!("test-{name}"),
-        );
+        let token = self.keys.user(owner.name());
         std::fs::write(ghome.join("token"), token).unwrap();
         User {
             name: name.to_string(),

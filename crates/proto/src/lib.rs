@@ -4,15 +4,13 @@
 //! - [`job`]: job descriptions and job states.
 //! - [`matchmaking`]: matchmaking data: the owner's policy as advertised, job classes, licences, machine and job ClassAds.
 //! - [`fit`]: does this job fit this host now? The one typed check (matchmaker, host admission, `glean q --analyze`) and its rendering into words.
-//! - [`auth`]: tokens signed with the pool's key.
-//! - [`creds`]: Ed25519 tokens, claims, nonces and revocations (replaces `auth`).
+//! - [`creds`]: the pool's credentials: Ed25519 tokens, claim tickets, single-use nonces, revocations; only the coordinator holds the signing key.
 //! - [`wire`]: versioned HTTP/JSON messages between daemons and from the CLI.
 //! - [`api`]: bodies of the station's user and shadow APIs.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![forbid(unsafe_code)]
 
 pub mod api;
-pub mod auth;
 pub mod creds;
 pub mod fit;
 pub mod job;

@@ -272,7 +272,7 @@ fn verifier_only_holder_cannot_mint() {
     let v = s.verifier();
     // PoolVerifier has no signing method at all (this file would not compile
     // otherwise); the public key bytes are all a station holds. Used as an
-    // Ed25519 seed, or as the old HMAC pool key, they mint nothing.
+    // Ed25519 seed they mint nothing.
     let public = v.to_bytes();
     let admin = Claims {
         subject: "root".into(),
@@ -281,15 +281,6 @@ fn verifier_only_holder_cannot_mint() {
     };
     let forged = PoolSigner::from_seed(&public).sign(&admin).unwrap();
     assert_eq!(v.verify(&forged, 1_500), Err(TokenError::BadSignature));
-    let hmac = gleaner_proto::auth::PoolKey::from_bytes(public);
-    let old_style = hmac.sign(&gleaner_proto::auth::Claims {
-        subject: "root".into(),
-        role: gleaner_proto::auth::Role::Admin,
-        issued_at: 1_000,
-        expires_at: Some(2_000),
-        token_id: "x".into(),
-    });
-    assert!(v.verify(&old_style, 1_500).is_err());
     // Nor does the public key itself pasted as a signature (padded to 64).
     let (p, _) = forged.split_once('.').unwrap();
     let mut sig = public.to_vec();

@@ -8,7 +8,6 @@
 //! (`spin`, `work`, `duty`, `periodic`, `daemon`).
 
 use gleaner_core::detector::DetectorProfile;
-use gleaner_testkit::TestKeys;
 use gleaner_proto::job::{JobDescription, JobId};
 use gleaner_proto::wire::{PlacementRequest, PlacementResponse};
 use gleaner_station::config::{ActivitySource, StationConfig, StationRole};
@@ -18,6 +17,7 @@ use gleaner_station::isolation::{
     CgroupConfig, CgroupLayout, CgroupManager, CgroupMode, CgroupSettings, Controller,
     GuestLauncher, GuestProcess, GuestSpec, RemoveOnDrop,
 };
+use gleaner_testkit::TestKeys;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -406,7 +406,11 @@ mod tests {
     fn pool_key_is_refused_with_what_replaced_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("station.toml");
-        std::fs::write(&path, "name = \"ws1\"\npool_key = \"/etc/gleaner/pool.key\"\n").unwrap();
+        std::fs::write(
+            &path,
+            "name = \"ws1\"\npool_key = \"/etc/gleaner/pool.key\"\n",
+        )
+        .unwrap();
         let e = StationConfig::load(&path).unwrap_err().to_string();
         assert!(
             e.contains("pool_key: was removed")
@@ -414,7 +418,11 @@ mod tests {
                 && e.contains("token_file"),
             "{e}"
         );
-        std::fs::write(&path, "public_key = \"/k/pool.pub\"\ntoken_file = \"/k/t\"\n").unwrap();
+        std::fs::write(
+            &path,
+            "public_key = \"/k/pool.pub\"\ntoken_file = \"/k/t\"\n",
+        )
+        .unwrap();
         let c = StationConfig::load(&path).unwrap();
         assert_eq!(c.public_key, PathBuf::from("/k/pool.pub"));
         assert_eq!(c.token_file, PathBuf::from("/k/t"));

@@ -51,11 +51,8 @@ async fn checkpoints_are_verified_rotated_and_rolled_back() {
         .await
         .unwrap();
     let (alice, work) = common::job_owner(root);
-    let client = StationClient::new(
-        format!("http://{home_addr}"),
-        keys.user(alice.name()),
-    )
-    .unwrap();
+    let client =
+        StationClient::new(format!("http://{home_addr}"), keys.user(alice.name())).unwrap();
     let id = submit(
         &client,
         "executable = /bin/sleep\ntransfer_executable = false\narguments = 600\n\

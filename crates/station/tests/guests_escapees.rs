@@ -19,12 +19,12 @@
 //! restart the escapees were found dead, and the station's own log lines
 //! of its kills by uid (processes, rounds, milliseconds).
 
-use gleaner_testkit::TestKeys;
 use gleaner_proto::job::{JobDescription, JobEventKind, JobId};
 use gleaner_proto::wire::{PlacementRequest, PlacementResponse};
 use gleaner_station::config::{StationConfig, StationRole};
 use gleaner_station::host::starter::GuestListing;
 use gleaner_station::isolation::{CgroupMode, CgroupSettings, NamespaceMode};
+use gleaner_testkit::TestKeys;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -22,7 +22,6 @@
 //! all). A third guest is refused while both slots are taken. Afterwards
 //! no process of either slot is left and the sandboxes are gone.
 
-use gleaner_testkit::TestKeys;
 use gleaner_proto::job::{JobDescription, JobEventKind, JobId, JobState};
 use gleaner_proto::wire::{PlacementRequest, PlacementResponse, RejectReason};
 use gleaner_station::config::{StationConfig, StationRole};
@@ -31,6 +30,7 @@ use gleaner_station::isolation::{
     CgroupConfig, CgroupLayout, CgroupManager, CgroupMode, CgroupSettings, processes_of_uid,
 };
 use gleaner_station::node::{Running, spawn_for_test};
+use gleaner_testkit::TestKeys;
 use std::net::SocketAddr;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

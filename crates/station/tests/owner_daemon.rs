@@ -20,7 +20,6 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post, put};
-use gleaner_testkit::TestKeys;
 use gleaner_proto::job::{JobDescription, JobEventKind, JobId};
 use gleaner_proto::wire::{JobStatusReport, PlacementRequest, PlacementResponse};
 use gleaner_station::config::{ActivitySource, StationConfig, StationRole};
@@ -29,6 +28,7 @@ use gleaner_station::isolation::{
     CgroupConfig, CgroupLayout, CgroupManager, CgroupMode, CgroupSettings,
 };
 use gleaner_station::node::{Running, spawn_for_test};
+use gleaner_testkit::TestKeys;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -36,7 +36,8 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::{
-    alive, give_credentials, place, pool_keys, proc_stat as stat, serial_lock, serve, shared_tempdir,
+    alive, give_credentials, place, pool_keys, proc_stat as stat, serial_lock, serve,
+    shared_tempdir,
 };
 
 const BUSY: &str = "#!/bin/sh\nwhile :; do :; done\n";

@@ -375,15 +375,15 @@ async fn starter_linger_longer_lowers_priority_and_vacate_endpoint() {
     };
     // The guest's home station, and another station (which speaks only for
     // its own guests).
-    let base = serve(
-        router(env.starter.clone())
-            .layer(axum::Extension(caller("home1", gleaner_edge::Role::Station))),
-    )
+    let base = serve(router(env.starter.clone()).layer(axum::Extension(caller(
+        "home1",
+        gleaner_edge::Role::Station,
+    ))))
     .await;
-    let as_other = serve(
-        router(env.starter.clone())
-            .layer(axum::Extension(caller("home2", gleaner_edge::Role::Station))),
-    )
+    let as_other = serve(router(env.starter.clone()).layer(axum::Extension(caller(
+        "home2",
+        gleaner_edge::Role::Station,
+    ))))
     .await;
     let as_user = serve(
         router(env.starter.clone())

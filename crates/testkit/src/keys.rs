@@ -6,8 +6,8 @@
 
 use anyhow::Context;
 use gleaner_proto::creds::{
-    ClaimTicket, Claims, PoolSigner, PoolVerifier, Role, load_or_create_signing_key,
-    new_nonce, new_token_id, write_public_key,
+    ClaimTicket, Claims, PoolSigner, PoolVerifier, Role, load_or_create_signing_key, new_nonce,
+    new_token_id, write_public_key,
 };
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;

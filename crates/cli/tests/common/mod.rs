@@ -3,8 +3,7 @@
 //! uses part of it.
 #![allow(dead_code)]
 
-use gleaner_proto::auth::{Claims, PoolKey, Role, load_or_create_pool_key};
-pub use gleaner_testkit::TestOwner;
+pub use gleaner_testkit::{TestKeys, TestOwner};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -209,31 +208,32 @@ pub fn shared_dir() -> tempfile::TempDir {
     d
 }
 
-/// A never-expiring token for `subject` with `role`, signed by the pool key.
-pub fn sign_token(
-    key: &PoolKey,
-    subject: &str,
-    role: Role,
-    issued_at: u64,
-    token_id: &str,
-) -> String {
-    key.sign(&Claims {
-        subject: subject.into(),
-        role,
-        issued_at,
-        expires_at: None,
-        token_id: token_id.into(),
-    })
+/// The configuration lines that give station `name` the pool's public key
+/// and its own token (written to `dir/station.token`, 0600): a station
+/// holds nothing that signs.
+pub fn station_creds(keys: &TestKeys, name: &str, dir: &Path) -> String {
+    let token = keys
+        .station_token_file(name, &dir.join("station.token"))
+        .unwrap();
+    format!(
+        "public_key = \"{}\"\ntoken_file = \"{}\"\n",
+        keys.public_key().display(),
+        token.display()
+    )
 }
 
-/// A user's GLEAN_HOME and submit directory under `root`, and the pool key
-/// at `root/pool.key`. The user is a real Unix account under root (see
+/// The coordinator's configuration line naming the test pool's signing key.
+pub fn coordinator_key(keys: &TestKeys) -> String {
+    format!("signing_key = \"{}\"\n", keys.signing_key().display())
+}
+
+/// A user's GLEAN_HOME and submit directory under `root`, and the pool's
+/// keys in `root/keys`. The user is a real Unix account under root (see
 /// [`TestOwner`]): its jobs run as it, so the submit directory is its own.
 pub struct UserDirs {
     pub home: PathBuf,
     pub work: PathBuf,
-    pub key_path: PathBuf,
-    pub key: PoolKey,
+    pub keys: TestKeys,
     pub owner: TestOwner,
 }
 
@@ -243,19 +243,17 @@ impl UserDirs {
         let owner = TestOwner::new("alice").unwrap();
         std::fs::create_dir_all(&home).unwrap();
         owner.dir(&work).unwrap();
-        let key_path = root.join("pool.key");
-        let key = load_or_create_pool_key(&key_path).unwrap();
+        let keys = TestKeys::in_dir(&root.join("keys")).unwrap();
         UserDirs {
             home,
             work,
-            key_path,
-            key,
+            keys,
             owner,
         }
     }
 
-    /// A never-expiring user token for the owner.
+    /// A user token for the owner.
     pub fn token(&self) -> String {
-        sign_token(&self.key, self.owner.name(), Role::User, 1, "owner-test")
+        self.keys.user(self.owner.name())
     }
 }

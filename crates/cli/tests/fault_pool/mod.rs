@@ -10,9 +10,8 @@
 //! measured.
 #![allow(dead_code)]
 
-use crate::common::{TestOwner, free_port, glean_bin, kill9, sign_token, socket_line, stop_term};
+use crate::common::{TestKeys, TestOwner, free_port, glean_bin, kill9, socket_line, stop_term};
 use gleaner_proto::api::SubmitBody;
-use gleaner_proto::auth::{Role, load_or_create_pool_key};
 use gleaner_proto::job::{JobEventKind, JobState};
 use gleaner_proto::submit::{SubmitContext, parse_submit};
 use gleaner_proto::wire::PROTOCOL_VERSION;
@@ -209,7 +208,7 @@ pub struct Pool {
     pub home_url: String,
     pub client: StationClient,
     pub work: PathBuf,
-    pub key: gleaner_proto::auth::PoolKey,
+    pub keys: TestKeys,
     /// The account the jobs belong to.
     pub owner: TestOwner,
     _lock: std::fs::File,
@@ -237,8 +236,7 @@ impl Pool {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
         std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let key_path = root.join("pool.key");
-        let key = load_or_create_pool_key(&key_path).unwrap();
+        let keys = TestKeys::in_dir(&root.join("keys")).unwrap();
         let cport = free_port();
         let hport = free_port();
         let (proxy, pport) = Proxy::start(hport).await;
@@ -246,10 +244,10 @@ impl Pool {
         std::fs::write(
             &coord_cfg,
             format!(
-                "listen = \"127.0.0.1:{cport}\"\nstate_dir = \"{}\"\npool_key = \"{}\"\n\
+                "listen = \"127.0.0.1:{cport}\"\nstate_dir = \"{}\"\n{}\
                  scheduling_interval_secs = 0.3\nadvertise_period_secs = 1\nstartup_grace_secs = 0.0\n",
                 root.join("coord").display(),
-                key_path.display()
+                crate::common::coordinator_key(&keys)
             ),
         )
         .unwrap();
@@ -259,11 +257,11 @@ impl Pool {
                 &p,
                 format!(
                     "name = \"{name}\"\nlisten = \"127.0.0.1:{port}\"\nstate_dir = \"{}\"\n\
-                     pool_key = \"{}\"\ncoordinator = \"http://127.0.0.1:{cport}\"\nrole = \"{role}\"\n\
+                     {}coordinator = \"http://127.0.0.1:{cport}\"\nrole = \"{role}\"\n\
                      advertise_secs = 1\nplacement_interval_secs = 0.0\nlease_secs = {LEASE}.0\n\
                      avoid_host_secs = 120.0\ncheckpoint_grace_secs = 5.0\ncpus = 1\n{}{extra}",
                     root.join(name).display(),
-                    key_path.display(),
+                    crate::common::station_creds(&keys, name, &root.join(format!("{name}-creds"))),
                     socket_line(&root.join(name)),
                 ),
             )
@@ -318,7 +316,7 @@ impl Pool {
         // directory is its own, and open to the guests (which write their
         // progress there).
         let owner = TestOwner::new("alice").unwrap();
-        let token = sign_token(&key, owner.name(), Role::User, 0, "alice");
+        let token = keys.user(owner.name());
         let client = StationClient::new(home_url.clone(), token).unwrap();
         let work = root.join("work");
         owner.dir(&work).unwrap();
@@ -349,7 +347,7 @@ impl Pool {
             home_url,
             client,
             work,
-            key,
+            keys,
             owner,
             _lock: lock,
         }
@@ -596,7 +594,7 @@ impl Pool {
     /// Asks `host` to vacate the job (as an administrator would), over a
     /// raw HTTP/1.1 request. Returns the status line.
     pub async fn vacate(&self, host: &str, id: &str) -> String {
-        let admin = sign_token(&self.key, "admin", Role::Admin, 0, "admin");
+        let admin = self.keys.admin("admin");
         let url = &self.hosts[host].url;
         let addr = url.trim_start_matches("http://").to_string();
         let mut s = TcpStream::connect(&addr).await.unwrap();

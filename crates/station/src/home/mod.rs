@@ -27,8 +27,8 @@
 mod as_owner;
 pub mod ckpt_store;
 pub mod dagman;
-mod http;
 mod host_caller;
+mod http;
 pub mod identity;
 pub mod job_classes;
 pub mod lease;

@@ -157,21 +157,38 @@ mod tests {
         let mut revoked = Revocations::new();
         revoked.revoke("id3", None);
         for (tok, revoked, says) in [
-            (token(&signer, Role::Station, "ws2", None), &none, "station \"ws2\""),
-            (token(&signer, Role::User, "ws1", Some(5_000)), &none, "not a station token"),
-            (token(&other, Role::Station, "ws1", None), &none, "not valid for this pool"),
-            (token(&signer, Role::Station, "ws1", Some(900)), &none, "expired"),
-            (token(&signer, Role::Station, "ws1", None), &revoked, "revoked"),
+            (
+                token(&signer, Role::Station, "ws2", None),
+                &none,
+                "station \"ws2\"",
+            ),
+            (
+                token(&signer, Role::User, "ws1", Some(5_000)),
+                &none,
+                "not a station token",
+            ),
+            (
+                token(&other, Role::Station, "ws1", None),
+                &none,
+                "not valid for this pool",
+            ),
+            (
+                token(&signer, Role::Station, "ws1", Some(900)),
+                &none,
+                "expired",
+            ),
+            (
+                token(&signer, Role::Station, "ws1", None),
+                &revoked,
+                "revoked",
+            ),
             ("garbage".to_string(), &none, "not valid"),
         ] {
             let e = check(&tok, revoked).unwrap_err().to_string();
             assert!(e.contains(says) && e.contains(&file), "{says}: {e}");
         }
-        std::fs::set_permissions(
-            &config.token_file,
-            std::fs::Permissions::from_mode(0o644),
-        )
-        .unwrap();
+        std::fs::set_permissions(&config.token_file, std::fs::Permissions::from_mode(0o644))
+            .unwrap();
         let e = load(&config, "ws1", &none, 1_000).unwrap_err().to_string();
         assert!(e.contains("chmod 600"), "{e}");
         std::fs::remove_file(&config.token_file).unwrap();

@@ -96,7 +96,9 @@ mod tests {
         let again = StationRevocations::open(dir.path(), 5_700).unwrap();
         assert!(!again.snapshot().contains("a") && again.snapshot().contains("s"));
         std::fs::write(dir.path().join(REVOKED_FILE), "{").unwrap();
-        let e = StationRevocations::open(dir.path(), 0).unwrap_err().to_string();
+        let e = StationRevocations::open(dir.path(), 0)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("revoked.json"), "{e}");
     }
 }
