@@ -1,0 +1,568 @@
+//! Issue 12, per-station identities and single-use claims, tried as an
+//! attacker would on real stations (in process, on loopback): a station
+//! owner is root on their own machine and holds a valid token for their
+//! own station, nothing more. Each attack must be refused and change
+//! nothing: no guest started or stopped, no job state changed, no
+//! connection to an address the attacker chose.
+//!
+//! The host side: `/v1/place` and `/v1/guests/{job}/vacate` on an
+//! execute-only station. The home side: the shadow, lease and checkpoint
+//! endpoints of a submit-only station for a job placed on another host.
+
+mod common;
+
+use common::shadow::Shadow;
+use common::{place, serial_lock, shared_tempdir, test_isolation};
+use gleaner_proto::api::SubmitBody;
+use gleaner_proto::creds::{ClaimTicket, PoolSigner, new_nonce};
+use gleaner_proto::job::{JobDescription, JobEventKind, JobId, JobState};
+use gleaner_proto::submit::{SubmitContext, parse_submit};
+use gleaner_proto::wire::{
+    JobStatusReport, PROTOCOL_VERSION, PlacementRequest, PlacementResponse, RejectReason,
+};
+use gleaner_station::client::StationClient;
+use gleaner_station::config::{StationConfig, StationRole};
+use gleaner_station::host::starter::GuestListing;
+use gleaner_station::node::{Running, spawn_for_test};
+use gleaner_testkit::{TestKeys, TestUser, reachable, skip_unless_root};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const HOST: &str = "exec";
+const HOME: &str = "home";
+
+/// An execute-only station named [`HOST`] with the pool's public key and
+/// its own token.
+struct Host {
+    addr: SocketAddr,
+    keys: TestKeys,
+    running: Option<Running>,
+    http: reqwest::Client,
+}
+
+impl Host {
+    async fn start(root: &Path) -> Host {
+        let keys = TestKeys::in_dir(&root.join("coord")).unwrap();
+        let mut cfg = StationConfig {
+            name: HOST.into(),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            state_dir: root.join(HOST),
+            role: StationRole::ExecuteOnly,
+            placement_interval_secs: 0.0,
+            cpus: Some(4),
+            isolation: test_isolation(),
+            ..Default::default()
+        };
+        common::give_credentials(&mut cfg, &keys, root);
+        let (addr, running) = spawn_for_test(cfg).await.unwrap();
+        Host {
+            addr,
+            keys,
+            running: Some(running),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// A placement of a `sleep` job (nothing to fetch) from [`HOME`].
+    fn request(&self, job: JobId, claim: String, shadow: &str) -> PlacementRequest {
+        let mut d = JobDescription::new("alice", "/bin/sleep");
+        d.arguments = vec!["60".into()];
+        d.transfer_executable = false;
+        PlacementRequest {
+            protocol: PROTOCOL_VERSION,
+            job_id: job,
+            home: HOME.into(),
+            claim_id: claim,
+            description: d,
+            shadow: shadow.into(),
+            checkpoint: None,
+            run_count: 0,
+            lease_secs: None,
+        }
+    }
+
+    async fn place_as(&self, token: &str, req: &PlacementRequest) -> (u16, String) {
+        let r = self
+            .http
+            .post(format!("http://{}/v1/place", self.addr))
+            .bearer_auth(token)
+            .json(req)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+
+    async fn guests(&self) -> Vec<GuestListing> {
+        self.http
+            .get(format!("http://{}/v1/guests", self.addr))
+            .bearer_auth(self.keys.station(HOME))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    async fn vacate_as(&self, token: &str, job: JobId) -> u16 {
+        self.http
+            .post(format!("http://{}/v1/guests/{job}/vacate", self.addr))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
+
+    async fn stop(mut self) {
+        if let Some(r) = self.running.take() {
+            r.stop().await;
+        }
+    }
+}
+
+fn now() -> u64 {
+    common::unix_now()
+}
+
+/// A claim for `host` granted to `home` at `address`, signed by `signer`,
+/// valid from `from` to `until` (Unix seconds).
+fn claim(
+    signer: &PoolSigner,
+    host: &str,
+    home: &str,
+    address: &str,
+    from: u64,
+    until: u64,
+) -> String {
+    let ticket = ClaimTicket::new(host, home, address, from, until, new_nonce().unwrap());
+    signer.sign_claim(&ticket).unwrap()
+}
+
+fn rejected(r: &PlacementResponse) -> Option<RejectReason> {
+    match r {
+        PlacementResponse::Rejected { reason, .. } => Some(*reason),
+        _ => None,
+    }
+}
+
+/// A listener that records whether anyone connected: the address an
+/// attacker would like the host to call.
+async fn trap() -> (String, tokio::task::JoinHandle<bool>) {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    let h = tokio::spawn(async move {
+        tokio::time::timeout(Duration::from_secs(3), l.accept())
+            .await
+            .is_ok()
+    });
+    (url, h)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_foreign_expired_and_replayed_claims_place_nothing() {
+    if skip_unless_root("places guests as slot accounts") {
+        return;
+    }
+    let _l = serial_lock();
+    let dir = shared_tempdir();
+    let host = Host::start(dir.path()).await;
+    let shadow = Shadow::start().await;
+    let signer = host.keys.signer().clone();
+    let home_token = host.keys.station(HOME);
+    let t = now();
+    let (trap_url, trapped) = trap().await;
+
+    // Each forged or misdirected placement, with the home's own token.
+    let cases: Vec<(&str, PlacementRequest)> = vec![
+        (
+            "signed with another key",
+            host.request(
+                JobId::new(1, 0),
+                claim(
+                    &PoolSigner::from_seed(&[7; 32]),
+                    HOST,
+                    HOME,
+                    &shadow.url,
+                    t,
+                    t + 600,
+                ),
+                &shadow.url,
+            ),
+        ),
+        (
+            "granted on another host",
+            host.request(
+                JobId::new(1, 1),
+                claim(&signer, "other", HOME, &shadow.url, t, t + 600),
+                &shadow.url,
+            ),
+        ),
+        (
+            "granted to another home",
+            host.request(
+                JobId::new(1, 2),
+                claim(&signer, HOST, "mallory", &shadow.url, t, t + 600),
+                &shadow.url,
+            ),
+        ),
+        (
+            "expired",
+            host.request(
+                JobId::new(1, 3),
+                claim(&signer, HOST, HOME, &shadow.url, t - 1200, t - 600),
+                &shadow.url,
+            ),
+        ),
+        (
+            "redirecting the host to another shadow",
+            host.request(
+                JobId::new(1, 4),
+                claim(&signer, HOST, HOME, &shadow.url, t, t + 600),
+                &trap_url,
+            ),
+        ),
+        (
+            "a claim made of the public key",
+            host.request(
+                JobId::new(1, 5),
+                host.keys.verifier().to_file_string(),
+                &shadow.url,
+            ),
+        ),
+    ];
+    for (what, req) in &cases {
+        let r = place(&host.http, host.addr, &home_token, req).await;
+        assert_eq!(rejected(&r), Some(RejectReason::BadClaim), "{what}: {r:?}");
+    }
+    assert!(
+        !trapped.await.unwrap(),
+        "the host called the attacker's address"
+    );
+
+    // A good claim places once. The same claim for another job places
+    // nothing; for the same job it is the home's retry of one placement and
+    // gets the same answer, with no second guest.
+    let good = claim(&signer, HOST, HOME, &shadow.url, t, t + 600);
+    let first = place(
+        &host.http,
+        host.addr,
+        &home_token,
+        &host.request(JobId::new(2, 0), good.clone(), &shadow.url),
+    )
+    .await;
+    assert!(
+        rejected(&first).is_none(),
+        "the good claim was refused: {first:?}"
+    );
+    let r = place(
+        &host.http,
+        host.addr,
+        &home_token,
+        &host.request(JobId::new(2, 1), good.clone(), &shadow.url),
+    )
+    .await;
+    assert_eq!(
+        rejected(&r),
+        Some(RejectReason::BadClaim),
+        "a claim was used twice: {r:?}"
+    );
+    let again = place(
+        &host.http,
+        host.addr,
+        &home_token,
+        &host.request(JobId::new(2, 0), good.clone(), &shadow.url),
+    )
+    .await;
+    assert_eq!(again, first, "a retried placement got another answer");
+
+    // Placements not from the home the claim names: another valid station,
+    // a user, an administrator.
+    let fresh = claim(&signer, HOST, HOME, &shadow.url, t, t + 600);
+    for (who, token, status) in [
+        ("another station", host.keys.station("mallory"), 403),
+        ("a user", host.keys.user("alice"), 403),
+        ("an administrator", host.keys.admin("root"), 403),
+    ] {
+        let (s, body) = host
+            .place_as(
+                &token,
+                &host.request(JobId::new(3, 0), fresh.clone(), &shadow.url),
+            )
+            .await;
+        assert_eq!(s, status, "{who}: {body}");
+    }
+    let guests = host.guests().await;
+    assert_eq!(
+        guests.iter().map(|g| g.info.job).collect::<Vec<_>>(),
+        vec![JobId::new(2, 0)],
+        "only the one good placement runs"
+    );
+    // The fresh claim was not spent by the refused callers: the home may
+    // still use it.
+    let r = place(
+        &host.http,
+        host.addr,
+        &home_token,
+        &host.request(JobId::new(3, 0), fresh, &shadow.url),
+    )
+    .await;
+    assert!(rejected(&r).is_none(), "{r:?}");
+    host.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_guests_home_or_an_admin_vacates_it() {
+    if skip_unless_root("places guests as slot accounts") {
+        return;
+    }
+    let _l = serial_lock();
+    let dir = shared_tempdir();
+    let host = Host::start(dir.path()).await;
+    let shadow = Shadow::start().await;
+    let t = now();
+    let job = JobId::new(1, 0);
+    let c = claim(host.keys.signer(), HOST, HOME, &shadow.url, t, t + 600);
+    let r = place(
+        &host.http,
+        host.addr,
+        &host.keys.station(HOME),
+        &host.request(job, c, &shadow.url),
+    )
+    .await;
+    assert!(rejected(&r).is_none(), "{r:?}");
+    for token in [host.keys.station("mallory"), host.keys.user("alice")] {
+        assert_eq!(host.vacate_as(&token, job).await, 403);
+    }
+    assert_eq!(
+        host.guests().await.len(),
+        1,
+        "a refused vacate stopped the guest"
+    );
+    assert_eq!(host.vacate_as(&host.keys.station(HOME), job).await, 202);
+    let t0 = Instant::now();
+    while !host.guests().await.is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the guest never left"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    host.stop().await;
+}
+
+/// A submit-only home with one job of a real user, recorded as placed on
+/// [`HOST`].
+struct Home {
+    base: String,
+    keys: TestKeys,
+    running: Option<Running>,
+    http: reqwest::Client,
+    job: JobId,
+    _user: TestUser,
+}
+
+impl Home {
+    async fn start(root: &Path) -> Home {
+        reachable(&root.join("x")).unwrap();
+        let keys = TestKeys::in_dir(&root.join("coord")).unwrap();
+        let mut cfg = StationConfig {
+            name: HOME.into(),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            state_dir: root.join(HOME),
+            role: StationRole::SubmitOnly,
+            placement_interval_secs: 0.0,
+            user_socket: Some(root.join("home.sock")),
+            ..Default::default()
+        };
+        common::give_credentials(&mut cfg, &keys, root);
+        let (addr, running) = spawn_for_test(cfg).await.unwrap();
+        let user = TestUser::create("trust").unwrap();
+        let work = user.home().to_path_buf();
+        let client = StationClient::new(format!("http://{addr}"), keys.user(user.name())).unwrap();
+        let sub = parse_submit(
+            "executable = /bin/true\ntransfer_executable = false\nqueue\n",
+            &SubmitContext::new("job.sub", user.name()),
+        )
+        .unwrap();
+        let resp = client
+            .submit(&SubmitBody {
+                protocol: PROTOCOL_VERSION,
+                submission: sub,
+                submit_dir: Some(work.display().to_string()),
+            })
+            .await
+            .unwrap();
+        let job = resp.jobs[0];
+        running
+            .home
+            .remote_jobs()
+            .begin_placing(job, HOST, "http://127.0.0.1:9");
+        running
+            .home
+            .queue()
+            .record_placement(
+                job,
+                HOST,
+                "http://127.0.0.1:9",
+                gleaner_core::time::Time::ZERO,
+            )
+            .unwrap();
+        Home {
+            base: format!("http://{addr}"),
+            keys,
+            running: Some(running),
+            http: reqwest::Client::new(),
+            job,
+            _user: user,
+        }
+    }
+
+    fn state(&self) -> JobState {
+        let home = &self.running.as_ref().unwrap().home;
+        home.queue().get(self.job).unwrap().unwrap().state
+    }
+
+    fn report(&self, host: &str, event: JobEventKind, state: JobState) -> JobStatusReport {
+        JobStatusReport {
+            protocol: PROTOCOL_VERSION,
+            job_id: self.job,
+            host: host.into(),
+            event,
+            state,
+            at: gleaner_core::time::Time::ZERO,
+            detail: "exit 0".into(),
+            usage: None,
+        }
+    }
+
+    /// Every endpoint a host uses for the job, as `token`; the statuses.
+    async fn try_all(&self, token: &str, claimed_host: &str) -> Vec<(String, u16)> {
+        let job = self.job;
+        let b = &self.base;
+        let report = self.report(
+            claimed_host,
+            JobEventKind::Completed,
+            JobState::Completed { exit_code: 0 },
+        );
+        let lease = serde_json::json!({"host": claimed_host, "host_address": "http://127.0.0.1:1"});
+        let reqs = [
+            (
+                "status",
+                self.http
+                    .post(format!("{b}/v1/jobs/{job}/status"))
+                    .json(&report),
+            ),
+            (
+                "lease",
+                self.http
+                    .post(format!("{b}/v1/shadow/{job}/lease"))
+                    .json(&lease),
+            ),
+            (
+                "input",
+                self.http.get(format!("{b}/v1/shadow/{job}/input/job.sub")),
+            ),
+            (
+                "output",
+                self.http
+                    .post(format!("{b}/v1/shadow/{job}/output/stdout?offset=0"))
+                    .body("forged output"),
+            ),
+            (
+                "file",
+                self.http
+                    .put(format!("{b}/v1/shadow/{job}/files/out.txt"))
+                    .body("forged"),
+            ),
+            (
+                "put checkpoint",
+                self.http
+                    .put(format!("{b}/v1/shadow/{job}/checkpoint"))
+                    .body("x"),
+            ),
+            (
+                "get checkpoint",
+                self.http.get(format!("{b}/v1/shadow/{job}/checkpoint")),
+            ),
+        ];
+        let mut out = Vec::new();
+        for (what, r) in reqs {
+            let s = r.bearer_auth(token).send().await.unwrap().status().as_u16();
+            out.push((what.to_string(), s));
+        }
+        out
+    }
+
+    async fn stop(mut self) {
+        if let Some(r) = self.running.take() {
+            r.stop().await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_jobs_host_speaks_for_it_on_the_home() {
+    if skip_unless_root("creates a Unix user") {
+        return;
+    }
+    let dir = shared_tempdir();
+    let home = Home::start(dir.path()).await;
+    // The job's host says it started: heard (the control case).
+    let r = home
+        .http
+        .post(format!("{}/v1/jobs/{}/status", home.base, home.job))
+        .bearer_auth(home.keys.station(HOST))
+        .json(&home.report(HOST, JobEventKind::Started, JobState::Running))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let before = home.state();
+    assert_eq!(before, JobState::Running);
+    let mallory = home.keys.station("mallory");
+    let user = home.keys.user(home._user.name());
+    for (who, token, claimed) in [
+        ("another station, as itself", mallory.clone(), "mallory"),
+        ("another station, naming the job's host", mallory, HOST),
+        ("the job's owner", user, HOST),
+    ] {
+        for (what, status) in home.try_all(&token, claimed).await {
+            assert_eq!(status, 403, "{who}: {what}");
+        }
+        assert_eq!(home.state(), before, "{who} changed the job");
+    }
+    let detail = home
+        .running
+        .as_ref()
+        .unwrap()
+        .home
+        .queue()
+        .get(home.job)
+        .unwrap()
+        .unwrap();
+    assert!(
+        !detail.state.is_terminal(),
+        "a refused report finished the job: {:?}",
+        detail.state
+    );
+    // The job's host itself is heard.
+    let r = home
+        .http
+        .post(format!("{}/v1/jobs/{}/status", home.base, home.job))
+        .bearer_auth(home.keys.station(HOST))
+        .json(&home.report(
+            HOST,
+            JobEventKind::Completed,
+            JobState::Completed { exit_code: 0 },
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    assert_eq!(home.state(), JobState::Completed { exit_code: 0 });
+    home.stop().await;
+}
