@@ -37,6 +37,10 @@ pub enum Credential {
     Token { token_id: String },
     /// The peer of a local socket, by its uid.
     Peer { uid: u32 },
+    /// A claim ticket, presented by one of the two stations it names to
+    /// the other: the credential between a home and a host for the
+    /// placements the coordinator granted them (`crate::tokens`).
+    Claim { home: String, host: String },
 }
 
 /// An authenticated caller, as the handlers see it.

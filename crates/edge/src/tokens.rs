@@ -61,14 +61,59 @@ impl<R: RevocationCheck> RevocationCheck for Arc<R> {
 
 /// The Ed25519 token verifier: signature, the claims' rules and expiry
 /// ([`PoolVerifier::verify`]), then revocation.
+///
+/// On a station ([`TokenVerifier::for_station`]) it also takes a claim
+/// ticket naming that station as the bearer credential of the other
+/// station the ticket names: between stations the claim is the
+/// credential, so that a station's own token goes to the coordinator
+/// alone and no peer ever holds another's token (DESIGN.md, Trust model).
 pub struct TokenVerifier<R = SharedRevocations> {
     key: PoolVerifier,
     revoked: R,
+    /// This station's name, when claims naming it are accepted.
+    station: Option<String>,
 }
 
 impl<R: RevocationCheck> TokenVerifier<R> {
     pub fn new(key: PoolVerifier, revoked: R) -> Self {
-        TokenVerifier { key, revoked }
+        TokenVerifier {
+            key,
+            revoked,
+            station: None,
+        }
+    }
+
+    /// Also accepts claim tickets that name station `name` as home or
+    /// host; the caller is the other station of the ticket.
+    pub fn for_station(mut self, name: impl Into<String>) -> Self {
+        self.station = Some(name.into());
+        self
+    }
+
+    /// The station a claim presented here speaks for: signed by the pool
+    /// (expiry aside: the claim stays the pair's credential for as long as
+    /// the placement it made), and naming this station as one end.
+    fn claim_caller(&self, token: &str) -> Option<Result<Caller, String>> {
+        let me = self.station.as_deref()?;
+        let ticket = self.key.open_claim(token).ok()?;
+        let name = if ticket.home == me {
+            ticket.host.clone()
+        } else if ticket.host == me {
+            ticket.home.clone()
+        } else {
+            return Some(Err(format!(
+                "claim between {} and {} presented to {me}",
+                ticket.home, ticket.host
+            )));
+        };
+        Some(Ok(Caller {
+            name,
+            role: crate::auth::Role::Station,
+            credential: crate::auth::Credential::Claim {
+                home: ticket.home,
+                host: ticket.host,
+            },
+        }))
     }
 
     pub fn key(&self) -> &PoolVerifier {
@@ -96,9 +141,13 @@ pub fn wall_secs() -> u64 {
 
 impl<R: RevocationCheck> Verifier for TokenVerifier<R> {
     fn verify_token(&self, token: &str) -> Result<Caller, String> {
-        self.verify_at(token, wall_secs())
-            .map(Caller::from_claims)
-            .map_err(|e| e.to_string())
+        match self.verify_at(token, wall_secs()) {
+            Ok(claims) => Ok(Caller::from_claims(claims)),
+            // Not a token: perhaps a claim between this station and a peer.
+            Err(e) => self
+                .claim_caller(token)
+                .unwrap_or_else(|| Err(e.to_string())),
+        }
     }
 }
 
@@ -148,5 +197,43 @@ mod tests {
         ));
         assert!(v.verify_at(&ws, 1_500).is_ok());
         assert!(v.verify_token(&forged).is_err());
+    }
+
+    #[test]
+    fn a_claim_speaks_for_the_other_station_it_names_and_only_there() {
+        use crate::auth::Credential;
+        use gleaner_proto::creds::ClaimTicket;
+        let signer = PoolSigner::from_seed(&[3; 32]);
+        // Long expired: the pair's credential outlives the placement window.
+        let ticket = ClaimTicket::new("ws2", "home1", "http://h:1", 10, 20, "n1");
+        let claim = signer.sign_claim(&ticket).unwrap();
+        let at = |me: &str| {
+            TokenVerifier::new(signer.verifier(), SharedRevocations::default())
+                .for_station(me)
+                .verify_token(&claim)
+        };
+        let c = at("home1").unwrap();
+        assert_eq!((c.name.as_str(), c.role), ("ws2", Role::Station));
+        assert_eq!(
+            c.credential,
+            Credential::Claim {
+                home: "home1".into(),
+                host: "ws2".into()
+            }
+        );
+        assert_eq!(at("ws2").unwrap().name, "home1");
+        // A third station does not take it; a verifier that is no
+        // station's (the coordinator's) takes no claims at all.
+        assert!(at("ws3").unwrap_err().contains("presented to ws3"));
+        let plain = TokenVerifier::new(signer.verifier(), SharedRevocations::default());
+        assert!(plain.verify_token(&claim).is_err());
+        // Another pool's claim is nobody.
+        let other = PoolSigner::from_seed(&[5; 32]).sign_claim(&ticket).unwrap();
+        assert!(
+            TokenVerifier::new(signer.verifier(), SharedRevocations::default())
+                .for_station("home1")
+                .verify_token(&other)
+                .is_err()
+        );
     }
 }

@@ -94,9 +94,9 @@ impl Env {
         let home = &self.running.as_ref().unwrap().home;
         let id: JobId = id.parse().unwrap();
         home.remote_jobs()
-            .begin_placing(id, "exec1", "http://127.0.0.1:9");
+            .begin_placing(id, "exec1", "http://127.0.0.1:9", "claim");
         home.queue()
-            .record_placement(id, "exec1", "http://127.0.0.1:9", Time::ZERO)
+            .record_placement(id, "exec1", "http://127.0.0.1:9", "claim", Time::ZERO)
             .unwrap();
     }
 

@@ -142,9 +142,9 @@ impl Env {
     fn place_on_exec1(&self, id: JobId) {
         let home = &self.running.as_ref().unwrap().home;
         home.remote_jobs()
-            .begin_placing(id, "exec1", "http://127.0.0.1:9");
+            .begin_placing(id, "exec1", "http://127.0.0.1:9", "claim");
         home.queue()
-            .record_placement(id, "exec1", "http://127.0.0.1:9", Time::ZERO)
+            .record_placement(id, "exec1", "http://127.0.0.1:9", "claim", Time::ZERO)
             .unwrap();
     }
 

@@ -403,7 +403,7 @@ fn placements_keep_the_host_address_across_a_reopen() {
     let (_d, path, mut q) = temp_queue();
     let ids = submit_n(&mut q, "a", 2, t(1));
     q.transition(ids[0], JobState::Running, "", t(2)).unwrap();
-    q.record_placement(ids[0], "hostA", "http://a:9620", t(2))
+    q.record_placement(ids[0], "hostA", "http://a:9620", "claim-a", t(2))
         .unwrap();
     q.transition(ids[1], JobState::Running, "", t(2)).unwrap();
     q.annotate(ids[1], JobEventKind::Placed, "hostB", t(2))
@@ -419,6 +419,7 @@ fn placements_keep_the_host_address_across_a_reopen() {
         ),
         (Some("hostA"), Some("http://a:9620"))
     );
+    assert_eq!(running[0].host_claim.as_deref(), Some("claim-a"));
     // A placement recorded without an address has none.
     assert_eq!(running[1].host.as_deref(), Some("hostB"));
     assert_eq!(running[1].host_address, None);
@@ -441,8 +442,11 @@ fn a_schema_1_queue_is_migrated_and_keeps_its_jobs() {
     // Turn the file back into what a schema-1 daemon wrote.
     {
         let c = rusqlite::Connection::open(&path).unwrap();
-        c.execute_batch("ALTER TABLE jobs DROP COLUMN host_address; PRAGMA user_version = 1;")
-            .unwrap();
+        c.execute_batch(
+            "ALTER TABLE jobs DROP COLUMN host_address; ALTER TABLE jobs DROP COLUMN host_claim; \
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
     }
     // Readers that never write still read it as it is.
     let ro = JobQueue::open_read_only(&path).unwrap();
@@ -455,23 +459,27 @@ fn a_schema_1_queue_is_migrated_and_keeps_its_jobs() {
     let running = q.running_placements().unwrap();
     assert_eq!(running[0].host.as_deref(), Some("hostA"));
     assert_eq!(running[0].host_address, None);
-    q.record_placement(ids[0], "hostB", "http://b", t(3))
+    q.record_placement(ids[0], "hostB", "http://b", "claim-b", t(3))
         .unwrap();
     assert_eq!(
         q.running_placements().unwrap()[0].host_address.as_deref(),
         Some("http://b")
+    );
+    assert_eq!(
+        q.running_placements().unwrap()[0].host_claim.as_deref(),
+        Some("claim-b")
     );
     drop(q);
     let c = rusqlite::Connection::open(&path).unwrap();
     let v: i64 = c
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(v, 2);
+    assert_eq!(v, 3);
     // A newer schema is refused, not misread.
-    c.execute_batch("PRAGMA user_version = 3;").unwrap();
+    c.execute_batch("PRAGMA user_version = 4;").unwrap();
     drop(c);
     assert!(matches!(
         JobQueue::open(&path),
-        Err(QueueError::SchemaTooNew { found: 3 })
+        Err(QueueError::SchemaTooNew { found: 4 })
     ));
 }

@@ -147,16 +147,7 @@ async fn env(policy: EvictionPolicy, owner: OwnerState, cg: Option<CgroupManager
     cfg.output_poll = Duration::from_millis(100);
     cfg.checkpoint_grace = Duration::from_millis(500);
     cfg.slots = SlotConfig::new(gleaner_testkit::slot_prefix(), 4);
-    let starter = Arc::new(
-        Starter::new(
-            cfg,
-            "test-token",
-            Box::new(AnyNonEmptyClaim),
-            rx,
-            cg.clone(),
-        )
-        .unwrap(),
-    );
+    let starter = Arc::new(Starter::new(cfg, Box::new(AnyNonEmptyClaim), rx, cg.clone()).unwrap());
     Env {
         rec,
         url,

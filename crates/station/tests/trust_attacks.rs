@@ -326,23 +326,41 @@ async fn only_the_guests_home_or_an_admin_vacates_it() {
     let t = now();
     let job = JobId::new(1, 0);
     let c = claim(host.keys.signer(), HOST, HOME, &shadow.url, t, t + 600);
+    // The home places with the claim as its credential, as its scheduler
+    // does.
     let r = place(
         &host.http,
         host.addr,
-        &host.keys.station(HOME),
-        &host.request(job, c, &shadow.url),
+        &c,
+        &host.request(job, c.clone(), &shadow.url),
     )
     .await;
     assert!(rejected(&r).is_none(), "{r:?}");
-    for token in [host.keys.station("mallory"), host.keys.user("alice")] {
-        assert_eq!(host.vacate_as(&token, job).await, 403);
+    // Another station by token or by its own claim on this host, a user,
+    // and a claim between the home and another host: none stops the guest.
+    for (who, token, status) in [
+        ("another station", host.keys.station("mallory"), 403),
+        (
+            "another station's claim here",
+            host.keys.claim(HOST, "mallory", &shadow.url),
+            403,
+        ),
+        ("a user", host.keys.user("alice"), 403),
+        (
+            "the home's claim on another host",
+            host.keys.claim("other", HOME, &shadow.url),
+            401,
+        ),
+    ] {
+        assert_eq!(host.vacate_as(&token, job).await, status, "{who}");
     }
     assert_eq!(
         host.guests().await.len(),
         1,
         "a refused vacate stopped the guest"
     );
-    assert_eq!(host.vacate_as(&host.keys.station(HOME), job).await, 202);
+    // The home, by the claim it placed with (as its scheduler does).
+    assert_eq!(host.vacate_as(&c, job).await, 202);
     let t0 = Instant::now();
     while !host.guests().await.is_empty() {
         assert!(
@@ -400,7 +418,7 @@ impl Home {
         running
             .home
             .remote_jobs()
-            .begin_placing(job, HOST, "http://127.0.0.1:9");
+            .begin_placing(job, HOST, "http://127.0.0.1:9", "claim");
         running
             .home
             .queue()
@@ -408,6 +426,7 @@ impl Home {
                 job,
                 HOST,
                 "http://127.0.0.1:9",
+                "claim",
                 gleaner_core::time::Time::ZERO,
             )
             .unwrap();
@@ -511,11 +530,14 @@ async fn only_the_jobs_host_speaks_for_it_on_the_home() {
     }
     let dir = shared_tempdir();
     let home = Home::start(dir.path()).await;
-    // The job's host says it started: heard (the control case).
+    // Between stations the placement's claim is the credential: a claim
+    // naming the home and the job's host is that host speaking. It says
+    // the job started: heard (the control case).
+    let host_claim = home.keys.claim(HOST, HOME, "http://127.0.0.1:9");
     let r = home
         .http
         .post(format!("{}/v1/jobs/{}/status", home.base, home.job))
-        .bearer_auth(home.keys.station(HOST))
+        .bearer_auth(&host_claim)
         .json(&home.report(HOST, JobEventKind::Started, JobState::Running))
         .send()
         .await
@@ -525,13 +547,35 @@ async fn only_the_jobs_host_speaks_for_it_on_the_home() {
     assert_eq!(before, JobState::Running);
     let mallory = home.keys.station("mallory");
     let user = home.keys.user(home._user.name());
-    for (who, token, claimed) in [
-        ("another station, as itself", mallory.clone(), "mallory"),
-        ("another station, naming the job's host", mallory, HOST),
-        ("the job's owner", user, HOST),
+    // Mallory's claim on this home's jobs (another placement of the home,
+    // on mallory's station): it speaks for mallory, not for the job's host.
+    let mallory_claim = home.keys.claim("mallory", HOME, "http://127.0.0.1:9");
+    // A claim between the job's host and another home is nobody here.
+    let foreign_claim = home.keys.claim(HOST, "elsewhere", "http://127.0.0.1:8");
+    for (who, token, claimed, status) in [
+        (
+            "another station, as itself",
+            mallory.clone(),
+            "mallory",
+            403,
+        ),
+        ("another station, naming the job's host", mallory, HOST, 403),
+        ("the job's owner", user, HOST, 403),
+        (
+            "another station's claim with this home",
+            mallory_claim,
+            HOST,
+            403,
+        ),
+        (
+            "a claim of the job's host with another home",
+            foreign_claim,
+            HOST,
+            401,
+        ),
     ] {
-        for (what, status) in home.try_all(&token, claimed).await {
-            assert_eq!(status, 403, "{who}: {what}");
+        for (what, got) in home.try_all(&token, claimed).await {
+            assert_eq!(got, status, "{who}: {what}");
         }
         assert_eq!(home.state(), before, "{who} changed the job");
     }
@@ -553,7 +597,7 @@ async fn only_the_jobs_host_speaks_for_it_on_the_home() {
     let r = home
         .http
         .post(format!("{}/v1/jobs/{}/status", home.base, home.job))
-        .bearer_auth(home.keys.station(HOST))
+        .bearer_auth(&host_claim)
         .json(&home.report(
             HOST,
             JobEventKind::Completed,

@@ -93,6 +93,8 @@ impl Served {
             // The kernel named an existing account.
             (Served::Everyone, Credential::Peer { .. }) => Ok(()),
             (Served::Everyone, Credential::Token { .. }) if caller.role == Role::Admin => Ok(()),
+            // Claims are stations' credentials (refused above).
+            (Served::Everyone, Credential::Claim { .. }) => Err("a claim is no user".into()),
             (Served::Everyone, Credential::Token { .. }) => match UnixUser::lookup(&caller.name) {
                 Ok(_) => Ok(()),
                 Err(e) => Err(no_account(&caller.name, &e)),
@@ -101,6 +103,7 @@ impl Served {
                 let same = match cred {
                     Credential::Peer { uid: peer } => peer == uid,
                     Credential::Token { .. } => caller.name == *name,
+                    Credential::Claim { .. } => false,
                 };
                 if same {
                     Ok(())
@@ -187,6 +190,7 @@ pub(crate) async fn admit(
 pub(crate) async fn whoami(Extension(caller): Extension<Caller>) -> Json<WhoAmI> {
     let (via, uid) = match caller.credential {
         Credential::Peer { uid } => ("socket", Some(uid)),
+        Credential::Claim { .. } => ("claim", None),
         Credential::Token { .. } if caller.role == Role::Station => ("token", None),
         Credential::Token { .. } => ("token", UnixUser::lookup(&caller.name).ok().map(|u| u.uid)),
     };

@@ -73,8 +73,6 @@ pub struct HomeSetup {
     pub name: String,
     /// Base URL others use to reach this station (the shadow URL).
     pub address: String,
-    /// This station's daemon token, for placements and vacates.
-    pub token: String,
     pub http: reqwest::Client,
 }
 
@@ -83,7 +81,6 @@ pub struct Home {
     config: Arc<StationConfig>,
     name: String,
     address: String,
-    token: String,
     http: reqwest::Client,
     queue: Mutex<JobQueue>,
     spool: PathBuf,
@@ -113,7 +110,6 @@ impl Home {
             config,
             name,
             address,
-            token,
             http,
         } = setup;
         dagman::init(&mut queue)?;
@@ -132,7 +128,6 @@ impl Home {
             config,
             name,
             address,
-            token,
             http,
             queue: Mutex::new(queue),
             spool_lock: tokio::sync::Mutex::new(()),

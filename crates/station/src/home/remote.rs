@@ -38,6 +38,9 @@ pub struct Placement {
     /// The host's base URL; unknown for a job placed by a home of an older
     /// schema until the host renews its lease.
     pub address: Option<String>,
+    /// The claim it was placed with: the home's credential at that host
+    /// (the station's own token goes to the coordinator alone).
+    pub claim: Option<String>,
     pub phase: Phase,
 }
 
@@ -91,6 +94,7 @@ impl RemoteJobs {
             rows.entry(r.id).or_default().at = Some(Placement {
                 host: host.clone(),
                 address: r.host_address.clone(),
+                claim: r.host_claim.clone(),
                 phase: Phase::Running,
             });
         }
@@ -108,11 +112,13 @@ impl RemoteJobs {
 
     // ----- placement -----------------------------------------------------
 
-    /// A placement request for `job` on `host` (at `address`) is going out.
-    pub fn begin_placing(&self, job: JobId, host: &str, address: &str) {
+    /// A placement request for `job` on `host` (at `address`) with `claim`
+    /// is going out.
+    pub fn begin_placing(&self, job: JobId, host: &str, address: &str, claim: &str) {
         self.rows().entry(job).or_default().at = Some(Placement {
             host: host.to_string(),
             address: Some(address.to_string()),
+            claim: Some(claim.to_string()),
             phase: Phase::Placing,
         });
     }
@@ -222,6 +228,7 @@ impl RemoteJobs {
                 row.at = Some(Placement {
                     host: host.to_string(),
                     address: Some(address.to_string()),
+                    claim: None,
                     phase: Phase::Running,
                 })
             }
@@ -336,8 +343,8 @@ mod tests {
     fn a_placement_runs_through_its_phases() {
         let t = RemoteJobs::new(Duration::from_secs(1), Duration::ZERO);
         let (a, b) = (job("1.0"), job("2.0"));
-        t.begin_placing(a, "ws1", "http://ws1");
-        t.begin_placing(b, "ws2", "http://ws2");
+        t.begin_placing(a, "ws1", "http://ws1", "claim");
+        t.begin_placing(b, "ws2", "http://ws2", "claim");
         assert_eq!(t.placing(), HashSet::from([a, b]));
         // Accepted: running, with its address; refused: not remote.
         assert_eq!(t.current_host(b, Some("old")).as_deref(), Some("ws2"));
@@ -363,11 +370,13 @@ mod tests {
                 id: a,
                 host: Some("ws1".into()),
                 host_address: Some("http://ws1".into()),
+                host_claim: None,
             },
             RunningJob {
                 id: b,
                 host: Some("ws2".into()),
                 host_address: None,
+                host_claim: None,
             },
         ]);
         assert_eq!(t.address(a).as_deref(), Some("http://ws1"));
@@ -388,7 +397,7 @@ mod tests {
         assert!(expired.is_empty() && next.is_some());
         std::thread::sleep(Duration::from_millis(40));
         t.touch(a);
-        t.begin_placing(c, "z", "http://z");
+        t.begin_placing(c, "z", "http://z", "claim");
         let (expired, _) = t.lease_pass(&running, limit, recheck);
         assert_eq!(expired, vec![(b, Some("y".to_string()))]);
     }

@@ -80,7 +80,8 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
         .last_placement
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
-    home.remote.begin_placing(job.id, &g.host, &g.host_address);
+    home.remote
+        .begin_placing(job.id, &g.host, &g.host_address, &g.claim_id);
     let req = PlacementRequest {
         protocol: PROTOCOL_VERSION,
         job_id: job.id,
@@ -96,7 +97,8 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
     let result = home
         .http
         .post(&url)
-        .bearer_auth(&home.token)
+        // The claim is this home's credential at the host.
+        .bearer_auth(&g.claim_id)
         .json(&req)
         .send()
         .await;
@@ -114,7 +116,9 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
             // The queue lock is released before the user log is written.
             let started_here = {
                 let mut q = home.queue();
-                if let Err(e) = q.record_placement(job.id, &g.host, &g.host_address, at) {
+                if let Err(e) =
+                    q.record_placement(job.id, &g.host, &g.host_address, &g.claim_id, at)
+                {
                     tracing::error!(job = %job.id, error = %e, "cannot record placement");
                 }
                 // The host may already have reported "started" (then the
@@ -180,15 +184,20 @@ fn preempt(home: &Arc<Home>, p: &Preemption) {
 /// Asks the host running `job` to vacate it, in the background. The job is
 /// requeued when the host reports it evicted, not here.
 pub(crate) fn spawn_vacate(home: &Arc<Home>, job: JobId, why: &str) {
-    let Some(host) = home.remote.address(job) else {
-        tracing::warn!(job = %job, "vacate: host address unknown (placed before a restart?)");
+    let Some((host, claim)) = home
+        .remote
+        .placement(job)
+        .and_then(|p| Some((p.address?, p.claim?)))
+    else {
+        // The lease ends such a job: the host's next renewal is refused.
+        tracing::warn!(job = %job, "vacate: host address or claim unknown (placed by an older home?)");
         return;
     };
     let home = home.clone();
     let why = why.to_string();
     tokio::spawn(async move {
         let url = format!("{}/v1/guests/{job}/vacate", host.trim_end_matches('/'));
-        match home.http.post(&url).bearer_auth(&home.token).send().await {
+        match home.http.post(&url).bearer_auth(&claim).send().await {
             Ok(r) if r.status().is_success() => {
                 tracing::info!(%job, %host, why, "vacate requested");
             }

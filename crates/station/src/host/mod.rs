@@ -84,8 +84,6 @@ pub struct HostSetup {
     pub name: String,
     /// This station's base URL (the starter's `host_address`).
     pub address: String,
-    /// This station's own token, for the starter's calls to shadows.
-    pub token: String,
     /// The pool's public key: verifies the coordinator's claims on
     /// placements.
     pub key: PoolVerifier,
@@ -115,7 +113,6 @@ impl Host {
             config,
             name,
             address,
-            token,
             key,
         } = setup;
         let mut tasks = Vec::new();
@@ -194,7 +191,7 @@ impl Host {
                 message: format!("unknown policy {:?}", config.eviction_policy),
             }
         })?;
-        let starter = Starter::new(sc, token, Box::new(claims), owner_rx, cgroups)?;
+        let starter = Starter::new(sc, Box::new(claims), owner_rx, cgroups)?;
         if !starter.slot_pool().is_personal() {
             state_seal::seal_execute_parent(&config.state_dir, &config.execute_dir());
         }

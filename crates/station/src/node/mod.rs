@@ -136,7 +136,6 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
             config: config.clone(),
             name: name.clone(),
             address: address.clone(),
-            token: token.clone(),
             key: creds.verifier.clone(),
         },
         &shutdown_rx,
@@ -147,7 +146,6 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
             config: config.clone(),
             name: name.clone(),
             address: address.clone(),
-            token: token.clone(),
             http: http.clone(),
         },
         queue,
@@ -157,10 +155,11 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
     if let Some(r) = host.router() {
         app = app.merge(r);
     }
-    let verifier = Arc::new(LocalPeers(TokenVerifier::new(
-        creds.verifier.clone(),
-        revocations.shared(),
-    )));
+    // Between stations the claim is the credential: this station takes
+    // claims naming it, and sends its own token to the coordinator alone.
+    let verifier = Arc::new(LocalPeers(
+        TokenVerifier::new(creds.verifier.clone(), revocations.shared()).for_station(&name),
+    ));
     let app = app
         .fallback(gleaner_edge::not_found)
         .layer(middleware::from_fn_with_state(

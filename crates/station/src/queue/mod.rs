@@ -96,6 +96,8 @@ pub struct RunningJob {
     pub id: JobId,
     pub host: Option<String>,
     pub host_address: Option<String>,
+    /// The claim it was placed with (the home's credential at the host).
+    pub host_claim: Option<String>,
 }
 
 /// Selects jobs for [`JobQueue::list`]; empty fields match everything.

@@ -109,7 +109,8 @@ impl JobQueue {
     /// table of remote jobs from after a restart.
     pub fn running_placements(&self) -> Result<Vec<RunningJob>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT cluster, proc, host, host_address FROM jobs WHERE state IN (?1, ?2) \
+            "SELECT cluster, proc, host, host_address, host_claim FROM jobs \
+             WHERE state IN (?1, ?2) \
              ORDER BY cluster, proc",
         )?;
         let rows = stmt.query_map(
@@ -120,16 +121,18 @@ impl JobQueue {
                     r.get::<_, u32>(1)?,
                     r.get::<_, Option<String>>(2)?,
                     r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<String>>(4)?,
                 ))
             },
         )?;
         let mut out = Vec::new();
         for row in rows {
-            let (cluster, proc, host, host_address) = row?;
+            let (cluster, proc, host, host_address, host_claim) = row?;
             out.push(RunningJob {
                 id: JobId::new(u64::try_from(cluster).unwrap_or(0), proc),
                 host,
                 host_address,
+                host_claim,
             });
         }
         Ok(out)

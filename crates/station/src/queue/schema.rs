@@ -12,8 +12,9 @@ use rusqlite::Connection;
 /// Schema version stored in `PRAGMA user_version`.
 /// 1: jobs, events, meta. 2: `jobs.host_address`, the base URL of the host
 /// a job was last placed on (the home's table of remote jobs reloads it
-/// after a restart).
-pub(super) const SCHEMA_VERSION: i64 = 2;
+/// after a restart). 3: `jobs.host_claim`, the claim the job was placed
+/// with: the home's credential at that host (to vacate it after a restart).
+pub(super) const SCHEMA_VERSION: i64 = 3;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (
@@ -36,6 +37,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     run_count    INTEGER NOT NULL DEFAULT 0,
     host         TEXT,                   -- host it was last placed on
     host_address TEXT,                   -- that host's base URL (schema 2)
+    host_claim   TEXT,                   -- the claim it was placed with (schema 3)
     PRIMARY KEY (cluster, proc)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, priority, cluster, proc);
@@ -67,8 +69,15 @@ pub(super) fn create_or_migrate(conn: &Connection) -> Result<()> {
         conn.execute_batch(SCHEMA)?;
         // Version 1 had no host address (CREATE IF NOT EXISTS kept the old
         // table): add the column, empty for the jobs placed before.
-        if !has_column(conn, "jobs", "host_address")? {
-            conn.execute_batch("ALTER TABLE jobs ADD COLUMN host_address TEXT;")?;
+        // Likewise version 2 had no claim.
+        let mut migrated = false;
+        for column in ["host_address", "host_claim"] {
+            if !has_column(conn, "jobs", column)? {
+                conn.execute_batch(&format!("ALTER TABLE jobs ADD COLUMN {column} TEXT;"))?;
+                migrated = true;
+            }
+        }
+        if migrated {
             tracing::info!(
                 from = found,
                 to = SCHEMA_VERSION,

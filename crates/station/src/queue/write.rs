@@ -174,17 +174,18 @@ impl JobQueue {
         self.annotate_with(id, kind, detail, None, at)
     }
 
-    /// Records that `id` was placed on `host` at `address` (its base URL):
-    /// a `Placed` event with the host name as detail. Both survive a
-    /// restart of the home ([`JobQueue::running_placements`]).
+    /// Records that `id` was placed on `host` at `address` (its base URL)
+    /// with `claim`: a `Placed` event with the host name as detail. All
+    /// three survive a restart of the home ([`JobQueue::running_placements`]).
     pub fn record_placement(
         &mut self,
         id: JobId,
         host: &str,
         address: &str,
+        claim: &str,
         at: Time,
     ) -> Result<()> {
-        self.annotate_with(id, JobEventKind::Placed, host, Some(address), at)
+        self.annotate_with(id, JobEventKind::Placed, host, Some((address, claim)), at)
     }
 
     fn annotate_with(
@@ -192,9 +193,10 @@ impl JobQueue {
         id: JobId,
         kind: JobEventKind,
         detail: &str,
-        address: Option<&str>,
+        placement: Option<(&str, &str)>,
         at: Time,
     ) -> Result<()> {
+        let (address, claim) = placement.unzip();
         let now = time_sql(at)?;
         let cluster = to_i64(id.cluster, "cluster id")?;
         let tx = self
@@ -202,7 +204,8 @@ impl JobQueue {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let changed = tx.execute(
             "UPDATE jobs SET updated_at = ?3, host = CASE WHEN ?4 THEN ?5 ELSE host END, \
-               host_address = CASE WHEN ?4 THEN ?6 ELSE host_address END \
+               host_address = CASE WHEN ?4 THEN ?6 ELSE host_address END, \
+               host_claim = CASE WHEN ?4 THEN ?7 ELSE host_claim END \
              WHERE cluster = ?1 AND proc = ?2",
             params![
                 cluster,
@@ -210,7 +213,8 @@ impl JobQueue {
                 now,
                 kind == JobEventKind::Placed,
                 detail,
-                address
+                address,
+                claim
             ],
         )?;
         if changed == 0 {

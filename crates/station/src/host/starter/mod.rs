@@ -107,8 +107,6 @@ use tokio::sync::watch;
 /// The execute side of a station. See the module docs.
 pub struct Starter {
     config: StarterConfig,
-    /// Authenticates the starter at the shadows (this station's token).
-    token: String,
     verifier: Box<dyn ClaimVerifier>,
     owner: watch::Receiver<OwnerState>,
     cgroups: Option<CgroupManager>,
@@ -134,11 +132,10 @@ pub struct Starter {
 pub type Admission = Box<dyn Fn(&JobDescription) -> Result<(), String> + Send + Sync>;
 
 impl Starter {
-    /// `token` authenticates the starter at the shadows (this station's
-    /// own token); `owner` is fed by the station's owner monitor.
+    /// `owner` is fed by the station's owner monitor. Each guest's claim
+    /// is the starter's credential at that guest's home.
     pub fn new(
         config: StarterConfig,
-        token: impl Into<String>,
         verifier: Box<dyn ClaimVerifier>,
         owner: watch::Receiver<OwnerState>,
         cgroups: Option<CgroupManager>,
@@ -173,7 +170,6 @@ impl Starter {
         let bucket = SharedBucket::new(config.checkpoint_bytes_per_sec);
         Ok(Starter {
             config,
-            token: token.into(),
             verifier,
             owner,
             cgroups,

@@ -23,7 +23,9 @@ pub(crate) fn start_lease(
     let task = req.lease_secs.filter(|l| *l > 0).map(|l| {
         tokio::spawn(lease_loop(
             starter.http.clone(),
-            starter.token.clone(),
+            // The claim is the host's credential at this home (never the
+            // station's own token: that goes to the coordinator alone).
+            req.claim_id.clone(),
             req.shadow.clone(),
             req.job_id,
             LeaseRenewal {

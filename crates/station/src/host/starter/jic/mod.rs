@@ -31,6 +31,9 @@ pub(crate) struct Home {
     job: JobId,
     /// The shadow's base URL, from the placement.
     shadow: String,
+    /// The placement's claim: this host's credential at the home for this
+    /// job (the station's own token goes to the coordinator alone).
+    credential: String,
     lease_secs: Option<u64>,
     reports: mpsc::UnboundedSender<JobStatusReport>,
 }
@@ -44,7 +47,7 @@ impl Home {
         let (tx, rx) = mpsc::unbounded_channel();
         let reporter = tokio::spawn(reports::report_loop(
             starter.http.clone(),
-            starter.token.clone(),
+            req.claim_id.clone(),
             req.shadow.clone(),
             req.job_id,
             rx,
@@ -54,6 +57,7 @@ impl Home {
             starter: starter.clone(),
             job: req.job_id,
             shadow: req.shadow.clone(),
+            credential: req.claim_id.clone(),
             lease_secs: req.lease_secs,
             reports: tx,
         };

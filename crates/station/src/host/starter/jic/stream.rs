@@ -75,7 +75,7 @@ impl Streaming {
         if let Some(s) = self.pending.take() {
             self.task = Some(tokio::spawn(stream_loop(
                 home.starter.http.clone(),
-                home.starter.token.clone(),
+                home.credential.clone(),
                 s,
                 home.starter.config.output_poll,
                 self.finish_rx.clone(),

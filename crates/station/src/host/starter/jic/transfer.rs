@@ -27,7 +27,7 @@ impl Home {
             .starter
             .http
             .get(url)
-            .bearer_auth(&self.starter.token)
+            .bearer_auth(&self.credential)
             .send()
             .await
             .map_err(|e| FetchError::Transient(format!("cannot fetch {name:?}: {e}")))?;
@@ -56,7 +56,7 @@ impl Home {
             .starter
             .http
             .get(url)
-            .bearer_auth(&self.starter.token)
+            .bearer_auth(&self.credential)
             .timeout(Duration::from_secs(3600))
             .send()
             .await
@@ -168,7 +168,7 @@ impl Home {
         self.starter
             .http
             .put(url)
-            .bearer_auth(&self.starter.token)
+            .bearer_auth(&self.credential)
             .header("content-type", "application/octet-stream")
             .header("content-length", bytes)
             .timeout(Duration::from_secs(3600))
@@ -188,7 +188,7 @@ impl Home {
                 .starter
                 .http
                 .put(url.clone())
-                .bearer_auth(&self.starter.token)
+                .bearer_auth(&self.credential)
                 .header("content-type", "application/octet-stream")
                 .body(data.clone())
                 .send()
