@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 mod common;
-use common::{alive, proc_stat, serial_lock, serve, shared_tempdir};
+use common::{alive, proc_stat, serial_lock, serve, shared_tempdir, unix_now};
+use gleaner_proto::fit::{self, Reject};
 
 #[derive(Default)]
 struct Rec {
@@ -134,6 +135,16 @@ fn cgroups(name: &str) -> Option<CgroupManager> {
 }
 
 async fn env(policy: EvictionPolicy, owner: OwnerState, cg: Option<CgroupManager>) -> Env {
+    env_with(policy, owner, cg, |_| {}).await
+}
+
+/// [`env`] with the starter's configuration adjusted by `adjust`.
+async fn env_with(
+    policy: EvictionPolicy,
+    owner: OwnerState,
+    cg: Option<CgroupManager>,
+    adjust: impl FnOnce(&mut StarterConfig),
+) -> Env {
     // The guests (slot accounts of this test when root) must reach their
     // sandboxes.
     let dir = shared_tempdir();
@@ -147,6 +158,7 @@ async fn env(policy: EvictionPolicy, owner: OwnerState, cg: Option<CgroupManager
     cfg.output_poll = Duration::from_millis(100);
     cfg.checkpoint_grace = Duration::from_millis(500);
     cfg.slots = SlotConfig::new(gleaner_testkit::slot_prefix(), 4);
+    adjust(&mut cfg);
     let starter = Arc::new(
         Starter::new(
             cfg,
@@ -537,4 +549,97 @@ async fn starter_rejects_bad_claims_and_oversized_jobs() {
         }
     ));
     assert!(env.starter.listing().is_empty());
+}
+
+/// The host re-checks a placement with the matchmaker's fit check: for the
+/// same job and the ad the host advertises, `glean q --analyze`'s verdict
+/// (the coordinator's `matchmaker::analyze`) and the host's answer agree,
+/// reason and words, including the owner's guest limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starter_refuses_what_the_matchmaker_refuses_in_the_same_words() {
+    use gleaner_coordinator::matchmaker::{AdEntry, AdsView, analyze};
+    use gleaner_station::host::policy::PolicyConfig;
+    let _l = serial_lock();
+    let env = env_with(EvictionPolicy::default(), OwnerState::Av, None, |c| {
+        c.cpus = 3;
+        c.guest_policy = PolicyConfig {
+            deny_users: vec!["mallory".into()],
+            start: Some(
+                "TARGET.RequestMemory =?= undefined || TARGET.RequestMemory <= 2048".into(),
+            ),
+            max_guests: Some(2),
+            ..Default::default()
+        };
+        c.machine.attrs.insert("HasMatlab".into(), "true".into());
+    })
+    .await;
+    let mut next = 0u64;
+    // Both verdicts on one job: the rejects the matchmaker names (empty
+    // when it would place the job) and the host's answer.
+    let mut both = |adjust: &dyn Fn(&mut JobDescription)| {
+        next += 1;
+        let mut req = request(&env, JobId::new(20, next as u32), BUSY);
+        adjust(&mut req.description);
+        let view = AdsView {
+            now_unix: unix_now() as i64,
+            stations: vec![AdEntry {
+                ad: env.starter.current_ad(),
+                pending_claims: 0,
+                embargoed: false,
+            }],
+            licences: Vec::new(),
+        };
+        let rejects = analyze(&req.description, &view).remove(0).rejects;
+        (rejects, env.starter.place(req))
+    };
+    let agree = |(rejects, answer): (Vec<Reject>, PlacementResponse), what: &str| {
+        match (&rejects[..], &answer) {
+            ([], PlacementResponse::Accepted { .. }) => {}
+            ([first, ..], PlacementResponse::Rejected { reason, message }) => {
+                assert_eq!(*reason, first.placement_reason(), "{what}");
+                assert_eq!(*message, fit::explain(&rejects), "{what}");
+            }
+            _ => panic!("{what}: matchmaker {rejects:?}, host {answer:?}"),
+        }
+        rejects
+    };
+    let plain = |_: &mut JobDescription| {};
+    assert!(agree(both(&plain), "a plain job").is_empty());
+    let r = agree(both(&|d| d.owner = "mallory".into()), "a denied user");
+    assert!(matches!(r[..], [Reject::UserDenied { .. }]), "{r:?}");
+    let r = agree(both(&|d| d.request_memory_mb = Some(3000)), "START");
+    assert!(matches!(r[..], [Reject::Start { .. }]), "{r:?}");
+    let r = agree(
+        both(&|d| d.requirements = Some("HasMatlab && Memory > 8000".into())),
+        "requirements",
+    );
+    assert!(
+        matches!(&r[..], [Reject::Requirements { clauses }] if clauses.len() == 1),
+        "{r:?}"
+    );
+    let r = agree(both(&|d| d.request_cpus = 3), "cpus");
+    assert!(
+        matches!(r[..], [Reject::Cpus { need: 3, free: 2 }]),
+        "{r:?}"
+    );
+    // The owner's guest limit (2 of 3 CPUs) now binds on the host too.
+    assert!(agree(both(&plain), "a second guest").is_empty());
+    let r = agree(both(&plain), "a third guest");
+    assert_eq!(
+        r,
+        vec![Reject::GuestLimit {
+            limit: 2,
+            guests: 2
+        }]
+    );
+    // The owner is back: every reason, the owner's first.
+    env.owner.send(OwnerState::Na).unwrap();
+    let r = agree(both(&|d| d.owner = "mallory".into()), "owner active");
+    assert_eq!(r[0], Reject::OwnerActive, "{r:?}");
+    assert!(r.len() >= 3, "owner, user and the guest limit: {r:?}");
+    env.starter.vacate_all("test over");
+    wait_for("guests gone", Duration::from_secs(20), || {
+        env.starter.listing().is_empty().then_some(())
+    })
+    .await;
 }

@@ -46,6 +46,7 @@ fn ad(name: &str, av: bool, cpus: u32, idle: u32, guests: &[(u64, &str)]) -> Sta
                 since: Time::ZERO,
                 suspended: false,
                 concurrency_limits: Vec::new(),
+                class: None,
             })
             .collect(),
         attrs: Default::default(),
@@ -164,6 +165,7 @@ fn guest(job: u64, home: &str, owner: &str, lic: &[&str]) -> GuestInfo {
         since: Time::ZERO,
         suspended: false,
         concurrency_limits: lic.iter().map(|s| s.to_string()).collect(),
+        class: None,
     }
 }
 

@@ -2,9 +2,10 @@
 //!
 //! A home station that holds a claim on this host sends a
 //! [`PlacementRequest`](gleaner_proto::wire::PlacementRequest)
-//! (`POST /v1/place`). The starter checks it (owner state, claim, free
-//! CPUs, memory, disk and a free slot account), answers at once, and runs
-//! the guest asynchronously:
+//! (`POST /v1/place`). The starter checks it (the claim, then the fit
+//! check the matchmaker made, `gleaner_proto::fit`, with this host's owner,
+//! guests, free resources and policy of the moment, and a free slot
+//! account), answers at once, and runs the guest asynchronously:
 //!
 //! 0. a slot account of its own ([`SlotPool`], `slot.rs`; issue 12): every
 //!    guest runs as a different uid, never `nobody`, the owner's or the
@@ -66,9 +67,11 @@
 //! are run and controlled (`control.rs`, `sandbox.rs`, `criu.rs`), and the
 //! lifecycle (`run/`: prepare → restore → launch → supervise → finish).
 //! This file holds the [`Starter`] and its public API; `place.rs` decides
-//! placements, `routes.rs` serves them, `claims.rs` checks their claims,
-//! `ckpt.rs` and `outputs.rs` send checkpoints and output files home.
+//! placements with the fit check of `admission.rs`, `routes.rs` serves
+//! them, `claims.rs` checks their claims, `ckpt.rs` and `outputs.rs` send
+//! checkpoints and output files home.
 
+mod admission;
 mod ckpt;
 mod claims;
 mod config;
@@ -83,6 +86,7 @@ mod run;
 mod sandbox;
 mod slot;
 
+pub use admission::{admit, refusal};
 pub use claims::{AnyNonEmptyClaim, ClaimRejected, ClaimVerifier, PoolKeyClaims};
 pub use config::{DEFAULT_CRIU_SANDBOX_DIR, STDERR_FILE, STDOUT_FILE, StarterConfig, StarterError};
 pub use guests::GuestListing;
@@ -93,7 +97,7 @@ use crate::isolation::{CgroupManager, Confinement, REAP_TIMEOUT, SlotPool};
 use config::io_err;
 use gleaner_core::detector::OwnerState;
 use gleaner_core::time::Time;
-use gleaner_proto::job::{JobDescription, JobId};
+use gleaner_proto::job::JobId;
 use gleaner_proto::wire::GuestInfo;
 use guests::{Command, GuestEntry};
 use std::collections::HashMap;
@@ -121,16 +125,11 @@ pub struct Starter {
     epoch: Instant,
     seq: AtomicU64,
     draining: AtomicBool,
-    /// The station policy's check of a new guest (policy.rs).
-    admission: std::sync::OnceLock<Admission>,
     /// Throttles checkpoint transfers of all guests on this host.
     bucket: SharedBucket,
     /// Measured checkpoint transfer rate, for `T_migr`.
     pub(crate) rate: RateMeter,
 }
-
-/// Decides whether a job may start here; `Err` explains why not.
-pub type Admission = Box<dyn Fn(&JobDescription) -> Result<(), String> + Send + Sync>;
 
 impl Starter {
     /// `token` authenticates the starter at the shadows (a Daemon token);
@@ -182,7 +181,6 @@ impl Starter {
             guests: Mutex::new(HashMap::new()),
             epoch: Instant::now(),
             seq: AtomicU64::new(0),
-            admission: std::sync::OnceLock::new(),
             draining: AtomicBool::new(false),
             bucket,
             rate: RateMeter::default(),
@@ -191,11 +189,6 @@ impl Starter {
 
     pub fn config(&self) -> &StarterConfig {
         &self.config
-    }
-
-    /// Installs the station policy's admission check (once).
-    pub fn set_admission(&self, check: Admission) {
-        let _ = self.admission.set(check);
     }
 
     /// The guests' cgroups, when the station has them.
