@@ -643,3 +643,156 @@ async fn starter_refuses_what_the_matchmaker_refuses_in_the_same_words() {
     })
     .await;
 }
+
+fn destination(job: JobId, available: bool) -> gleaner_proto::wire::Destination {
+    gleaner_proto::wire::Destination {
+        job,
+        home: "home1".into(),
+        available,
+    }
+}
+
+/// The `Evicted` report of `job`, once it is there.
+fn evicted(env: &Env, job: JobId) -> Option<JobStatusReport> {
+    env.rec
+        .lock()
+        .unwrap()
+        .reports
+        .iter()
+        .find(|r| r.job_id == job && r.event == JobEventKind::Evicted)
+        .cloned()
+}
+
+/// Linger-Longer in the starter (Ryu & Hollingsworth L85–93): a lingering
+/// guest migrates once the owner has been active for `T_lingr` (Eq. 4;
+/// with the default h = 1, l = 0, `T_lingr = T_migr`, here 8 MB at the
+/// pool's 8 MB/s = 1 s, Eq. 5) and the coordinator says a free node would
+/// take it; without one it lingers, and leaves as soon as one appears.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starter_linger_longer_migrates_after_t_lingr_only_with_a_destination() {
+    let _l = serial_lock();
+    let env = env(
+        EvictionPolicy::from_name("ll").unwrap(),
+        OwnerState::Av,
+        None,
+    )
+    .await;
+    env.starter.on_pool_transfer_rate(Some(8e6));
+    let t_lingr = Duration::from_secs(1);
+    let (stay, go) = (JobId::new(30, 0), JobId::new(30, 1));
+    accepted(env.starter.place(request(&env, stay, BUSY)));
+    accepted(env.starter.place(request(&env, go, BUSY)));
+    wait_for("both running", Duration::from_secs(10), || {
+        let l = env.starter.listing();
+        (l.len() == 2 && l.iter().all(|g| g.state == "running")).then_some(())
+    })
+    .await;
+    env.starter
+        .on_destinations(&[destination(stay, false), destination(go, true)]);
+    let t0 = Instant::now();
+    env.owner.send(OwnerState::Na).unwrap();
+    let ev = wait_for(
+        "the guest with a destination leaves",
+        Duration::from_secs(10),
+        || evicted(&env, go),
+    )
+    .await;
+    let took = t0.elapsed();
+    eprintln!("Linger-Longer left {took:?} after the owner came back (T_lingr = {t_lingr:?})");
+    assert!(took >= t_lingr, "left before T_lingr: {took:?}");
+    assert!(took < t_lingr + Duration::from_millis(900), "{took:?}");
+    assert_eq!(ev.state, JobState::Idle);
+    assert!(ev.detail.contains("migrating"), "{}", ev.detail);
+    assert!(ev.detail.contains("T_lingr = 1.0 s"), "{}", ev.detail);
+    // No free node for the other: it lingers past T_lingr …
+    tokio::time::sleep(t_lingr).await;
+    assert!(evicted(&env, stay).is_none(), "left without a destination");
+    let l = env.starter.listing();
+    assert_eq!(l.len(), 1, "{l:?}");
+    assert_eq!(l[0].state, "lingering");
+    // … and goes as soon as one appears.
+    let t1 = Instant::now();
+    env.starter.on_destinations(&[destination(stay, true)]);
+    let ev = wait_for("the waiting guest leaves", Duration::from_secs(10), || {
+        evicted(&env, stay)
+    })
+    .await;
+    let took = t1.elapsed();
+    eprintln!("the waiting guest left {took:?} after a destination appeared");
+    assert!(took < Duration::from_millis(900), "{took:?}");
+    assert!(ev.detail.contains("migrating"), "{}", ev.detail);
+}
+
+/// Linger-Forever never leaves (L91), destination or not; Pause-and-Migrate
+/// leaves after its pause (L58), to the free node when there is one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starter_linger_forever_stays_and_pause_and_migrate_leaves_after_its_pause() {
+    let _l = serial_lock();
+    let lf = env(
+        EvictionPolicy::from_name("lf").unwrap(),
+        OwnerState::Av,
+        None,
+    )
+    .await;
+    lf.starter.on_pool_transfer_rate(Some(8e6));
+    let job = JobId::new(31, 0);
+    accepted(lf.starter.place(request(&lf, job, BUSY)));
+    guest_pid(&lf).await;
+    lf.starter.on_destinations(&[destination(job, true)]);
+    lf.owner.send(OwnerState::Na).unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(evicted(&lf, job).is_none(), "Linger-Forever left");
+    assert_eq!(lf.starter.listing()[0].state, "lingering");
+    lf.starter.vacate_all("test over");
+
+    let pause = Duration::from_millis(1500);
+    let pm = EvictionPolicy::PauseAndMigrate(gleaner_core::eviction::PauseAndMigrateConfig {
+        pause: Dur::from_millis(1500),
+        ..Default::default()
+    });
+    let env = env(pm, OwnerState::Av, None).await;
+    let (go, vacate) = (JobId::new(32, 0), JobId::new(32, 1));
+    accepted(env.starter.place(request(&env, go, BUSY)));
+    accepted(env.starter.place(request(&env, vacate, BUSY)));
+    wait_for("both running", Duration::from_secs(10), || {
+        let l = env.starter.listing();
+        (l.len() == 2 && l.iter().all(|g| g.pid.is_some())).then_some(())
+    })
+    .await;
+    env.starter
+        .on_destinations(&[destination(go, true), destination(vacate, false)]);
+    let t0 = Instant::now();
+    env.owner.send(OwnerState::Na).unwrap();
+    wait_for("both paused", Duration::from_secs(5), || {
+        let l = env.starter.listing();
+        l.iter().all(|g| g.state == "suspended").then_some(())
+    })
+    .await;
+    let a = wait_for(
+        "the one with a destination",
+        Duration::from_secs(10),
+        || evicted(&env, go),
+    )
+    .await;
+    let took = t0.elapsed();
+    let b = wait_for("the one without", Duration::from_secs(10), || {
+        evicted(&env, vacate)
+    })
+    .await;
+    eprintln!("Pause-and-Migrate left {took:?} after the owner came back (pause {pause:?})");
+    assert!(
+        took >= pause && took < pause + Duration::from_millis(900),
+        "{took:?}"
+    );
+    assert!(a.detail.contains("migrating"), "{}", a.detail);
+    // No destination: vacated all the same (NoDestination::Vacate).
+    assert!(
+        b.detail.contains("evicted by pause_and_migrate"),
+        "{}",
+        b.detail
+    );
+    wait_for("lf gone", Duration::from_secs(10), || {
+        lf.starter.listing().is_empty().then_some(())
+    })
+    .await;
+}

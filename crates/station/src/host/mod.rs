@@ -4,7 +4,8 @@
 //! - [`owner_watch`]: the owner's activity, as AV/NA from the core
 //!   detector, which the guests' eviction ladders follow;
 //! - [`policy`]: the owner's rules for guests (operating windows, users,
-//!   `START`) and the admission check of each placement;
+//!   `START`, guest limit), checked on each placement by the starter's fit
+//!   check (`starter/admission.rs`, the matchmaker's `gleaner_proto::fit`);
 //! - [`machine_ad`]: what the station says about itself as a machine (β
 //!   benchmark, disk, zone, attributes);
 //! - [`guest_records`], [`procs`], [`leftovers`]: durable records of
@@ -16,7 +17,8 @@
 //! - [`starter`]: runs the guests.
 //!
 //! [`Host`] is the side's state; the node takes its part of the station's
-//! ad ([`HostPart`]) and gives it the pool's transfer rate.
+//! ad ([`HostPart`]) and gives it the pool's transfer rate and the
+//! destinations of its guests.
 
 pub mod guest_records;
 pub mod leftovers;
@@ -35,7 +37,7 @@ use axum::Router;
 use gleaner_core::detector::OwnerState;
 use gleaner_core::eviction::EvictionPolicy;
 use gleaner_proto::auth::PoolKey;
-use gleaner_proto::wire::StationAd;
+use gleaner_proto::wire::{Destination, StationAd};
 use starter::{PoolKeyClaims, Starter, StarterConfig, StarterError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -232,7 +234,15 @@ impl Host {
     /// the fallback for new guests' `T_migr`.
     pub fn on_pool_transfer_rate(&self, rate: Option<u64>) {
         if let Some(s) = &self.starter {
-            s.rate.set_pool(rate.map(|r| r as f64));
+            s.on_pool_transfer_rate(rate.map(|r| r as f64));
+        }
+    }
+
+    /// The coordinator's destinations for this host's guests: each guest's
+    /// eviction ladder hears whether a free node would take it.
+    pub fn on_destinations(&self, destinations: &[Destination]) {
+        if let Some(s) = &self.starter {
+            s.on_destinations(destinations);
         }
     }
 

@@ -40,9 +40,11 @@ pub fn build_ad(home: &Home, host: &Host, address: &str, sequence: u64) -> Stati
 }
 
 /// Hands the coordinator's reply to the two sides: the pool's transfer
-/// rate to the host; preemptions, then grants, to the home.
+/// rate and the guests' destinations to the host; preemptions, then
+/// grants, to the home.
 async fn dispatch(home: &Arc<Home>, host: &Host, reply: &AdvertiseReply) {
     host.on_pool_transfer_rate(reply.checkpoint_transfer_rate);
+    host.on_destinations(&reply.destinations);
     home.on_preemptions(&reply.preemptions);
     home.on_grants(&reply.grants).await;
 }

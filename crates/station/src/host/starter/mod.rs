@@ -56,9 +56,16 @@
 //! after a periodic dump or on the next station, is a `criu restore`
 //! instead of a start.
 //!
-//! Open points (documented, not yet done): migration to a chosen
-//! destination (a `Migrate` action vacates: the home station picks the
-//! next host), and `when_to_transfer_output = ON_EXIT_OR_EVICT`.
+//! Destinations (`destinations.rs`): the coordinator tells the host, per
+//! guest, whether a free node elsewhere would take it; the guest's ladder
+//! hears it at once and when it changes, so Linger-Longer migrates after
+//! `T_lingr` (Ryu & Hollingsworth Eq. 4) when a free node exists. A
+//! `Migrate` action vacates the guest (checkpointing it when it can) and
+//! its home requeues it; the coordinator then grants it the free node (the
+//! host it left is avoided for a while, `avoid_host_secs`).
+//!
+//! Open point (documented, not yet done): `when_to_transfer_output =
+//! ON_EXIT_OR_EVICT`.
 //!
 //! # Layout
 //!
@@ -77,6 +84,7 @@ mod claims;
 mod config;
 mod control;
 mod criu;
+mod destinations;
 mod guests;
 mod jic;
 mod outputs;
@@ -129,6 +137,9 @@ pub struct Starter {
     bucket: SharedBucket,
     /// Measured checkpoint transfer rate, for `T_migr`.
     pub(crate) rate: RateMeter,
+    /// The rate `T_migr` uses now ([`RateMeter::get`]), for running guests'
+    /// ladders (`destinations.rs`).
+    rate_news: watch::Sender<Option<f64>>,
 }
 
 impl Starter {
@@ -184,6 +195,7 @@ impl Starter {
             draining: AtomicBool::new(false),
             bucket,
             rate: RateMeter::default(),
+            rate_news: watch::channel(None).0,
         })
     }
 

@@ -13,7 +13,7 @@ use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::wire::{GuestInfo, PlacementRequest, PlacementResponse, RejectReason};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 impl Starter {
     /// Decide a placement; on acceptance the guest starts in the background
@@ -102,6 +102,7 @@ impl Starter {
             state: Mutex::new(("starting".to_string(), None)),
             cmd,
             slot: SlotHold::new(lease),
+            destination: watch::channel(None).0,
         });
         guests.insert(req.job_id, entry.clone());
         Ok(entry)
