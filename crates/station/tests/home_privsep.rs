@@ -89,16 +89,27 @@ impl Env {
     /// A station run by root and two users, A and B; `None` (skipped) when
     /// not root.
     async fn start(test: &str) -> Option<Env> {
+        Self::start_with(test, |_, _| {}).await
+    }
+
+    /// [`Env::start`] with the station's configuration adjusted once the
+    /// users exist (`tweak(config, b)`).
+    async fn start_with(
+        test: &str,
+        tweak: impl FnOnce(&mut StationConfig, &TestUser),
+    ) -> Option<Env> {
         if skip_unless_root(&format!("{test}: creates Unix users")) {
             return None;
         }
         let dir = tempfile::tempdir().unwrap();
         // The users must reach the socket below it.
         reachable(&dir.path().join("x")).unwrap();
-        let (addr, running) = spawn_for_test(config(dir.path())).await.unwrap();
-        let key = load_or_create_pool_key(&dir.path().join("pool.key")).unwrap();
         let a = TestUser::create("psepa").unwrap();
         let b = TestUser::create("psepb").unwrap();
+        let mut cfg = config(dir.path());
+        tweak(&mut cfg, &b);
+        let (addr, running) = spawn_for_test(cfg).await.unwrap();
+        let key = load_or_create_pool_key(&dir.path().join("pool.key")).unwrap();
         let env = Env {
             socket: dir.path().join("state/user.sock"),
             dir,
@@ -880,5 +891,42 @@ async fn dags_are_checked_and_rescued_as_their_owner() {
             .contains(&private.join("x.dag").display().to_string())
     );
     assert_eq!(std::fs::read_dir(&private).unwrap().count(), 0);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_guest_slot_account_on_the_user_socket_is_no_user() {
+    // B is named like this station's slot accounts (`<prefix><n>`): a guest
+    // running as a slot can reach the user socket from its sandbox, and must
+    // not use the pool as a user.
+    let Some(env) = Env::start_with("a_guest_slot_account_is_no_user", |cfg, b| {
+        cfg.isolation.slot_prefix = b
+            .name()
+            .trim_end_matches(|c: char| c.is_ascii_digit())
+            .into();
+    })
+    .await
+    else {
+        return;
+    };
+    let dir = env.job_dir(&env.b);
+    for (method, path, body) in [
+        ("GET", "/v1/whoami", String::new()),
+        ("GET", "/v1/jobs", String::new()),
+        (
+            "POST",
+            "/v1/submit",
+            serde_json::to_string(&env.body("executable = /bin/echo\nqueue\n", &dir)).unwrap(),
+        ),
+    ] {
+        let (status, body) = env.peer(&env.b, method, path, &body).await;
+        let (status, _, msg) = refusal(status, &body);
+        assert_eq!(status, 403, "{method} {path}: {msg}");
+        assert!(msg.contains("guest slot account"), "{msg}");
+    }
+    assert!(env.queue().await.is_empty());
+    // A, an ordinary account, is served.
+    let (status, _) = env.peer(&env.a, "GET", "/v1/whoami", "").await;
+    assert_eq!(status, 200);
     env.stop().await;
 }

@@ -43,6 +43,21 @@ pub struct WhoAmI {
     pub uid: Option<u32>,
 }
 
+/// Why `name` is not a user at all: it is a guest slot account (of this
+/// station's prefix, or marked as one by any station on this machine). A
+/// guest runs as such an account and can reach the user socket from its
+/// sandbox; it must not submit jobs or touch anyone's as a "user".
+fn slot_refusal(name: &str, slot_prefix: &str) -> Option<String> {
+    let gecos = nix::unistd::User::from_name(name)
+        .ok()
+        .flatten()
+        .map(|u| u.gecos.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    crate::isolation::is_slot_account(name, &gecos, slot_prefix).then(|| {
+        format!("{name} is a guest slot account, not a user: guests cannot use the pool as users")
+    })
+}
+
 /// How the daemon runs, which decides whom it serves.
 #[derive(Clone, Debug)]
 pub(crate) enum Served {
@@ -151,7 +166,12 @@ pub(crate) async fn admit(
     let Some(Extension(caller)) = caller else {
         return ApiError::new(ErrorCode::Unauthorized, "no authenticated caller").into_response();
     };
-    if let Err(why) = home.served.admit(&caller) {
+    let refused = if caller.role == Role::Station {
+        None
+    } else {
+        slot_refusal(&caller.name, &home.slot_prefix)
+    };
+    if let Some(why) = refused.or_else(|| home.served.admit(&caller).err()) {
         tracing::warn!(caller = %caller.name, path = %req.uri().path(), %why, "caller not served");
         return ApiError::new(ErrorCode::Forbidden, why).into_response();
     }

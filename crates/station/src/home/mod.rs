@@ -98,6 +98,9 @@ pub struct Home {
     last_placement: Mutex<Option<Instant>>,
     /// Whom the user API serves (decided by the daemon's uid).
     served: identity::Served,
+    /// This station's slot-account prefix: such accounts are guests, never
+    /// users ([`identity`]).
+    slot_prefix: String,
 }
 
 impl Home {
@@ -112,6 +115,7 @@ impl Home {
             http,
         } = setup;
         dagman::init(&mut queue)?;
+        let slot_prefix = config.isolation.slot_prefix.clone();
         let remote = remote::RemoteJobs::new(
             config.lease(),
             Duration::from_secs_f64(config.avoid_host_secs.max(0.0)),
@@ -136,6 +140,7 @@ impl Home {
             ckpt,
             last_placement: Mutex::new(None),
             served: identity::Served::detect(),
+            slot_prefix,
         })
     }
 

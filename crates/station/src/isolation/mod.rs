@@ -46,7 +46,10 @@ pub use reap::{REAP_TIMEOUT, ReapReport, kill_uid, processes_of_uid};
 pub use sandbox::{prepare_execute_dir, prepare_sandbox, unreachable_by};
 pub use settings::{CgroupMode, CgroupSettings, IsolationSettings};
 pub use slot_pool::{SlotLease, SlotPool};
-pub use slots::{DEFAULT_SLOT_PREFIX, Slot, SlotAccounts, SlotConfig, default_slot_count};
+pub use slots::{
+    DEFAULT_SLOT_PREFIX, SLOT_COMMENT, Slot, SlotAccounts, SlotConfig, default_slot_count,
+    is_slot_account,
+};
 
 use std::path::{Path, PathBuf};
 

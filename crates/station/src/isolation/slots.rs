@@ -23,6 +23,22 @@ use std::time::Duration;
 /// The default account name prefix (`gleaner-slot1`, `gleaner-slot2`, …).
 pub const DEFAULT_SLOT_PREFIX: &str = "gleaner-slot";
 
+/// The GECOS field of every slot account a station creates: it marks the
+/// account as a guest's, on any station of this machine, so the home never
+/// takes it for a user ([`is_slot_account`]).
+pub const SLOT_COMMENT: &str = "Gleaner guest slot";
+
+/// Whether the account `name` runs guests rather than being a person's:
+/// created as a slot (its GECOS says so) or named like this station's
+/// slots. A guest runs as such an account, and must not be able to use the
+/// pool as a user from inside its sandbox (through the user socket).
+pub fn is_slot_account(name: &str, gecos: &str, prefix: &str) -> bool {
+    let numbered = name
+        .strip_prefix(prefix)
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    gecos.starts_with(SLOT_COMMENT) || (!prefix.is_empty() && numbered)
+}
+
 /// Longest account name `useradd` accepts on Debian.
 const MAX_NAME: usize = 32;
 
@@ -300,7 +316,7 @@ fn create_account(name: &str, uid: Option<u32>) -> Result<(), IsolationError> {
                 nologin_shell(),
                 "--user-group",
                 "--comment",
-                "Gleaner guest slot",
+                SLOT_COMMENT,
                 name,
             ])
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
@@ -421,6 +437,17 @@ impl SlotAccounts {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn slot_accounts_are_known_by_mark_or_by_this_stations_prefix() {
+        assert!(is_slot_account("gleaner-slot3", "", "gleaner-slot"));
+        assert!(is_slot_account("other-slot1", SLOT_COMMENT, "gleaner-slot"));
+        assert!(!is_slot_account("gleaner-slotter", "", "gleaner-slot"));
+        assert!(!is_slot_account("gleaner-slot", "", "gleaner-slot"));
+        assert!(!is_slot_account("alice", "Alice Liddell", "gleaner-slot"));
+        assert!(!is_slot_account("alice", "", ""));
+    }
+
     use super::*;
 
     const PASSWD: &str = "\

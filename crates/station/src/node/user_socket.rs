@@ -8,14 +8,16 @@
 //! do. Only the user API is served there: no shadow, checkpoint, lease or
 //! starter endpoint.
 //!
-//! A socket file left by a daemon that died is replaced at start; one that
-//! still answers belongs to a running daemon and stops this one from
-//! starting. At stop the file is removed, if it is still ours.
+//! The daemon holds an exclusive `flock` on `<socket>.lock` for as long as
+//! it serves: a second daemon pointed at the same path refuses to start,
+//! and a socket file left by a daemon that died (its lock released by the
+//! kernel) is replaced. At stop the file is removed; the lock says it is
+//! still ours (an inode number cannot: a replacement may reuse it).
 
 use super::DaemonError;
 use axum::Router;
 use gleaner_edge::PeerCred;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use tokio::net::UnixListener;
 use tokio::sync::watch;
@@ -26,13 +28,13 @@ const SOCKET_MODE: u32 = 0o666;
 /// Mode of a socket directory the daemon creates.
 const DIR_MODE: u32 = 0o755;
 
-/// The bound socket file, removed by [`UserSocket::remove`] if it is still
-/// the one this daemon bound.
+/// The bound socket file and the lock that makes it this daemon's, removed
+/// by [`UserSocket::remove`].
 #[derive(Debug)]
 pub struct UserSocket {
     path: PathBuf,
-    dev: u64,
-    ino: u64,
+    /// Holds `flock(LOCK_EX)` on `<path>.lock` until dropped.
+    _lock: std::fs::File,
 }
 
 impl UserSocket {
@@ -40,15 +42,15 @@ impl UserSocket {
         &self.path
     }
 
-    /// Removes the socket file unless another daemon has replaced it.
+    /// Removes the socket file (ours while we hold the lock). The lock file
+    /// stays: removing it would let two daemons lock two different files.
     pub fn remove(&self) {
-        match std::fs::symlink_metadata(&self.path) {
-            Ok(m) if m.dev() == self.dev && m.ino() == self.ino => {
-                if let Err(e) = std::fs::remove_file(&self.path) {
-                    tracing::warn!(path = %self.path.display(), error = %e, "cannot remove the user socket");
-                }
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(path = %self.path.display(), error = %e, "cannot remove the user socket");
             }
-            _ => {}
         }
     }
 }
@@ -69,18 +71,20 @@ pub fn bind(path: &Path) -> Result<(UnixListener, UserSocket), DaemonError> {
             .create(dir)
             .map_err(io(format!("user socket directory {}", dir.display())))?;
     }
+    let lock = take_lock(path)?;
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_socket() => {
+            // Something that takes no lock (another program) still serves.
             if std::os::unix::net::UnixStream::connect(path).is_ok() {
                 return Err(DaemonError::Io {
                     what: format!("user socket {shown}"),
                     source: std::io::Error::new(
                         std::io::ErrorKind::AddrInUse,
-                        "another daemon is serving on it (set user_socket to another path)",
+                        "another program is serving on it (set user_socket to another path)",
                     ),
                 });
             }
-            // Stale: its daemon is gone.
+            // Stale: the daemon that bound it is gone (we hold the lock).
             std::fs::remove_file(path).map_err(io(format!("stale user socket {shown}")))?;
             tracing::info!(path = %shown, "replaced a stale user socket");
         }
@@ -100,15 +104,42 @@ pub fn bind(path: &Path) -> Result<(UnixListener, UserSocket), DaemonError> {
     )))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(SOCKET_MODE))
         .map_err(io(format!("chmod {shown}")))?;
-    let m = std::fs::symlink_metadata(path).map_err(io(format!("stat {shown}")))?;
     Ok((
         listener,
         UserSocket {
             path: path.to_path_buf(),
-            dev: m.dev(),
-            ino: m.ino(),
+            _lock: lock,
         },
     ))
+}
+
+/// Takes `flock(LOCK_EX | LOCK_NB)` on `<path>.lock` (created 0600), or
+/// says that another daemon serves on `path`.
+fn take_lock(path: &Path) -> Result<std::fs::File, DaemonError> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = PathBuf::from(name);
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&lock_path)
+        .map_err(io(format!("user socket lock {}", lock_path.display())))?;
+    // SAFETY: flock on a descriptor this function owns.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(DaemonError::Io {
+            what: format!("user socket {}", path.display()),
+            source: std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                "another daemon is serving on it (set user_socket to another path)",
+            ),
+        });
+    }
+    Ok(f)
 }
 
 /// Serves `app` (the user API behind authentication) on `listener` until
@@ -152,6 +183,7 @@ mod tests {
         assert!(e.to_string().contains("another daemon"), "{e}");
         drop(listener);
         sock.remove();
+        drop(sock);
         assert!(!path.exists());
         // Not a socket: never deleted.
         std::fs::write(&path, "data").unwrap();
@@ -170,14 +202,20 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_replaced_socket_is_not_removed() {
+    async fn a_live_daemons_socket_is_never_taken_over() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("u.sock");
         let (l1, first) = bind(&path).unwrap();
+        // Even with its listener gone, the first daemon holds the socket.
         drop(l1);
-        // Another daemon replaced the stale file with its own.
-        let (_l2, _second) = bind(&path).unwrap();
-        first.remove();
-        assert!(path.exists(), "the newer daemon's socket stays");
+        let e = bind(&path).unwrap_err().to_string();
+        assert!(e.contains("another daemon"), "{e}");
+        assert!(path.exists());
+        // Once it is gone (lock released), the socket is replaced, and
+        // the second daemon's stop removes its own file.
+        drop(first);
+        let (_l2, second) = bind(&path).unwrap();
+        second.remove();
+        assert!(!path.exists());
     }
 }
