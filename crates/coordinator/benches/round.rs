@@ -60,6 +60,7 @@ fn ads(n: usize) -> Vec<StationAd> {
                 since: Time::ZERO,
                 suspended: false,
                 concurrency_limits: Vec::new(),
+                class: None,
             };
             (OwnerState::Av, vec![g])
         } else if r < 0.6 {

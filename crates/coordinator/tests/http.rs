@@ -165,6 +165,7 @@ fn ad(name: &str, state: OwnerState, cpus: u32, idle: u32, guests: &[(JobId, &st
                 since: Time::from_secs(1),
                 suspended: false,
                 concurrency_limits: Vec::new(),
+                class: None,
             })
             .collect(),
         attrs: Default::default(),

@@ -735,6 +735,7 @@ mod tests {
                     since: Time::ZERO,
                     suspended: false,
                     concurrency_limits: Vec::new(),
+                    class: None,
                 });
             }
             let mut d = job(match req {

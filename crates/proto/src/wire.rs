@@ -65,6 +65,12 @@ pub struct GuestInfo {
     /// The guest's `concurrency_limits` (floating licences it holds).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub concurrency_limits: Vec<String>,
+    /// The guest's job as the matchmaker sees it (requirements, requests,
+    /// licences), so that the coordinator can tell the host whether another
+    /// host would take it ([`AdvertiseReply::destinations`]). `None` from
+    /// older hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<crate::matchmaking::JobClass>,
 }
 
 /// The station's demand for remote capacity.

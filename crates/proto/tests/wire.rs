@@ -26,6 +26,7 @@ fn ad() -> StationAd {
             since: Time::from_secs(100),
             suspended: false,
             concurrency_limits: vec!["matlab".into()],
+            class: None,
         }],
         attrs: BTreeMap::from([("HasMatlab".to_string(), "true".to_string())]),
         demand: Demand {

@@ -171,6 +171,7 @@ impl Both {
                 since: t,
                 suspended: false,
                 concurrency_limits: Vec::new(),
+                class: None,
             });
             self.next_job += 1;
         }

@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 mod common;
-use common::{alive, proc_stat, serial_lock, serve, shared_tempdir};
+use common::{alive, proc_stat, serial_lock, serve, shared_tempdir, unix_now};
+use gleaner_proto::fit::{self, Reject};
 
 #[derive(Default)]
 struct Rec {
@@ -134,6 +135,16 @@ fn cgroups(name: &str) -> Option<CgroupManager> {
 }
 
 async fn env(policy: EvictionPolicy, owner: OwnerState, cg: Option<CgroupManager>) -> Env {
+    env_with(policy, owner, cg, |_| {}).await
+}
+
+/// [`env`] with the starter's configuration adjusted by `adjust`.
+async fn env_with(
+    policy: EvictionPolicy,
+    owner: OwnerState,
+    cg: Option<CgroupManager>,
+    adjust: impl FnOnce(&mut StarterConfig),
+) -> Env {
     // The guests (slot accounts of this test when root) must reach their
     // sandboxes.
     let dir = shared_tempdir();
@@ -147,6 +158,7 @@ async fn env(policy: EvictionPolicy, owner: OwnerState, cg: Option<CgroupManager
     cfg.output_poll = Duration::from_millis(100);
     cfg.checkpoint_grace = Duration::from_millis(500);
     cfg.slots = SlotConfig::new(gleaner_testkit::slot_prefix(), 4);
+    adjust(&mut cfg);
     let starter = Arc::new(Starter::new(cfg, Box::new(AnyNonEmptyClaim), rx, cg.clone()).unwrap());
     Env {
         rec,
@@ -538,4 +550,250 @@ async fn starter_rejects_bad_claims_and_oversized_jobs() {
         }
     ));
     assert!(env.starter.listing().is_empty());
+}
+
+/// The host re-checks a placement with the matchmaker's fit check: for the
+/// same job and the ad the host advertises, `glean q --analyze`'s verdict
+/// (the coordinator's `matchmaker::analyze`) and the host's answer agree,
+/// reason and words, including the owner's guest limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starter_refuses_what_the_matchmaker_refuses_in_the_same_words() {
+    use gleaner_coordinator::matchmaker::{AdEntry, AdsView, analyze};
+    use gleaner_station::host::policy::PolicyConfig;
+    let _l = serial_lock();
+    let env = env_with(EvictionPolicy::default(), OwnerState::Av, None, |c| {
+        c.cpus = 3;
+        c.guest_policy = PolicyConfig {
+            deny_users: vec!["mallory".into()],
+            start: Some(
+                "TARGET.RequestMemory =?= undefined || TARGET.RequestMemory <= 2048".into(),
+            ),
+            max_guests: Some(2),
+            ..Default::default()
+        };
+        c.machine.attrs.insert("HasMatlab".into(), "true".into());
+    })
+    .await;
+    let mut next = 0u64;
+    // Both verdicts on one job: the rejects the matchmaker names (empty
+    // when it would place the job) and the host's answer.
+    let mut both = |adjust: &dyn Fn(&mut JobDescription)| {
+        next += 1;
+        let mut req = request(&env, JobId::new(20, next as u32), BUSY);
+        adjust(&mut req.description);
+        let view = AdsView {
+            now_unix: unix_now() as i64,
+            stations: vec![AdEntry {
+                ad: env.starter.current_ad(),
+                pending_claims: 0,
+                embargoed: false,
+            }],
+            licences: Vec::new(),
+        };
+        let rejects = analyze(&req.description, &view).remove(0).rejects;
+        (rejects, env.starter.place(req))
+    };
+    let agree = |(rejects, answer): (Vec<Reject>, PlacementResponse), what: &str| {
+        match (&rejects[..], &answer) {
+            ([], PlacementResponse::Accepted { .. }) => {}
+            ([first, ..], PlacementResponse::Rejected { reason, message }) => {
+                assert_eq!(*reason, first.placement_reason(), "{what}");
+                assert_eq!(*message, fit::explain(&rejects), "{what}");
+            }
+            _ => panic!("{what}: matchmaker {rejects:?}, host {answer:?}"),
+        }
+        rejects
+    };
+    let plain = |_: &mut JobDescription| {};
+    assert!(agree(both(&plain), "a plain job").is_empty());
+    let r = agree(both(&|d| d.owner = "mallory".into()), "a denied user");
+    assert!(matches!(r[..], [Reject::UserDenied { .. }]), "{r:?}");
+    let r = agree(both(&|d| d.request_memory_mb = Some(3000)), "START");
+    assert!(matches!(r[..], [Reject::Start { .. }]), "{r:?}");
+    let r = agree(
+        both(&|d| d.requirements = Some("HasMatlab && Memory > 8000".into())),
+        "requirements",
+    );
+    assert!(
+        matches!(&r[..], [Reject::Requirements { clauses }] if clauses.len() == 1),
+        "{r:?}"
+    );
+    let r = agree(both(&|d| d.request_cpus = 3), "cpus");
+    assert!(
+        matches!(r[..], [Reject::Cpus { need: 3, free: 2 }]),
+        "{r:?}"
+    );
+    // The owner's guest limit (2 of 3 CPUs) now binds on the host too.
+    assert!(agree(both(&plain), "a second guest").is_empty());
+    let r = agree(both(&plain), "a third guest");
+    assert_eq!(
+        r,
+        vec![Reject::GuestLimit {
+            limit: 2,
+            guests: 2
+        }]
+    );
+    // The owner is back: every reason, the owner's first.
+    env.owner.send(OwnerState::Na).unwrap();
+    let r = agree(both(&|d| d.owner = "mallory".into()), "owner active");
+    assert_eq!(r[0], Reject::OwnerActive, "{r:?}");
+    assert!(r.len() >= 3, "owner, user and the guest limit: {r:?}");
+    env.starter.vacate_all("test over");
+    wait_for("guests gone", Duration::from_secs(20), || {
+        env.starter.listing().is_empty().then_some(())
+    })
+    .await;
+}
+
+fn destination(job: JobId, available: bool) -> gleaner_proto::wire::Destination {
+    gleaner_proto::wire::Destination {
+        job,
+        home: "home1".into(),
+        available,
+    }
+}
+
+/// The `Evicted` report of `job`, once it is there.
+fn evicted(env: &Env, job: JobId) -> Option<JobStatusReport> {
+    env.rec
+        .lock()
+        .unwrap()
+        .reports
+        .iter()
+        .find(|r| r.job_id == job && r.event == JobEventKind::Evicted)
+        .cloned()
+}
+
+/// Linger-Longer in the starter (Ryu & Hollingsworth L85–93): a lingering
+/// guest migrates once the owner has been active for `T_lingr` (Eq. 4;
+/// with the default h = 1, l = 0, `T_lingr = T_migr`, here 8 MB at the
+/// pool's 8 MB/s = 1 s, Eq. 5) and the coordinator says a free node would
+/// take it; without one it lingers, and leaves as soon as one appears.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starter_linger_longer_migrates_after_t_lingr_only_with_a_destination() {
+    let _l = serial_lock();
+    let env = env(
+        EvictionPolicy::from_name("ll").unwrap(),
+        OwnerState::Av,
+        None,
+    )
+    .await;
+    env.starter.on_pool_transfer_rate(Some(8e6));
+    let t_lingr = Duration::from_secs(1);
+    let (stay, go) = (JobId::new(30, 0), JobId::new(30, 1));
+    accepted(env.starter.place(request(&env, stay, BUSY)));
+    accepted(env.starter.place(request(&env, go, BUSY)));
+    wait_for("both running", Duration::from_secs(10), || {
+        let l = env.starter.listing();
+        (l.len() == 2 && l.iter().all(|g| g.state == "running")).then_some(())
+    })
+    .await;
+    env.starter
+        .on_destinations(&[destination(stay, false), destination(go, true)]);
+    let t0 = Instant::now();
+    env.owner.send(OwnerState::Na).unwrap();
+    let ev = wait_for(
+        "the guest with a destination leaves",
+        Duration::from_secs(10),
+        || evicted(&env, go),
+    )
+    .await;
+    let took = t0.elapsed();
+    eprintln!("Linger-Longer left {took:?} after the owner came back (T_lingr = {t_lingr:?})");
+    assert!(took >= t_lingr, "left before T_lingr: {took:?}");
+    assert!(took < t_lingr + Duration::from_millis(900), "{took:?}");
+    assert_eq!(ev.state, JobState::Idle);
+    assert!(ev.detail.contains("migrating"), "{}", ev.detail);
+    assert!(ev.detail.contains("T_lingr = 1.0 s"), "{}", ev.detail);
+    // No free node for the other: it lingers past T_lingr …
+    tokio::time::sleep(t_lingr).await;
+    assert!(evicted(&env, stay).is_none(), "left without a destination");
+    let l = env.starter.listing();
+    assert_eq!(l.len(), 1, "{l:?}");
+    assert_eq!(l[0].state, "lingering");
+    // … and goes as soon as one appears.
+    let t1 = Instant::now();
+    env.starter.on_destinations(&[destination(stay, true)]);
+    let ev = wait_for("the waiting guest leaves", Duration::from_secs(10), || {
+        evicted(&env, stay)
+    })
+    .await;
+    let took = t1.elapsed();
+    eprintln!("the waiting guest left {took:?} after a destination appeared");
+    assert!(took < Duration::from_millis(900), "{took:?}");
+    assert!(ev.detail.contains("migrating"), "{}", ev.detail);
+}
+
+/// Linger-Forever never leaves (L91), destination or not; Pause-and-Migrate
+/// leaves after its pause (L58), to the free node when there is one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starter_linger_forever_stays_and_pause_and_migrate_leaves_after_its_pause() {
+    let _l = serial_lock();
+    let lf = env(
+        EvictionPolicy::from_name("lf").unwrap(),
+        OwnerState::Av,
+        None,
+    )
+    .await;
+    lf.starter.on_pool_transfer_rate(Some(8e6));
+    let job = JobId::new(31, 0);
+    accepted(lf.starter.place(request(&lf, job, BUSY)));
+    guest_pid(&lf).await;
+    lf.starter.on_destinations(&[destination(job, true)]);
+    lf.owner.send(OwnerState::Na).unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(evicted(&lf, job).is_none(), "Linger-Forever left");
+    assert_eq!(lf.starter.listing()[0].state, "lingering");
+    lf.starter.vacate_all("test over");
+
+    let pause = Duration::from_millis(1500);
+    let pm = EvictionPolicy::PauseAndMigrate(gleaner_core::eviction::PauseAndMigrateConfig {
+        pause: Dur::from_millis(1500),
+        ..Default::default()
+    });
+    let env = env(pm, OwnerState::Av, None).await;
+    let (go, vacate) = (JobId::new(32, 0), JobId::new(32, 1));
+    accepted(env.starter.place(request(&env, go, BUSY)));
+    accepted(env.starter.place(request(&env, vacate, BUSY)));
+    wait_for("both running", Duration::from_secs(10), || {
+        let l = env.starter.listing();
+        (l.len() == 2 && l.iter().all(|g| g.pid.is_some())).then_some(())
+    })
+    .await;
+    env.starter
+        .on_destinations(&[destination(go, true), destination(vacate, false)]);
+    let t0 = Instant::now();
+    env.owner.send(OwnerState::Na).unwrap();
+    wait_for("both paused", Duration::from_secs(5), || {
+        let l = env.starter.listing();
+        l.iter().all(|g| g.state == "suspended").then_some(())
+    })
+    .await;
+    let a = wait_for(
+        "the one with a destination",
+        Duration::from_secs(10),
+        || evicted(&env, go),
+    )
+    .await;
+    let took = t0.elapsed();
+    let b = wait_for("the one without", Duration::from_secs(10), || {
+        evicted(&env, vacate)
+    })
+    .await;
+    eprintln!("Pause-and-Migrate left {took:?} after the owner came back (pause {pause:?})");
+    assert!(
+        took >= pause && took < pause + Duration::from_millis(900),
+        "{took:?}"
+    );
+    assert!(a.detail.contains("migrating"), "{}", a.detail);
+    // No destination: vacated all the same (NoDestination::Vacate).
+    assert!(
+        b.detail.contains("evicted by pause_and_migrate"),
+        "{}",
+        b.detail
+    );
+    wait_for("lf gone", Duration::from_secs(10), || {
+        lf.starter.listing().is_empty().then_some(())
+    })
+    .await;
 }

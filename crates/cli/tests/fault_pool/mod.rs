@@ -1,5 +1,6 @@
 //! A pool of real `glean` processes for the fault-injection tests: a
-//! coordinator, a submit-only home station and two execute-only stations.
+//! coordinator, a submit-only home station and two execute-only stations
+//! (or more: [`Pool::start_hosts`]).
 //! The hosts reach the home's shadow through a TCP proxy the test controls
 //! (per host: connections are told apart by the starter's user agent), so
 //! the network between home and one host can be cut and restored.
@@ -232,6 +233,11 @@ impl Pool {
     /// would share `slot_first_uid`). The slot locks keep them from leasing
     /// one account at once.
     pub async fn start_opts(host_extra: &str, shared_slots: bool) -> Pool {
+        Pool::start_hosts(host_extra, shared_slots, &["x1", "x2"]).await
+    }
+
+    /// [`Pool::start_opts`] with the execute stations `names`.
+    pub async fn start_hosts(host_extra: &str, shared_slots: bool, names: &[&str]) -> Pool {
         let lock = serial_lock();
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
@@ -292,7 +298,7 @@ impl Pool {
         home.spawn();
         let mut hosts = HashMap::new();
         let shared_prefix = gleaner_testkit::slot_prefix();
-        for h in ["x1", "x2"] {
+        for &h in names {
             let port = free_port();
             let extra = host_extra
                 .replace("{root}", &root.display().to_string())
@@ -452,7 +458,9 @@ impl Pool {
     /// Tails of the daemons' logs, for failure messages.
     pub fn logs(&self) -> String {
         let mut s = String::new();
-        for n in ["coord", "home", "x1", "x2"] {
+        let mut hosts: Vec<&str> = self.hosts.keys().map(String::as_str).collect();
+        hosts.sort_unstable();
+        for n in ["coord", "home"].into_iter().chain(hosts) {
             let t = std::fs::read_to_string(self.dir.path().join(format!("{n}.log")))
                 .unwrap_or_default();
             let lines: Vec<&str> = t.lines().collect();
@@ -611,4 +619,18 @@ impl Pool {
             .unwrap_or("")
             .to_string()
     }
+}
+
+impl Pool {
+    /// A client of `host`'s HTTP API as an administrator (for its
+    /// `GET /v1/guests` listing).
+    pub fn host_client(&self, host: &str) -> StationClient {
+        let admin = self.keys.admin("admin");
+        StationClient::new(self.hosts[host].url.clone(), admin).unwrap()
+    }
+}
+
+/// The guests `host` lists now (empty when it does not answer).
+pub async fn guests(host: &StationClient) -> Vec<gleaner_station::host::starter::GuestListing> {
+    host.get_json("/v1/guests").await.unwrap_or_default()
 }

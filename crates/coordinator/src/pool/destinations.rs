@@ -10,12 +10,13 @@
 //! What "would take" means is the fit check of `gleaner_proto::fit` in a
 //! regular pass (embargo and guest limits hold), against every host but the
 //! guest's own, with the guest's licence units counted as free (they move
-//! with it). Only hosts with a free node are looked at, and the guest's job
-//! is built only when there is one, so a busy pool costs no ClassAd. The host's ad tells the coordinator a guest's owner and
-//! licences but not its requirements or resource requests, so those are not
-//! checked: a requirement only some hosts meet may yield `available` where
-//! the home later finds no fitting host, and the guest then waits as it
-//! would with no destination.
+//! with it). The guest's job is its class as the host reports it
+//! ([`GuestInfo::class`]: requirements, resource requests, licences), so a
+//! guest that needs 4 GiB or a licensed program is offered only a host that
+//! would take it. A host too old to report the class is answered from the
+//! guest's owner and licences alone. Only hosts with a free node are looked
+//! at, and the guest's job is built only when there is one, so a busy pool
+//! costs no ClassAd.
 
 use super::Pool;
 use super::claims::guest_licences;
@@ -26,16 +27,25 @@ use gleaner_proto::fit::{self, HostView, JobView, LicenceBook};
 use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::wire::{Destination, GuestInfo};
 
-/// The job as the coordinator knows a running guest: its owner and
-/// licences (its own host is skipped by the caller).
+/// The job of a running guest: its class as its host reports it, else
+/// what older hosts report (owner and licences). Its own host is skipped by
+/// the caller, and a move is no reason to avoid any other.
 fn guest_job(g: &GuestInfo) -> JobView {
-    JobView::of_class(JobClass {
-        owner: g.owner.clone(),
-        request_cpus: 1,
-        concurrency_limits: g.concurrency_limits.clone(),
-        count: 1,
-        ..JobClass::default()
-    })
+    let class = match &g.class {
+        Some(c) => JobClass {
+            count: 1,
+            avoid_hosts: Vec::new(),
+            ..c.clone()
+        },
+        None => JobClass {
+            owner: g.owner.clone(),
+            request_cpus: 1,
+            concurrency_limits: g.concurrency_limits.clone(),
+            count: 1,
+            ..JobClass::default()
+        },
+    };
+    JobView::of_class(class)
 }
 
 /// `book` with `units` given back.

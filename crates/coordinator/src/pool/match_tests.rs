@@ -128,6 +128,7 @@ impl Sim {
                 since: Time::ZERO,
                 suspended: false,
                 concurrency_limits: lic,
+                class: None,
             });
         }
     }
@@ -313,6 +314,7 @@ fn a_restart_counts_persisted_claims_and_waits_for_ads() {
             since: Time::ZERO,
             suspended: false,
             concurrency_limits: vec!["matlab".into()],
+            class: None,
         });
     }
     let later = t1 + Dur::from_secs(11);
@@ -336,6 +338,7 @@ fn a_claim_settles_when_its_guest_replaces_an_older_one_in_one_ad() {
         since: Time::ZERO,
         suspended: false,
         concurrency_limits: vec!["matlab".into()],
+        class: None,
     };
     h.running_guests.push(guest(100));
     s.hosts.insert("h1".into(), h.clone());

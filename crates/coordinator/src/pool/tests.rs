@@ -46,6 +46,7 @@ fn ad(name: &str, av: bool, cpus: u32, idle: u32, guests: &[(u64, &str)]) -> Sta
                 since: Time::ZERO,
                 suspended: false,
                 concurrency_limits: Vec::new(),
+                class: None,
             })
             .collect(),
         attrs: Default::default(),
@@ -164,6 +165,7 @@ fn guest(job: u64, home: &str, owner: &str, lic: &[&str]) -> GuestInfo {
         since: Time::ZERO,
         suspended: false,
         concurrency_limits: lic.iter().map(|s| s.to_string()).collect(),
+        class: None,
     }
 }
 
@@ -276,4 +278,49 @@ fn a_guest_holding_the_last_licence_may_still_move() {
     let r = full.advertise(h, t0, &mut out);
     let got: Vec<bool> = r.destinations.iter().map(|d| d.available).collect();
     assert_eq!(got, vec![false, true], "{r:?}");
+}
+
+/// The guest's class, as its host reports it, decides where it could go:
+/// a destination must meet its requirements and have room for its
+/// requests. Without a class (an older host) only the owner counts.
+#[test]
+fn a_destination_must_take_the_guest_as_it_is() {
+    let (mut p, t0) = pool(0.0);
+    let mut x = host("x", OwnerState::Av, 2, vec![]);
+    x.memory_mb = 1024;
+    x.attrs.insert("HasMatlab".into(), "true".into());
+    p.advertise(x, t0);
+    let with = |f: &dyn Fn(&mut gleaner_proto::job::JobDescription)| {
+        let mut d = gleaner_proto::job::JobDescription::new("alice", "/bin/true");
+        f(&mut d);
+        let mut g = guest(1, "a", "alice", &[]);
+        g.class = Some(gleaner_proto::matchmaking::JobClass::of(&d));
+        g
+    };
+    let available = |p: &mut Served, g: GuestInfo| {
+        p.advertise(host("h", OwnerState::Na, 1, vec![g]), t0)
+            .destinations[0]
+            .available
+    };
+    assert!(available(&mut p, guest(1, "a", "alice", &[])), "no class");
+    assert!(available(&mut p, with(&|_| {})), "a plain job");
+    assert!(available(
+        &mut p,
+        with(&|d| d.requirements = Some("HasMatlab".into()))
+    ));
+    assert!(!available(
+        &mut p,
+        with(&|d| d.requirements = Some("HasMatlab && Memory >= 2048".into()))
+    ));
+    assert!(!available(
+        &mut p,
+        with(&|d| d.request_memory_mb = Some(2048))
+    ));
+    assert!(!available(&mut p, with(&|d| d.request_cpus = 3)));
+    // What the home avoids is the home's business.
+    let mut g = with(&|_| {});
+    if let Some(c) = g.class.as_mut() {
+        c.avoid_hosts = vec!["x".into()];
+    }
+    assert!(available(&mut p, g));
 }

@@ -93,6 +93,7 @@ impl Production {
                     since: Time::ZERO,
                     suspended: false,
                     concurrency_limits: Vec::new(),
+                    class: None,
                 }]
             })
             .unwrap_or_default();

@@ -10,21 +10,17 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The parts of the ad that do not change while the daemon runs; the
-/// starter's admission checks placements against it, and the advertise
-/// loop starts every ad from it.
+/// starter checks placements against it (with the occupancy of the moment,
+/// `starter::Starter::current_ad`), and the advertise loop starts every ad
+/// from it.
 pub fn template(cfg: &StationConfig, name: &str) -> StationAd {
     // Built-in attributes (checkpoint backends) first; the owner's `[attrs]`
     // may override them.
     let mut attrs = crate::checkpoint::ad_attrs();
     attrs.extend(cfg.attrs.clone());
     StationAd {
-        protocol: PROTOCOL_VERSION,
-        name: name.to_string(),
-        address: String::new(),
-        state: gleaner_core::detector::OwnerState::Av,
         cpus: cfg.cpus.unwrap_or(1),
         memory_mb: cfg.memory_mb.unwrap_or(1024),
-        disk_free_kb: 0,
         arch: cfg
             .arch
             .clone()
@@ -35,13 +31,35 @@ pub fn template(cfg: &StationConfig, name: &str) -> StationAd {
             None if cfg.role.executes() => measured_speed(),
             None => 0.0,
         },
-        running_guests: Vec::new(),
         attrs,
+        submit_only: !cfg.role.executes(),
+        execute_only: !cfg.role.submits(),
+        ..bare(name)
+    }
+}
+
+/// A machine named `name` with nothing measured or configured: this
+/// architecture, Linux, one CPU, 1 GiB, no attributes (a starter made
+/// without a station, as in tests, describes itself so).
+pub fn bare(name: &str) -> StationAd {
+    StationAd {
+        protocol: PROTOCOL_VERSION,
+        name: name.to_string(),
+        address: String::new(),
+        state: gleaner_core::detector::OwnerState::Av,
+        cpus: 1,
+        memory_mb: 1024,
+        disk_free_kb: 0,
+        arch: std::env::consts::ARCH.to_uppercase(),
+        opsys: "LINUX".into(),
+        speed: 0.0,
+        running_guests: Vec::new(),
+        attrs: Default::default(),
         demand: Demand::default(),
         policy: Default::default(),
         classes: Vec::new(),
-        submit_only: !cfg.role.executes(),
-        execute_only: !cfg.role.submits(),
+        submit_only: false,
+        execute_only: false,
         sequence: 0,
         sent_at: Time::ZERO,
     }

@@ -4,7 +4,8 @@
 //! - [`owner_watch`]: the owner's activity, as AV/NA from the core
 //!   detector, which the guests' eviction ladders follow;
 //! - [`policy`]: the owner's rules for guests (operating windows, users,
-//!   `START`) and the admission check of each placement;
+//!   `START`, guest limit), checked on each placement by the starter's fit
+//!   check (`starter/admission.rs`, the matchmaker's `gleaner_proto::fit`);
 //! - [`machine_ad`]: what the station says about itself as a machine (β
 //!   benchmark, disk, zone, attributes);
 //! - [`guest_records`], [`procs`], [`leftovers`]: durable records of
@@ -16,7 +17,8 @@
 //! - [`starter`]: runs the guests.
 //!
 //! [`Host`] is the side's state; the node takes its part of the station's
-//! ad ([`HostPart`]) and gives it the pool's transfer rate.
+//! ad ([`HostPart`]) and gives it the pool's transfer rate and the
+//! destinations of its guests.
 
 pub mod guest_records;
 pub mod leftovers;
@@ -36,7 +38,7 @@ use gleaner_core::detector::OwnerState;
 use gleaner_core::eviction::EvictionPolicy;
 use gleaner_proto::creds::{NonceFile, NonceFileError, PoolVerifier};
 use gleaner_proto::job::JobDescription;
-use gleaner_proto::wire::StationAd;
+use gleaner_proto::wire::{Destination, StationAd};
 use starter::{SignedClaims, Starter, StarterConfig, StarterError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -191,21 +193,16 @@ impl Host {
                 message: format!("unknown policy {:?}", config.eviction_policy),
             }
         })?;
+        template.cpus = sc.cpus;
+        template.memory_mb = sc.memory_mb;
+        // Placements are checked against the machine the station
+        // advertises, with the same fit check as the matchmaker's.
+        sc.machine = template.clone();
+        sc.guest_policy = config.policy.clone();
         let starter = Starter::new(sc, Box::new(claims), owner_rx, cgroups)?;
         if !starter.slot_pool().is_personal() {
             state_seal::seal_execute_parent(&config.state_dir, &config.execute_dir());
         }
-        template.cpus = starter.config().cpus;
-        template.memory_mb = starter.config().memory_mb;
-        let admission_ad = template.clone();
-        let policy_cfg = config.policy.clone();
-        starter.set_admission(Box::new(move |job: &JobDescription| {
-            let now = crate::clock::now_secs() as i64;
-            let mut ad = admission_ad.clone();
-            ad.policy = policy_cfg.to_ad(now);
-            let machine = gleaner_proto::matchmaking::machine_ad(&ad);
-            policy::admit(&ad.policy, &machine, job, now)
-        }));
         let host = Host {
             config,
             template,
@@ -229,29 +226,19 @@ impl Host {
 
     /// This side's part of the station's ad.
     pub fn part(&self) -> HostPart {
-        let mut ad = self.template.clone();
-        ad.state = *self.owner.borrow();
-        match &self.starter {
-            Some(s) => {
-                let guests = s.running_guests();
-                // The coordinator counts one node per guest (pool.rs): offer
-                // the CPUs no guest uses plus one node per guest, and never
-                // more new guests than free slot accounts.
-                let free = s.config().cpus.saturating_sub(s.used_cpus());
-                let free = match s.free_slots() {
-                    Some(slots) => free.min(u32::try_from(slots).unwrap_or(u32::MAX)),
-                    None => free,
-                };
-                ad.cpus = free + guests.len() as u32;
-                ad.memory_mb = s.config().memory_mb.saturating_sub(s.used_memory_mb());
-                ad.disk_free_kb = machine_ad::disk_free_kb(&self.config.execute_dir());
-                ad.running_guests = guests;
+        let machine = match &self.starter {
+            // The ad placements are checked against (starter/admission.rs).
+            Some(s) => s.current_ad(),
+            None => {
+                let mut ad = self.template.clone();
+                ad.state = *self.owner.borrow();
+                ad.cpus = 0;
+                ad.policy = self.config.policy.to_ad(crate::clock::now_secs() as i64);
+                ad
             }
-            None => ad.cpus = 0,
-        }
-        ad.policy = self.config.policy.to_ad(crate::clock::now_secs() as i64);
+        };
         HostPart {
-            machine: ad,
+            machine,
             transfer_rate: self.starter.as_ref().and_then(|s| s.rate.own()),
         }
     }
@@ -260,7 +247,15 @@ impl Host {
     /// the fallback for new guests' `T_migr`.
     pub fn on_pool_transfer_rate(&self, rate: Option<u64>) {
         if let Some(s) = &self.starter {
-            s.rate.set_pool(rate.map(|r| r as f64));
+            s.on_pool_transfer_rate(rate.map(|r| r as f64));
+        }
+    }
+
+    /// The coordinator's destinations for this host's guests: each guest's
+    /// eviction ladder hears whether a free node would take it.
+    pub fn on_destinations(&self, destinations: &[Destination]) {
+        if let Some(s) = &self.starter {
+            s.on_destinations(destinations);
         }
     }
 

@@ -3,17 +3,16 @@
 //! `station.toml`).
 //!
 //! The policy is advertised (the coordinator only matches jobs it admits)
-//! and enforced here too: the starter refuses a placement that violates it,
+//! and enforced here too: the starter refuses a placement that violates it
+//! (the fit check of `gleaner_proto::fit`, as the matchmaker's),
 //! and when an operating window closes while guests run the station acts
 //! as if the owner had come back, so the configured eviction ladder
 //! (suspend, linger, vacate …) applies. The window rule itself is pure code
 //! in `gleaner_core::owner_rules`.
 
-use gleaner_classad::Ad;
 use gleaner_core::detector::OwnerState;
 use gleaner_core::owner_rules::Windows;
-use gleaner_proto::job::JobDescription;
-use gleaner_proto::matchmaking::{JobClass, PolicyAd, class_ad};
+use gleaner_proto::matchmaking::PolicyAd;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -70,42 +69,6 @@ impl PolicyConfig {
     }
 }
 
-/// Whether a job may start on this station now: the policy (windows,
-/// users, `START`) and the job's own requirements against the machine ad.
-/// `Err` carries a message for the home station.
-pub fn admit(
-    policy: &PolicyAd,
-    machine: &Ad,
-    job: &JobDescription,
-    now_unix: i64,
-) -> Result<(), String> {
-    if !policy.window_open(now_unix) {
-        return Err(format!(
-            "outside this station's operating windows ({})",
-            policy.windows.join("; ")
-        ));
-    }
-    if !policy.user_filter().admits(&job.owner) {
-        return Err(format!("user {} may not run jobs here", job.owner));
-    }
-    let jad = class_ad(&JobClass::of(job));
-    if !gleaner_classad::matches(&jad, machine, now_unix) {
-        let ctx = gleaner_classad::EvalContext::new(now_unix)
-            .with_my(machine)
-            .with_target(&jad);
-        let start = ctx.eval_attr("Requirements");
-        if start.as_bool() != Some(true) {
-            return Err(format!(
-                "the station's START ({}) is {}",
-                policy.start.as_deref().unwrap_or("true"),
-                start.unparse()
-            ));
-        }
-        return Err("the job's requirements do not match this station".into());
-    }
-    Ok(())
-}
-
 /// Forwards the owner state from `raw` to `out`, forcing NA while the
 /// operating windows are closed, so a closing window evicts guests like a
 /// returning owner. Checks every second and on every change of `raw`.
@@ -150,7 +113,8 @@ pub fn spawn_window_gate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gleaner_proto::matchmaking::machine_ad;
+    use gleaner_proto::fit;
+    use gleaner_proto::job::JobDescription;
     use gleaner_proto::wire::StationAd;
 
     fn station() -> StationAd {
@@ -228,36 +192,31 @@ mod tests {
             start: Some("TARGET.RequestCpus == 1".into()),
             ..Default::default()
         };
-        let m = machine_ad(&s);
+        s.disk_free_kb = 1 << 20;
+        // The starter's check, the one the matchmaker makes.
+        let admit = |job: &JobDescription, now| {
+            crate::host::starter::admit(&s, false, job, now).map_err(|r| fit::explain(&r))
+        };
         // 2025-11-17 (Monday) 20:00 UTC: open; 12:00: closed.
         let open = 1_763_337_600 + 20 * 3600;
         let closed = 1_763_337_600 + 12 * 3600;
         let mut job = JobDescription::new("alice", "/bin/true");
-        assert!(admit(&s.policy, &m, &job, open).is_ok());
-        assert!(
-            admit(&s.policy, &m, &job, closed)
-                .unwrap_err()
-                .contains("window")
-        );
+        assert!(admit(&job, open).is_ok());
+        assert!(admit(&job, closed).unwrap_err().contains("window"));
         job.owner = "mallory".into();
-        assert!(
-            admit(&s.policy, &m, &job, open)
-                .unwrap_err()
-                .contains("mallory")
-        );
+        assert!(admit(&job, open).unwrap_err().contains("mallory"));
         job.owner = "alice".into();
         job.request_cpus = 2;
-        assert!(
-            admit(&s.policy, &m, &job, open)
-                .unwrap_err()
-                .contains("START")
-        );
+        // Two CPUs: neither START nor the one free CPU allows it.
+        let why = admit(&job, open).unwrap_err();
+        assert!(why.contains("START"), "{why}");
+        assert!(why.contains("cpus: needs 2, 1 free"), "{why}");
         job.request_cpus = 1;
         job.requirements = Some("Memory > 4096".into());
         assert!(
-            admit(&s.policy, &m, &job, open)
+            admit(&job, open)
                 .unwrap_err()
-                .contains("requirements")
+                .contains("requirements: [Memory > 4096 is false]")
         );
     }
 }

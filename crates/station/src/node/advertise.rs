@@ -43,8 +43,9 @@ pub fn build_ad(home: &Home, host: &Host, address: &str, sequence: u64) -> Stati
 }
 
 /// Hands the coordinator's reply to the two sides: the pool's transfer
-/// rate to the host; preemptions, then grants, to the home. Revoked tokens
-/// go to the verifier first, before anything else is done on the reply.
+/// rate and the guests' destinations to the host; preemptions, then
+/// grants, to the home. Revoked tokens go to the verifier first, before
+/// anything else is done on the reply.
 async fn dispatch(
     home: &Arc<Home>,
     host: &Host,
@@ -53,6 +54,7 @@ async fn dispatch(
 ) {
     revocations.absorb(&reply.revoked, now_secs());
     host.on_pool_transfer_rate(reply.checkpoint_transfer_rate);
+    host.on_destinations(&reply.destinations);
     home.on_preemptions(&reply.preemptions);
     home.on_grants(&reply.grants).await;
 }

@@ -76,15 +76,16 @@ impl GuestRun<'_> {
     /// records its length), ships the checkpoint, and feeds the measured
     /// rate into the ladder's `T_migr` (Ryu & Hollingsworth Eq. 5).
     /// Failures are logged: the job still restarts from its local files.
+    /// Returns the size shipped, the image a migration would now move.
     pub(crate) async fn take_checkpoint(
         &self,
         ladder: &mut EvictionLadder,
         seq: &mut u64,
         streams: &Streaming,
         capture: &Capture,
-    ) {
+    ) -> Option<u64> {
         if self.ckpt.is_none() && !self.is_criu() {
-            return;
+            return None;
         }
         let lens = capture.lens();
         let base = self.base();
@@ -93,7 +94,7 @@ impl GuestRun<'_> {
         while !streams.delivered(want) {
             if Instant::now() > deadline {
                 tracing::warn!(job = %self.req.job_id, "output not delivered; checkpoint not shipped");
-                return;
+                return None;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -108,7 +109,7 @@ impl GuestRun<'_> {
         let _ = std::fs::remove_file(&path);
         let Some(payload) = self.collect(manifest, path.clone()).await else {
             let _ = std::fs::remove_file(&path);
-            return;
+            return None;
         };
         let shipped = self
             .home
@@ -121,6 +122,7 @@ impl GuestRun<'_> {
         if shipped.is_none() {
             tracing::warn!(job = %self.req.job_id, "checkpoint not shipped home");
         }
+        shipped
     }
 
     /// Collects the checkpoint into a bundle file at `out` (off the

@@ -1,7 +1,9 @@
 //! The starter's settings, its errors and the fixed names in a sandbox.
 
+use crate::host::policy::PolicyConfig;
 use crate::isolation::{IsolationError, NamespaceMode, SlotConfig};
 use gleaner_core::eviction::EvictionPolicy;
+use gleaner_proto::wire::StationAd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -28,6 +30,14 @@ pub struct StarterConfig {
     pub reserved_disk_kb: u64,
     /// The eviction policy of every guest on this station.
     pub policy: EvictionPolicy,
+    /// This host as a machine (architecture, system, speed, attributes):
+    /// the fixed part of its ad ([`crate::host::machine_ad::template`]).
+    /// Placements are checked against it with the owner, guests and free
+    /// resources of the moment ([`super::Starter::current_ad`]).
+    pub machine: StationAd,
+    /// The owner's rules for guests (`[policy]`: windows, users, `START`,
+    /// guest limit), checked on every placement.
+    pub guest_policy: PolicyConfig,
     /// The slot accounts guests run as, one per running guest (root only;
     /// a daemon that is not root runs guests as itself, see
     /// [`SlotPool`](crate::isolation::SlotPool)). Also bounds how many
@@ -65,13 +75,16 @@ pub struct StarterConfig {
 
 impl StarterConfig {
     pub fn new(host: impl Into<String>, execute_dir: impl Into<PathBuf>) -> Self {
+        let host = host.into();
         StarterConfig {
-            host: host.into(),
+            machine: crate::host::machine_ad::bare(&host),
+            host,
             execute_dir: execute_dir.into(),
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
             memory_mb: 1024,
             reserved_disk_kb: 0,
             policy: EvictionPolicy::default(),
+            guest_policy: PolicyConfig::default(),
             slots: SlotConfig::default(),
             namespaces: NamespaceMode::Auto,
             output_poll: Duration::from_millis(200),

@@ -5,7 +5,7 @@ use super::slot::SlotHold;
 use gleaner_proto::wire::GuestInfo;
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 /// One guest as listed by `GET /v1/guests`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +43,9 @@ pub(crate) struct GuestEntry {
     pub(crate) cmd: mpsc::UnboundedSender<Command>,
     /// The slot account it runs as, until every process of it is gone.
     pub(crate) slot: SlotHold,
+    /// Whether a free node elsewhere would take it, as the coordinator last
+    /// said (`None`: not said yet); its eviction ladder follows it.
+    pub(crate) destination: watch::Sender<Option<bool>>,
 }
 
 impl GuestEntry {

@@ -2,9 +2,10 @@
 //!
 //! A home station that holds a claim on this host sends a
 //! [`PlacementRequest`](gleaner_proto::wire::PlacementRequest)
-//! (`POST /v1/place`). The starter checks it (owner state, claim, free
-//! CPUs, memory, disk and a free slot account), answers at once, and runs
-//! the guest asynchronously:
+//! (`POST /v1/place`). The starter checks it (the claim, then the fit
+//! check the matchmaker made, `gleaner_proto::fit`, with this host's owner,
+//! guests, free resources and policy of the moment, and a free slot
+//! account), answers at once, and runs the guest asynchronously:
 //!
 //! 0. a slot account of its own ([`SlotPool`], `slot.rs`; issue 12): every
 //!    guest runs as a different uid, never `nobody`, the owner's or the
@@ -55,9 +56,16 @@
 //! after a periodic dump or on the next station, is a `criu restore`
 //! instead of a start.
 //!
-//! Open points (documented, not yet done): migration to a chosen
-//! destination (a `Migrate` action vacates: the home station picks the
-//! next host), and `when_to_transfer_output = ON_EXIT_OR_EVICT`.
+//! Destinations (`destinations.rs`): the coordinator tells the host, per
+//! guest, whether a free node elsewhere would take it; the guest's ladder
+//! hears it at once and when it changes, so Linger-Longer migrates after
+//! `T_lingr` (Ryu & Hollingsworth Eq. 4) when a free node exists. A
+//! `Migrate` action vacates the guest (checkpointing it when it can) and
+//! its home requeues it; the coordinator then grants it the free node (the
+//! host it left is avoided for a while, `avoid_host_secs`).
+//!
+//! Open point (documented, not yet done): `when_to_transfer_output =
+//! ON_EXIT_OR_EVICT`.
 //!
 //! # Layout
 //!
@@ -66,15 +74,18 @@
 //! are run and controlled (`control.rs`, `sandbox.rs`, `criu.rs`), and the
 //! lifecycle (`run/`: prepare → restore → launch → supervise → finish).
 //! This file holds the [`Starter`] and its public API; `place.rs` decides
-//! placements, `routes.rs` serves them, `claims.rs` checks their claims
-//! (signed by the pool, for this host and the placing home, single use),
-//! `ckpt.rs` and `outputs.rs` send checkpoints and output files home.
+//! placements with the fit check of `admission.rs`, `routes.rs` serves
+//! them, `claims.rs` checks their claims (signed by the pool, for this host
+//! and the placing home, single use), `ckpt.rs` and `outputs.rs` send
+//! checkpoints and output files home.
 
+mod admission;
 mod ckpt;
 mod claims;
 mod config;
 mod control;
 mod criu;
+mod destinations;
 mod guests;
 mod jic;
 mod outputs;
@@ -84,6 +95,7 @@ mod run;
 mod sandbox;
 mod slot;
 
+pub use admission::{admit, refusal};
 pub use claims::{AnyNonEmptyClaim, ClaimRejected, ClaimVerifier, Granted, SignedClaims};
 pub use config::{DEFAULT_CRIU_SANDBOX_DIR, STDERR_FILE, STDOUT_FILE, StarterConfig, StarterError};
 pub use guests::GuestListing;
@@ -94,7 +106,7 @@ use crate::isolation::{CgroupManager, Confinement, REAP_TIMEOUT, SlotPool};
 use config::io_err;
 use gleaner_core::detector::OwnerState;
 use gleaner_core::time::Time;
-use gleaner_proto::job::{JobDescription, JobId};
+use gleaner_proto::job::JobId;
 use gleaner_proto::wire::GuestInfo;
 use guests::{Command, GuestEntry};
 use std::collections::HashMap;
@@ -120,16 +132,14 @@ pub struct Starter {
     epoch: Instant,
     seq: AtomicU64,
     draining: AtomicBool,
-    /// The station policy's check of a new guest (policy.rs).
-    admission: std::sync::OnceLock<Admission>,
     /// Throttles checkpoint transfers of all guests on this host.
     bucket: SharedBucket,
     /// Measured checkpoint transfer rate, for `T_migr`.
     pub(crate) rate: RateMeter,
+    /// The rate `T_migr` uses now ([`RateMeter::get`]), for running guests'
+    /// ladders (`destinations.rs`).
+    rate_news: watch::Sender<Option<f64>>,
 }
-
-/// Decides whether a job may start here; `Err` explains why not.
-pub type Admission = Box<dyn Fn(&JobDescription) -> Result<(), String> + Send + Sync>;
 
 impl Starter {
     /// `owner` is fed by the station's owner monitor. Each guest's claim
@@ -179,20 +189,15 @@ impl Starter {
             guests: Mutex::new(HashMap::new()),
             epoch: Instant::now(),
             seq: AtomicU64::new(0),
-            admission: std::sync::OnceLock::new(),
             draining: AtomicBool::new(false),
             bucket,
             rate: RateMeter::default(),
+            rate_news: watch::channel(None).0,
         })
     }
 
     pub fn config(&self) -> &StarterConfig {
         &self.config
-    }
-
-    /// Installs the station policy's admission check (once).
-    pub fn set_admission(&self, check: Admission) {
-        let _ = self.admission.set(check);
     }
 
     /// The guests' cgroups, when the station has them.

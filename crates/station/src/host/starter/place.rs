@@ -1,6 +1,7 @@
-//! The placement decision: may this guest start here now? On acceptance
-//! the guest gets its entry (its CPUs, memory and slot account) and a task
-//! of its own (`run/`).
+//! The placement decision: may this guest start here now? Besides the fit
+//! check (`admission.rs`), what is not about fit: draining, the claim, file
+//! names, a free slot account. On acceptance the guest gets its entry (its
+//! CPUs, memory and slot account) and a task of its own (`run/`).
 
 use super::claims::Granted;
 use super::guests::{Command, GuestEntry};
@@ -8,13 +9,12 @@ use super::run::guest_task;
 use super::sandbox::local_name;
 use super::slot::SlotHold;
 use super::{Starter, StarterError};
-use gleaner_core::detector::OwnerState;
-use gleaner_proto::job::{CheckpointMethod, JobDescription};
+use gleaner_proto::job::JobDescription;
+use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::wire::{GuestInfo, PlacementRequest, PlacementResponse, RejectReason};
-use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 impl Starter {
     /// Decide a placement; on acceptance the guest starts in the background
@@ -43,46 +43,13 @@ impl Starter {
     }
 
     /// Everything that refuses a placement before the guest table is
-    /// looked at (the claim is verified before): draining, the owner, file
-    /// names, CRIU, the station policy, disk.
+    /// looked at (the claim is verified before): draining, file names.
     fn refusal(&self, req: &PlacementRequest) -> Option<PlacementResponse> {
         if self.draining.load(Ordering::SeqCst) {
             return Some(reject(RejectReason::Draining, "station is draining"));
         }
-        // Only lingering policies use a host whose owner is active (Ryu &
-        // Hollingsworth L238, "semi-available" nodes); the others would
-        // evict the guest at once (Mutka 1988 L583).
-        let owner = *self.owner.borrow();
-        if owner == OwnerState::Na && !self.config.policy.lingers() {
-            return Some(reject(
-                RejectReason::OwnerActive,
-                "the owner is using this station",
-            ));
-        }
         if let Err(msg) = validate_names(&req.description) {
             return Some(reject(RejectReason::RequirementsUnmet, msg));
-        }
-        if req.description.checkpoint_method == CheckpointMethod::Criu
-            && !crate::checkpoint::criu_status().available()
-        {
-            return Some(reject(
-                RejectReason::RequirementsUnmet,
-                "the job is checkpointed with CRIU and this host has no working CRIU",
-            ));
-        }
-        if let Some(check) = self.admission.get()
-            && let Err(msg) = check(&req.description)
-        {
-            return Some(reject(RejectReason::RequirementsUnmet, msg));
-        }
-        if let Some(kb) = req.description.request_disk_kb {
-            let free = disk_free_kb(&self.config.execute_dir);
-            if free < kb.saturating_add(self.config.reserved_disk_kb) {
-                return Some(reject(
-                    RejectReason::NoResources,
-                    format!("{kb} KiB of disk requested, {free} KiB free"),
-                ));
-            }
         }
         None
     }
@@ -108,25 +75,11 @@ impl Starter {
             }
             return Err(reject(RejectReason::NoResources, "job already runs here"));
         }
-        let used_cpus: u32 = guests.values().map(|g| g.cpus).sum();
-        let used_mem: u64 = guests.values().map(|g| g.memory_mb).sum();
-        if used_cpus + cpus > self.config.cpus {
-            return Err(reject(
-                RejectReason::NoResources,
-                format!(
-                    "{cpus} CPUs requested, {} free",
-                    self.config.cpus.saturating_sub(used_cpus)
-                ),
-            ));
-        }
-        if used_mem + mem > self.config.memory_mb {
-            return Err(reject(
-                RejectReason::NoResources,
-                format!(
-                    "{mem} MiB requested, {} MiB free",
-                    self.config.memory_mb.saturating_sub(used_mem)
-                ),
-            ));
+        // The one fit check, as the matchmaker made it, with this host's
+        // numbers of the moment (owner, guests, resources, policy; the
+        // job's CRIU requirement is one of its requirements).
+        if let Err((reason, message)) = self.fit(&guests, &req.description) {
+            return Err(reject(reason, message));
         }
         let seq = self.seq.fetch_add(1, Ordering::SeqCst);
         let guest_id = format!("{}-r{}-{seq}", req.job_id, req.run_count);
@@ -153,12 +106,15 @@ impl Starter {
                 since: self.now(),
                 suspended: false,
                 concurrency_limits: req.description.concurrency_limits.clone(),
+                // What the coordinator needs to find it a destination.
+                class: Some(JobClass::of(&req.description)),
             },
             cpus,
             memory_mb: mem,
             state: Mutex::new(("starting".to_string(), None)),
             cmd,
             slot: SlotHold::new(lease),
+            destination: watch::channel(None).0,
         });
         guests.insert(req.job_id, entry.clone());
         Ok(entry)
@@ -187,14 +143,4 @@ fn validate_names(d: &JobDescription) -> Result<(), String> {
         local_name(n).map_err(|e: StarterError| e.to_string())?;
     }
     Ok(())
-}
-
-fn disk_free_kb(dir: &Path) -> u64 {
-    match nix::sys::statvfs::statvfs(dir) {
-        Ok(s) => s.blocks_available().saturating_mul(s.fragment_size()) / 1024,
-        Err(e) => {
-            tracing::warn!(dir = %dir.display(), error = %e, "statvfs failed");
-            0
-        }
-    }
 }

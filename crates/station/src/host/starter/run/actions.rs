@@ -5,7 +5,7 @@ use super::super::control::{Control, exit_code};
 use super::super::criu::criu_dump;
 use super::GuestRun;
 use super::launch::ExitWait;
-use gleaner_core::eviction::{Action, EvictionLadder};
+use gleaner_core::eviction::{Action, EvictionLadder, EvictionPolicy, GuestState};
 use gleaner_proto::job::{JobEventKind, JobState};
 use std::time::Duration;
 
@@ -50,16 +50,35 @@ impl GuestRun<'_> {
                 }
                 Action::Checkpoint => {}
                 Action::Migrate { .. } | Action::Vacate { .. } | Action::Kill => {
-                    return Some(format!(
-                        "evicted by {} policy: owner active",
-                        self.starter.config.policy.name()
-                    ));
+                    self.entry.set_state(ladder.state().name(), None);
+                    return Some(self.leave_reason(ladder));
                 }
             }
         }
         self.entry
             .set_state(ladder.state().name(), Some(ctl.pgid as u32));
         None
+    }
+
+    /// Why the ladder sends the guest away, for the home's history: a
+    /// migration to a free node (Linger-Longer's after `T_lingr`), or an
+    /// eviction with nowhere known to go.
+    pub(super) fn leave_reason(&self, ladder: &EvictionLadder) -> String {
+        let policy = self.starter.config.policy;
+        match (ladder.state(), policy) {
+            (GuestState::Migrating, EvictionPolicy::LingerLonger(_)) => format!(
+                "migrating ({} policy): owner active for T_lingr = {:.1} s \
+                 (T_migr = {:.1} s) and a free node would take the job",
+                policy.name(),
+                ladder.estimates().linger_time().as_secs_f64(),
+                ladder.estimates().t_migr.as_secs_f64(),
+            ),
+            (GuestState::Migrating, _) => format!(
+                "migrating ({} policy): owner active and a free node would take the job",
+                policy.name()
+            ),
+            _ => format!("evicted by {} policy: owner active", policy.name()),
+        }
     }
 
     /// Leave the host: a CRIU dump, or the checkpoint signal for jobs that

@@ -76,10 +76,19 @@ impl GuestRun<'_> {
         pass.ctl.kill();
         self.entry.slot.kill_all(&self.entry.guest_id).await;
         let outcome = if dumped || pad.checkpoint_exit == Some(code) {
-            self.take_checkpoint(&mut pad.ladder, &mut pad.seq, &pad.streams, &pad.capture)
+            let shipped = self
+                .take_checkpoint(&mut pad.ladder, &mut pad.seq, &pad.streams, &pad.capture)
                 .await;
+            if shipped.is_some() {
+                pad.pool.image_bytes = shipped;
+            }
             match rx.try_recv() {
                 Ok(Command::Vacate(why)) => Outcome::Evicted(why),
+                // The new T_migr ended the linger time: the checkpoint just
+                // shipped is the move's.
+                Err(_) if !pad.ladder.state().on_node() => {
+                    Outcome::Evicted(self.leave_reason(&pad.ladder))
+                }
                 Err(_) => return Ok(Next::Restart),
             }
         } else {

@@ -24,6 +24,9 @@ pub(crate) struct Launchpad {
     pub(crate) ladder: EvictionLadder,
     /// The owner's state, as the station's monitor sees it.
     pub(crate) owner: watch::Receiver<OwnerState>,
+    /// What the pool says: a destination for this guest, and the rate
+    /// behind `T_migr` (`starter/destinations.rs`).
+    pub(crate) pool: PoolNews,
     /// The ladder's actions at placement, applied at the first start.
     pub(crate) first: Option<Vec<Action>>,
     pub(crate) capture: Capture,
@@ -41,6 +44,18 @@ pub(crate) struct Launchpad {
     pub(crate) seq: u64,
     /// Starts so far after the first.
     pub(crate) runs: u32,
+}
+
+/// The pool's news for one guest's ladder; each `*_open` until its sender
+/// is gone.
+pub(crate) struct PoolNews {
+    pub(crate) destination: watch::Receiver<Option<bool>>,
+    pub(crate) destination_open: bool,
+    pub(crate) rate: watch::Receiver<Option<f64>>,
+    pub(crate) rate_open: bool,
+    /// The size of the checkpoint the guest was restored from (the image
+    /// `T_migr` moves), if any.
+    pub(crate) image_bytes: Option<u64>,
 }
 
 /// The guest's cgroup and the guard that kills it.
@@ -71,6 +86,7 @@ impl Isolation {
 struct LadderStart {
     ladder: EvictionLadder,
     owner: watch::Receiver<OwnerState>,
+    pool: PoolNews,
     first: Vec<Action>,
 }
 
@@ -96,6 +112,7 @@ impl GuestRun<'_> {
             iso,
             ladder: start.ladder,
             owner: start.owner,
+            pool: start.pool,
             first: Some(start.first),
             capture,
             streams,
@@ -149,25 +166,39 @@ impl GuestRun<'_> {
         Ok(iso)
     }
 
-    /// The ladder decides how the guest starts.
+    /// The ladder decides how the guest starts, knowing `T_migr` and
+    /// whether a destination exists as far as the pool has said.
     fn start_ladder(&self, restored_bytes: Option<u64>) -> Result<LadderStart, Stop> {
         let mut owner = self.starter.owner.clone();
         let owner_active = *owner.borrow_and_update() == OwnerState::Na;
-        let mut ladder = EvictionLadder::new(self.starter.config.policy, self.starter.now());
+        let now = self.starter.now();
+        let mut ladder = EvictionLadder::new(self.starter.config.policy, now);
+        let mut pool = PoolNews {
+            destination: self.entry.destination.subscribe(),
+            destination_open: true,
+            rate: self.starter.rate_news.subscribe(),
+            rate_open: true,
+            image_bytes: restored_bytes,
+        };
+        pool.rate.mark_unchanged();
         // T_migr from this host's measured rate, else the pool's (issue #6).
         let rate = self.starter.rate.get();
         if let Some(e) =
             crate::host::transfer_rate::initial_estimates(rate, restored_bytes, ladder.estimates())
         {
-            ladder.handle(self.starter.now(), LadderEvent::Estimates(e));
+            ladder.handle(now, LadderEvent::Estimates(e));
         }
-        let first = ladder.on_placed(self.starter.now(), owner_active);
+        if let Some(d) = *pool.destination.borrow_and_update() {
+            ladder.handle(now, LadderEvent::Destination(d));
+        }
+        let first = ladder.on_placed(now, owner_active);
         if first.iter().any(|a| a.leaves_node()) {
             return Err(Stop::evicted("owner active at start"));
         }
         Ok(LadderStart {
             ladder,
             owner,
+            pool,
             first,
         })
     }

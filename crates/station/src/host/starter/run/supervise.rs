@@ -1,7 +1,7 @@
 //! Stage 4, supervise: one start of the program watched until it exits or
 //! must leave. Each event source has its handler: the owner's state, the
-//! ladder's deadlines, periodic checkpoints, the lease, the starter's
-//! commands.
+//! pool's news (a destination, the transfer rate), the ladder's deadlines,
+//! periodic checkpoints, the lease, the starter's commands.
 
 use super::super::criu::criu_dump;
 use super::launch::Pass;
@@ -75,6 +75,12 @@ impl GuestRun<'_> {
                 ch = pad.owner.changed(), if !w.owner_gone => {
                     self.on_owner(ch.is_ok(), pad, pass, &mut w);
                 }
+                ch = pad.pool.destination.changed(), if pad.pool.destination_open => {
+                    self.on_destination(ch.is_ok(), pad, pass, &mut w);
+                }
+                ch = pad.pool.rate.changed(), if pad.pool.rate_open => {
+                    self.on_rate(ch.is_ok(), pad, pass, &mut w);
+                }
                 _ = sleep_until(deadline) => self.on_deadline(pad, pass, &mut w),
                 _ = sleep_until(w.next_ckpt) => self.on_ckpt_tick(pad, pass, &mut w).await,
                 ch = pad.lease.changed(), if pad.lease_open => {
@@ -105,6 +111,40 @@ impl GuestRun<'_> {
                 OwnerState::Av => pad.ladder.on_owner_idle(now),
             }
         };
+        w.leave = self.apply(&mut pass.ctl, &acts, &pad.ladder);
+    }
+
+    /// The coordinator said whether a free node would take the guest: the
+    /// ladder may move it now (a Linger-Longer guest past `T_lingr`, a
+    /// paused one waiting for somewhere to go).
+    fn on_destination(&self, alive: bool, pad: &mut Launchpad, pass: &mut Pass, w: &mut Watch) {
+        if !alive {
+            pad.pool.destination_open = false;
+            return;
+        }
+        let Some(available) = *pad.pool.destination.borrow_and_update() else {
+            return;
+        };
+        let acts = pad.ladder.on_destination(self.starter.now(), available);
+        w.leave = self.apply(&mut pass.ctl, &acts, &pad.ladder);
+    }
+
+    /// The transfer rate behind `T_migr` changed: Linger-Longer's linger
+    /// time follows (Eq. 4 from the latest estimates).
+    fn on_rate(&self, alive: bool, pad: &mut Launchpad, pass: &mut Pass, w: &mut Watch) {
+        if !alive {
+            pad.pool.rate_open = false;
+            return;
+        }
+        let rate = *pad.pool.rate.borrow_and_update();
+        let Some(est) = crate::host::transfer_rate::initial_estimates(
+            rate,
+            pad.pool.image_bytes,
+            pad.ladder.estimates(),
+        ) else {
+            return;
+        };
+        let acts = pad.ladder.on_estimates(self.starter.now(), est);
         w.leave = self.apply(&mut pass.ctl, &acts, &pad.ladder);
     }
 

@@ -1,0 +1,149 @@
+//! Does this placement fit this host now? The host asks the one typed fit
+//! check of [`gleaner_proto::fit`], the one the coordinator's matchmaker
+//! asked before it granted the claim, again with its own numbers of the
+//! moment (HTCondor's startd re-evaluates `START` when a claim is
+//! activated): the owner, the guests, free CPUs, memory and disk, the
+//! owner's `[policy]` and the job's requirements. The refusal names the
+//! first failing condition as the wire's reason and all of them in the
+//! words of `glean q --analyze`.
+//!
+//! The ad checked is the ad the host advertises ([`Starter::current_ad`]),
+//! so host and coordinator judge the same description.
+
+use super::Starter;
+use super::guests::GuestEntry;
+use gleaner_core::detector::OwnerState;
+use gleaner_proto::fit::{self, HostView, JobView, LicenceBook, Reject};
+use gleaner_proto::job::{JobDescription, JobId};
+use gleaner_proto::matchmaking::machine_ad;
+use gleaner_proto::wire::{GuestInfo, RejectReason, StationAd};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+impl Starter {
+    /// This host's ad as it stands: the machine, the owner's state, the
+    /// CPUs, memory and disk it offers, its guests and the owner's policy.
+    /// The advertise loop sends it; placements are checked against it.
+    pub fn current_ad(&self) -> StationAd {
+        let now_unix = crate::clock::now_secs() as i64;
+        let guests = self.lock_guests();
+        self.ad_of(&guests, *self.owner.borrow(), now_unix)
+    }
+
+    /// [`Self::current_ad`] for the guest table `guests` (locked by the
+    /// caller).
+    pub(super) fn ad_of(
+        &self,
+        guests: &HashMap<JobId, Arc<GuestEntry>>,
+        owner: OwnerState,
+        now_unix: i64,
+    ) -> StationAd {
+        let c = &self.config;
+        let mut running: Vec<GuestInfo> = guests.values().map(|g| g.listing().info).collect();
+        running.sort_by_key(|g| g.job);
+        let used_cpus: u32 = guests.values().map(|g| g.cpus).sum();
+        let used_mem: u64 = guests.values().map(|g| g.memory_mb).sum();
+        // The coordinator counts one node per guest: offer the CPUs no
+        // guest uses plus one node per guest, and never more new guests
+        // than free slot accounts.
+        let free = c.cpus.saturating_sub(used_cpus);
+        let free = match self.free_slots() {
+            Some(slots) => free.min(u32::try_from(slots).unwrap_or(u32::MAX)),
+            None => free,
+        };
+        let mut ad = c.machine.clone();
+        ad.state = owner;
+        ad.cpus = free.saturating_add(running.len() as u32);
+        ad.memory_mb = c.memory_mb.saturating_sub(used_mem);
+        ad.disk_free_kb = crate::host::machine_ad::disk_free_kb(&c.execute_dir)
+            .saturating_sub(c.reserved_disk_kb);
+        ad.running_guests = running;
+        ad.policy = c.guest_policy.to_ad(now_unix);
+        ad
+    }
+
+    /// The fit check of `job` here now (`guests` locked by the caller):
+    /// `Err` is the refusal to send.
+    pub(super) fn fit(
+        &self,
+        guests: &HashMap<JobId, Arc<GuestEntry>>,
+        job: &JobDescription,
+    ) -> Result<(), (RejectReason, String)> {
+        let now_unix = crate::clock::now_secs() as i64;
+        let ad = self.ad_of(guests, *self.owner.borrow(), now_unix);
+        admit(&ad, self.config.policy.lingers(), job, now_unix).map_err(|r| refusal(&r))
+    }
+}
+
+/// Whether `job` fits the host whose current ad is `ad` at UNIX second
+/// `now_unix` ([`fit::check`]; licences are the coordinator's to count).
+/// A host whose eviction policy lingers takes guests while its owner is
+/// active: Linger-Longer and Linger-Forever use "semi-available" nodes (Ryu
+/// & Hollingsworth, seeds/002_34f613b0a80e1e58.txt L238), where the other
+/// policies would evict the guest at once (Mutka 1988, seeds/
+/// 000_14c1149197e96532.txt L583).
+pub fn admit(
+    ad: &StationAd,
+    lingers: bool,
+    job: &JobDescription,
+    now_unix: i64,
+) -> Result<(), Vec<Reject>> {
+    let machine = machine_ad(ad);
+    let mut host = HostView::of_ad(ad, &machine, 0, false);
+    if lingers {
+        host.state = OwnerState::Av;
+    }
+    fit::check(&JobView::of(job), &host, &LicenceBook::default(), now_unix)
+}
+
+/// The wire's reason (the first reject's) and every reject in words.
+pub fn refusal(rejects: &[Reject]) -> (RejectReason, String) {
+    let reason = rejects
+        .first()
+        .map_or(RejectReason::NoResources, Reject::placement_reason);
+    (reason, fit::explain(rejects))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host() -> StationAd {
+        StationAd {
+            cpus: 2,
+            memory_mb: 1024,
+            disk_free_kb: 1 << 20,
+            ..crate::host::machine_ad::bare("h")
+        }
+    }
+
+    #[test]
+    fn a_lingering_host_takes_guests_while_its_owner_is_active() {
+        let mut ad = host();
+        ad.state = OwnerState::Na;
+        let job = JobDescription::new("alice", "/bin/true");
+        let r = admit(&ad, false, &job, 0).unwrap_err();
+        assert_eq!(
+            refusal(&r),
+            (
+                RejectReason::OwnerActive,
+                "owner active (station NA)".to_string()
+            )
+        );
+        assert_eq!(admit(&ad, true, &job, 0), Ok(()));
+    }
+
+    #[test]
+    fn the_first_reject_is_the_reason_and_all_are_in_the_words() {
+        let mut ad = host();
+        ad.policy.deny_users = vec!["mallory".into()];
+        let mut job = JobDescription::new("mallory", "/bin/true");
+        job.request_memory_mb = Some(4096);
+        let (reason, words) = refusal(&admit(&ad, false, &job, 0).unwrap_err());
+        assert_eq!(reason, RejectReason::RequirementsUnmet);
+        assert_eq!(
+            words,
+            "station policy does not admit user mallory; memory: needs 4096 MiB, 1024 MiB offered"
+        );
+    }
+}
