@@ -37,7 +37,6 @@ use axum::Router;
 use gleaner_core::detector::OwnerState;
 use gleaner_core::eviction::EvictionPolicy;
 use gleaner_proto::creds::{NonceFile, NonceFileError, PoolVerifier};
-use gleaner_proto::job::JobDescription;
 use gleaner_proto::wire::{Destination, StationAd};
 use starter::{SignedClaims, Starter, StarterConfig, StarterError};
 use std::sync::Arc;
