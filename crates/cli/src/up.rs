@@ -31,7 +31,6 @@ use anyhow::{Context, bail};
 use clap::Args;
 use gleaner_coordinator::tokens::{TokenRegistry, TokenRequest, public_key_path};
 use gleaner_proto::creds::{PoolSigner, Role, load_or_create_signing_key, write_public_key};
-use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -71,18 +70,11 @@ pub fn glean_home(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// Writes a credential file, mode 0600 whatever an older file had
+/// (replaced atomically, never rewritten in place).
 fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    f.write_all(text.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    gleaner_proto::creds::write_atomic(path, text.as_bytes(), 0o600)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 fn now_secs() -> u64 {

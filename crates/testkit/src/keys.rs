@@ -9,8 +9,6 @@ use gleaner_proto::creds::{
     ClaimTicket, Claims, PoolSigner, PoolVerifier, Role, load_or_create_signing_key, new_nonce,
     new_token_id, write_public_key,
 };
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// How long the user and admin tokens of tests live.
@@ -112,18 +110,12 @@ impl TestKeys {
     }
 }
 
-/// Writes `text` to `path` with mode 0600 (parents created).
+/// Writes `text` to `path` with mode 0600 (parents created), as the
+/// daemons write credential files.
 pub fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(d) = path.parent() {
         std::fs::create_dir_all(d)?;
     }
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    f.write_all(text.as_bytes())?;
-    Ok(())
+    gleaner_proto::creds::write_atomic(path, text.as_bytes(), 0o600)
+        .with_context(|| format!("writing {}", path.display()))
 }
