@@ -156,13 +156,19 @@ async fn an_unprivileged_station_serves_only_its_own_account() {
     let sdir = a.home().join("station");
     let out = a.run("mkdir", &["-p", sdir.to_str().unwrap()]).unwrap();
     assert!(out.status.success(), "{out:?}");
-    // The pool's keys stay root's; A's station gets pool.pub and its own
-    // token, as any station does.
-    let keys = TestKeys::in_dir(&a.home().join("keys")).unwrap();
+    // The pool's keys stay root's (in a private directory A cannot read);
+    // A's station gets a copy of pool.pub and its own token, as any
+    // station does.
+    let keys_dir = tempfile::tempdir().unwrap();
+    let keys = TestKeys::in_dir(&keys_dir.path().join("keys")).unwrap();
+    let public_key = sdir.join("pool.pub");
+    std::fs::copy(keys.public_key(), &public_key).unwrap();
     let token_file = keys
         .station_token_file("solo", &sdir.join("station.token"))
         .unwrap();
-    std::os::unix::fs::chown(&token_file, Some(a.uid()), Some(a.gid())).unwrap();
+    for f in [&public_key, &token_file] {
+        std::os::unix::fs::chown(f, Some(a.uid()), Some(a.gid())).unwrap();
+    }
     let port = free_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let cfg = sdir.join("station.toml");
@@ -172,7 +178,7 @@ async fn an_unprivileged_station_serves_only_its_own_account() {
             "name = \"solo\"\nlisten = \"{addr}\"\nstate_dir = \"{}\"\npublic_key = \"{}\"\n\
              token_file = \"{}\"\nrole = \"submit_only\"\n",
             sdir.join("state").display(),
-            keys.public_key().display(),
+            public_key.display(),
             token_file.display()
         ),
     )
