@@ -34,7 +34,8 @@ struct Place {
     /// tokens.json).
     #[arg(long, value_name = "DIR", conflicts_with = "config")]
     state_dir: Option<PathBuf>,
-    /// The coordinator's TOML configuration, for its `state_dir`.
+    /// The coordinator's TOML configuration, for its `state_dir` and
+    /// `signing_key`.
     #[arg(long, value_name = "COORDINATOR.toml")]
     config: Option<PathBuf>,
 }
@@ -81,17 +82,30 @@ pub fn run(args: TokenArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The coordinator's state directory (for `tokens.json`) and its signing
+/// key file, as the coordinator itself finds them.
+struct Where {
+    state_dir: PathBuf,
+    key: PathBuf,
+}
+
 impl Place {
-    fn state_dir(&self) -> anyhow::Result<PathBuf> {
+    fn resolve(&self) -> anyhow::Result<Where> {
         if let Some(d) = &self.state_dir {
-            return Ok(d.clone());
+            return Ok(Where {
+                key: signing_key_path(d),
+                state_dir: d.clone(),
+            });
         }
-        match &self.config {
-            Some(path) => Ok(CoordinatorConfig::load(path)
-                .with_context(|| format!("configuration {}", path.display()))?
-                .state_dir),
-            None => Ok(CoordinatorConfig::default().state_dir),
-        }
+        let config = match &self.config {
+            Some(path) => CoordinatorConfig::load(path)
+                .with_context(|| format!("configuration {}", path.display()))?,
+            None => CoordinatorConfig::default(),
+        };
+        Ok(Where {
+            key: config.signing_key_path(),
+            state_dir: config.state_dir,
+        })
     }
 }
 
@@ -106,11 +120,11 @@ fn no_key_here(path: &Path) -> anyhow::Error {
     )
 }
 
-fn signer_at(state_dir: &Path) -> anyhow::Result<PoolSigner> {
-    let path = signing_key_path(state_dir);
-    match load_signing_key(&path) {
+fn signer_at(place: &Where) -> anyhow::Result<PoolSigner> {
+    let path = &place.key;
+    match load_signing_key(path) {
         Ok(s) => Ok(s),
-        Err(KeyFileError::Missing { .. }) => Err(no_key_here(&path)),
+        Err(KeyFileError::Missing { .. }) => Err(no_key_here(path)),
         Err(KeyFileError::Io { source, .. })
             if source.kind() == std::io::ErrorKind::PermissionDenied =>
         {
@@ -126,11 +140,11 @@ fn signer_at(state_dir: &Path) -> anyhow::Result<PoolSigner> {
 
 /// The registry of the coordinator whose state directory this is: listing
 /// and revoking also happen where the signing key is, never elsewhere.
-fn registry_at(state_dir: &Path) -> anyhow::Result<TokenRegistry> {
-    let key = signing_key_path(state_dir);
-    match std::fs::symlink_metadata(&key) {
-        Ok(_) => Ok(TokenRegistry::in_state_dir(state_dir)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(no_key_here(&key)),
+fn registry_at(place: &Where) -> anyhow::Result<TokenRegistry> {
+    let key = &place.key;
+    match std::fs::symlink_metadata(key) {
+        Ok(_) => Ok(TokenRegistry::in_state_dir(&place.state_dir)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(no_key_here(key)),
         Err(e) => Err(anyhow::Error::new(e).context(format!("{}", key.display()))),
     }
 }
@@ -149,9 +163,9 @@ fn create(a: CreateArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
         // clap's group makes exactly one present.
         _ => bail!("give exactly one of --user, --admin, --station"),
     };
-    let state_dir = a.place.state_dir()?;
-    let signer = signer_at(&state_dir)?;
-    let registry = TokenRegistry::in_state_dir(&state_dir);
+    let place = a.place.resolve()?;
+    let signer = signer_at(&place)?;
+    let registry = TokenRegistry::in_state_dir(&place.state_dir);
     let request = TokenRequest {
         role,
         subject,
@@ -162,13 +176,13 @@ fn create(a: CreateArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
 }
 
 fn list(a: ListArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
-    let registry = registry_at(&a.place.state_dir()?)?;
+    let registry = registry_at(&a.place.resolve()?)?;
     out.tokens(&registry.list()?, now_secs());
     Ok(ExitCode::SUCCESS)
 }
 
 fn revoke(a: RevokeArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
-    let registry = registry_at(&a.place.state_dir()?)?;
+    let registry = registry_at(&a.place.resolve()?)?;
     out.token_revoked(&registry.revoke(a.id.trim(), now_secs())?);
     Ok(ExitCode::SUCCESS)
 }

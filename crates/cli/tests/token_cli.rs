@@ -159,6 +159,43 @@ fn coordinator_config_names_the_state_dir() {
     assert_eq!(list_json(dir.path()).len(), 1);
 }
 
+/// A coordinator whose `signing_key` lies outside its state directory:
+/// `glean token --config` signs with that key, as the coordinator does.
+#[test]
+fn coordinator_config_names_a_signing_key_elsewhere() {
+    let state = tempfile::tempdir().unwrap();
+    let keys = tempfile::tempdir().unwrap();
+    let key = keys.path().join("pool-signing.key");
+    let verifier = load_or_create_signing_key(&key).unwrap().verifier();
+    let conf = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        conf.path(),
+        format!(
+            "state_dir = {:?}\nsigning_key = {:?}\n",
+            state.path().display().to_string(),
+            key.display().to_string()
+        ),
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_glean"))
+        .args(["token", "create", "--station", "ws1", "--config"])
+        .arg(conf.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c = verifier.verify(stdout(&o).trim(), now()).unwrap();
+    assert_eq!(c.subject, "ws1");
+    let o = Command::new(env!("CARGO_BIN_EXE_glean"))
+        .args(["token", "list", "--json", "--config"])
+        .arg(conf.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed: Vec<TokenRecord> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(state.path().join("tokens.json").exists());
+}
+
 #[test]
 fn concurrent_creates_lose_no_entry() {
     let (dir, verifier) = coordinator_dir();
