@@ -38,9 +38,13 @@ pub enum Credential {
     /// The peer of a local socket, by its uid.
     Peer { uid: u32 },
     /// A claim ticket, presented by one of the two stations it names to
-    /// the other: the credential between a home and a host for the
-    /// placements the coordinator granted them (`crate::tokens`).
-    Claim { home: String, host: String },
+    /// the other: the credential between a home and a host for the one
+    /// placement it made (`crate::tokens`); `nonce` names that placement.
+    Claim {
+        home: String,
+        host: String,
+        nonce: String,
+    },
 }
 
 /// An authenticated caller, as the handlers see it.

@@ -112,6 +112,7 @@ impl<R: RevocationCheck> TokenVerifier<R> {
             credential: crate::auth::Credential::Claim {
                 home: ticket.home,
                 host: ticket.host,
+                nonce: ticket.nonce,
             },
         }))
     }
@@ -218,7 +219,8 @@ mod tests {
             c.credential,
             Credential::Claim {
                 home: "home1".into(),
-                host: "ws2".into()
+                host: "ws2".into(),
+                nonce: "n1".into(),
             }
         );
         assert_eq!(at("ws2").unwrap().name, "home1");

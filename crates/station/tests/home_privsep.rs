@@ -50,13 +50,18 @@ fn peer_request_helper() {
         parts.next().unwrap_or(""),
     );
     let mut s = std::os::unix::net::UnixStream::connect(&sock).expect("connect");
-    write!(
+    let sent = write!(
         s,
         "{method} {path} HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
-    )
-    .expect("send");
+    );
+    // A refusal may come, and the server close, before the whole body is
+    // sent (authentication needs only the headers): the answer is still
+    // there to read.
+    if let Err(e) = sent {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "send: {e}");
+    }
     let mut out = String::new();
     s.read_to_string(&mut out).expect("receive");
     println!("{MARK}{out}{END}");
@@ -346,7 +351,13 @@ async fn etc_shadow_as_an_input_is_refused_at_submit() {
     let Some(env) = Env::start("etc_shadow_as_an_input").await else {
         return;
     };
-    let shadow = snapshot(Path::new("/etc/shadow"));
+    // Owner and mode only: other tests (of this run or another) add and
+    // remove accounts, which rewrites /etc/shadow's content.
+    let shadow_meta = || {
+        let m = std::fs::metadata("/etc/shadow").unwrap();
+        (m.uid(), m.gid(), m.mode())
+    };
+    let shadow = shadow_meta();
     let dir = env.job_dir(&env.a);
     for (key, text) in [
         (
@@ -374,7 +385,7 @@ async fn etc_shadow_as_an_input_is_refused_at_submit() {
         assert_eq!((status, field.as_str()), (400, key), "{msg}");
     }
     assert!(env.queue().await.is_empty(), "nothing was queued");
-    assert_eq!(snapshot(Path::new("/etc/shadow")), shadow);
+    assert_eq!(shadow_meta(), shadow);
     env.stop().await;
 }
 

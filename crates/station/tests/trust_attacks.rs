@@ -351,6 +351,11 @@ async fn only_the_guests_home_or_an_admin_vacates_it() {
             host.keys.claim("other", HOME, &shadow.url),
             401,
         ),
+        (
+            "another claim of the same home here",
+            host.keys.claim(HOST, HOME, &shadow.url),
+            403,
+        ),
     ] {
         assert_eq!(host.vacate_as(&token, job).await, status, "{who}");
     }
@@ -380,6 +385,8 @@ struct Home {
     running: Option<Running>,
     http: reqwest::Client,
     job: JobId,
+    /// The claim the job was placed with.
+    claim: String,
     _user: TestUser,
 }
 
@@ -415,10 +422,12 @@ impl Home {
             .await
             .unwrap();
         let job = resp.jobs[0];
+        // Placed with a claim the coordinator granted, as the scheduler does.
+        let claim = keys.claim(HOST, HOME, "http://127.0.0.1:9");
         running
             .home
             .remote_jobs()
-            .begin_placing(job, HOST, "http://127.0.0.1:9", "claim");
+            .begin_placing(job, HOST, "http://127.0.0.1:9", &claim);
         running
             .home
             .queue()
@@ -426,7 +435,7 @@ impl Home {
                 job,
                 HOST,
                 "http://127.0.0.1:9",
-                "claim",
+                &claim,
                 gleaner_core::time::Time::ZERO,
             )
             .unwrap();
@@ -436,6 +445,7 @@ impl Home {
             running: Some(running),
             http: reqwest::Client::new(),
             job,
+            claim,
             _user: user,
         }
     }
@@ -533,7 +543,7 @@ async fn only_the_jobs_host_speaks_for_it_on_the_home() {
     // Between stations the placement's claim is the credential: a claim
     // naming the home and the job's host is that host speaking. It says
     // the job started: heard (the control case).
-    let host_claim = home.keys.claim(HOST, HOME, "http://127.0.0.1:9");
+    let host_claim = home.claim.clone();
     let r = home
         .http
         .post(format!("{}/v1/jobs/{}/status", home.base, home.job))
@@ -552,6 +562,9 @@ async fn only_the_jobs_host_speaks_for_it_on_the_home() {
     let mallory_claim = home.keys.claim("mallory", HOME, "http://127.0.0.1:9");
     // A claim between the job's host and another home is nobody here.
     let foreign_claim = home.keys.claim(HOST, "elsewhere", "http://127.0.0.1:8");
+    // Another placement's claim of the same two stations (or one read on
+    // the network) speaks only for that placement.
+    let other_placement = home.keys.claim(HOST, HOME, "http://127.0.0.1:9");
     for (who, token, claimed, status) in [
         (
             "another station, as itself",
@@ -572,6 +585,12 @@ async fn only_the_jobs_host_speaks_for_it_on_the_home() {
             foreign_claim,
             HOST,
             401,
+        ),
+        (
+            "the claim of another placement on the job's host",
+            other_placement,
+            HOST,
+            403,
         ),
     ] {
         for (what, got) in home.try_all(&token, claimed).await {

@@ -7,7 +7,8 @@
 use super::Home;
 use super::shadow::STATIONS_ONLY;
 use crate::queue::JobRecord;
-use gleaner_edge::{ApiError, Caller, Role, require_station};
+use gleaner_edge::{ApiError, Caller, Credential, Role, require_station};
+use gleaner_proto::creds::peek_claim;
 use gleaner_proto::wire::ErrorCode;
 
 /// Refuses (403) a caller that is neither an administrator nor the station
@@ -43,6 +44,27 @@ pub(crate) fn require_host_of(
             ErrorCode::Forbidden,
             format!("job {} is not placed on station {}", r.id, caller.name),
         ));
+    }
+    // A claim speaks only for the placement it made: the host may use the
+    // claim of this job's placement, not one of another of its placements
+    // from this home (nor one read on the network for a job that is gone).
+    if let Credential::Claim { nonce, .. } = &caller.credential {
+        let placed = home
+            .remote
+            .placement(r.id)
+            .and_then(|p| p.claim)
+            .and_then(|c| peek_claim(&c).ok())
+            .map(|t| t.nonce);
+        if placed.as_deref() != Some(nonce.as_str()) {
+            tracing::warn!(job = %r.id, caller = %caller.name, "claim of another placement refused");
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "this claim did not place job {} on {}: a claim speaks only for its own placement",
+                    r.id, caller.name
+                ),
+            ));
+        }
     }
     Ok(())
 }

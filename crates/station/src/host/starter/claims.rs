@@ -23,6 +23,13 @@ pub struct Granted {
 }
 
 impl Granted {
+    /// The claim's nonce (`None` for verifiers without single-use claims):
+    /// it names the placement, and only a claim with it speaks for the
+    /// guest afterwards.
+    pub fn nonce(&self) -> Option<&str> {
+        self.nonce.as_ref().map(|(n, _)| n.as_str())
+    }
+
     /// A grant with no nonce to spend, for verifiers of test pools.
     pub fn unchecked(home_address: impl Into<String>) -> Self {
         Granted {

@@ -46,6 +46,9 @@ pub(crate) struct GuestEntry {
     /// Whether a free node elsewhere would take it, as the coordinator last
     /// said (`None`: not said yet); its eviction ladder follows it.
     pub(crate) destination: watch::Sender<Option<bool>>,
+    /// The nonce of the claim that placed it: only that claim (or a token)
+    /// speaks for its home here afterwards.
+    pub(crate) claim_nonce: Option<String>,
 }
 
 impl GuestEntry {

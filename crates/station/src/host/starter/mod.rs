@@ -272,6 +272,13 @@ impl Starter {
         self.lock_guests().get(&job).map(|g| g.info.home.clone())
     }
 
+    /// The nonce of the claim that placed `job` here, if it had one.
+    pub fn guest_claim_nonce(&self, job: JobId) -> Option<String> {
+        self.lock_guests()
+            .get(&job)
+            .and_then(|g| g.claim_nonce.clone())
+    }
+
     /// Ask a guest to leave (checkpoint signal if it checkpoints, then
     /// kill); it is reported `evicted`. False if no such guest.
     pub fn vacate(&self, job: JobId, reason: &str) -> bool {

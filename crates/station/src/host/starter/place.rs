@@ -115,6 +115,7 @@ impl Starter {
             cmd,
             slot: SlotHold::new(lease),
             destination: watch::channel(None).0,
+            claim_nonce: granted.nonce().map(str::to_string),
         });
         guests.insert(req.job_id, entry.clone());
         Ok(entry)

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use gleaner_edge::{ApiError, Caller, Role, require_station, require_station_named};
+use gleaner_edge::{ApiError, Caller, Credential, Role, require_station, require_station_named};
 use gleaner_proto::job::JobId;
 use gleaner_proto::wire::{ErrorCode, PlacementRequest, check_version};
 use std::sync::Arc;
@@ -68,6 +68,18 @@ async fn vacate_handler(
         &home,
         &format!("only the guest's home station ({home}) or an administrator may vacate it"),
     )?;
+    // A claim speaks only for the placement it made.
+    if let Credential::Claim { nonce, .. } = &caller.credential
+        && s.guest_claim_nonce(id).as_deref() != Some(nonce.as_str())
+    {
+        tracing::warn!(job = %id, caller = %caller.name, "vacate with the claim of another placement refused");
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "this claim did not place job {id} here: a claim speaks only for its own placement"
+            ),
+        ));
+    }
     if s.vacate(id, "vacated on request") {
         Ok((
             StatusCode::ACCEPTED,
