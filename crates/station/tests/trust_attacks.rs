@@ -79,6 +79,7 @@ impl Host {
             checkpoint: None,
             run_count: 0,
             lease_secs: None,
+            run: None,
         }
     }
 
@@ -418,7 +419,7 @@ impl Home {
         running
             .home
             .remote_jobs()
-            .begin_placing(job, HOST, "http://127.0.0.1:9", "claim");
+            .begin_placing(job, HOST, "http://127.0.0.1:9", "claim", None);
         running
             .home
             .queue()
@@ -455,6 +456,7 @@ impl Home {
             at: gleaner_core::time::Time::ZERO,
             detail: "exit 0".into(),
             usage: None,
+            run: None,
         }
     }
 

@@ -137,6 +137,7 @@ mod tests {
             checkpoint: None,
             run_count: 0,
             lease_secs: None,
+            run: None,
         }
     }
 

@@ -166,6 +166,10 @@ impl Starter {
         }
         let confinement = Confinement::for_station(config.namespaces)?;
         prepare_execute_dir(&config.execute_dir, &pool)?;
+        // No guest runs yet: every sandbox here is a dead run's (issue 14).
+        if !config.keep_sandboxes {
+            sandbox::remove_stale(&config.execute_dir, Default::default);
+        }
         if let Some(m) = &cgroups {
             m.ensure_parent()?;
         }

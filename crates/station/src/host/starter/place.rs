@@ -11,6 +11,7 @@ use super::slot::SlotHold;
 use super::{Starter, StarterError};
 use gleaner_proto::job::JobDescription;
 use gleaner_proto::matchmaking::JobClass;
+use gleaner_proto::run::RunId;
 use gleaner_proto::wire::{GuestInfo, PlacementRequest, PlacementResponse, RejectReason};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -30,6 +31,26 @@ impl Starter {
         if let Some(refused) = self.refusal(&req) {
             return refused;
         }
+        // The run this placement starts: named by the home (an older home
+        // names none: then it is named here, for the sandbox's sake).
+        req.run = match req.run.take() {
+            Some(r) if r.job == req.job_id && r.home == req.home => Some(r),
+            Some(r) => {
+                return reject(
+                    RejectReason::RequirementsUnmet,
+                    format!("run {r} is not a run of job {} of {}", req.job_id, req.home),
+                );
+            }
+            None => match RunId::new(&req.home, req.job_id, req.run_count.saturating_add(1)) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    return reject(
+                        RejectReason::NoResources,
+                        format!("cannot name the run: {e}"),
+                    );
+                }
+            },
+        };
         let (tx, rx) = mpsc::unbounded_channel();
         let entry = match self.take_slot(&req, &granted, tx) {
             Ok(e) => e,
@@ -81,8 +102,16 @@ impl Starter {
         if let Err((reason, message)) = self.fit(&guests, &req.description) {
             return Err(reject(reason, message));
         }
-        let seq = self.seq.fetch_add(1, Ordering::SeqCst);
-        let guest_id = format!("{}-r{}-{seq}", req.job_id, req.run_count);
+        // Unique and durable (issue 14): home, job, run and the run's
+        // nonce, so neither a restart of this station nor two homes' jobs
+        // of the same id can ever share a sandbox.
+        let guest_id = match &req.run {
+            Some(r) => r.dir_name(),
+            None => {
+                let seq = self.seq.fetch_add(1, Ordering::SeqCst);
+                format!("{}-r{}-{seq}", req.job_id, req.run_count)
+            }
+        };
         // A slot account of its own: none free (all leased, or one still
         // holds an escapee of an earlier guest) is a full host. A CRIU job
         // may swap it for the uid it was dumped as once its checkpoint is

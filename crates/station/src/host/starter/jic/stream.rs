@@ -2,7 +2,7 @@
 //! (`POST .../output/{stream}?offset=N`), from the capture files' read
 //! handles.
 
-use super::{Home, StarterError};
+use super::{Home, StarterError, is_stale_run};
 use axum::http::StatusCode;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -51,6 +51,8 @@ impl Streaming {
                 acked: base.0,
                 shared: acked[0].clone(),
                 url: home.url(&["output", "stdout"])?,
+                refused: false,
+                stale: home.stale_sender(),
             },
             OutputStream {
                 name: "stderr",
@@ -59,6 +61,8 @@ impl Streaming {
                 acked: base.1,
                 shared: acked[1].clone(),
                 url: home.url(&["output", "stderr"])?,
+                refused: false,
+                stale: home.stale_sender(),
             },
         ];
         Ok(Streaming {
@@ -110,13 +114,20 @@ struct OutputStream {
     /// `acked`, for the checkpoint code to wait on.
     shared: Arc<AtomicU64>,
     url: reqwest::Url,
+    /// The home refused this run: stop sending.
+    refused: bool,
+    /// The run's stale signal (`Home::stale`).
+    stale: Arc<watch::Sender<Option<String>>>,
 }
 
 impl OutputStream {
     /// Sends what the shadow lacks. Returns true when it has everything
-    /// written so far.
+    /// written so far (or refuses this run: nothing more to send then).
     async fn pump(&mut self, http: &reqwest::Client, token: &str) -> bool {
         loop {
+            if self.refused {
+                return true;
+            }
             let len = self.base + self.file.metadata().map_or(0, |m| m.len());
             if self.acked >= len {
                 return true;
@@ -162,6 +173,18 @@ impl OutputStream {
                 true
             }
             Ok(resp) if resp.status() == StatusCode::CONFLICT => {
+                if is_stale_run(resp).await {
+                    // The home gave this run up (issue 14): nothing more
+                    // of it is stored, and the run must stop.
+                    tracing::warn!(
+                        stream = self.name,
+                        "home refused this run's output as stale"
+                    );
+                    self.stale
+                        .send_replace(Some("the home refused this run's output as stale".into()));
+                    self.refused = true;
+                    return false;
+                }
                 // The shadow has less than we thought (e.g. it restarted
                 // without its file): resend from the start; the endpoint
                 // is idempotent, so nothing is duplicated.
