@@ -129,7 +129,7 @@ async fn store_checkpoint(
     let id = checkpoint_job(&home, &caller, &id, run, "not accepting checkpoints")?;
     let dir = ckpt_dir(&home, id);
     super::private::create_dir(&dir)
-        .map_err(|e| ApiError::internal("cannot create checkpoint dir", e))?;
+        .map_err(|e| super::private::spool_error("cannot create checkpoint dir", &dir, e))?;
     let tmp = dir.join(format!(
         ".incoming-{}",
         std::time::SystemTime::now()
@@ -211,9 +211,10 @@ async fn receive(home: &Home, body: Body, path: &std::path::Path) -> Result<u64,
         }
         home.ckpt.bucket.take(chunk.len() as u64).await;
         f.write_all(&chunk)
-            .map_err(|e| format!("cannot store: {e}"))?;
+            .map_err(|e| format!("cannot store: {}", crate::disk::describe(path, &e)))?;
     }
-    f.sync_all().map_err(|e| format!("cannot store: {e}"))?;
+    f.sync_all()
+        .map_err(|e| format!("cannot store: {}", crate::disk::describe(path, &e)))?;
     Ok(total)
 }
 

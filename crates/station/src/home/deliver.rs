@@ -15,7 +15,7 @@ use super::Home;
 use super::as_owner::{OwnerFsError, io_error, with_fs};
 use super::user_log::user_log;
 use crate::queue::JobRecord;
-use crate::userfs::{Op, Staged, UserFs};
+use crate::userfs::{Op, PathErrorKind, Staged, UserFs, UserFsError};
 use gleaner_core::time::Time;
 use gleaner_edge::ApiError;
 use gleaner_proto::job::{JobId, JobState};
@@ -43,6 +43,15 @@ pub(crate) async fn complete(
         ));
     };
     let (staged, problems) = stage(&home, &r).await;
+    // A full disk is not the job's fault: the completion is refused (503),
+    // so the job stays queued (its host retries, then gives the run up and
+    // the lease requeues it) rather than completing without its outputs.
+    if let Some(full) = problems.iter().find(|p| crate::disk::says_full(p)) {
+        let msg = format!("job {} not completed: {full}", r.id);
+        discard(staged).await;
+        tracing::warn!(job = %r.id, problem = %full, "completion refused: disk full");
+        return Err(ApiError::new(ErrorCode::Unavailable, msg));
+    }
     if !problems.is_empty() {
         detail.push_str(&format!(" (output delivery: {})", problems.join("; ")));
     }
@@ -140,7 +149,10 @@ async fn stage(home: &Home, r: &JobRecord) -> (StagedOutputs, Vec<String>) {
     for (what, from, to) in copies {
         match stage_one(&fs, &from, to).await {
             Ok(s) => staged.files.push((what, s)),
-            Err(e) => problems.push(format!("{what}: {e} (kept in the spool)")),
+            Err(e) => match full_disk(&e) {
+                Some(full) => problems.push(format!("{what}: {full}")),
+                None => problems.push(format!("{what}: {e} (kept in the spool)")),
+            },
         }
     }
     for p in &problems {
@@ -180,6 +192,19 @@ async fn stage_one(
         })
     })
     .await
+}
+
+/// "disk full at PATH" when `e` is a full file system or quota.
+fn full_disk(e: &OwnerFsError) -> Option<String> {
+    let OwnerFsError::Fs(UserFsError::Path(p)) = e else {
+        return None;
+    };
+    match &p.kind {
+        PathErrorKind::Io(io) if crate::disk::is_full(io) => {
+            Some(crate::disk::describe(&p.path, io))
+        }
+        _ => None,
+    }
 }
 
 /// Puts the staged outputs in place, now that the completion is durable.

@@ -249,7 +249,7 @@ async fn append(
     require_current_run(&home, id, run_param(&q))?;
     let dir = home.spool_for(id);
     private::create_dir(&dir)
-        .map_err(|e| ApiError::internal("cannot create spool directory", e))?;
+        .map_err(|e| private::spool_error("cannot create spool directory", &dir, e))?;
     let path = stream_path(&home, id, s);
     let len = std::fs::metadata(&path).map_or(0, |m| m.len());
     if offset > len {
@@ -270,9 +270,17 @@ async fn append(
             .create(true)
             .append(true)
             .open(&path)
-            .map_err(|e| ApiError::internal("cannot open spooled output", e))?;
-        f.write_all(data.get(skip..).unwrap_or_default())
-            .map_err(|e| ApiError::internal("cannot write spooled output", e))?;
+            .map_err(|e| private::spool_error("cannot open spooled output", &path, e))?;
+        if let Err(e) = f.write_all(data.get(skip..).unwrap_or_default()) {
+            // No part of a chunk stays: the retry finds the old length
+            // (and a full disk gets back what the part took).
+            let _ = f.set_len(len);
+            return Err(private::spool_error(
+                "cannot write spooled output",
+                &path,
+                e,
+            ));
+        }
     }
     Ok(Json(AppendResponse {
         length: end.max(len),
@@ -317,10 +325,13 @@ async fn store_file(
     require_current_run(&home, id, run_param(&q))?;
     let dir = home.spool_for(id).join("files");
     private::create_dir(&dir)
-        .map_err(|e| ApiError::internal("cannot create spool directory", e))?;
+        .map_err(|e| private::spool_error("cannot create spool directory", &dir, e))?;
     // Write then rename, so that a retried upload never leaves half a file.
     let tmp = dir.join(format!(".{name}.part"));
-    private::write(&tmp, &data).map_err(|e| ApiError::internal("cannot store output file", e))?;
+    if let Err(e) = private::write(&tmp, &data) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(private::spool_error("cannot store output file", &tmp, e));
+    }
     std::fs::rename(&tmp, dir.join(&name))
         .map_err(|e| ApiError::internal("cannot store output file", e))?;
     Ok(Json(StoredResponse {
@@ -398,7 +409,10 @@ async fn status(
         home.queue()
             .transition(id, rep.state.clone(), &detail, at)?
     };
-    if rep.event == JobEventKind::Evicted {
+    // A full disk (the home's spool, the host's sandbox) is no reason to
+    // keep the job off the host for long: it stays queued and may return
+    // there as soon as space does (issue 14).
+    if rep.event == JobEventKind::Evicted && !crate::disk::says_full(&rep.detail) {
         // Resource feedback (Neeracher 1998 §4): not this host again soon.
         home.remote.avoid_host(id, &rep.host);
     }

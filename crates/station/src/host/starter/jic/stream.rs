@@ -4,6 +4,7 @@
 
 use super::{Home, StarterError, is_stale_run};
 use axum::http::StatusCode;
+use gleaner_proto::wire::ErrorBody;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ const MAX_CHUNK: usize = 256 * 1024;
 pub(crate) struct Streaming {
     /// The streams, until the streamer takes them.
     pending: Option<Vec<OutputStream>>,
-    task: Option<JoinHandle<()>>,
+    task: Option<JoinHandle<Result<(), String>>>,
     finish_tx: watch::Sender<bool>,
     finish_rx: watch::Receiver<bool>,
     /// Stream offsets the shadow acknowledged (stdout, stderr), for the
@@ -53,6 +54,7 @@ impl Streaming {
                 url: home.url(&["output", "stdout"])?,
                 refused: false,
                 stale: home.stale_sender(),
+                last_error: None,
             },
             OutputStream {
                 name: "stderr",
@@ -63,6 +65,7 @@ impl Streaming {
                 url: home.url(&["output", "stderr"])?,
                 refused: false,
                 stale: home.stale_sender(),
+                last_error: None,
             },
         ];
         Ok(Streaming {
@@ -94,11 +97,14 @@ impl Streaming {
     }
 
     /// The guest is done: the streamer flushes the rest, and this waits
-    /// for it.
-    pub(crate) async fn finish(&mut self) {
+    /// for it. `Err(why)`: the home does not have all of the output (the
+    /// last refusal, e.g. "disk full at PATH"); the run must then not be
+    /// reported complete (issue 14: nothing partial is delivered).
+    pub(crate) async fn finish(&mut self) -> Result<(), String> {
         let _ = self.finish_tx.send(true);
-        if let Some(s) = self.task.take() {
-            let _ = s.await;
+        match self.task.take() {
+            Some(s) => s.await.unwrap_or_else(|e| Err(e.to_string())),
+            None => Ok(()),
         }
     }
 }
@@ -118,6 +124,8 @@ struct OutputStream {
     refused: bool,
     /// The run's stale signal (`Home::stale`).
     stale: Arc<watch::Sender<Option<String>>>,
+    /// Why the last chunk did not arrive.
+    last_error: Option<String>,
 }
 
 impl OutputStream {
@@ -197,11 +205,19 @@ impl OutputStream {
                 false
             }
             Ok(resp) => {
-                tracing::warn!(stream = self.name, status = %resp.status(), "output chunk refused");
+                let status = resp.status();
+                tracing::warn!(stream = self.name, %status, "output chunk refused");
+                // The home says why (e.g. "disk full at PATH"): kept for
+                // the run's end, should the output never get through.
+                self.last_error = Some(match resp.json::<ErrorBody>().await {
+                    Ok(b) => format!("home answered {status}: {}", b.error.message),
+                    Err(_) => format!("home answered {status}"),
+                });
                 false
             }
             Err(e) => {
                 tracing::warn!(stream = self.name, error = %e, "output chunk failed");
+                self.last_error = Some(e.to_string());
                 false
             }
         }
@@ -209,7 +225,7 @@ impl OutputStream {
 }
 
 /// Polls the capture files and streams them until told to finish; then
-/// flushes the rest (bounded retries).
+/// flushes the rest (bounded retries). `Err(why)`: not all of it arrived.
 async fn stream_loop(
     http: reqwest::Client,
     token: String,
@@ -217,7 +233,7 @@ async fn stream_loop(
     poll: Duration,
     mut finish: watch::Receiver<bool>,
     patience: Duration,
-) {
+) -> Result<(), String> {
     loop {
         for s in &mut streams {
             s.pump(&http, &token).await;
@@ -238,10 +254,15 @@ async fn stream_loop(
             done &= s.pump(&http, &token).await;
         }
         if done {
-            return;
+            return Ok(());
         }
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_secs(2));
     }
     tracing::warn!("output streams not fully delivered");
+    let why = streams
+        .iter()
+        .find_map(|s| s.last_error.clone())
+        .unwrap_or_else(|| "home unreachable".into());
+    Err(format!("output not delivered home: {why}"))
 }
