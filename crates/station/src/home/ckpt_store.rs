@@ -3,8 +3,6 @@
 //!
 //! Endpoints (the job's host's station token, or an administrator's),
 //! next to the shadow's:
-//! Both take the run as `?run=R` and hear only the job's current run
-//! (`super::runs`): 409 for any other.
 //! - `PUT /v1/shadow/{job}/checkpoint`: a checkpoint bundle
 //!   ([`crate::checkpoint`]). Received through the station-wide token
 //!   bucket (`checkpoint_bytes_per_sec`) so that a storm of checkpoints
@@ -18,7 +16,10 @@
 //!   the spooled stdout/stderr back to the lengths recorded in it, so the
 //!   restored run's output continues exactly where the checkpoint was.
 //!
-//! Both count as a sign of life for the job's lease ([`super::lease`]).
+//! Both take the run as `?run=R` and hear only the job's current run
+//! (`super::runs`): 409 for any other, so a stale run never replaces the
+//! current run's checkpoint. Both count as a sign of life for the job's
+//! lease ([`super::lease`]).
 
 use super::runs::{require_current_run, run_param};
 use super::shadow::STATIONS_ONLY;

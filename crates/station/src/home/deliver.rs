@@ -26,6 +26,7 @@ use std::sync::Arc;
 /// Completes `r` (its host reported `state`, a completion): stages the
 /// outputs, commits the completion with `detail` (plus any staging
 /// problems), then publishes them, or discards them if the commit fails.
+/// A destination on a full disk requeues the job instead.
 /// One completion of a job at a time: a second report while one is under
 /// way is told to come back (503), and then finds it applied. Returns the
 /// updated record and the detail recorded.
@@ -43,14 +44,15 @@ pub(crate) async fn complete(
         ));
     };
     let (staged, problems) = stage(&home, &r).await;
-    // A full disk is not the job's fault: the completion is refused (503),
-    // so the job stays queued (its host retries, then gives the run up and
-    // the lease requeues it) rather than completing without its outputs.
+    // A full disk is not the job's fault: rather than completing without
+    // its outputs, the job goes back to the queue (an eviction, which
+    // does not keep it off its host) and runs again when there is room.
     if let Some(full) = problems.iter().find(|p| crate::disk::says_full(p)) {
-        let msg = format!("job {} not completed: {full}", r.id);
         discard(staged).await;
-        tracing::warn!(job = %r.id, problem = %full, "completion refused: disk full");
-        return Err(ApiError::new(ErrorCode::Unavailable, msg));
+        tracing::warn!(job = %r.id, problem = %full, "outputs not delivered: disk full; requeued");
+        let why = format!("{detail}: outputs not delivered, {full}; requeued");
+        let new = home.queue().transition(r.id, JobState::Idle, &why, at)?;
+        return Ok((new, why));
     }
     if !problems.is_empty() {
         detail.push_str(&format!(" (output delivery: {})", problems.join("; ")));
