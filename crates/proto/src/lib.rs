@@ -5,6 +5,7 @@
 //! - [`matchmaking`]: matchmaking data: the owner's policy as advertised, job classes, licences, machine and job ClassAds.
 //! - [`fit`]: does this job fit this host now? The one typed check (matchmaker, host admission, `glean q --analyze`) and its rendering into words.
 //! - [`creds`]: the pool's credentials: Ed25519 tokens, claim tickets, single-use nonces, revocations; only the coordinator holds the signing key.
+//! - [`run`]: the identity of one run of a job, carried by everything a host sends about it.
 //! - [`wire`]: versioned HTTP/JSON messages between daemons and from the CLI.
 //! - [`api`]: bodies of the station's user and shadow APIs.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -15,5 +16,6 @@ pub mod creds;
 pub mod fit;
 pub mod job;
 pub mod matchmaking;
+pub mod run;
 pub mod submit;
 pub mod wire;

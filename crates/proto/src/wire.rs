@@ -306,6 +306,11 @@ pub struct PlacementRequest {
     /// home for this long (`None`: no lease, the pre-lease behaviour).
     #[serde(default)]
     pub lease_secs: Option<u64>,
+    /// This run's identity: the host names it in everything it sends the
+    /// home about the job, and names the sandbox after it. Absent from an
+    /// older home (the host then makes one up for its own names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<crate::run::RunId>,
 }
 
 /// Why a host declined a placement.
@@ -362,6 +367,10 @@ pub struct JobStatusReport {
     pub detail: String,
     #[serde(default)]
     pub usage: Option<Usage>,
+    /// The run reported on; the home refuses reports of any other run than
+    /// the job's current one (absent: from an older host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<crate::run::RunId>,
 }
 
 /// CLI → station: `glean submit`.

@@ -115,6 +115,7 @@ fn replies_and_placements_round_trip() {
         checkpoint: None,
         run_count: 0,
         lease_secs: None,
+        run: None,
     };
     let s = serde_json::to_string(&p).unwrap();
     assert_eq!(serde_json::from_str::<PlacementRequest>(&s).unwrap(), p);
@@ -141,6 +142,7 @@ fn replies_and_placements_round_trip() {
             wall_secs: 12.0,
             max_rss_mb: 100,
         }),
+        run: Some("ws1/5.2/r3/00ff".parse().unwrap()),
     };
     let s = serde_json::to_string(&rep).unwrap();
     assert_eq!(serde_json::from_str::<JobStatusReport>(&s).unwrap(), rep);

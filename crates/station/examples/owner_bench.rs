@@ -446,6 +446,7 @@ async fn place(addr: &str, key: &TestKeys, shadow: &str) -> Res<String> {
             checkpoint: None,
             run_count: 0,
             lease_secs: None,
+            run: None,
         };
         let r: PlacementResponse = http
             .post(format!("{addr}/v1/place"))

@@ -20,4 +20,8 @@ pub struct LeaseRenewal {
     pub host_address: String,
     #[serde(default)]
     pub guest_id: String,
+    /// The run renewed: the home answers 409 for any but the job's current
+    /// run, and the host then kills it (absent: from an older host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<gleaner_proto::run::RunId>,
 }

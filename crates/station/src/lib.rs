@@ -14,13 +14,15 @@
 //! - Shared by both: [`owner`] (owner-activity sources), [`isolation`]
 //!   (cgroups, launcher), [`queue`] (the durable SQLite job queue),
 //!   [`checkpoint`] (bundles, backends, throttling), [`lease`] (the
-//!   home/host lease message), [`clock`]; and [`client`], the CLI's client.
+//!   home/host lease message), [`clock`], [`disk`] (full disks named);
+//!   and [`client`], the CLI's client.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod checkpoint;
 pub mod client;
 pub mod clock;
 pub mod config;
+pub mod disk;
 pub mod home;
 pub mod host;
 pub mod isolation;

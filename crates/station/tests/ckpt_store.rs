@@ -47,7 +47,7 @@ async fn checkpoints_are_verified_rotated_and_rolled_back() {
     let (home_addr, home) = spawn_for_test(station("home", StationRole::SubmitOnly))
         .await
         .unwrap();
-    let (_b, b) = spawn_for_test(station("b", StationRole::ExecuteOnly))
+    let (b_addr, b) = spawn_for_test(station("b", StationRole::ExecuteOnly))
         .await
         .unwrap();
     let (alice, work) = common::job_owner(root);
@@ -71,7 +71,9 @@ async fn checkpoints_are_verified_rotated_and_rolled_back() {
     let http = reqwest::Client::new();
     // The host's own token: the job runs on b.
     let daemon = keys.station("b");
-    let url = format!("http://{home_addr}/v1/shadow/{id}/checkpoint");
+    // The host names the job's current run (issue 14).
+    let run = common::run_on(b_addr, &keys.admin("admin"), "home", &id).await;
+    let url = format!("http://{home_addr}/v1/shadow/{id}/checkpoint?run={run}");
     let put = |body: Vec<u8>| {
         let http = http.clone();
         let url = url.clone();
@@ -210,10 +212,25 @@ async fn checkpoints_are_verified_rotated_and_rolled_back() {
         .await
         .unwrap();
     assert_eq!(r.status(), 403);
+    // The job's host is heard for the job's current run only: a renewal
+    // of another run, or naming none, is 409 (field `run`): that run's
+    // host then kills it.
+    for other in [None, Some(format!("home/{id}/r9/00ff"))] {
+        let r = http
+            .post(&lease)
+            .bearer_auth(&daemon)
+            .json(&serde_json::json!({"host": "b", "run": other}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 409, "{other:?}");
+        let body: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(body["error"]["field"], "run", "{body}");
+    }
     let r = http
         .post(&lease)
         .bearer_auth(&daemon)
-        .json(&serde_json::json!({"host": "b"}))
+        .json(&serde_json::json!({"host": "b", "run": run}))
         .send()
         .await
         .unwrap();

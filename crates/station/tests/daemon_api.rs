@@ -94,7 +94,7 @@ impl Env {
         let home = &self.running.as_ref().unwrap().home;
         let id: JobId = id.parse().unwrap();
         home.remote_jobs()
-            .begin_placing(id, "exec1", "http://127.0.0.1:9", "claim");
+            .begin_placing(id, "exec1", "http://127.0.0.1:9", "claim", None);
         home.queue()
             .record_placement(id, "exec1", "http://127.0.0.1:9", "claim", Time::ZERO)
             .unwrap();
@@ -141,6 +141,7 @@ impl Env {
             at: Time::ZERO,
             detail: String::new(),
             usage: None,
+            run: None,
         };
         reqwest::Client::new()
             .post(format!("{}/v1/jobs/{id}/status", self.base))

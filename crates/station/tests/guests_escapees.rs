@@ -165,6 +165,7 @@ impl Client {
             checkpoint: None,
             run_count: 0,
             lease_secs: None,
+            run: None,
         };
         let r = place(&self.http, self.addr, &self.token(), &req).await;
         assert!(matches!(r, PlacementResponse::Accepted { .. }), "{r:?}");

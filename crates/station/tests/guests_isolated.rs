@@ -174,6 +174,7 @@ impl Station {
             checkpoint: None,
             run_count: 0,
             lease_secs: None,
+            run: None,
         };
         place(&self.http, self.addr, &self.token(), &req).await
     }

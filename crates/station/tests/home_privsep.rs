@@ -147,7 +147,7 @@ impl Env {
     fn place_on_exec1(&self, id: JobId) {
         let home = &self.running.as_ref().unwrap().home;
         home.remote_jobs()
-            .begin_placing(id, "exec1", "http://127.0.0.1:9", "claim");
+            .begin_placing(id, "exec1", "http://127.0.0.1:9", "claim", None);
         home.queue()
             .record_placement(id, "exec1", "http://127.0.0.1:9", "claim", Time::ZERO)
             .unwrap();
@@ -243,6 +243,7 @@ impl Env {
             at: Time::ZERO,
             detail: String::new(),
             usage: None,
+            run: None,
         };
         let r = reqwest::Client::new()
             .post(format!("{}/v1/jobs/{id}/status", self.base))

@@ -177,6 +177,7 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
         checkpoint: None,
         run_count: 0,
         lease_secs: None,
+        run: None,
     };
     let daemon = keys.station("home");
     let resp: PlacementResponse =

@@ -194,6 +194,7 @@ impl Env {
             checkpoint: None,
             run_count: 0,
             lease_secs: None,
+            run: None,
         };
         place(&self.http, self.addr, &self.token(), &req).await
     }

@@ -444,7 +444,7 @@ fn a_schema_1_queue_is_migrated_and_keeps_its_jobs() {
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(
             "ALTER TABLE jobs DROP COLUMN host_address; ALTER TABLE jobs DROP COLUMN host_claim; \
-             PRAGMA user_version = 1;",
+             ALTER TABLE jobs DROP COLUMN run_id; PRAGMA user_version = 1;",
         )
         .unwrap();
     }
@@ -474,12 +474,59 @@ fn a_schema_1_queue_is_migrated_and_keeps_its_jobs() {
     let v: i64 = c
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(v, 3);
+    assert_eq!(v, 4);
     // A newer schema is refused, not misread.
-    c.execute_batch("PRAGMA user_version = 4;").unwrap();
+    c.execute_batch("PRAGMA user_version = 5;").unwrap();
     drop(c);
     assert!(matches!(
         JobQueue::open(&path),
-        Err(QueueError::SchemaTooNew { found: 4 })
+        Err(QueueError::SchemaTooNew { found: 5 })
+    ));
+}
+
+/// Schema 4: the job's current run survives a reopen, a schema-3 queue
+/// gains the column (its jobs have no named run), and a retired run is
+/// an empty one.
+#[test]
+fn a_schema_3_queue_gains_the_current_run() {
+    let (_d, path, mut q) = temp_queue();
+    let ids = submit_n(&mut q, "a", 2, t(1));
+    q.transition(ids[0], JobState::Running, "", t(2)).unwrap();
+    q.record_placement(ids[0], "hostA", "http://a", "claim-a", t(2))
+        .unwrap();
+    drop(q);
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch("ALTER TABLE jobs DROP COLUMN run_id; PRAGMA user_version = 3;")
+            .unwrap();
+    }
+    let mut q = JobQueue::open(&path).unwrap();
+    assert_eq!(q.current_run(ids[0]).unwrap(), None);
+    assert_eq!(q.running_placements().unwrap()[0].run_id, None);
+    q.record_placement_run(
+        ids[0],
+        "hostB",
+        "http://b",
+        "claim-b",
+        Some("h/1.0/r2/ab"),
+        t(3),
+    )
+    .unwrap();
+    drop(q);
+    let mut q = JobQueue::open(&path).unwrap();
+    assert_eq!(
+        q.current_run(ids[0]).unwrap().as_deref(),
+        Some("h/1.0/r2/ab")
+    );
+    assert_eq!(
+        q.running_placements().unwrap()[0].run_id.as_deref(),
+        Some("h/1.0/r2/ab")
+    );
+    q.retire_run(ids[0]).unwrap();
+    assert_eq!(q.current_run(ids[0]).unwrap().as_deref(), Some(""));
+    assert_eq!(q.current_run(ids[1]).unwrap(), None);
+    assert!(matches!(
+        q.current_run(JobId::new(99, 0)),
+        Err(QueueError::NotFound(_))
     ));
 }

@@ -55,10 +55,10 @@ async fn input(
 async fn output(
     State(s): State<Shared>,
     Path((_j, stream)): Path<(String, String)>,
-    Query(q): Query<BTreeMap<String, u64>>,
+    Query(q): Query<BTreeMap<String, String>>,
     body: Bytes,
 ) -> StatusCode {
-    let off = q.get("offset").copied().unwrap_or(0) as usize;
+    let off: usize = q.get("offset").and_then(|o| o.parse().ok()).unwrap_or(0);
     let mut r = s.lock().unwrap();
     let buf = r.outputs.entry(stream).or_default();
     if off > buf.len() {
@@ -188,6 +188,7 @@ fn request(env: &Env, job: JobId, script: &str) -> PlacementRequest {
         checkpoint: None,
         run_count: 0,
         lease_secs: None,
+        run: None,
     }
 }
 

@@ -79,6 +79,7 @@ impl Host {
             checkpoint: None,
             run_count: 0,
             lease_secs: None,
+            run: None,
         }
     }
 
@@ -427,7 +428,7 @@ impl Home {
         running
             .home
             .remote_jobs()
-            .begin_placing(job, HOST, "http://127.0.0.1:9", &claim);
+            .begin_placing(job, HOST, "http://127.0.0.1:9", &claim, None);
         running
             .home
             .queue()
@@ -465,6 +466,7 @@ impl Home {
             at: gleaner_core::time::Time::ZERO,
             detail: "exit 0".into(),
             usage: None,
+            run: None,
         }
     }
 

@@ -53,6 +53,7 @@ fn sleep_job(job: JobId, claim: &str, shadow: &str) -> PlacementRequest {
         checkpoint: None,
         run_count: 0,
         lease_secs: None,
+        run: None,
     }
 }
 

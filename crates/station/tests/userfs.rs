@@ -649,3 +649,74 @@ fn validation_reports_an_unusable_initialdir_once() {
         found[1].1
     );
 }
+
+/// A staged output (issue 14) is written beside its destination as the
+/// user and synced; the destination keeps its old content until publish
+/// renames it into place, whole; a discarded one leaves nothing; a
+/// symlink planted by another user is refused as everywhere else.
+#[test]
+fn staged_outputs_appear_whole_on_publish_and_never_through_foreign_links() {
+    let Some((a, b)) = two_users("staged_outputs") else {
+        return;
+    };
+    let dir = job_dir(&a);
+    let out = dir.join("out.txt");
+    put(&out, "old run\n", a.uid(), 0o644);
+    let fs = fs_of(&a);
+    let listing = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+
+    let target = out.clone();
+    let staged = fs
+        .run(move |u| u.stage(&target, 0o666, |f| f.write_all(b"new run\n")))
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old run\n");
+    let names = listing(&dir);
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(
+        names.iter().any(|n| n.starts_with(".out.txt.gleaner-")),
+        "{names:?}"
+    );
+    fs.run(move |u| u.publish(staged)).unwrap();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "new run\n");
+    assert_eq!(listing(&dir), vec!["out.txt".to_string()]);
+    let md = std::fs::metadata(&out).unwrap();
+    assert_eq!((md.uid(), md.mode() & 0o777), (a.uid(), 0o644));
+
+    // Discarded: the destination and the directory as before.
+    let target = out.clone();
+    let staged = fs
+        .run(move |u| u.stage(&target, 0o666, |f| f.write_all(b"dropped\n")))
+        .unwrap();
+    fs.run(move |u| {
+        u.discard(staged);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "new run\n");
+    assert_eq!(listing(&dir), vec!["out.txt".to_string()]);
+
+    // B's link in A's directory: refused, its target untouched.
+    let victim = b.home().join("victim.txt");
+    put(&victim, "B's\n", b.uid(), 0o666);
+    let before = freeze(&victim);
+    let link = dir.join("err.txt");
+    symlink(&victim, &link).unwrap();
+    lchown(&link, Some(b.uid()), Some(b.gid())).unwrap();
+    let target = link.clone();
+    let e = fs
+        .run(move |u| u.stage(&target, 0o666, |f| f.write_all(b"x")))
+        .unwrap_err();
+    assert!(
+        matches!(kind(&e), PathErrorKind::ForeignSymlink { .. }),
+        "{e}"
+    );
+    assert_eq!(snapshot(&victim), before);
+}

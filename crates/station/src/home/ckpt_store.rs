@@ -16,15 +16,19 @@
 //!   the spooled stdout/stderr back to the lengths recorded in it, so the
 //!   restored run's output continues exactly where the checkpoint was.
 //!
-//! Both count as a sign of life for the job's lease ([`super::lease`]).
+//! Both take the run as `?run=R` and hear only the job's current run
+//! (`super::runs`): 409 for any other, so a stale run never replaces the
+//! current run's checkpoint. Both count as a sign of life for the job's
+//! lease ([`super::lease`]).
 
+use super::runs::{require_current_run, run_param};
 use super::shadow::STATIONS_ONLY;
 use super::user_log::user_log;
 use super::{Home, parse_job_id};
 use crate::checkpoint::{CheckpointError, Manifest, RateMeter, SharedBucket, verify_bundle_file};
 use crate::clock::now;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::routing::put;
 use axum::{Extension, Json, Router};
 use futures_util::StreamExt;
@@ -32,6 +36,7 @@ use gleaner_edge::{ApiError, Caller, require_station};
 use gleaner_proto::api::StoredResponse;
 use gleaner_proto::job::{JobEventKind, JobId};
 use gleaner_proto::wire::ErrorCode;
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -80,6 +85,7 @@ fn checkpoint_job(
     home: &Home,
     caller: &Caller,
     id: &str,
+    run: Option<&str>,
     refused: &str,
 ) -> Result<JobId, ApiError> {
     require_station(caller, STATIONS_ONLY)?;
@@ -92,6 +98,9 @@ fn checkpoint_job(
             format!("job {id} is {}: {refused}", r.state),
         ));
     }
+    // Only the current run's checkpoints (issue 14): a stale run's would
+    // roll the job back to a state the current run never had.
+    require_current_run(home, id, run)?;
     home.remote.touch(id);
     Ok(id)
 }
@@ -114,12 +123,14 @@ async fn store_checkpoint(
     State(home): State<Arc<Home>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
     body: Body,
 ) -> Result<Json<StoredResponse>, ApiError> {
-    let id = checkpoint_job(&home, &caller, &id, "not accepting checkpoints")?;
+    let run = run_param(&q);
+    let id = checkpoint_job(&home, &caller, &id, run, "not accepting checkpoints")?;
     let dir = ckpt_dir(&home, id);
     super::private::create_dir(&dir)
-        .map_err(|e| ApiError::internal("cannot create checkpoint dir", e))?;
+        .map_err(|e| super::private::spool_error("cannot create checkpoint dir", &dir, e))?;
     let tmp = dir.join(format!(
         ".incoming-{}",
         std::time::SystemTime::now()
@@ -151,6 +162,12 @@ async fn store_checkpoint(
     };
     {
         let _guard = home.spool_lock.lock().await;
+        // Again under the lock: the run may have been replaced while the
+        // bundle came in.
+        if let Err(e) = require_current_run(&home, id, run) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
         let latest = dir.join(LATEST);
         if latest.exists() {
             std::fs::rename(&latest, dir.join(PREVIOUS))
@@ -195,9 +212,10 @@ async fn receive(home: &Home, body: Body, path: &std::path::Path) -> Result<u64,
         }
         home.ckpt.bucket.take(chunk.len() as u64).await;
         f.write_all(&chunk)
-            .map_err(|e| format!("cannot store: {e}"))?;
+            .map_err(|e| format!("cannot store: {}", crate::disk::describe(path, &e)))?;
     }
-    f.sync_all().map_err(|e| format!("cannot store: {e}"))?;
+    f.sync_all()
+        .map_err(|e| format!("cannot store: {}", crate::disk::describe(path, &e)))?;
     Ok(total)
 }
 
@@ -224,8 +242,15 @@ async fn fetch_checkpoint(
     State(home): State<Arc<Home>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
 ) -> Result<axum::response::Response, ApiError> {
-    let id = checkpoint_job(&home, &caller, &id, "no checkpoint to restore")?;
+    let id = checkpoint_job(
+        &home,
+        &caller,
+        &id,
+        run_param(&q),
+        "no checkpoint to restore",
+    )?;
     let home2 = home.clone();
     let best = tokio::task::spawn_blocking(move || best_checkpoint(&home2, id))
         .await

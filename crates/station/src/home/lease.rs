@@ -3,8 +3,8 @@
 //! - `POST /v1/shadow/{job}/lease`: the starter's renewal
 //!   ([`LeaseRenewal`]), heard from the job's host only (403 from any other
 //!   station, [`super::host_caller`]); 409 tells a host that the job is no
-//!   longer its to run (the home gave up on it), and the host kills the
-//!   guest.
+//!   longer its to run (the home gave up on it, or the renewal names a run
+//!   other than the job's current one), and the host kills the guest.
 //! - The lease monitor requeues a running job whose host has not been heard
 //!   from for `lease_secs` plus one renewal period (the host itself gives
 //!   up at `lease_secs`, so the old run is dead before the new one starts).
@@ -55,6 +55,10 @@ async fn renew(
             format!("job {id} is {} and not running on {}", r.state, ren.host),
         ));
     }
+    // A stale run on the right host (it was requeued and placed there
+    // again) is refused too: its host kills it.
+    let run = ren.run.as_ref().map(ToString::to_string);
+    super::runs::require_current_run(&home, id, run.as_deref())?;
     home.remote.renewed(id, &ren.host, &ren.host_address);
     Ok(Json(StoredResponse {
         ok: true,
@@ -122,6 +126,8 @@ fn requeue_expired(home: &Arc<Home>, id: JobId, host: String, limit: Duration) {
             tracing::warn!(job = %id, %host, "lease expired; job requeued");
             home.remote.avoid_host(id, &host);
             home.remote.forget(id);
+            // The run is presumed dead: if it is not, nothing of it is heard.
+            super::runs::retire_run(home, id);
             spawn_user_log(home, id, at, "004", "Job was evicted", &detail);
             home.news.notify_one();
         }

@@ -12,7 +12,8 @@
 //! - [`schedd`]: the local scheduler, which uses the coordinator's grants
 //!   for this station's idle jobs and passes preemptions on;
 //! - [`remote`]: the one table of this station's remote jobs (where each
-//!   runs or is being placed, lease contact, hosts to avoid);
+//!   runs or is being placed, lease contact, hosts to avoid); `runs`:
+//!   which run of a job is heard (one run's outputs, issue 14);
 //! - [`shadow`]: the endpoints a host's starter calls for each of these
 //!   jobs (sandbox, output, status), heard only from the station the job
 //!   is placed on (`host_caller`);
@@ -27,6 +28,7 @@
 mod as_owner;
 pub mod ckpt_store;
 pub mod dagman;
+mod deliver;
 mod host_caller;
 mod http;
 pub mod identity;
@@ -35,6 +37,7 @@ pub mod lease;
 pub mod private;
 pub mod recover;
 pub mod remote;
+mod runs;
 pub mod schedd;
 pub mod shadow;
 mod submit_check;
@@ -48,6 +51,7 @@ use axum::routing::get;
 use gleaner_proto::job::{JobId, JobStateKind};
 use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::wire::Demand;
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -100,6 +104,9 @@ pub struct Home {
     /// This station's slot-account prefix: such accounts are guests, never
     /// users ([`identity`]).
     slot_prefix: String,
+    /// Jobs whose completion (outputs staged, committed, published) is
+    /// under way: one at a time per job (`deliver`).
+    completing: Mutex<HashSet<JobId>>,
 }
 
 impl Home {
@@ -138,6 +145,7 @@ impl Home {
             last_placement: Mutex::new(None),
             served: identity::Served::detect(),
             slot_prefix,
+            completing: Mutex::new(HashSet::new()),
         })
     }
 

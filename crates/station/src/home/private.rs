@@ -39,3 +39,17 @@ pub fn write(path: &Path, data: &[u8]) -> io::Result<()> {
     use std::io::Write;
     create(path)?.write_all(data)
 }
+
+/// The API error for a failed write to the spool: a full disk is 503
+/// "disk full at PATH" (the host retries, then gives the run up and the
+/// job stays queued, issue 14); anything else is an internal error.
+pub(crate) fn spool_error(what: &str, path: &Path, e: io::Error) -> gleaner_edge::ApiError {
+    if crate::disk::is_full(&e) {
+        tracing::warn!(path = %path.display(), "spool disk full");
+        return gleaner_edge::ApiError::new(
+            gleaner_proto::wire::ErrorCode::Unavailable,
+            crate::disk::describe(path, &e),
+        );
+    }
+    gleaner_edge::ApiError::internal(what, e)
+}

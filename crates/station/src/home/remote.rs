@@ -41,6 +41,9 @@ pub struct Placement {
     /// The claim it was placed with: the home's credential at that host
     /// (the station's own token goes to the coordinator alone).
     pub claim: Option<String>,
+    /// The run placed there ([`gleaner_proto::run::RunId`] as text), if
+    /// known: the only one whose data the home takes (`super::runs`).
+    pub run: Option<String>,
     pub phase: Phase,
 }
 
@@ -95,6 +98,7 @@ impl RemoteJobs {
                 host: host.clone(),
                 address: r.host_address.clone(),
                 claim: r.host_claim.clone(),
+                run: r.run_id.clone(),
                 phase: Phase::Running,
             });
         }
@@ -113,12 +117,21 @@ impl RemoteJobs {
     // ----- placement -----------------------------------------------------
 
     /// A placement request for `job` on `host` (at `address`) with `claim`
-    /// is going out.
-    pub fn begin_placing(&self, job: JobId, host: &str, address: &str, claim: &str) {
+    /// is going out, for the run `run`; from now on only that run is heard
+    /// (`None`: the run the queue records, if any).
+    pub fn begin_placing(
+        &self,
+        job: JobId,
+        host: &str,
+        address: &str,
+        claim: &str,
+        run: Option<&str>,
+    ) {
         self.rows().entry(job).or_default().at = Some(Placement {
             host: host.to_string(),
             address: Some(address.to_string()),
             claim: Some(claim.to_string()),
+            run: run.map(str::to_string),
             phase: Phase::Placing,
         });
     }
@@ -229,9 +242,19 @@ impl RemoteJobs {
                     host: host.to_string(),
                     address: Some(address.to_string()),
                     claim: None,
+                    run: None,
                     phase: Phase::Running,
                 })
             }
+        }
+    }
+
+    /// The current run of `job` is over without a successor: no run is
+    /// heard (an empty run, see `super::runs`). The placement stays, so
+    /// that the host can still be asked to vacate.
+    pub fn retire_run(&self, job: JobId) {
+        if let Some(p) = self.rows().get_mut(&job).and_then(|r| r.at.as_mut()) {
+            p.run = Some(String::new());
         }
     }
 
@@ -343,8 +366,8 @@ mod tests {
     fn a_placement_runs_through_its_phases() {
         let t = RemoteJobs::new(Duration::from_secs(1), Duration::ZERO);
         let (a, b) = (job("1.0"), job("2.0"));
-        t.begin_placing(a, "ws1", "http://ws1", "claim");
-        t.begin_placing(b, "ws2", "http://ws2", "claim");
+        t.begin_placing(a, "ws1", "http://ws1", "claim", Some("run-a"));
+        t.begin_placing(b, "ws2", "http://ws2", "claim", Some("run-b"));
         assert_eq!(t.placing(), HashSet::from([a, b]));
         // Accepted: running, with its address; refused: not remote.
         assert_eq!(t.current_host(b, Some("old")).as_deref(), Some("ws2"));
@@ -371,12 +394,14 @@ mod tests {
                 host: Some("ws1".into()),
                 host_address: Some("http://ws1".into()),
                 host_claim: None,
+                run_id: None,
             },
             RunningJob {
                 id: b,
                 host: Some("ws2".into()),
                 host_address: None,
                 host_claim: None,
+                run_id: None,
             },
         ]);
         assert_eq!(t.address(a).as_deref(), Some("http://ws1"));
@@ -397,7 +422,7 @@ mod tests {
         assert!(expired.is_empty() && next.is_some());
         std::thread::sleep(Duration::from_millis(40));
         t.touch(a);
-        t.begin_placing(c, "z", "http://z", "claim");
+        t.begin_placing(c, "z", "http://z", "claim", Some("run-c"));
         let (expired, _) = t.lease_pass(&running, limit, recheck);
         assert_eq!(expired, vec![(b, Some("y".to_string()))]);
     }

@@ -6,11 +6,12 @@
 //! 1988 L839). Preemptions are passed on to the host as vacate requests;
 //! the job is requeued when the host reports it vacated.
 
-use super::Home;
 use super::user_log::user_log;
+use super::{Home, runs};
 use crate::clock::now;
 use gleaner_proto::job::{JobId, JobState};
 use gleaner_proto::matchmaking::JobClass;
+use gleaner_proto::run::RunId;
 use gleaner_proto::wire::{
     Grant, PROTOCOL_VERSION, PlacementRequest, PlacementResponse, Preemption,
 };
@@ -76,12 +77,20 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
         tracing::debug!(host = %g.host, class = ?g.class, "no idle job for the grant");
         return;
     };
+    // This placement is a new run of the job, named before anything is
+    // sent: from now on only its data is heard (`runs.rs`).
+    let run = match RunId::new(&home.name, job.id, job.run_count.saturating_add(1)) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(job = %job.id, error = %e, "cannot name a new run (no randomness)");
+            return;
+        }
+    };
     *home
         .last_placement
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
-    home.remote
-        .begin_placing(job.id, &g.host, &g.host_address, &g.claim_id);
+    runs::begin_run(home, job.id, &g.host, &g.host_address, &g.claim_id, &run).await;
     let req = PlacementRequest {
         protocol: PROTOCOL_VERSION,
         job_id: job.id,
@@ -92,6 +101,7 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
         checkpoint: None,
         run_count: job.run_count,
         lease_secs: Some(home.config.lease_secs.ceil() as u64).filter(|l| *l > 0),
+        run: Some(run.clone()),
     };
     let url = format!("{}/v1/place", g.host_address.trim_end_matches('/'));
     let result = home
@@ -116,9 +126,15 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
             // The queue lock is released before the user log is written.
             let started_here = {
                 let mut q = home.queue();
-                if let Err(e) =
-                    q.record_placement(job.id, &g.host, &g.host_address, &g.claim_id, at)
-                {
+                let run_s = run.to_string();
+                if let Err(e) = q.record_placement_run(
+                    job.id,
+                    &g.host,
+                    &g.host_address,
+                    &g.claim_id,
+                    Some(&run_s),
+                    at,
+                ) {
                     tracing::error!(job = %job.id, error = %e, "cannot record placement");
                 }
                 // The host may already have reported "started" (then the

@@ -9,32 +9,39 @@
 //!   job's initial directory. Only the executable, `input` and
 //!   `transfer_input_files` are served; anything else, and any other path
 //!   with `..` or a leading `/`, is refused.
-//! - `POST /v1/shadow/{job}/output/{stream}?offset=N`: appends stdout or
-//!   stderr to the spool (`spool/<job>/stdout`, private to the daemon). Idempotent: a retried
-//!   chunk that is already stored is accepted again; a chunk that would
-//!   leave a gap is 409, so that the starter resends from the stored length.
-//! - `PUT /v1/shadow/{job}/files/{name}`: an output file after exit.
+//! - `POST /v1/shadow/{job}/output/{stream}?offset=N&run=R`: appends
+//!   stdout or stderr to the spool (`spool/<job>/stdout`, private to the
+//!   daemon). Idempotent: a retried chunk that is already stored is
+//!   accepted again; a chunk that would leave a gap is 409 (field
+//!   `offset`), so that the starter resends from the stored length.
+//! - `PUT /v1/shadow/{job}/files/{name}?run=R`: an output file after exit.
 //! - `POST /v1/jobs/{job}/status`: a [`JobStatusReport`]; state changes go
 //!   through the queue's transition table. On completion the spooled
-//!   stdout/stderr and output files are copied to the paths named in the
-//!   submit description (relative to the initial directory), as the job's
-//!   owner; what cannot be delivered stays in the spool, and the problem
-//!   goes into the job's history and user log.
+//!   stdout/stderr and output files are staged beside the paths named in
+//!   the submit description (relative to the initial directory), as the
+//!   job's owner, and renamed into place once the completion is committed
+//!   ([`super::deliver`]); what cannot be delivered stays in the spool,
+//!   and the problem goes into the job's history and user log.
+//!
+//! Every request names its run (`run=R`, or the report's `run`): only the
+//! job's current run is heard; any other gets 409 (field `run`) and nothing
+//! is stored ([`super::runs`]).
 //!
 //! Inputs are read and outputs written with the owner's rights
 //! ([`super::as_owner`]), never root's.
 //!
 //! Every event also goes to the user log ([`super::user_log`]).
 
-use super::as_owner::{OwnerFsError, api_error, as_owner, io_error, with_fs};
+use super::as_owner::{api_error, as_owner, io_error};
 use super::host_caller::require_host_of;
 use super::http::job_record;
 use super::private;
+use super::runs::{require_current_run, run_param};
 use super::user_log::user_log;
-use super::{Home, parse_job_id};
+use super::{Home, deliver, parse_job_id};
 use crate::clock::now;
 use crate::queue::JobRecord;
-use crate::userfs::{Op, UserFs};
+use crate::userfs::Op;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::routing::{get, post, put};
@@ -153,12 +160,14 @@ async fn input(
     State(home): State<Arc<Home>>,
     Extension(caller): Extension<Caller>,
     Path((id, name)): Path<(String, String)>,
+    Query(q): Query<HashMap<String, String>>,
 ) -> Result<Vec<u8>, ApiError> {
     require_station(&caller, STATIONS_ONLY)?;
     let id = parse_job_id(&id)?;
     let r = job_record(&home, id)?;
-    // Users' files go to the job's host only.
+    // Users' files go to the job's host only, for its current run.
     require_host_of(&home, &caller, &r, None)?;
+    require_current_run(&home, id, run_param(&q))?;
     if r.state.is_terminal() || r.state.kind() == JobStateKind::Held {
         return Err(ApiError::new(
             ErrorCode::Conflict,
@@ -236,9 +245,11 @@ async fn append(
         ));
     }
     let _guard = home.spool_lock.lock().await;
+    // Under the spool lock: a run's start resets the spool under it too.
+    require_current_run(&home, id, run_param(&q))?;
     let dir = home.spool_for(id);
     private::create_dir(&dir)
-        .map_err(|e| ApiError::internal("cannot create spool directory", e))?;
+        .map_err(|e| private::spool_error("cannot create spool directory", &dir, e))?;
     let path = stream_path(&home, id, s);
     let len = std::fs::metadata(&path).map_or(0, |m| m.len());
     if offset > len {
@@ -259,9 +270,17 @@ async fn append(
             .create(true)
             .append(true)
             .open(&path)
-            .map_err(|e| ApiError::internal("cannot open spooled output", e))?;
-        f.write_all(data.get(skip..).unwrap_or_default())
-            .map_err(|e| ApiError::internal("cannot write spooled output", e))?;
+            .map_err(|e| private::spool_error("cannot open spooled output", &path, e))?;
+        if let Err(e) = f.write_all(data.get(skip..).unwrap_or_default()) {
+            // No part of a chunk stays: the retry finds the old length
+            // (and a full disk gets back what the part took).
+            let _ = f.set_len(len);
+            return Err(private::spool_error(
+                "cannot write spooled output",
+                &path,
+                e,
+            ));
+        }
     }
     Ok(Json(AppendResponse {
         length: end.max(len),
@@ -272,6 +291,7 @@ async fn store_file(
     State(home): State<Arc<Home>>,
     Extension(caller): Extension<Caller>,
     Path((id, name)): Path<(String, String)>,
+    Query(q): Query<HashMap<String, String>>,
     raw: Result<axum::body::Bytes, BytesRejection>,
 ) -> Result<Json<StoredResponse>, ApiError> {
     require_station(&caller, STATIONS_ONLY)?;
@@ -302,96 +322,22 @@ async fn store_file(
         ));
     }
     let _guard = home.spool_lock.lock().await;
+    require_current_run(&home, id, run_param(&q))?;
     let dir = home.spool_for(id).join("files");
     private::create_dir(&dir)
-        .map_err(|e| ApiError::internal("cannot create spool directory", e))?;
+        .map_err(|e| private::spool_error("cannot create spool directory", &dir, e))?;
     // Write then rename, so that a retried upload never leaves half a file.
     let tmp = dir.join(format!(".{name}.part"));
-    private::write(&tmp, &data).map_err(|e| ApiError::internal("cannot store output file", e))?;
+    if let Err(e) = private::write(&tmp, &data) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(private::spool_error("cannot store output file", &tmp, e));
+    }
     std::fs::rename(&tmp, dir.join(&name))
         .map_err(|e| ApiError::internal("cannot store output file", e))?;
     Ok(Json(StoredResponse {
         ok: true,
         detail: format!("{} bytes", data.len()),
     }))
-}
-
-/// Copies spooled stdout/stderr and output files to where the submit
-/// description wants them, as the job's owner: the daemon opens the
-/// spooled file, a `userfs` thread with the owner's rights creates the
-/// destination (refusing symlinks not the owner's or root's) and copies.
-/// Failures are logged and returned as text: the job still completes, and
-/// its output stays in the spool.
-async fn deliver_outputs(home: &Home, r: &JobRecord) -> Vec<String> {
-    let spool = home.spool_for(r.id);
-    let Some(iwd) = r.description.iwd.as_deref().map(PathBuf::from) else {
-        return vec![format!(
-            "no initial directory: outputs stay in the spool ({})",
-            spool.display()
-        )];
-    };
-    let fs = match UserFs::for_user(&r.owner) {
-        Ok(fs) => fs,
-        Err(e) => {
-            let p = format!("outputs stay in the spool ({}): {e}", spool.display());
-            tracing::warn!(job = %r.id, problem = %p, "output delivery");
-            return vec![p];
-        }
-    };
-    // (what, spooled file, destination)
-    let mut copies: Vec<(String, PathBuf, PathBuf)> = Vec::new();
-    if let Some(o) = &r.description.output {
-        copies.push((format!("output = {o}"), spool.join("stdout"), iwd.join(o)));
-    }
-    if let Some(e) = &r.description.error {
-        copies.push((format!("error = {e}"), spool.join("stderr"), iwd.join(e)));
-    }
-    if let Ok(entries) = std::fs::read_dir(spool.join("files")) {
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') && name.ends_with(".part") {
-                continue;
-            }
-            copies.push((name.clone(), e.path(), iwd.join(&name)));
-        }
-    }
-    let mut problems = Vec::new();
-    for (what, from, to) in copies {
-        if let Err(e) = deliver_one(&fs, &from, to).await {
-            problems.push(format!("{what}: {e} (kept in the spool)"));
-        }
-    }
-    for p in &problems {
-        tracing::warn!(job = %r.id, problem = %p, "output delivery");
-    }
-    problems
-}
-
-/// Copies the spooled file `from` (absent: nothing was written, so the
-/// destination is created empty, as HTCondor does) to `to` as `fs`'s user.
-async fn deliver_one(fs: &UserFs, from: &std::path::Path, to: PathBuf) -> Result<(), OwnerFsError> {
-    // Opened by the daemon: the spool is its own, private directory.
-    let source = match std::fs::File::open(from) {
-        Ok(f) => Some(f),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            return Err(OwnerFsError::Fs(io_error(
-                Op::Read,
-                from,
-                &fs.user().name,
-                e,
-            )));
-        }
-    };
-    with_fs(fs, move |u| {
-        let mut out = u.create_truncate(&to, 0o666)?;
-        if let Some(mut src) = source {
-            std::io::copy(&mut src, &mut out)
-                .map_err(|e| io_error(Op::Write, &to, &u.user().name, e))?;
-        }
-        Ok(())
-    })
-    .await
 }
 
 async fn status(
@@ -420,6 +366,8 @@ async fn status(
             format!("job {id} no longer runs on {}", rep.host),
         ));
     }
+    let run = rep.run.as_ref().map(ToString::to_string);
+    require_current_run(&home, id, run.as_deref())?;
     home.remote.touch(id);
     let at = now();
     if matches!(rep.event, JobEventKind::Checkpointed | JobEventKind::Placed) {
@@ -441,16 +389,30 @@ async fn status(
     } else {
         format!("on {}: {}", rep.host, rep.detail)
     };
-    if let JobState::Completed { .. } = rep.state {
-        let problems = deliver_outputs(&home, &r).await;
-        if !problems.is_empty() {
-            detail.push_str(&format!(" (output delivery: {})", problems.join("; ")));
-        }
-    }
-    let new = home
-        .queue()
-        .transition(id, rep.state.clone(), &detail, at)?;
-    if rep.event == JobEventKind::Evicted {
+    let new = if let JobState::Completed { .. } = rep.state {
+        // Outputs are written aside first and put in place only once the
+        // completion is durable; in a task of its own, so that a request
+        // dropped halfway never leaves it half done (deliver.rs).
+        let task = tokio::spawn(deliver::complete(
+            home.clone(),
+            r.clone(),
+            rep.state.clone(),
+            detail,
+            at,
+        ));
+        let (new, full) = task
+            .await
+            .map_err(|e| ApiError::internal("completion failed", e))??;
+        detail = full;
+        new
+    } else {
+        home.queue()
+            .transition(id, rep.state.clone(), &detail, at)?
+    };
+    // A full disk (the home's spool, the host's sandbox) is no reason to
+    // keep the job off the host for long: it stays queued and may return
+    // there as soon as space does (issue 14).
+    if rep.event == JobEventKind::Evicted && !crate::disk::says_full(&rep.detail) {
         // Resource feedback (Neeracher 1998 §4): not this host again soon.
         home.remote.avoid_host(id, &rep.host);
     }

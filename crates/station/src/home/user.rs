@@ -295,6 +295,9 @@ async fn act(
                 user_log(&home, j.id, at, code, text, &detail).await;
                 if was_remote {
                     schedd::spawn_vacate(&home, j.id, &detail);
+                    // Nothing more of this run is heard: not its output,
+                    // nor its eviction report (which would undo a hold).
+                    super::runs::retire_run(&home, j.id);
                 }
             }
             Err(crate::queue::QueueError::IllegalTransition { source, .. }) => {

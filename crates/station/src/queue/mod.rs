@@ -98,6 +98,8 @@ pub struct RunningJob {
     pub host_address: Option<String>,
     /// The claim it was placed with (the home's credential at the host).
     pub host_claim: Option<String>,
+    /// Its current run ([`gleaner_proto::run::RunId`] as text), if named.
+    pub run_id: Option<String>,
 }
 
 /// Selects jobs for [`JobQueue::list`]; empty fields match everything.

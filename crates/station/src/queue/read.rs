@@ -6,6 +6,19 @@ use gleaner_proto::job::{JobEventKind, JobId, JobStateKind};
 use rusqlite::{OptionalExtension, params};
 
 impl JobQueue {
+    /// The current run of `id` (the one last placed), if one was named.
+    pub fn current_run(&self, id: JobId) -> Result<Option<String>> {
+        let run = self
+            .conn
+            .query_row(
+                "SELECT run_id FROM jobs WHERE cluster = ?1 AND proc = ?2",
+                params![to_i64(id.cluster, "cluster id")?, id.proc],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()?;
+        run.ok_or(QueueError::NotFound(id))
+    }
+
     /// One job, if it exists.
     pub fn get(&self, id: JobId) -> Result<Option<JobRecord>> {
         let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE cluster = ?1 AND proc = ?2");
@@ -109,7 +122,7 @@ impl JobQueue {
     /// table of remote jobs from after a restart.
     pub fn running_placements(&self) -> Result<Vec<RunningJob>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT cluster, proc, host, host_address, host_claim FROM jobs \
+            "SELECT cluster, proc, host, host_address, host_claim, run_id FROM jobs \
              WHERE state IN (?1, ?2) \
              ORDER BY cluster, proc",
         )?;
@@ -122,17 +135,19 @@ impl JobQueue {
                     r.get::<_, Option<String>>(2)?,
                     r.get::<_, Option<String>>(3)?,
                     r.get::<_, Option<String>>(4)?,
+                    r.get::<_, Option<String>>(5)?,
                 ))
             },
         )?;
         let mut out = Vec::new();
         for row in rows {
-            let (cluster, proc, host, host_address, host_claim) = row?;
+            let (cluster, proc, host, host_address, host_claim, run_id) = row?;
             out.push(RunningJob {
                 id: JobId::new(u64::try_from(cluster).unwrap_or(0), proc),
                 host,
                 host_address,
                 host_claim,
+                run_id,
             });
         }
         Ok(out)

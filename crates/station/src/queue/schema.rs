@@ -14,7 +14,10 @@ use rusqlite::Connection;
 /// a job was last placed on (the home's table of remote jobs reloads it
 /// after a restart). 3: `jobs.host_claim`, the claim the job was placed
 /// with: the home's credential at that host (to vacate it after a restart).
-pub(super) const SCHEMA_VERSION: i64 = 3;
+/// 4: `jobs.run_id`, the identity of the job's current run (the one last
+/// placed): the home takes output, checkpoints and reports from it alone,
+/// also after a restart (issue 14).
+pub(super) const SCHEMA_VERSION: i64 = 4;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (
@@ -38,6 +41,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     host         TEXT,                   -- host it was last placed on
     host_address TEXT,                   -- that host's base URL (schema 2)
     host_claim   TEXT,                   -- the claim it was placed with (schema 3)
+    run_id       TEXT,                   -- its current run, RunId (schema 4)
     PRIMARY KEY (cluster, proc)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, priority, cluster, proc);
@@ -69,9 +73,10 @@ pub(super) fn create_or_migrate(conn: &Connection) -> Result<()> {
         conn.execute_batch(SCHEMA)?;
         // Version 1 had no host address (CREATE IF NOT EXISTS kept the old
         // table): add the column, empty for the jobs placed before.
-        // Likewise version 2 had no claim.
+        // Likewise version 2 had no claim and version 3 no run: a job
+        // placed before has no current run, and any run of it is heard.
         let mut migrated = false;
-        for column in ["host_address", "host_claim"] {
+        for column in ["host_address", "host_claim", "run_id"] {
             if !has_column(conn, "jobs", column)? {
                 conn.execute_batch(&format!("ALTER TABLE jobs ADD COLUMN {column} TEXT;"))?;
                 migrated = true;

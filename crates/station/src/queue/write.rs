@@ -185,7 +185,41 @@ impl JobQueue {
         claim: &str,
         at: Time,
     ) -> Result<()> {
-        self.annotate_with(id, JobEventKind::Placed, host, Some((address, claim)), at)
+        self.record_placement_run(id, host, address, claim, None, at)
+    }
+
+    /// [`JobQueue::record_placement`] of the run `run`, which becomes the
+    /// job's current run ([`JobQueue::current_run`]); `None`: no run is
+    /// named, and the home hears any.
+    pub fn record_placement_run(
+        &mut self,
+        id: JobId,
+        host: &str,
+        address: &str,
+        claim: &str,
+        run: Option<&str>,
+        at: Time,
+    ) -> Result<()> {
+        let placement = Placement {
+            address,
+            claim,
+            run,
+        };
+        self.annotate_with(id, JobEventKind::Placed, host, Some(placement), at)
+    }
+
+    /// Records that `id` has no current run any more (held, removed, its
+    /// lease expired): an empty `run_id`, which no run matches.
+    pub fn retire_run(&mut self, id: JobId) -> Result<()> {
+        let cluster = to_i64(id.cluster, "cluster id")?;
+        let changed = self.conn.execute(
+            "UPDATE jobs SET run_id = '' WHERE cluster = ?1 AND proc = ?2",
+            params![cluster, id.proc],
+        )?;
+        if changed == 0 {
+            return Err(QueueError::NotFound(id));
+        }
+        Ok(())
     }
 
     fn annotate_with(
@@ -193,10 +227,12 @@ impl JobQueue {
         id: JobId,
         kind: JobEventKind,
         detail: &str,
-        placement: Option<(&str, &str)>,
+        placement: Option<Placement<'_>>,
         at: Time,
     ) -> Result<()> {
-        let (address, claim) = placement.unzip();
+        let address = placement.as_ref().map(|p| p.address);
+        let claim = placement.as_ref().map(|p| p.claim);
+        let run = placement.as_ref().and_then(|p| p.run);
         let now = time_sql(at)?;
         let cluster = to_i64(id.cluster, "cluster id")?;
         let tx = self
@@ -205,7 +241,8 @@ impl JobQueue {
         let changed = tx.execute(
             "UPDATE jobs SET updated_at = ?3, host = CASE WHEN ?4 THEN ?5 ELSE host END, \
                host_address = CASE WHEN ?4 THEN ?6 ELSE host_address END, \
-               host_claim = CASE WHEN ?4 THEN ?7 ELSE host_claim END \
+               host_claim = CASE WHEN ?4 THEN ?7 ELSE host_claim END, \
+               run_id = CASE WHEN ?4 THEN ?8 ELSE run_id END \
              WHERE cluster = ?1 AND proc = ?2",
             params![
                 cluster,
@@ -214,7 +251,8 @@ impl JobQueue {
                 kind == JobEventKind::Placed,
                 detail,
                 address,
-                claim
+                claim,
+                run
             ],
         )?;
         if changed == 0 {
@@ -227,4 +265,11 @@ impl JobQueue {
         tx.commit()?;
         Ok(())
     }
+}
+
+/// Where a job was placed, as [`JobQueue::record_placement_run`] stores it.
+struct Placement<'a> {
+    address: &'a str,
+    claim: &'a str,
+    run: Option<&'a str>,
 }

@@ -60,12 +60,14 @@
 mod account;
 mod creds;
 mod error;
+mod stage;
 mod sys;
 pub mod validate;
 mod walk;
 
 pub use account::{AccountError, UnixUser};
 pub use error::{Op, PathError, PathErrorKind, UserFsError};
+pub use stage::Staged;
 pub use validate::{PathProblem, validate_job};
 pub use walk::{AsUser, MAX_HOPS};
 

@@ -97,6 +97,25 @@ pub(super) fn ftruncate0(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(())
 }
 
+/// `renameat(dir, from, dir, to)`: replaces `to` atomically.
+pub(super) fn rename_in(dir: BorrowedFd<'_>, from: &CStr, to: &CStr) -> io::Result<()> {
+    // SAFETY: NUL-terminated names; the fd is live for the call.
+    let r = unsafe { libc::renameat(dir.as_raw_fd(), from.as_ptr(), dir.as_raw_fd(), to.as_ptr()) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `unlinkat(dir, name, 0)`.
+pub(super) fn unlink_in(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
+    // SAFETY: NUL-terminated name; the fd is live for the call.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 pub(super) fn fchmod(fd: BorrowedFd<'_>, mode: libc::mode_t) -> io::Result<()> {
     // SAFETY: live fd.
     if unsafe { libc::fchmod(fd.as_raw_fd(), mode) } != 0 {

@@ -39,14 +39,14 @@ pub struct AsUser<'u> {
 
 /// A failed step: why, where, and (rarely) a better verb than the
 /// operation's.
-struct StepErr {
-    kind: PathErrorKind,
-    at: PathBuf,
-    op: Option<Op>,
+pub(super) struct StepErr {
+    pub(super) kind: PathErrorKind,
+    pub(super) at: PathBuf,
+    pub(super) op: Option<Op>,
 }
 
 impl StepErr {
-    fn new(kind: PathErrorKind, at: impl Into<PathBuf>) -> Self {
+    pub(super) fn new(kind: PathErrorKind, at: impl Into<PathBuf>) -> Self {
         StepErr {
             kind,
             at: at.into(),
@@ -54,13 +54,13 @@ impl StepErr {
         }
     }
 
-    fn io(e: io::Error, at: impl Into<PathBuf>) -> Self {
+    pub(super) fn io(e: io::Error, at: impl Into<PathBuf>) -> Self {
         Self::new(kind_of(e), at)
     }
 
     /// A failed `O_PATH` lookup of `at`: permission is refused on the
     /// directory being searched, so that is where it is reported.
-    fn lookup(e: io::Error, at: &Path) -> Self {
+    pub(super) fn lookup(e: io::Error, at: &Path) -> Self {
         let denied = matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM));
         let at = match at.parent() {
             Some(dir) if denied => dir,
@@ -71,7 +71,7 @@ impl StepErr {
 }
 
 /// What the last component turned out to be.
-enum Last<T> {
+pub(super) enum Last<T> {
     Done(T),
     /// A symlink (its `O_PATH` fd and stat): follow it if allowed.
     Follow(OwnedFd, libc::stat),
@@ -352,7 +352,7 @@ impl<'u> AsUser<'u> {
     /// Walks `path` to its last component and hands that to `last` (with
     /// the directory holding it); a path ending at a directory (`/`, `..`,
     /// a trailing `/`) goes to `at_dir` instead.
-    fn walk<T>(
+    pub(super) fn walk<T>(
         &self,
         op: Op,
         path: &Path,
@@ -464,7 +464,7 @@ impl<'u> AsUser<'u> {
 }
 
 /// `at_dir` for the file operations: a directory is not a file.
-fn not_a_file<T>(_: BorrowedFd<'_>, at: &Path) -> Result<T, StepErr> {
+pub(super) fn not_a_file<T>(_: BorrowedFd<'_>, at: &Path) -> Result<T, StepErr> {
     Err(StepErr::new(PathErrorKind::NotRegular("directory"), at))
 }
 

@@ -184,3 +184,27 @@ pub fn proc_stat(pid: i32) -> Option<(u64, u32, char)> {
 pub fn alive(pid: i32) -> bool {
     proc_stat(pid).is_some_and(|(_, _, s)| s != 'Z')
 }
+
+/// The run of job `job` (of home `home`) that station `host` runs now, as
+/// its id (`home/job/rN/nonce`), read back from the guest's sandbox name
+/// (`home-job-rN-nonce`) in the host's guest listing. Waits up to 30 s.
+pub async fn run_on(host: SocketAddr, admin: &str, home: &str, job: &str) -> String {
+    let client =
+        gleaner_station::client::StationClient::new(format!("http://{host}"), admin).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let guests: Vec<gleaner_station::host::starter::GuestListing> =
+            client.get_json("/v1/guests").await.unwrap_or_default();
+        if let Some(g) = guests.iter().find(|g| g.info.job.to_string() == job)
+            && let Some(rest) = g.guest_id.strip_prefix(&format!("{home}-{job}-r"))
+            && let Some((n, nonce)) = rest.split_once('-')
+        {
+            return format!("{home}/{job}/r{n}/{nonce}");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no guest for {job} on {host}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

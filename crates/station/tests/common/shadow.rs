@@ -41,10 +41,10 @@ async fn input(
 async fn output(
     State(s): State<Shadow>,
     Path((job, stream)): Path<(String, String)>,
-    Query(q): Query<BTreeMap<String, u64>>,
+    Query(q): Query<BTreeMap<String, String>>,
     body: Bytes,
 ) -> StatusCode {
-    let off = q.get("offset").copied().unwrap_or(0) as usize;
+    let off: usize = q.get("offset").and_then(|o| o.parse().ok()).unwrap_or(0);
     let mut seen = s.seen.lock().unwrap();
     let buf = seen.outputs.entry((job, stream)).or_default();
     if off > buf.len() {

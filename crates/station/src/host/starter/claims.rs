@@ -144,6 +144,7 @@ mod tests {
             checkpoint: None,
             run_count: 0,
             lease_secs: None,
+            run: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! served at `GET /v1/guests`.
 
 use super::slot::SlotHold;
+use gleaner_proto::run::RunId;
 use gleaner_proto::wire::GuestInfo;
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
@@ -34,7 +35,10 @@ pub(crate) enum Command {
 /// A guest as the starter keeps it, from acceptance until its slot is
 /// freed.
 pub(crate) struct GuestEntry {
+    /// Its sandbox's name: its run's ([`RunId::dir_name`]).
     pub(crate) guest_id: String,
+    /// The run it is: named by the home, or here for an older home's.
+    pub(crate) run: RunId,
     pub(crate) info: GuestInfo,
     pub(crate) cpus: u32,
     pub(crate) memory_mb: u64,

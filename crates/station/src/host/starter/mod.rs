@@ -11,8 +11,10 @@
 //!    guest runs as a different uid, never `nobody`, the owner's or the
 //!    daemon's (a personal pool, when the daemon is not root, runs guests
 //!    as the daemon's own user);
-//! 1. a private sandbox `<execute_dir>/<job>-r<run>-<seq>` (mode 0700, owned
-//!    by the slot account) in a root-owned 0711 execute directory;
+//! 1. a private sandbox `<execute_dir>/<home>-<job>-r<run>-<nonce>`, named
+//!    after the run (mode 0700, owned by the slot account) in a root-owned
+//!    0711 execute directory; what dead runs left there goes at start and
+//!    after each run;
 //! 2. the executable and `transfer_input_files` (and `input`) fetched from
 //!    the shadow (`GET /v1/shadow/{job}/input/{name}`);
 //! 3. the guest started unprivileged with
@@ -111,7 +113,7 @@ use gleaner_proto::wire::GuestInfo;
 use guests::{Command, GuestEntry};
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -130,7 +132,6 @@ pub struct Starter {
     http: reqwest::Client,
     guests: Mutex<HashMap<JobId, Arc<GuestEntry>>>,
     epoch: Instant,
-    seq: AtomicU64,
     draining: AtomicBool,
     /// Throttles checkpoint transfers of all guests on this host.
     bucket: SharedBucket,
@@ -166,6 +167,10 @@ impl Starter {
         }
         let confinement = Confinement::for_station(config.namespaces)?;
         prepare_execute_dir(&config.execute_dir, &pool)?;
+        // No guest runs yet: every sandbox here is a dead run's (issue 14).
+        if !config.keep_sandboxes {
+            sandbox::remove_stale(&config.execute_dir, Default::default);
+        }
         if let Some(m) = &cgroups {
             m.ensure_parent()?;
         }
@@ -188,7 +193,6 @@ impl Starter {
             http,
             guests: Mutex::new(HashMap::new()),
             epoch: Instant::now(),
-            seq: AtomicU64::new(0),
             draining: AtomicBool::new(false),
             bucket,
             rate: RateMeter::default(),

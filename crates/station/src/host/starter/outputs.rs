@@ -3,15 +3,21 @@
 //! file of the sandbox.
 
 use super::config::{STDERR_FILE, STDOUT_FILE};
+use super::jic::FetchError;
 use super::run::GuestRun;
 use super::sandbox::{Snapshot, local_name, open_output, snapshot};
 
 impl GuestRun<'_> {
-    /// Uploads the output files; `Err` says why the job must be held.
-    pub(crate) async fn upload_outputs(&self, before: &Snapshot) -> Result<(), String> {
+    /// Uploads the output files. `Err`: permanent (a missing or unsafe
+    /// named file: the job is held) or transient (the home cannot take it
+    /// now, e.g. its disk is full: the job goes back to its queue).
+    pub(crate) async fn upload_outputs(&self, before: &Snapshot) -> Result<(), FetchError> {
         let explicit = self.req.description.transfer_output_files.is_some();
-        for name in self.output_names(before)? {
-            let Some(data) = self.read_output(&name, explicit)? else {
+        for name in self.output_names(before).map_err(FetchError::Permanent)? {
+            let Some(data) = self
+                .read_output(&name, explicit)
+                .map_err(FetchError::Permanent)?
+            else {
                 continue;
             };
             self.home.put_file(&name, data).await?;

@@ -11,6 +11,7 @@ use super::slot::SlotHold;
 use super::{Starter, StarterError};
 use gleaner_proto::job::JobDescription;
 use gleaner_proto::matchmaking::JobClass;
+use gleaner_proto::run::RunId;
 use gleaner_proto::wire::{GuestInfo, PlacementRequest, PlacementResponse, RejectReason};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -30,11 +31,20 @@ impl Starter {
         if let Some(refused) = self.refusal(&req) {
             return refused;
         }
+        // The run this placement starts, named by the home (an older home
+        // names none: `take_slot` names it then, for the sandbox's sake).
+        if let Some(r) = &req.run
+            && (r.job != req.job_id || r.home != req.home)
+        {
+            let msg = format!("run {r} is not a run of job {} of {}", req.job_id, req.home);
+            return reject(RejectReason::RequirementsUnmet, msg);
+        }
         let (tx, rx) = mpsc::unbounded_channel();
         let entry = match self.take_slot(&req, &granted, tx) {
             Ok(e) => e,
             Err(answer) => return answer,
         };
+        req.run = Some(entry.run.clone());
         tracing::info!(job = %req.job_id, guest = %entry.guest_id, home = %req.home, "placement accepted");
         let guest_id = entry.guest_id.clone();
         let me = self.clone();
@@ -67,13 +77,22 @@ impl Starter {
         let mem = req.description.request_memory_mb.unwrap_or(0);
         let mut guests = self.lock_guests();
         if let Some(g) = guests.get(&req.job_id) {
-            // A retried placement of a job already here: same answer.
-            if g.info.home == req.home {
+            // A retried placement of the run already here: same answer. A
+            // new run while an earlier one still finishes is refused (the
+            // home tries again): answering with the old guest would make
+            // the home take a run that is over for the new one.
+            let same_run = req.run.as_ref().is_none_or(|r| r.dir_name() == g.guest_id);
+            if g.info.home == req.home && same_run {
                 return Err(PlacementResponse::Accepted {
                     guest_id: g.guest_id.clone(),
                 });
             }
-            return Err(reject(RejectReason::NoResources, "job already runs here"));
+            let msg = if g.info.home == req.home {
+                "an earlier run of the job is still finishing here"
+            } else {
+                "job already runs here"
+            };
+            return Err(reject(RejectReason::NoResources, msg));
         }
         // The one fit check, as the matchmaker made it, with this host's
         // numbers of the moment (owner, guests, resources, policy; the
@@ -81,8 +100,21 @@ impl Starter {
         if let Err((reason, message)) = self.fit(&guests, &req.description) {
             return Err(reject(reason, message));
         }
-        let seq = self.seq.fetch_add(1, Ordering::SeqCst);
-        let guest_id = format!("{}-r{}-{seq}", req.job_id, req.run_count);
+        // Unique and durable (issue 14): home, job, run and the run's
+        // nonce, so neither a restart of this station nor two homes' jobs
+        // of the same id can ever share a sandbox.
+        let run = match &req.run {
+            Some(r) => r.clone(),
+            None => {
+                RunId::new(&req.home, req.job_id, req.run_count.saturating_add(1)).map_err(|e| {
+                    reject(
+                        RejectReason::NoResources,
+                        format!("cannot name the run: {e}"),
+                    )
+                })?
+            }
+        };
+        let guest_id = run.dir_name();
         // A slot account of its own: none free (all leased, or one still
         // holds an escapee of an earlier guest) is a full host. A CRIU job
         // may swap it for the uid it was dumped as once its checkpoint is
@@ -99,6 +131,7 @@ impl Starter {
             .map_err(|e| reject(RejectReason::BadClaim, e.0))?;
         let entry = Arc::new(GuestEntry {
             guest_id,
+            run,
             info: GuestInfo {
                 job: req.job_id,
                 home: req.home.clone(),

@@ -128,6 +128,54 @@ fn capture_file(path: &Path, user: Option<GuestUser>) -> Result<(File, File), St
     Ok((w, r))
 }
 
+/// Removes from `execute_dir` what runs that are over left behind: their
+/// sandboxes, checkpoint bundles in transit and CRIU image directories
+/// (named after the guest, `NAME`, `NAME.bundle`, `NAME.criu`). `live`
+/// gives the guests that still run; it is asked after the directory is
+/// listed, so a guest placed meanwhile (it is in the guest table before its
+/// sandbox exists) is never touched. Returns how many entries went.
+pub(crate) fn remove_stale(
+    execute_dir: &Path,
+    live: impl FnOnce() -> std::collections::HashSet<String>,
+) -> usize {
+    let Ok(rd) = std::fs::read_dir(execute_dir) else {
+        return 0;
+    };
+    let entries: Vec<(String, PathBuf)> = rd
+        .flatten()
+        .filter_map(|e| Some((e.file_name().to_str()?.to_string(), e.path())))
+        .collect();
+    let live = live();
+    let mut removed = 0;
+    for (name, path) in entries {
+        let guest = name
+            .strip_suffix(".bundle")
+            .or_else(|| name.strip_suffix(".criu"))
+            .unwrap_or(&name);
+        if live.contains(guest) {
+            continue;
+        }
+        // Never follow a link: a guest could have planted one.
+        let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+        let gone = if is_dir {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        match gone {
+            Ok(()) => removed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot remove a stale sandbox")
+            }
+        }
+    }
+    if removed > 0 {
+        tracing::info!(removed, dir = %execute_dir.display(), "stale sandboxes of dead runs removed");
+    }
+    removed
+}
+
 /// Metadata of a sandbox file, to find new or changed ones.
 pub(crate) type Snapshot = BTreeMap<String, (u64, i64, i64)>;
 

@@ -11,16 +11,15 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-/// Starts the renewals when the placement has a lease. The receiver
-/// becomes `Some(why)` when the lease is lost (without a lease its sender
-/// is gone at once).
+/// Starts the renewals when the placement has a lease. `lost` (the run's
+/// stale signal, `Home::stale`) becomes `Some(why)` when the lease is lost.
 pub(crate) fn start_lease(
     starter: &Arc<Starter>,
     req: &PlacementRequest,
     guest_id: &str,
-) -> (Option<JoinHandle<()>>, watch::Receiver<Option<String>>) {
-    let (lost, rx) = watch::channel(None);
-    let task = req.lease_secs.filter(|l| *l > 0).map(|l| {
+    lost: Arc<watch::Sender<Option<String>>>,
+) -> Option<JoinHandle<()>> {
+    req.lease_secs.filter(|l| *l > 0).map(|l| {
         tokio::spawn(lease_loop(
             starter.http.clone(),
             // The claim is the host's credential at this home (never the
@@ -32,12 +31,12 @@ pub(crate) fn start_lease(
                 host: starter.config.host.clone(),
                 host_address: starter.config.address.clone(),
                 guest_id: guest_id.to_string(),
+                run: req.run.clone(),
             },
             Duration::from_secs(l),
             lost,
         ))
-    });
-    (task, rx)
+    })
 }
 
 /// Renews the lease every third of it. Sends `Some(why)` when the home
@@ -51,7 +50,7 @@ async fn lease_loop(
     job: JobId,
     renewal: LeaseRenewal,
     lease: Duration,
-    lost: watch::Sender<Option<String>>,
+    lost: Arc<watch::Sender<Option<String>>>,
 ) {
     let job_s = job.to_string();
     let Ok(url) = shadow_url(&shadow, &["v1", "shadow", &job_s, "lease"]) else {
@@ -69,15 +68,17 @@ async fn lease_loop(
             .await;
         match r {
             Ok(resp) if resp.status().is_success() => last_ok = Instant::now(),
-            // 403: the home no longer takes this station for the job's
-            // host (it was placed elsewhere); as good as a 409.
+            // 409: the job is no longer this host's, or this run is not
+            // the job's current one (issue 14). 403: the home no longer
+            // takes this station for the job's host (it was placed
+            // elsewhere); as good as a 409.
             Ok(resp)
                 if resp.status() == StatusCode::CONFLICT
                     || resp.status() == StatusCode::NOT_FOUND
                     || resp.status() == StatusCode::FORBIDDEN =>
             {
                 tracing::warn!(%job, status = %resp.status(), "home no longer wants this run");
-                let _ = lost.send(Some("lease revoked by the home station".into()));
+                lost.send_replace(Some("lease revoked by the home station".into()));
                 return;
             }
             Ok(resp) => tracing::debug!(%job, status = %resp.status(), "lease renewal failed"),
@@ -85,7 +86,7 @@ async fn lease_loop(
         }
         if last_ok.elapsed() >= lease {
             tracing::warn!(%job, secs = lease.as_secs_f64(), "home unreachable for the lease: killing the guest");
-            let _ = lost.send(Some(format!(
+            lost.send_replace(Some(format!(
                 "home unreachable for {:.0} s (lease expired)",
                 lease.as_secs_f64()
             )));

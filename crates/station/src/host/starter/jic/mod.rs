@@ -19,16 +19,23 @@ pub(crate) use transfer::FetchError;
 
 use super::{Starter, StarterError};
 use gleaner_proto::job::{JobEventKind, JobId, JobState};
+use gleaner_proto::run::RunId;
 use gleaner_proto::wire::{JobStatusReport, PROTOCOL_VERSION, PlacementRequest, Usage};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 /// One guest's line to its home's shadow.
 pub(crate) struct Home {
     starter: Arc<Starter>,
     job: JobId,
+    /// This run, named in every request (the home hears only the job's
+    /// current run, issue 14).
+    run: Option<RunId>,
+    /// Becomes `Some(why)` when the home says this run is not the job's
+    /// current one (or the lease is lost, `lease.rs`): the guest must die.
+    stale: Arc<watch::Sender<Option<String>>>,
     /// The shadow's base URL, from the placement.
     shadow: String,
     /// The placement's claim: this host's credential at the home for this
@@ -45,6 +52,7 @@ impl Home {
     /// given up).
     pub(crate) fn open(starter: &Arc<Starter>, req: &PlacementRequest) -> (Home, JoinHandle<()>) {
         let (tx, rx) = mpsc::unbounded_channel();
+        let stale = Arc::new(watch::channel(None).0);
         let reporter = tokio::spawn(reports::report_loop(
             starter.http.clone(),
             req.claim_id.clone(),
@@ -52,10 +60,13 @@ impl Home {
             req.job_id,
             rx,
             req.lease_secs.map_or(Duration::ZERO, Duration::from_secs),
+            stale.clone(),
         ));
         let home = Home {
             starter: starter.clone(),
             job: req.job_id,
+            run: req.run.clone(),
+            stale,
             shadow: req.shadow.clone(),
             credential: req.claim_id.clone(),
             lease_secs: req.lease_secs,
@@ -86,15 +97,31 @@ impl Home {
             at: self.starter.now(),
             detail,
             usage,
+            run: self.run.clone(),
         });
     }
 
-    /// `<shadow>/v1/shadow/<job>/<segs…>`.
+    /// Watches for the end of this run's right to run: `Some(why)` once
+    /// the home refused it as stale or the lease was lost.
+    pub(crate) fn stale(&self) -> watch::Receiver<Option<String>> {
+        self.stale.subscribe()
+    }
+
+    /// The sender behind [`Home::stale`], for the lease loop.
+    pub(crate) fn stale_sender(&self) -> Arc<watch::Sender<Option<String>>> {
+        self.stale.clone()
+    }
+
+    /// `<shadow>/v1/shadow/<job>/<segs…>?run=<this run>`.
     pub(crate) fn url(&self, segs: &[&str]) -> Result<reqwest::Url, StarterError> {
         let job = self.job.to_string();
         let mut all = vec!["v1", "shadow", job.as_str()];
         all.extend_from_slice(segs);
-        shadow_url(&self.shadow, &all)
+        let mut u = shadow_url(&self.shadow, &all)?;
+        if let Some(r) = &self.run {
+            u.query_pairs_mut().append_pair("run", &r.to_string());
+        }
+        Ok(u)
     }
 
     /// How long transfers to the home keep being retried: the lease (the
@@ -103,6 +130,14 @@ impl Home {
         self.lease_secs
             .map_or(Duration::from_secs(20), Duration::from_secs)
     }
+}
+
+/// Whether a 409 from the shadow says this run is stale (field `run`),
+/// rather than e.g. an output gap: then the run must stop.
+pub(crate) async fn is_stale_run(resp: reqwest::Response) -> bool {
+    resp.json::<gleaner_proto::wire::ErrorBody>()
+        .await
+        .is_ok_and(|b| b.error.field.as_deref() == Some("run"))
 }
 
 /// Builds `<base>/<segments…>`, each segment percent-encoded.

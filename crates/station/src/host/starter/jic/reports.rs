@@ -1,10 +1,12 @@
 //! Status reports to the home, in order.
 
-use super::shadow_url;
+use super::{is_stale_run, shadow_url};
+use axum::http::StatusCode;
 use gleaner_proto::job::JobId;
 use gleaner_proto::wire::JobStatusReport;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 /// Sends status reports in order, retrying each with backoff, so that
 /// the guest's reactions are never delayed by the network.
@@ -15,6 +17,7 @@ pub(super) async fn report_loop(
     job: JobId,
     mut rx: mpsc::UnboundedReceiver<JobStatusReport>,
     patience: Duration,
+    stale: Arc<watch::Sender<Option<String>>>,
 ) {
     let job_s = job.to_string();
     let url = match shadow_url(&shadow, &["v1", "jobs", &job_s, "status"]) {
@@ -45,7 +48,12 @@ pub(super) async fn report_loop(
                 // The shadow refused the report (e.g. an illegal state
                 // transition); resending will not change its mind.
                 Ok(resp) if resp.status().is_client_error() => {
-                    tracing::warn!(%job, status = %resp.status(), event = ?rep.event, "shadow refused status report");
+                    let status = resp.status();
+                    tracing::warn!(%job, %status, event = ?rep.event, "shadow refused status report");
+                    if status == StatusCode::CONFLICT && is_stale_run(resp).await {
+                        // The home gave this run up: it must stop.
+                        stale.send_replace(Some("the home refused this run as stale".into()));
+                    }
                     break;
                 }
                 Ok(resp) => {

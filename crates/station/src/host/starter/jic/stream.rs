@@ -2,8 +2,9 @@
 //! (`POST .../output/{stream}?offset=N`), from the capture files' read
 //! handles.
 
-use super::{Home, StarterError};
+use super::{Home, StarterError, is_stale_run};
 use axum::http::StatusCode;
+use gleaner_proto::wire::ErrorBody;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ const MAX_CHUNK: usize = 256 * 1024;
 pub(crate) struct Streaming {
     /// The streams, until the streamer takes them.
     pending: Option<Vec<OutputStream>>,
-    task: Option<JoinHandle<()>>,
+    task: Option<JoinHandle<Result<(), String>>>,
     finish_tx: watch::Sender<bool>,
     finish_rx: watch::Receiver<bool>,
     /// Stream offsets the shadow acknowledged (stdout, stderr), for the
@@ -51,6 +52,9 @@ impl Streaming {
                 acked: base.0,
                 shared: acked[0].clone(),
                 url: home.url(&["output", "stdout"])?,
+                refused: false,
+                stale: home.stale_sender(),
+                last_error: None,
             },
             OutputStream {
                 name: "stderr",
@@ -59,6 +63,9 @@ impl Streaming {
                 acked: base.1,
                 shared: acked[1].clone(),
                 url: home.url(&["output", "stderr"])?,
+                refused: false,
+                stale: home.stale_sender(),
+                last_error: None,
             },
         ];
         Ok(Streaming {
@@ -90,11 +97,14 @@ impl Streaming {
     }
 
     /// The guest is done: the streamer flushes the rest, and this waits
-    /// for it.
-    pub(crate) async fn finish(&mut self) {
+    /// for it. `Err(why)`: the home does not have all of the output (the
+    /// last refusal, e.g. "disk full at PATH"); the run must then not be
+    /// reported complete (issue 14: nothing partial is delivered).
+    pub(crate) async fn finish(&mut self) -> Result<(), String> {
         let _ = self.finish_tx.send(true);
-        if let Some(s) = self.task.take() {
-            let _ = s.await;
+        match self.task.take() {
+            Some(s) => s.await.unwrap_or_else(|e| Err(e.to_string())),
+            None => Ok(()),
         }
     }
 }
@@ -110,13 +120,22 @@ struct OutputStream {
     /// `acked`, for the checkpoint code to wait on.
     shared: Arc<AtomicU64>,
     url: reqwest::Url,
+    /// The home refused this run: stop sending.
+    refused: bool,
+    /// The run's stale signal (`Home::stale`).
+    stale: Arc<watch::Sender<Option<String>>>,
+    /// Why the last chunk did not arrive.
+    last_error: Option<String>,
 }
 
 impl OutputStream {
     /// Sends what the shadow lacks. Returns true when it has everything
-    /// written so far.
+    /// written so far (or refuses this run: nothing more to send then).
     async fn pump(&mut self, http: &reqwest::Client, token: &str) -> bool {
         loop {
+            if self.refused {
+                return true;
+            }
             let len = self.base + self.file.metadata().map_or(0, |m| m.len());
             if self.acked >= len {
                 return true;
@@ -162,6 +181,18 @@ impl OutputStream {
                 true
             }
             Ok(resp) if resp.status() == StatusCode::CONFLICT => {
+                if is_stale_run(resp).await {
+                    // The home gave this run up (issue 14): nothing more
+                    // of it is stored, and the run must stop.
+                    tracing::warn!(
+                        stream = self.name,
+                        "home refused this run's output as stale"
+                    );
+                    self.stale
+                        .send_replace(Some("the home refused this run's output as stale".into()));
+                    self.refused = true;
+                    return false;
+                }
                 // The shadow has less than we thought (e.g. it restarted
                 // without its file): resend from the start; the endpoint
                 // is idempotent, so nothing is duplicated.
@@ -174,11 +205,19 @@ impl OutputStream {
                 false
             }
             Ok(resp) => {
-                tracing::warn!(stream = self.name, status = %resp.status(), "output chunk refused");
+                let status = resp.status();
+                tracing::warn!(stream = self.name, %status, "output chunk refused");
+                // The home says why (e.g. "disk full at PATH"): kept for
+                // the run's end, should the output never get through.
+                self.last_error = Some(match resp.json::<ErrorBody>().await {
+                    Ok(b) => format!("home answered {status}: {}", b.error.message),
+                    Err(_) => format!("home answered {status}"),
+                });
                 false
             }
             Err(e) => {
                 tracing::warn!(stream = self.name, error = %e, "output chunk failed");
+                self.last_error = Some(e.to_string());
                 false
             }
         }
@@ -186,7 +225,7 @@ impl OutputStream {
 }
 
 /// Polls the capture files and streams them until told to finish; then
-/// flushes the rest (bounded retries).
+/// flushes the rest (bounded retries). `Err(why)`: not all of it arrived.
 async fn stream_loop(
     http: reqwest::Client,
     token: String,
@@ -194,7 +233,7 @@ async fn stream_loop(
     poll: Duration,
     mut finish: watch::Receiver<bool>,
     patience: Duration,
-) {
+) -> Result<(), String> {
     loop {
         for s in &mut streams {
             s.pump(&http, &token).await;
@@ -215,10 +254,15 @@ async fn stream_loop(
             done &= s.pump(&http, &token).await;
         }
         if done {
-            return;
+            return Ok(());
         }
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_secs(2));
     }
     tracing::warn!("output streams not fully delivered");
+    let why = streams
+        .iter()
+        .find_map(|s| s.last_error.clone())
+        .unwrap_or_else(|| "home unreachable".into());
+    Err(format!("output not delivered home: {why}"))
 }

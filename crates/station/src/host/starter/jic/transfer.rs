@@ -178,9 +178,12 @@ impl Home {
     }
 
     /// Uploads one output file (`PUT .../files/{name}`), with a few
-    /// retries.
-    pub(crate) async fn put_file(&self, name: &str, data: Vec<u8>) -> Result<(), String> {
-        let url = self.url(&["files", name]).map_err(|e| e.to_string())?;
+    /// retries. A refusal (4xx) is permanent; an unreachable or failing
+    /// home (5xx, e.g. "disk full at PATH") is transient.
+    pub(crate) async fn put_file(&self, name: &str, data: Vec<u8>) -> Result<(), FetchError> {
+        let url = self
+            .url(&["files", name])
+            .map_err(|e| FetchError::Permanent(e.to_string()))?;
         let mut delay = Duration::from_millis(100);
         let mut last = String::new();
         for _ in 0..6 {
@@ -195,12 +198,25 @@ impl Home {
                 .await
             {
                 Ok(r) if r.status().is_success() => return Ok(()),
-                Ok(r) => last = format!("shadow answered {}", r.status()),
+                Ok(r) => {
+                    let status = r.status();
+                    last = match r.json::<gleaner_proto::wire::ErrorBody>().await {
+                        Ok(b) => format!("shadow answered {status}: {}", b.error.message),
+                        Err(_) => format!("shadow answered {status}"),
+                    };
+                    if status.is_client_error() {
+                        return Err(FetchError::Permanent(format!(
+                            "cannot upload output {name:?}: {last}"
+                        )));
+                    }
+                }
                 Err(e) => last = e.to_string(),
             }
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(2));
         }
-        Err(format!("cannot upload output {name:?}: {last}"))
+        Err(FetchError::Transient(format!(
+            "cannot upload output {name:?}: {last}"
+        )))
     }
 }

@@ -1,8 +1,10 @@
 //! Stage 5, finish: the guest is gone; its output is flushed home, its
 //! cgroup and record removed, and on a normal exit its output files are
-//! uploaded and `completed` reported.
+//! uploaded and `completed` reported; output that did not reach home
+//! sends the job back to its queue instead.
 
 use super::super::control::Control;
+use super::super::jic::FetchError;
 use super::super::sandbox::Snapshot;
 use super::setup::Launchpad;
 use super::{GuestRun, Outcome};
@@ -21,12 +23,18 @@ impl GuestRun<'_> {
         before: &Snapshot,
     ) -> Outcome {
         drop(ctl);
-        pad.streams.finish().await;
+        let delivered = pad.streams.finish().await;
         pad.iso.release();
         pad.ladder.on_finished(self.starter.now());
         self.entry.set_state("finishing", None);
 
         if let Outcome::Exited(code) = outcome {
+            // Output the home lacks (its disk is full, it is unreachable)
+            // is not the job's fault: back to the queue, never completed
+            // with part of its output (issue 14).
+            if let Err(why) = delivered {
+                return Outcome::Evicted(why);
+            }
             match self.upload_outputs(before).await {
                 Ok(()) => self.home.report_usage(
                     JobEventKind::Completed,
@@ -34,7 +42,8 @@ impl GuestRun<'_> {
                     format!("exit code {code}"),
                     Some(usage),
                 ),
-                Err(why) => return Outcome::Held(why),
+                Err(FetchError::Transient(why)) => return Outcome::Evicted(why),
+                Err(FetchError::Permanent(why)) => return Outcome::Held(why),
             }
         }
         outcome

@@ -87,7 +87,15 @@ impl GuestRun<'_> {
         tokio::task::spawn_blocking(move || write_input(&p, &bytes, mode, user))
             .await
             .map_err(|e| FetchError::Permanent(e.to_string()))?
-            .map_err(|e| FetchError::Permanent(format!("cannot write {}: {e}", path.display())))?;
+            .map_err(|e| {
+                // A full disk here is this host's trouble, not the job's:
+                // it goes back to its queue (issue 14).
+                if crate::disk::is_full(&e) {
+                    FetchError::Transient(crate::disk::describe(&path, &e))
+                } else {
+                    FetchError::Permanent(format!("cannot write {}: {e}", path.display()))
+                }
+            })?;
         Ok(path)
     }
 }

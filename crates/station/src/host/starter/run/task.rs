@@ -5,6 +5,7 @@
 use super::super::config::StarterConfig;
 use super::super::criu::claim_sandbox;
 use super::super::jic::start_lease;
+use super::super::sandbox::remove_stale;
 use super::{Command, GuestEntry, GuestRun, Home, Starter};
 use crate::checkpoint::SelfCheckpoint;
 use gleaner_proto::job::{CheckpointMethod, JobEventKind, JobState};
@@ -50,7 +51,10 @@ pub(crate) async fn guest_task(
     } else {
         (starter.config.execute_dir.join(&entry.guest_id), None)
     };
-    let (lease, lease_rx) = start_lease(&starter, &req, &entry.guest_id);
+    // The lease's loss and the home's refusal of this run as stale are
+    // one signal: the guest dies (`Home::stale`).
+    let lease_rx = home.stale();
+    let lease = start_lease(&starter, &req, &entry.guest_id, home.stale_sender());
     let run = GuestRun {
         starter: &starter,
         entry: &entry,
@@ -75,6 +79,19 @@ pub(crate) async fn guest_task(
     entry.slot.release(&entry.guest_id).await;
     remove_leftovers(&starter.config, sandbox, criu_images);
     starter.lock_guests().remove(&req.job_id);
+    // And whatever a dead run left (a crash mid-cleanup, a failed removal).
+    if !starter.config.keep_sandboxes {
+        let st = starter.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            remove_stale(&st.config.execute_dir, || {
+                st.lock_guests()
+                    .values()
+                    .map(|g| g.guest_id.clone())
+                    .collect()
+            })
+        })
+        .await;
+    }
 }
 
 /// Releases the guest's slot (blocking kill by uid) if the task ends

@@ -1,0 +1,248 @@
+//! Delivery of a completed job's outputs into its owner's directories, in
+//! two steps around the durable completion (issue 14):
+//!
+//! 1. [`stage`], before the completion is committed: each spooled
+//!    stdout/stderr and output file is copied, as the owner, to a hidden
+//!    file beside its destination and synced ([`crate::userfs::Staged`]).
+//!    Problems (a directory the owner cannot write, a full disk) go into
+//!    the completion's history entry; those outputs stay in the spool.
+//! 2. [`publish`], after the commit: one rename per file puts it in place.
+//!    So a user never sees part of an output, nor an output of a job the
+//!    queue does not hold completed; if the completion cannot be
+//!    committed, [`discard`] removes what was staged.
+
+use super::Home;
+use super::as_owner::{OwnerFsError, io_error, with_fs};
+use super::user_log::user_log;
+use crate::queue::JobRecord;
+use crate::userfs::{Op, PathErrorKind, Staged, UserFs, UserFsError};
+use gleaner_core::time::Time;
+use gleaner_edge::ApiError;
+use gleaner_proto::job::{JobId, JobState};
+use gleaner_proto::wire::ErrorCode;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Completes `r` (its host reported `state`, a completion): stages the
+/// outputs, commits the completion with `detail` (plus any staging
+/// problems), then publishes them, or discards them if the commit fails.
+/// A destination on a full disk requeues the job instead.
+/// One completion of a job at a time: a second report while one is under
+/// way is told to come back (503), and then finds it applied. Returns the
+/// updated record and the detail recorded.
+pub(crate) async fn complete(
+    home: Arc<Home>,
+    r: JobRecord,
+    state: JobState,
+    mut detail: String,
+    at: Time,
+) -> Result<(JobRecord, String), ApiError> {
+    let Some(_busy) = Completing::enter(&home, r.id) else {
+        return Err(ApiError::new(
+            ErrorCode::Unavailable,
+            format!("job {} is being completed; try again", r.id),
+        ));
+    };
+    let (staged, problems) = stage(&home, &r).await;
+    // A full disk is not the job's fault: rather than completing without
+    // its outputs, the job goes back to the queue (an eviction, which
+    // does not keep it off its host) and runs again when there is room.
+    if let Some(full) = problems.iter().find(|p| crate::disk::says_full(p)) {
+        discard(staged).await;
+        tracing::warn!(job = %r.id, problem = %full, "outputs not delivered: disk full; requeued");
+        let why = format!("{detail}: outputs not delivered, {full}; requeued");
+        let new = home.queue().transition(r.id, JobState::Idle, &why, at)?;
+        return Ok((new, why));
+    }
+    if !problems.is_empty() {
+        detail.push_str(&format!(" (output delivery: {})", problems.join("; ")));
+    }
+    let moved = home.queue().transition(r.id, state, &detail, at);
+    let new = match moved {
+        Ok(n) => n,
+        Err(e) => {
+            discard(staged).await;
+            return Err(e.into());
+        }
+    };
+    let problems = publish(staged).await;
+    if !problems.is_empty() {
+        let text = format!("output delivery: {}", problems.join("; "));
+        user_log(&home, r.id, at, "022", "Output delivery failed", &text).await;
+    }
+    Ok((new, detail))
+}
+
+/// Marks a job as being completed while it lives.
+struct Completing<'h> {
+    home: &'h Home,
+    job: JobId,
+}
+
+impl<'h> Completing<'h> {
+    fn enter(home: &'h Home, job: JobId) -> Option<Self> {
+        let mut set = home
+            .completing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        set.insert(job).then_some(Completing { home, job })
+    }
+}
+
+impl Drop for Completing<'_> {
+    fn drop(&mut self) {
+        self.home
+            .completing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.job);
+    }
+}
+
+/// Outputs written aside, waiting for the completion to be durable.
+pub(crate) struct StagedOutputs {
+    fs: Option<UserFs>,
+    files: Vec<(String, Staged)>,
+    job: JobId,
+}
+
+/// Copies the spooled outputs of `r` beside their destinations (see the
+/// module docs). Returns what was staged and the problems, as text.
+async fn stage(home: &Home, r: &JobRecord) -> (StagedOutputs, Vec<String>) {
+    let mut staged = StagedOutputs {
+        fs: None,
+        files: Vec::new(),
+        job: r.id,
+    };
+    let spool = home.spool_for(r.id);
+    let Some(iwd) = r.description.iwd.as_deref().map(PathBuf::from) else {
+        let p = format!(
+            "no initial directory: outputs stay in the spool ({})",
+            spool.display()
+        );
+        return (staged, vec![p]);
+    };
+    let fs = match UserFs::for_user(&r.owner) {
+        Ok(fs) => fs,
+        Err(e) => {
+            let p = format!("outputs stay in the spool ({}): {e}", spool.display());
+            tracing::warn!(job = %r.id, problem = %p, "output delivery");
+            return (staged, vec![p]);
+        }
+    };
+    // (what, spooled file, destination)
+    let mut copies: Vec<(String, PathBuf, PathBuf)> = Vec::new();
+    if let Some(o) = &r.description.output {
+        copies.push((format!("output = {o}"), spool.join("stdout"), iwd.join(o)));
+    }
+    if let Some(e) = &r.description.error {
+        copies.push((format!("error = {e}"), spool.join("stderr"), iwd.join(e)));
+    }
+    if let Ok(entries) = std::fs::read_dir(spool.join("files")) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && name.ends_with(".part") {
+                continue;
+            }
+            copies.push((name.clone(), e.path(), iwd.join(&name)));
+        }
+    }
+    let mut problems = Vec::new();
+    for (what, from, to) in copies {
+        match stage_one(&fs, &from, to).await {
+            Ok(s) => staged.files.push((what, s)),
+            Err(e) => match full_disk(&e) {
+                Some(full) => problems.push(format!("{what}: {full}")),
+                None => problems.push(format!("{what}: {e} (kept in the spool)")),
+            },
+        }
+    }
+    for p in &problems {
+        tracing::warn!(job = %r.id, problem = %p, "output delivery");
+    }
+    staged.fs = Some(fs);
+    (staged, problems)
+}
+
+/// Copies the spooled file `from` (absent: nothing was written, so the
+/// destination will be empty, as HTCondor does) beside `to`, as `fs`'s
+/// user.
+async fn stage_one(
+    fs: &UserFs,
+    from: &std::path::Path,
+    to: PathBuf,
+) -> Result<Staged, OwnerFsError> {
+    // Opened by the daemon: the spool is its own, private directory.
+    let source = match std::fs::File::open(from) {
+        Ok(f) => Some(f),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(OwnerFsError::Fs(io_error(
+                Op::Read,
+                from,
+                &fs.user().name,
+                e,
+            )));
+        }
+    };
+    with_fs(fs, move |u| {
+        u.stage(&to, 0o666, |out| {
+            if let Some(mut src) = source {
+                std::io::copy(&mut src, out)?;
+            }
+            Ok(())
+        })
+    })
+    .await
+}
+
+/// "disk full at PATH" when `e` is a full file system or quota.
+fn full_disk(e: &OwnerFsError) -> Option<String> {
+    let OwnerFsError::Fs(UserFsError::Path(p)) = e else {
+        return None;
+    };
+    match &p.kind {
+        PathErrorKind::Io(io) if crate::disk::is_full(io) => {
+            Some(crate::disk::describe(&p.path, io))
+        }
+        _ => None,
+    }
+}
+
+/// Puts the staged outputs in place, now that the completion is durable.
+/// Returns the problems (the data then stays in the spool).
+async fn publish(s: StagedOutputs) -> Vec<String> {
+    let Some(fs) = s.fs else {
+        return Vec::new();
+    };
+    let job = s.job;
+    let files = s.files;
+    let res = with_fs(&fs, move |u| {
+        let mut problems = Vec::new();
+        for (what, f) in files {
+            if let Err(e) = u.publish(f) {
+                problems.push(format!("{what}: {e} (kept in the spool)"));
+            }
+        }
+        Ok(problems)
+    })
+    .await;
+    let problems = res.unwrap_or_else(|e| vec![format!("outputs kept in the spool: {e}")]);
+    for p in &problems {
+        tracing::warn!(%job, problem = %p, "output delivery");
+    }
+    problems
+}
+
+/// Removes the staged outputs of a completion that was not committed.
+async fn discard(s: StagedOutputs) {
+    let Some(fs) = s.fs else { return };
+    let files = s.files;
+    let _ = with_fs(&fs, move |u| {
+        for (_, f) in files {
+            u.discard(f);
+        }
+        Ok(())
+    })
+    .await;
+}
