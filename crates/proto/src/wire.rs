@@ -193,6 +193,24 @@ pub struct AdvertiseReply {
     pub revoked: Revocations,
 }
 
+/// `GET /v1/events?after=SEQ`: the coordinator's grants and preemptions
+/// for the calling station, pushed as soon as a pass decides them instead
+/// of waiting for the station's next advertisement (the call waits until
+/// there is mail or the wait ends). Messages stay until a later call's
+/// `after` covers them, so a reply lost on the way is sent again.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventsReply {
+    #[serde(default = "current_version")]
+    pub protocol: u32,
+    /// The sequence number of the last message in this reply (or the
+    /// caller's `after` when there is none): the `after` of the next call.
+    pub last: u64,
+    #[serde(default)]
+    pub grants: Vec<Grant>,
+    #[serde(default)]
+    pub preemptions: Vec<Preemption>,
+}
+
 /// Whether a guest of the advertising host could move elsewhere now.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Destination {

@@ -75,6 +75,9 @@ pub(super) struct PendingClaim {
     pub host: StationId,
     pub home: StationId,
     pub claim_id: String,
+    /// The number of ads received when the claim was issued: an ad of its
+    /// home with a number up to this came before the grant.
+    pub after_ad: u64,
     pub expires: Time,
     /// Guests of `home` on `host` holding the same licences (plus earlier
     /// pending claims alike) when the claim was issued: once the host
@@ -165,6 +168,7 @@ impl Pool {
             host,
             home: to,
             claim_id: claim_id.clone(),
+            after_ad: self.ads_seen,
             expires,
             baseline,
             class,
@@ -214,6 +218,20 @@ impl Pool {
                     .is_some_and(|&now| now > c.baseline),
             };
         }
+        for (c, _) in self.claims.iter().zip(&settled).filter(|(_, s)| **s) {
+            // Only a home whose last ad came before the grant certainly
+            // still counts the job idle; a later ad may show it placed.
+            let stale = self
+                .stations
+                .get(&c.home)
+                .is_none_or(|k| k.serial <= c.after_ad);
+            if c.home != host && stale {
+                self.used_unseen
+                    .entry(c.home)
+                    .or_default()
+                    .push(c.class.clone());
+            }
+        }
         let mut i = 0;
         self.claims.retain(|_| {
             i += 1;
@@ -222,13 +240,23 @@ impl Pool {
         self.sync_free(host);
     }
 
+    /// Claims of `home` seen in use since its last ad (for `class`, or all).
+    pub(super) fn used_unseen(&self, home: StationId, class: Option<&str>) -> u32 {
+        self.used_unseen.get(&home).map_or(0, |v| {
+            v.iter()
+                .filter(|k| class.is_none_or(|c| k.as_deref() == Some(c)))
+                .count() as u32
+        })
+    }
+
     pub(super) fn pending_on(&self, host: StationId) -> u32 {
         self.claims.on_host(host)
     }
 
-    /// Claims and reserved nodes granted to `home` and not used yet.
+    /// Claims and reserved nodes granted to `home` and not used yet, and
+    /// claims used since its last ad (which still counts their jobs idle).
     pub(super) fn unused_grants(&self, home: StationId) -> u32 {
-        self.claims.for_home(home) + self.reservations.for_home(home)
+        self.claims.for_home(home) + self.reservations.for_home(home) + self.used_unseen(home, None)
     }
 }
 
