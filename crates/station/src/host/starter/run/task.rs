@@ -44,6 +44,7 @@ pub(crate) async fn guest_task(
                 let _ = reporter.await;
                 entry.slot.release(&entry.guest_id).await;
                 starter.lock_guests().remove(&req.job_id);
+                starter.guest_ended.notify_one();
                 return;
             }
         }
@@ -75,6 +76,7 @@ pub(crate) async fn guest_task(
     entry.slot.release(&entry.guest_id).await;
     remove_leftovers(&starter.config, sandbox, criu_images);
     starter.lock_guests().remove(&req.job_id);
+    starter.guest_ended.notify_one();
 }
 
 /// Releases the guest's slot (blocking kill by uid) if the task ends
