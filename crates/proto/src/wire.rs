@@ -132,6 +132,12 @@ pub struct StationAd {
     pub sequence: u64,
     /// Sender's clock when the ad was built.
     pub sent_at: Time,
+    /// For a host: the nonces of the claims it accepted placements with
+    /// lately (each for a few minutes), so the coordinator settles each
+    /// grant by its id the moment it was used, even when the guest started
+    /// and ended between two ads. Empty from older stations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims_used: Vec<String>,
 }
 
 /// A host given to a station by the coordinator.

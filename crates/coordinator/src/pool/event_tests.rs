@@ -176,3 +176,70 @@ fn events_stream_delivers_once_and_until_acknowledged() {
     assert!(r.grants.is_empty(), "sent on the stream, not in the reply");
     assert!(s.events("a", got.last).is_err(), "acknowledged");
 }
+
+/// The nonce an unsigned claim id carries (`home>host#nonce`).
+fn nonce(claim_id: &str) -> String {
+    claim_id
+        .split_once('#')
+        .map(|(_, n)| n.to_string())
+        .unwrap()
+}
+
+/// Settled by id: a guest that started and ended between two of its host's
+/// ads never shows in one, but the host names the claim it used; the node
+/// is free at once (a capacity event), not when the claim would expire.
+#[test]
+fn a_claim_named_by_its_host_is_settled_even_after_its_guest_ended() {
+    let (mut p, t0) = pool_with(CoordinatorConfig::default());
+    let mut out = Outbox::default();
+    p.advertise(ad("h", true, 1, 0, &[]), at(t0, 1), &mut out);
+    p.advertise(ad("a", false, 1, 2, &[]), at(t0, 2), &mut out);
+    let first: Vec<_> = out.grants().map(|(_, g)| g.claim_id.clone()).collect();
+    assert_eq!(first.len(), 1);
+    assert_eq!(p.saved_claims().claims.len(), 1);
+    // The home re-advertises (one job placed, one idle): still pending.
+    let mut a = ad("a", false, 1, 1, &[]);
+    a.demand.remote_jobs = 1;
+    let mut out = Outbox::default();
+    p.advertise(a, at(t0, 3), &mut out);
+    assert!(out.messages.is_empty());
+    // The job ran and ended; the host's next ad names the claim only.
+    let mut h = ad("h", true, 1, 0, &[]);
+    h.claims_used = vec![nonce(&first[0])];
+    p.advertise(h, at(t0, 4), &mut out);
+    let second: Vec<_> = out.grants().map(|(_, g)| g.claim_id.clone()).collect();
+    assert_eq!(
+        second.len(),
+        1,
+        "the freed node goes to the next job: {out:?}"
+    );
+    assert_ne!(second[0], first[0]);
+    assert_eq!(
+        p.saved_claims().claims.len(),
+        1,
+        "the first claim is settled"
+    );
+}
+
+/// A host that names the claims it used leaves the others pending, even
+/// when another guest of the same home shows up (counting would have
+/// taken that guest for the claim's).
+#[test]
+fn a_host_naming_its_claims_settles_only_those() {
+    let (mut p, t0) = pool_with(CoordinatorConfig::default());
+    let mut out = Outbox::default();
+    p.advertise(ad("h", true, 2, 0, &[]), at(t0, 1), &mut out);
+    p.advertise(ad("a", false, 1, 2, &[]), at(t0, 2), &mut out);
+    let ids: Vec<_> = out.grants().map(|(_, g)| g.claim_id.clone()).collect();
+    assert_eq!(ids.len(), 2);
+    let mut h = ad("h", true, 2, 0, &[(7, "a")]);
+    h.claims_used = vec![nonce(&ids[1])];
+    p.advertise(h, at(t0, 3), &mut out);
+    let left: Vec<_> = p
+        .saved_claims()
+        .claims
+        .into_iter()
+        .map(|c| c.claim_id)
+        .collect();
+    assert_eq!(left, [ids[0].clone()]);
+}

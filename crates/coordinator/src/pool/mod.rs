@@ -40,7 +40,7 @@ mod event_pass;
 mod ledger;
 mod placing;
 
-pub use claims::{ClaimFacts, ClaimMinter, UnsignedClaims};
+pub use claims::{ClaimFacts, ClaimMinter, Minted, UnsignedClaims};
 pub use effects::{Message, Outbox};
 
 use crate::config::Timing;
@@ -277,6 +277,7 @@ impl Pool {
                 host,
                 home,
                 claim_id: c.claim_id.clone(),
+                nonce: None,
                 after_ad: 0,
                 expires,
                 baseline: c.baseline,
@@ -478,7 +479,8 @@ impl Pool {
                 .insert(id, Known::new(ad, now, self.ads_seen, prev));
             // The home's own ad now counts its placed jobs as running.
             self.used_unseen.remove(&id);
-            self.settle_claims(id);
+            // A claim used by a guest that has ended already frees its node.
+            event |= self.settle_claims(id) && self.free_on(id) > 0;
             self.sync_free(id);
             self.settle_reservations(id, now, out);
             let demand_event = self.timing.pass_on_demand
