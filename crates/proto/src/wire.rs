@@ -133,9 +133,10 @@ pub struct StationAd {
     /// Sender's clock when the ad was built.
     pub sent_at: Time,
     /// For a host: the nonces of the claims it accepted placements with
-    /// lately (each for a few minutes), so the coordinator settles each
-    /// grant by its id the moment it was used, even when the guest started
-    /// and ended between two ads. Empty from older stations.
+    /// lately, or refused a placement of for lack of room (each for a few
+    /// minutes), so the coordinator settles each grant by its id the moment
+    /// it was used or given back, even when the guest started and ended
+    /// between two ads. Empty from older stations.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claims_used: Vec<String>,
 }

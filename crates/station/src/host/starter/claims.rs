@@ -50,11 +50,16 @@ pub trait ClaimVerifier: Send + Sync {
     /// before a guest is accepted, called under the host's guest lock.
     fn spend(&self, granted: &Granted) -> Result<(), ClaimRejected>;
 
-    /// The nonces of the claims spent lately, oldest first, for the ad: the
-    /// coordinator settles each grant by them.
+    /// The nonces of the claims spent (or given back) lately, oldest
+    /// first, for the ad: the coordinator settles each grant by them.
     fn recently_spent(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// A valid claim whose placement was refused here (no room after all):
+    /// named like a spent one, so the coordinator stops holding a node for
+    /// it, but not spent.
+    fn give_back(&self, _granted: &Granted) {}
 }
 
 fn now_secs() -> u64 {
@@ -80,6 +85,18 @@ impl SignedClaims {
             key,
             nonces: Mutex::new(nonces),
             recent: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Names `nonce` in the next ads ([`ClaimVerifier::recently_spent`]).
+    fn name(&self, nonce: &str) {
+        let mut recent = self
+            .recent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        recent.push_back((nonce.to_string(), Instant::now()));
+        if recent.len() > NAMED_MAX {
+            recent.pop_front();
         }
     }
 
@@ -116,15 +133,14 @@ impl ClaimVerifier for SignedClaims {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         book.try_use(nonce, *expires_at, now_secs())
             .map_err(|e| ClaimRejected(e.to_string()))?;
-        let mut recent = self
-            .recent
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        recent.push_back((nonce.clone(), Instant::now()));
-        if recent.len() > NAMED_MAX {
-            recent.pop_front();
-        }
+        self.name(nonce);
         Ok(())
+    }
+
+    fn give_back(&self, granted: &Granted) {
+        if let Some((nonce, _)) = &granted.nonce {
+            self.name(nonce);
+        }
     }
 
     fn recently_spent(&self) -> Vec<String> {
