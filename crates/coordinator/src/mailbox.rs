@@ -59,7 +59,9 @@ pub(crate) struct Served {
     pool: Pool,
     mail: HashMap<String, Mail>,
     claims_dirty: bool,
-    /// Number of the last message posted (numbers grow across stations).
+    /// Number of the last message posted (numbers grow across stations,
+    /// and across restarts: they start from the clock, so a station's
+    /// `after` from before a restart acknowledges nothing new).
     seq: u64,
 }
 
@@ -69,7 +71,9 @@ impl Served {
             pool,
             mail: HashMap::new(),
             claims_dirty: false,
-            seq: 0,
+            seq: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX / 2)),
         }
     }
 
@@ -124,6 +128,9 @@ impl Served {
         station: &str,
         after: u64,
     ) -> Result<EventsReply, watch::Receiver<u64>> {
+        // An `after` beyond anything posted comes from before a restart
+        // (or a clock set back): it acknowledges nothing.
+        let after = if after > self.seq { 0 } else { after };
         let mail = self.mail.entry(station.to_string()).or_default();
         mail.letters.retain(|l| l.seq > after);
         if mail.letters.iter().all(|l| l.held) {
