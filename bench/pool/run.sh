@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Pool benchmark (issue #4): a personal pool of 4 one-CPU stations on this
-# machine, driven with the release `glean` binary, then the same jobs on
-# Debian's slurm-wlm (one node, 4 CPUs), side by side. See bench/README.md.
+# Pool benchmark (issues #4, #15): a personal pool of 4 one-CPU stations
+# on this machine, started by `glean up` with its own defaults (scheduling
+# interval 10 s, advertise 5 s, placement interval 1 s: no tuning flags),
+# then the same jobs on Debian's slurm-wlm (one node, 4 CPUs), side by side.
+# See bench/README.md.
 #
 #   bench/pool/run.sh                 # everything
 #   JOBS=200 SKIP_SLURM=1 bench/pool/run.sh
@@ -10,15 +12,9 @@
 #   JOBS         trivial jobs in the throughput run (default 1000)
 #   LAT_JOBS     single jobs submitted one after another for the
 #                submit→running latency on an idle pool (default 30)
-#   INTERVAL     coordinator scheduling interval, s (default 1)
-#   PLACEMENT    station placement_interval_secs (default 0; `glean up`
-#                uses 1, which caps a home station at one placement a second)
-#   PER_PASS     Up-Down grants per station per pass (resolution A3):
-#                until_satisfied (default here) or one (the thesis's rule
-#                and Gleaner's default, about one grant per interval)
-#   CLAIM_LIFETIME  coordinator claim_lifetime_secs (default: 3 advertise
-#                periods); a node stays reserved this long after a grant
-#                unless the host's ad shows the guest
+#   INTERVAL     passes `--interval` to `glean up` (default: glean up's own)
+#   BENCH_USER   the Unix account that submits when run as root (default
+#                glean-bench, created if missing; root never submits)
 #   GLEAN_BIN    a glean binary to use instead of building one
 #   SKIP_GLEAN=1 / SKIP_SLURM=1 / SKIP_CRITERION=1   leave a part out
 #   KEEP=1       keep the work directory
@@ -27,10 +23,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 JOBS=${JOBS:-1000}
 LAT_JOBS=${LAT_JOBS:-30}
-INTERVAL=${INTERVAL:-1}
-PLACEMENT=${PLACEMENT:-0}
-PER_PASS=${PER_PASS:-until_satisfied}
-CLAIM_LIFETIME=${CLAIM_LIFETIME:-}
+INTERVAL=${INTERVAL:-}
+BENCH_USER=${BENCH_USER:-glean-bench}
 STATIONS=4
 IDLE_SECS=${IDLE_SECS:-10}
 
@@ -51,6 +45,8 @@ WORK=$(mktemp -d /tmp/glean-bench.XXXXXX)
 chmod 755 "$WORK"
 PIDS=()
 cleanup() {
+    # `glean up` stops its daemons on SIGINT, as on Ctrl-C.
+    if [ -n "${UP:-}" ]; then kill -INT "$UP" 2>/dev/null || true; sleep 3; fi
     for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
     sleep 1
     for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
@@ -96,59 +92,31 @@ pctl() { sort -g | awk '{v[NR]=$1} END { if (NR == 0) { print "- - -"; exit }
 LAT50="-"; LAT99="-"; TP_SPAN="-"; WALL="-"; TP="-"; Q50="-"; Q99="-"; FAILED="-"
 IDLE_CPU="-"; LOAD_CPU="-"; IDLE_RSS="-"; IDLE_RSS_C="-"; PEAK="-"; PEAK_C="-"
 if [ -z "${SKIP_GLEAN:-}" ]; then
-say "== starting a personal pool of $STATIONS stations in $WORK"
-# `glean up` makes the pool key and the user's token; the pool itself is
-# started below as separate daemons so that PLACEMENT can be set and each
-# daemon's pid sampled.
-BOOT_PORT=$(free_port)
-GLEAN_HOME="$WORK/boot" "$GLEAN_BIN" up --stations 1 --port "$BOOT_PORT" >/dev/null 2>&1 &
-BOOT=$!
-for _ in $(seq 1 200); do [ -s "$WORK/boot/pool.toml" ] && break; sleep 0.05; done
-kill -INT "$BOOT"; wait "$BOOT" || true
-KEY="$WORK/boot/pool.key"
-[ -s "$KEY" ] || { say "bench: glean up made no pool key"; exit 1; }
-
-CPORT=$(free_port)
-mkdir -p "$WORK/coordinator"
-cat >"$WORK/coordinator/coordinator.toml" <<EOF
-listen = "127.0.0.1:$CPORT"
-state_dir = "$WORK/coordinator/state"
-pool_key = "$KEY"
-scheduling_interval_secs = $INTERVAL
-advertise_period_secs = 1
-${CLAIM_LIFETIME:+claim_lifetime_secs = $CLAIM_LIFETIME}
-[allocator]
-kind = "updown"
-per_pass = "$PER_PASS"
-EOF
-GLEAN_LOG=warn "$GLEAN_BIN" coordinator --config "$WORK/coordinator/coordinator.toml" \
-    >"$WORK/coordinator/log" 2>&1 &
-CPID=$!; PIDS+=("$CPID")
-wait_port "$CPORT"
-SPIDS=()
-for k in $(seq 0 $((STATIONS - 1))); do
-    d="$WORK/station$k"; mkdir -p "$d"
-    port=$(free_port)
-    cat >"$d/station.toml" <<EOF
-name = "station$k"
-listen = "127.0.0.1:$port"
-state_dir = "$d/state"
-coordinator = "http://127.0.0.1:$CPORT"
-pool_key = "$KEY"
-advertise_secs = 1
-placement_interval_secs = $PLACEMENT
-cpus = 1
-EOF
-    GLEAN_LOG=warn "$GLEAN_BIN" station --config "$d/station.toml" >"$d/log" 2>&1 &
-    SPIDS+=($!); PIDS+=($!)
-    wait_port "$port"
-    if [ "$k" = 0 ]; then HOME_URL="http://127.0.0.1:$port"; fi
-done
-DAEMONS=("$CPID" "${SPIDS[@]}")
-export GLEAN_HOME="$WORK/user"
-mkdir -p "$GLEAN_HOME" "$WORK/jobs"
-cp "$WORK/boot/token" "$GLEAN_HOME/token"
-printf 'station = "%s"\ncoordinator = "http://127.0.0.1:%s"\n' "$HOME_URL" "$CPORT" >"$GLEAN_HOME/pool.toml"
+say "== starting a personal pool of $STATIONS stations in $WORK (glean up)"
+# `glean up` makes the keys and tokens and starts the coordinator and the
+# stations as its children, with its own defaults.
+BASE_PORT=$(free_port)
+GLEAN_HOME="$WORK/pool" "$GLEAN_BIN" up --stations "$STATIONS" --port "$BASE_PORT" \
+    ${INTERVAL:+--interval "$INTERVAL"} >"$WORK/up.log" 2>&1 &
+UP=$!; PIDS+=("$UP")
+for _ in $(seq 1 600); do [ -s "$WORK/pool/pool.toml" ] && break; sleep 0.1; done
+[ -s "$WORK/pool/pool.toml" ] || { say "bench: glean up did not start (see $WORK/up.log)"; exit 1; }
+DAEMONS=($(pgrep -P "$UP"))
+PIDS+=("${DAEMONS[@]}")
+CPID=$(pgrep -P "$UP" -f ' coordinator ' | head -n 1)
+export GLEAN_HOME="$WORK/pool"
+# Root never submits: jobs run as their owner. Run as root, `glean` runs as
+# BENCH_USER on station0's user socket (no token needed there).
+if [ "$(id -u)" = 0 ]; then
+    id "$BENCH_USER" >/dev/null 2>&1 || useradd -M -s /usr/sbin/nologin "$BENCH_USER"
+    chmod 755 "$WORK/pool"
+    chmod 644 "$WORK/pool/pool.toml"
+    glean() { (cd "$WORK/jobs" && runuser -u "$BENCH_USER" -- env GLEAN_HOME="$GLEAN_HOME" "$GLEAN_BIN" "$@"); }
+    mkdir -p "$WORK/jobs"; chown "$BENCH_USER" "$WORK/jobs"
+else
+    glean() { (cd "$WORK/jobs" && "$GLEAN_BIN" "$@"); }
+    mkdir -p "$WORK/jobs"
+fi
 cd "$WORK/jobs"
 sleep 2 # every station advertised
 
@@ -160,15 +128,17 @@ IDLE_CPU=$(cpu_pct "$a" "$b" "$(echo "$t1 - $t0" | bc)")
 IDLE_RSS=$(rss_total_mb "${DAEMONS[@]}")
 IDLE_RSS_C=$(rss_total_mb "$CPID")
 
-history_json() { "$GLEAN_BIN" history --json; }
+history_json() { glean history --json; }
+# A submit file in the jobs directory, owned by whoever submits.
+glean_write() { cat >"$WORK/jobs/$1"; [ "$(id -u)" = 0 ] && chown "$BENCH_USER" "$WORK/jobs/$1"; return 0; }
 done_count() { history_json | jq --arg c "$1" '[.[] | select(.id | startswith($c + "."))] | length'; }
 cluster_of() { sed -n 's/.*submitted to cluster \([0-9]*\).*/\1/p'; }
 
 say "== submit→running latency: $LAT_JOBS single jobs on an idle pool"
-printf 'executable = /bin/true\nqueue\n' >one.sub
+printf 'executable = /bin/true\nqueue\n' | glean_write one.sub
 LAT_CLUSTERS=()
 for i in $(seq 1 "$LAT_JOBS"); do
-    c=$("$GLEAN_BIN" submit one.sub | cluster_of)
+    c=$(glean submit one.sub | cluster_of)
     LAT_CLUSTERS+=("$c")
     until [ "$(done_count "$c")" = 1 ]; do sleep 0.05; done
 done
@@ -177,9 +147,9 @@ LAT=$(history_json | jq -r --argjson cs "$(printf '%s\n' "${LAT_CLUSTERS[@]}" | 
 read -r LAT50 LAT99 LATMAX <<<"$LAT"
 
 say "== throughput: $JOBS trivial jobs in one submission"
-printf 'executable = /bin/true\nqueue %s\n' "$JOBS" >many.sub
+printf 'executable = /bin/true\nqueue %s\n' "$JOBS" | glean_write many.sub
 a=$(snap_ticks "${DAEMONS[@]}"); t0=$(now_s)
-C=$("$GLEAN_BIN" submit many.sub | cluster_of)
+C=$(glean submit many.sub | cluster_of)
 PEAK=0; PEAK_C=0
 while :; do
     n=$(done_count "$C")
@@ -332,9 +302,8 @@ fi
 cat <<EOF
 
 Pool benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -r)
-Gleaner: coordinator + $STATIONS one-CPU stations, scheduling interval ${INTERVAL}s,
-advertise 1s, placement interval ${PLACEMENT}s, Up-Down per_pass=$PER_PASS;
-jobs /bin/true submitted at station0.
+Gleaner: \`glean up --stations $STATIONS\`${INTERVAL:+ --interval $INTERVAL} with its defaults
+(coordinator + $STATIONS one-CPU stations); jobs /bin/true submitted at station0 by $( [ "$(id -u)" = 0 ] && echo "$BENCH_USER" || id -un ).
 Slurm: $SL_STATUS
 
 | measure                                  | Gleaner            | Slurm              |

@@ -103,6 +103,7 @@ fn ads(n: usize) -> Vec<StationAd> {
             execute_only: false,
             sequence: 0,
             sent_at: Time::ZERO,
+            claims_used: Vec::new(),
         });
     }
     // Remote jobs of each home = its guests in the pool.

@@ -1,6 +1,6 @@
 //! The coordinator's configuration file (TOML).
 
-use gleaner_core::alloc::AllocatorConfig;
+use gleaner_core::alloc::{AllocatorConfig, PerPass, UpDownConfig};
 use gleaner_core::dmw::ProgressGuarantee;
 use gleaner_core::time::Dur;
 use serde::{Deserialize, Serialize};
@@ -32,8 +32,15 @@ pub struct CoordinatorConfig {
     /// (`pool.pub`, mode 0644), for stations and clients to copy. Default
     /// `<state_dir>/pool.pub`.
     pub public_key: Option<PathBuf>,
-    /// Which allocator decides who gets free nodes (default Up-Down with
-    /// resolutions A1–A9 of spec/mutka-livny-1987.md §2.6).
+    /// Which allocator decides who gets free nodes. Default Up-Down with
+    /// resolutions A1–A9 of spec/mutka-livny-1987.md §2.6 except A3: a pass
+    /// hands out every free node that a waiting job fits, lowest index
+    /// first again (`per_pass = "until_satisfied"`, the A3 alternative of
+    /// Mutka 1988 L645), so free capacity never idles while a job waits.
+    /// The thesis's one node per station per pass is `per_pass = "one"`
+    /// (what `glean sim updown` and `glean sim pool` reproduce). An
+    /// `[allocator]` table with `kind = "updown"` and no `per_pass` gets
+    /// the same `until_satisfied`.
     pub allocator: AllocatorConfig,
     /// Seconds between scheduling passes with an index update. Default 120:
     /// Condor's coordinator polled every 2 minutes (Mutka 1988 L583); the
@@ -79,6 +86,15 @@ pub struct CoordinatorConfig {
     /// `ignore_thresholds_and_embargo` (default: it may use an embargoed
     /// host), `ignore_thresholds` (it waits out the embargo) or `off`.
     pub progress_guarantee: ProgressGuarantee,
+    /// Also run an allocation pass when an ad shows more idle jobs than the
+    /// station's previous ad while some node is free, so a submitted job
+    /// meets a free node at once instead of at the next interval. Default
+    /// true; the thesis allocated only at intervals, NA→AV and remote
+    /// completions (resolution A4), so the paper's reproduction sets false.
+    pub pass_on_demand: bool,
+    /// Event-triggered passes run at most this often, seconds; an event
+    /// within the gap is served by one pass at its end. Default 0.02.
+    pub event_pass_gap_secs: f64,
 }
 
 impl Default for CoordinatorConfig {
@@ -88,7 +104,7 @@ impl Default for CoordinatorConfig {
             state_dir: PathBuf::from("/var/lib/gleaner/coordinator"),
             signing_key: None,
             public_key: None,
-            allocator: AllocatorConfig::default(),
+            allocator: work_conserving_updown(),
             scheduling_interval_secs: 120.0,
             advertise_period_secs: 120,
             station_timeout_secs: None,
@@ -100,6 +116,8 @@ impl Default for CoordinatorConfig {
             licences: BTreeMap::new(),
             embargo_secs: None,
             progress_guarantee: ProgressGuarantee::default(),
+            pass_on_demand: true,
+            event_pass_gap_secs: 0.02,
         }
     }
 }
@@ -116,6 +134,17 @@ pub(crate) struct Timing {
     pub preempt_timeout: Dur,
     pub embargo: Dur,
     pub progress: ProgressGuarantee,
+    pub pass_on_demand: bool,
+    pub event_gap: Dur,
+}
+
+/// The coordinator's default allocator: Up-Down, every free node handed
+/// out in one pass (see [`CoordinatorConfig::allocator`]).
+pub fn work_conserving_updown() -> AllocatorConfig {
+    AllocatorConfig::UpDown(UpDownConfig {
+        per_pass: PerPass::UntilSatisfied,
+        ..UpDownConfig::default()
+    })
 }
 
 fn secs(field: &str, v: f64) -> Result<Dur, CoordinatorError> {
@@ -159,8 +188,20 @@ impl CoordinatorConfig {
         {
             return Err(CoordinatorError::Config(POOL_KEY_REMOVED.into()));
         }
-        let c: CoordinatorConfig =
+        let mut c: CoordinatorConfig =
             toml::from_str(text).map_err(|e| CoordinatorError::Config(e.to_string()))?;
+        // Up-Down's own default is the thesis's one node per pass; the
+        // coordinator's is to hand out every free node (see `allocator`).
+        let per_pass_given = text
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|t| t.get("allocator")?.as_table()?.get("per_pass").cloned())
+            .is_some();
+        if let AllocatorConfig::UpDown(u) = &mut c.allocator
+            && !per_pass_given
+        {
+            u.per_pass = PerPass::UntilSatisfied;
+        }
         c.timing()?;
         Ok(c)
     }
@@ -225,6 +266,11 @@ impl CoordinatorConfig {
                 self.preempt_timeout_secs.unwrap_or(3.0 * period),
             )?,
             progress: self.progress_guarantee,
+            pass_on_demand: self.pass_on_demand,
+            event_gap: match self.event_pass_gap_secs {
+                0.0 => Dur::ZERO,
+                v => secs("event_pass_gap_secs", v)?,
+            },
         })
     }
 }
@@ -240,6 +286,28 @@ mod tests {
         let t = c.timing().unwrap();
         assert_eq!(t.interval, Duration::from_secs(120));
         assert_eq!(t.station_timeout, Dur::from_secs(360));
+        assert!(t.pass_on_demand);
+        assert_eq!(t.event_gap, Dur::from_millis(20));
+    }
+
+    /// Free capacity is used at once by default; the thesis's one node per
+    /// station per pass stays available by name.
+    #[test]
+    fn updown_hands_out_every_free_node_unless_told_one() {
+        let per_pass = |text: &str| match CoordinatorConfig::from_toml_str(text).unwrap().allocator
+        {
+            AllocatorConfig::UpDown(u) => u.per_pass,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(per_pass(""), PerPass::UntilSatisfied);
+        assert_eq!(
+            per_pass("[allocator]\nkind = \"updown\"\n"),
+            PerPass::UntilSatisfied
+        );
+        assert_eq!(
+            per_pass("[allocator]\nkind = \"updown\"\nper_pass = \"one\"\n"),
+            PerPass::One
+        );
     }
 
     #[test]

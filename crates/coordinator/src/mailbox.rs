@@ -1,22 +1,57 @@
 //! The daemon's delivery of the pool's effects.
 //!
 //! The [`Pool`] writes grants and preemptions into an [`Outbox`]; the
-//! daemon keeps each station's messages here until that station's next
-//! advertisement, and hands them out in the reply (Mutka 1988 §5: the
-//! coordinator's poll is the stations' advertisement). It also remembers
-//! that claims holding licences must be written before they are delivered.
+//! daemon keeps each station's messages here. A station that waits on
+//! `GET /v1/events` gets them as soon as they are posted (each message
+//! numbered, kept until a later call acknowledges it, so a lost reply is
+//! sent again); whatever it has not been sent that way goes out in the reply
+//! to its next advertisement (Mutka 1988 §5: the coordinator's poll is the
+//! stations' advertisement). Each message goes out by one of the two ways
+//! only. The mailbox also remembers that claims holding licences must be
+//! written before they are delivered.
 
 use crate::matchmaker::AdsView;
 use crate::persist::{ClaimsState, FairnessState};
 use crate::pool::{Message, Outbox, Pool};
 use gleaner_core::time::Time;
-use gleaner_proto::wire::{AdvertiseReply, Grant, PoolStatus, Preemption, StationAd, UserPrio};
+use gleaner_proto::wire::{
+    AdvertiseReply, EventsReply, PROTOCOL_VERSION, PoolStatus, StationAd, UserPrio,
+};
 use std::collections::HashMap;
+use tokio::sync::watch;
 
+/// One message waiting for its station.
+struct Letter {
+    seq: u64,
+    message: Message,
+    /// Sent on the events stream and not acknowledged yet: it stays for
+    /// that stream and never goes in an advertise reply.
+    sent: bool,
+    /// Issued with a claim holding licences that is not on disk yet: not
+    /// streamed until [`Served::release_held`] (an advertise reply waits
+    /// for the write itself).
+    held: bool,
+}
+
+/// A station's undelivered messages, and the bell its events call waits on.
 #[derive(Default)]
 struct Mail {
-    grants: Vec<Grant>,
-    preemptions: Vec<Preemption>,
+    letters: Vec<Letter>,
+    bell: Option<watch::Sender<u64>>,
+}
+
+/// Splits messages into an advertise reply's or an events reply's lists.
+fn sort_into(
+    messages: impl Iterator<Item = Message>,
+    grants: &mut Vec<gleaner_proto::wire::Grant>,
+    preemptions: &mut Vec<gleaner_proto::wire::Preemption>,
+) {
+    for m in messages {
+        match m {
+            Message::Grant { grant, .. } => grants.push(grant),
+            Message::Preempt { preemption, .. } => preemptions.push(preemption),
+        }
+    }
 }
 
 /// The pool as the daemon serves it: the pool plus undelivered mail.
@@ -24,6 +59,10 @@ pub(crate) struct Served {
     pool: Pool,
     mail: HashMap<String, Mail>,
     claims_dirty: bool,
+    /// Number of the last message posted (numbers grow across stations,
+    /// and across restarts: they start from the clock, so a station's
+    /// `after` from before a restart acknowledges nothing new).
+    seq: u64,
 }
 
 impl Served {
@@ -32,44 +71,132 @@ impl Served {
             pool,
             mail: HashMap::new(),
             claims_dirty: false,
+            seq: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX / 2)),
         }
     }
 
     fn post(&mut self, out: Outbox) {
         for name in out.forgotten {
-            self.mail.remove(&name);
+            // A waiting events call keeps its bell; only the letters go.
+            if let Some(m) = self.mail.get_mut(&name) {
+                m.letters.clear();
+            }
         }
         self.claims_dirty |= out.persist_claims;
-        for m in out.messages {
-            match m {
-                Message::Grant { to, grant } => self.mail.entry(to).or_default().grants.push(grant),
-                Message::Preempt { to, preemption } => self
-                    .mail
-                    .entry(to)
-                    .or_default()
-                    .preemptions
-                    .push(preemption),
+        for message in out.messages {
+            self.seq += 1;
+            let mail = self.mail.entry(message.to().to_string()).or_default();
+            mail.letters.push(Letter {
+                seq: self.seq,
+                message,
+                sent: false,
+                held: out.persist_claims,
+            });
+            if let (Some(bell), false) = (&mail.bell, out.persist_claims) {
+                bell.send_replace(self.seq);
             }
         }
     }
 
-    /// Handles one advertisement; the reply carries the sender's mail.
+    /// Handles one advertisement; the reply carries the sender's mail that
+    /// its events stream has not been sent.
     pub(crate) fn advertise(&mut self, ad: StationAd, now: Time) -> AdvertiseReply {
         let name = ad.name.clone();
         let mut out = Outbox::default();
         let mut reply = self.pool.advertise(ad, now, &mut out);
         self.post(out);
-        if let Some(m) = self.mail.remove(&name) {
-            reply.grants = m.grants;
-            reply.preemptions = m.preemptions;
+        if let Some(m) = self.mail.get_mut(&name) {
+            let (unsent, kept): (Vec<Letter>, Vec<Letter>) =
+                m.letters.drain(..).partition(|l| !l.sent);
+            m.letters = kept;
+            sort_into(
+                unsent.into_iter().map(|l| l.message),
+                &mut reply.grants,
+                &mut reply.preemptions,
+            );
         }
         reply
     }
 
-    /// The periodic pass; its grants wait for their stations' next ads.
+    /// `GET /v1/events?after=SEQ` for `station`: drops its messages up to
+    /// `after` (received), and returns the rest, marked sent, or `None`
+    /// when there are none, with a receiver that changes on the next post.
+    pub(crate) fn events(
+        &mut self,
+        station: &str,
+        after: u64,
+    ) -> Result<EventsReply, watch::Receiver<u64>> {
+        // An `after` beyond anything posted comes from before a restart
+        // (or a clock set back): it acknowledges nothing.
+        let after = if after > self.seq { 0 } else { after };
+        let mail = self.mail.entry(station.to_string()).or_default();
+        mail.letters.retain(|l| l.seq > after);
+        if mail.letters.iter().all(|l| l.held) {
+            let bell = mail.bell.get_or_insert_with(|| watch::channel(0).0);
+            return Err(bell.subscribe());
+        }
+        let mut reply = EventsReply {
+            protocol: PROTOCOL_VERSION,
+            last: after,
+            ..EventsReply::default()
+        };
+        for l in mail.letters.iter_mut().filter(|l| !l.held) {
+            l.sent = true;
+            reply.last = reply.last.max(l.seq);
+        }
+        sort_into(
+            mail.letters
+                .iter()
+                .filter(|l| l.sent)
+                .map(|l| l.message.clone()),
+            &mut reply.grants,
+            &mut reply.preemptions,
+        );
+        Ok(reply)
+    }
+
+    /// The claims are on disk: held letters may be streamed now.
+    pub(crate) fn release_held(&mut self) {
+        for mail in self.mail.values_mut() {
+            let mut rung = None;
+            for l in mail.letters.iter_mut().filter(|l| l.held) {
+                l.held = false;
+                rung = Some(l.seq);
+            }
+            if let (Some(seq), Some(bell)) = (rung, &mail.bell) {
+                bell.send_replace(seq);
+            }
+        }
+    }
+
+    /// An events reply with nothing in it (the wait ended).
+    pub(crate) fn no_events(after: u64) -> EventsReply {
+        EventsReply {
+            protocol: PROTOCOL_VERSION,
+            last: after,
+            ..EventsReply::default()
+        }
+    }
+
+    /// The periodic pass; its mail goes out at once to stations waiting
+    /// on their events, else with their next ads.
     pub(crate) fn tick(&mut self, now: Time) {
         let mut out = Outbox::default();
         self.pool.tick(now, &mut out);
+        self.post(out);
+    }
+
+    /// When an event pass held back by the gap is due ([`Pool::pass_due`]).
+    pub(crate) fn pass_due(&self) -> Option<Time> {
+        self.pool.pass_due()
+    }
+
+    /// Runs a held-back event pass if due and posts its mail.
+    pub(crate) fn run_due(&mut self, now: Time) {
+        let mut out = Outbox::default();
+        self.pool.run_due(now, &mut out);
         self.post(out);
     }
 

@@ -202,6 +202,7 @@ pub(crate) mod tests {
             execute_only: false,
             sequence: 0,
             sent_at: Time::ZERO,
+            claims_used: Vec::new(),
         }
     }
 

@@ -9,7 +9,7 @@ use crate::tokens::{RevocationCache, TokenRegistry};
 use axum::Json;
 use axum::Router;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -79,6 +79,9 @@ struct Shared {
     /// race on the temporary file, nor put an older snapshot over a newer.
     claims_taken: std::sync::atomic::AtomicU64,
     claims_written: Mutex<u64>,
+    /// Rung when an ad left an event pass waiting for the gap, so the
+    /// scheduler wakes for it.
+    pass_waiting: tokio::sync::Notify,
 }
 
 impl Shared {
@@ -246,6 +249,9 @@ async fn advertise(
     let (mut reply, claims) = {
         let mut pool = shared.pool();
         let reply = pool.advertise(ad, now());
+        if pool.pass_due().is_some() {
+            shared.pass_waiting.notify_one();
+        }
         let claims = pool
             .take_claims_dirty()
             .then(|| (shared.stamp_claims(), pool.saved_claims()));
@@ -262,8 +268,58 @@ async fn advertise(
                 "coordinator cannot persist its claims",
             ));
         }
+        shared.pool().release_held();
     }
     Ok(Json(reply).into_response())
+}
+
+/// How long an events call waits for mail by default, and at most.
+const EVENTS_WAIT_SECS: f64 = 25.0;
+const EVENTS_WAIT_MAX_SECS: f64 = 60.0;
+
+#[derive(serde::Deserialize)]
+struct EventsQuery {
+    /// The `last` of the previous reply: everything up to it was received.
+    #[serde(default)]
+    after: u64,
+    /// Seconds to wait for mail before answering with none.
+    wait: Option<f64>,
+}
+
+/// `GET /v1/events?after=SEQ[&wait=SECS]`: the calling station's grants and
+/// preemptions as soon as a pass decides them (long poll). The mailbox is
+/// the token's own station's: no station reads another's mail.
+async fn events(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    if caller.role != Role::Station {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "only station tokens read events",
+        ));
+    }
+    let Query(q) = query.map_err(|e| ApiError::bad("after", e.to_string()))?;
+    let wait = q
+        .wait
+        .filter(|w| w.is_finite())
+        .unwrap_or(EVENTS_WAIT_SECS)
+        .clamp(0.0, EVENTS_WAIT_MAX_SECS);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs_f64(wait);
+    loop {
+        // The lock is released before waiting.
+        let bell = shared.pool().events(&caller.name, q.after);
+        let mut bell = match bell {
+            Ok(reply) => return Ok(Json(reply).into_response()),
+            Err(bell) => bell,
+        };
+        match tokio::time::timeout_at(deadline, bell.changed()).await {
+            Ok(Ok(())) => continue,
+            // Timed out, or the bell is gone: answer with no mail.
+            _ => return Ok(Json(Served::no_events(q.after)).into_response()),
+        }
+    }
 }
 
 async fn ads(State(shared): State<Arc<Shared>>) -> Response {
@@ -297,6 +353,7 @@ async fn health(State(shared): State<Arc<Shared>>) -> Response {
 fn router(shared: Arc<Shared>, verifier: Arc<CoordinatorVerifier>) -> Router {
     Router::new()
         .route("/v1/advertise", post(advertise))
+        .route("/v1/events", get(events))
         .route("/v1/pool", get(pool_status))
         .route("/v1/ads", get(ads))
         .route("/v1/userprio", get(userprio))
@@ -389,6 +446,7 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
         state_dir: config.state_dir.clone(),
         claims_taken: Default::default(),
         claims_written: Mutex::new(0),
+        pass_waiting: tokio::sync::Notify::new(),
     });
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -428,9 +486,43 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             ticker.tick().await; // the first tick is immediate
             loop {
-                tokio::select! {
-                    _ = ticker.tick() => {}
+                // An event pass held back by the gap runs when due; the
+                // interval's pass runs on the ticker.
+                let due = sched_shared.pool().pass_due();
+                let wait_due = async {
+                    match due {
+                        Some(t) => {
+                            let left = t.since(now());
+                            tokio::time::sleep(std::time::Duration::from_micros(left.as_micros()))
+                                .await
+                        }
+                        None => sched_shared.pass_waiting.notified().await,
+                    }
+                };
+                // What woke the loop: the interval, a held-back event pass,
+                // or the halt.
+                let interval_pass = tokio::select! {
+                    _ = ticker.tick() => true,
+                    _ = wait_due => false,
                     _ = halt_rx.wait_for(|h| *h) => break,
+                };
+                if !interval_pass {
+                    if due.is_some() {
+                        let claims = {
+                            let mut pool = sched_shared.pool();
+                            pool.run_due(now());
+                            pool.take_claims_dirty()
+                                .then(|| (sched_shared.stamp_claims(), pool.saved_claims()))
+                        };
+                        if let Some((serial, claims)) = claims {
+                            if sched_shared.save_claims(serial, claims).await {
+                                sched_shared.pool().release_held();
+                            } else {
+                                tracing::error!("could not write claims.json");
+                            }
+                        }
+                    }
+                    continue;
                 }
                 let (state, serial, claims) = {
                     let mut pool = sched_shared.pool();
@@ -444,9 +536,11 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
                 if let Err(e) = save(state, sched_dir.clone()).await {
                     tracing::error!(error = %e, "could not write the fairness state");
                 }
-                // Grants from a tick wait in the outbox until the next ad,
-                // so writing here, before any reply, is in time.
-                if !sched_shared.save_claims(serial, claims).await {
+                // Grants with licences are held back from the events
+                // stream until written (and wait for the write in a reply).
+                if sched_shared.save_claims(serial, claims).await {
+                    sched_shared.pool().release_held();
+                } else {
                     tracing::error!("could not write claims.json");
                 }
             }

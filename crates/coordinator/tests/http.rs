@@ -6,7 +6,8 @@ use gleaner_core::time::Time;
 use gleaner_proto::creds::{Claims, PoolSigner, Role, load_or_create_signing_key};
 use gleaner_proto::job::JobId;
 use gleaner_proto::wire::{
-    AdvertiseReply, Demand, ErrorBody, ErrorCode, GuestInfo, PoolStatus, StationAd, UserPrio,
+    AdvertiseReply, Demand, ErrorBody, ErrorCode, EventsReply, GuestInfo, PoolStatus, StationAd,
+    UserPrio,
 };
 use std::net::SocketAddr;
 use std::path::Path;
@@ -179,6 +180,7 @@ fn ad(name: &str, state: OwnerState, cpus: u32, idle: u32, guests: &[(JobId, &st
         execute_only: false,
         sequence: 0,
         sent_at: Time::from_secs(1),
+        claims_used: Vec::new(),
     }
 }
 
@@ -202,7 +204,8 @@ async fn advertise_grant_round_trip_with_verifiable_claims() {
     let r = p.advertise(&ad("h1", OwnerState::Av, 2, 0, &[])).await;
     assert_eq!(r.next_advertise_secs, 1);
     let r = p.advertise(&home("a", 3, 0)).await;
-    assert_eq!(r.grants.len(), 1);
+    // Both free cpus in one pass (the default `per_pass`).
+    assert_eq!(r.grants.len(), 2);
     let g = &r.grants[0];
     assert_eq!(g.host, "h1");
     assert_eq!(g.host_address, "http://h1:9618");
@@ -222,10 +225,10 @@ async fn advertise_grant_round_trip_with_verifiable_claims() {
     );
     // The host learns which claims may place on it.
     let r = p.advertise(&ad("h1", OwnerState::Av, 2, 0, &[])).await;
-    assert_eq!(r.claims.len(), 1);
+    assert_eq!(r.claims.len(), 2);
     assert_eq!(r.claims[0].home, "a");
-    // Within a few intervals the second cpu is granted too, never a third.
-    let mut total = 1;
+    // Never a third.
+    let mut total = 2;
     for _ in 0..50 {
         if total == 2 {
             break;
@@ -292,7 +295,8 @@ async fn na_station_is_never_granted() {
     // The owner leaves: the station turns AV and is granted at once.
     p.advertise(&ad("busy", OwnerState::Av, 4, 0, &[])).await;
     let r = p.advertise(&home("a", 2, 0)).await;
-    assert_eq!(r.grants.len(), 1);
+    // One per idle job, in one pass (the default `per_pass`).
+    assert_eq!(r.grants.len(), 2);
     p.coord.stop().await.unwrap();
 }
 
@@ -649,5 +653,63 @@ async fn reply_carries_the_median_checkpoint_rate_of_the_ads() {
     // A station's newer ad replaces its old rate.
     let r = p.advertise(&with_rate("h3", "90000000")).await;
     assert_eq!(r.checkpoint_transfer_rate, Some(60_000_000));
+    p.coord.stop().await.unwrap();
+}
+
+/// `GET /v1/events`: a grant reaches its home's waiting long poll as soon
+/// as the pass that decides it runs (here the host's ad turning AV), with
+/// no advertisement of the home in between; each station reads only its
+/// own mail, users none; a message goes until acknowledged, and never also
+/// in an advertise reply.
+#[tokio::test]
+async fn events_stream_pushes_grants_to_their_station_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = CoordinatorConfig {
+        // No interval pass during the test: only events decide.
+        scheduling_interval_secs: 3600.0,
+        ..config(dir.path(), 1.0, 0.0)
+    };
+    let p = Pool::start_with(dir, cfg).await;
+    assert!(p.advertise(&home("a", 1, 0)).await.grants.is_empty());
+    let (addr, a_token) = (p.addr(), p.station("a"));
+    let poll = tokio::spawn(async move {
+        http(
+            addr,
+            "GET",
+            "/v1/events?after=0&wait=20",
+            Some(&a_token),
+            None,
+        )
+        .await
+    });
+    sleep(200).await;
+    assert!(!poll.is_finished(), "no mail yet: the call waits");
+    p.advertise(&ad("h1", OwnerState::Av, 1, 0, &[])).await;
+    let (status, text) = poll.await.unwrap();
+    assert_eq!(status, 200, "{text}");
+    let got: EventsReply = serde_json::from_str(&text).unwrap();
+    assert_eq!(got.grants.len(), 1, "{got:?}");
+    assert_eq!(got.grants[0].host, "h1");
+    assert!(got.last > 0);
+    // Not acknowledged yet: sent again; another station sees none of it.
+    let again = "/v1/events?after=0&wait=0";
+    let (_, text) = http(p.addr(), "GET", again, Some(&p.station("a")), None).await;
+    assert_eq!(serde_json::from_str::<EventsReply>(&text).unwrap(), got);
+    let (status, text) = http(p.addr(), "GET", again, Some(&p.station("h1")), None).await;
+    assert_eq!(status, 200);
+    assert!(
+        serde_json::from_str::<EventsReply>(&text)
+            .unwrap()
+            .grants
+            .is_empty()
+    );
+    let (status, _) = http(p.addr(), "GET", again, Some(&p.user), None).await;
+    assert_eq!(status, 403, "users read no station's mail");
+    // Sent on the stream: not in the home's next advertise reply.
+    assert!(p.advertise(&home("a", 1, 0)).await.grants.is_empty());
+    let acked = format!("/v1/events?after={}&wait=0", got.last);
+    let (_, text) = http(p.addr(), "GET", &acked, Some(&p.station("a")), None).await;
+    let rest: EventsReply = serde_json::from_str(&text).unwrap();
+    assert!(rest.grants.is_empty() && rest.last == got.last, "{rest:?}");
     p.coord.stop().await.unwrap();
 }

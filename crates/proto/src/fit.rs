@@ -512,6 +512,7 @@ mod tests {
             execute_only: false,
             sequence: 0,
             sent_at: Time::ZERO,
+            claims_used: Vec::new(),
         }
     }
 

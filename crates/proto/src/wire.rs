@@ -132,6 +132,13 @@ pub struct StationAd {
     pub sequence: u64,
     /// Sender's clock when the ad was built.
     pub sent_at: Time,
+    /// For a host: the nonces of the claims it accepted placements with
+    /// lately, or refused a placement of for lack of room (each for a few
+    /// minutes), so the coordinator settles each grant by its id the moment
+    /// it was used or given back, even when the guest started and ended
+    /// between two ads. Empty from older stations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims_used: Vec<String>,
 }
 
 /// A host given to a station by the coordinator.
@@ -191,6 +198,24 @@ pub struct AdvertiseReply {
     /// model). Empty from older coordinators.
     #[serde(default, skip_serializing_if = "Revocations::is_empty")]
     pub revoked: Revocations,
+}
+
+/// `GET /v1/events?after=SEQ`: the coordinator's grants and preemptions
+/// for the calling station, pushed as soon as a pass decides them instead
+/// of waiting for the station's next advertisement (the call waits until
+/// there is mail or the wait ends). Messages stay until a later call's
+/// `after` covers them, so a reply lost on the way is sent again.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventsReply {
+    #[serde(default = "current_version")]
+    pub protocol: u32,
+    /// The sequence number of the last message in this reply (or the
+    /// caller's `after` when there is none): the `after` of the next call.
+    pub last: u64,
+    #[serde(default)]
+    pub grants: Vec<Grant>,
+    #[serde(default)]
+    pub preemptions: Vec<Preemption>,
 }
 
 /// Whether a guest of the advertising host could move elsewhere now.

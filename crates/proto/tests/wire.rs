@@ -39,6 +39,7 @@ fn ad() -> StationAd {
         execute_only: false,
         sequence: 9,
         sent_at: Time::from_secs(120),
+        claims_used: Vec::new(),
     }
 }
 

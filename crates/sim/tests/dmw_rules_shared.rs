@@ -42,6 +42,7 @@ fn ad(name: &str) -> StationAd {
         execute_only: false,
         sequence: 0,
         sent_at: Time::ZERO,
+        claims_used: Vec::new(),
     }
 }
 

@@ -30,10 +30,18 @@ pub struct ClaimFacts<'a> {
     pub nonce: &'a str,
 }
 
-/// Turns claim facts into the claim id handed out in a grant; `Err` (a
+/// A minted claim: the id handed out in the grant, and the nonce the host
+/// reports once it accepted a placement with it (`StationAd::claims_used`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Minted {
+    pub id: String,
+    pub nonce: String,
+}
+
+/// Turns claim facts into the claim handed out in a grant; `Err` (a
 /// message) drops the grant.
 pub trait ClaimMinter: Send {
-    fn mint(&self, claim: &ClaimFacts<'_>) -> Result<String, String>;
+    fn mint(&self, claim: &ClaimFacts<'_>) -> Result<Minted, String>;
 }
 
 /// The daemon's minter: a [`ClaimTicket`] signed with the pool's signing
@@ -45,17 +53,19 @@ pub trait ClaimMinter: Send {
 /// coordinator would repeat it, and a host that remembers spent nonces
 /// would refuse the repeat as a replay. So 128 bits from the OS are added.
 impl ClaimMinter for PoolSigner {
-    fn mint(&self, c: &ClaimFacts<'_>) -> Result<String, String> {
+    fn mint(&self, c: &ClaimFacts<'_>) -> Result<Minted, String> {
         let fresh = new_nonce().map_err(|e| format!("no random nonce: {e}"))?;
+        let nonce = format!("{}-{fresh}", c.nonce);
         let ticket = ClaimTicket::new(
             c.host,
             c.home,
             c.home_address,
             c.issued_at,
             c.expires_at,
-            format!("{}-{fresh}", c.nonce),
+            nonce.clone(),
         );
-        self.sign_claim(&ticket).map_err(|e| e.to_string())
+        let id = self.sign_claim(&ticket).map_err(|e| e.to_string())?;
+        Ok(Minted { id, nonce })
     }
 }
 
@@ -65,8 +75,11 @@ impl ClaimMinter for PoolSigner {
 pub struct UnsignedClaims;
 
 impl ClaimMinter for UnsignedClaims {
-    fn mint(&self, c: &ClaimFacts<'_>) -> Result<String, String> {
-        Ok(format!("{}>{}#{}", c.home, c.host, c.nonce))
+    fn mint(&self, c: &ClaimFacts<'_>) -> Result<Minted, String> {
+        Ok(Minted {
+            id: format!("{}>{}#{}", c.home, c.host, c.nonce),
+            nonce: c.nonce.to_string(),
+        })
     }
 }
 
@@ -75,6 +88,12 @@ pub(super) struct PendingClaim {
     pub host: StationId,
     pub home: StationId,
     pub claim_id: String,
+    /// What the host reports once it accepted a placement with the claim;
+    /// unknown (`None`) for claims restored after a restart.
+    pub nonce: Option<String>,
+    /// The number of ads received when the claim was issued: an ad of its
+    /// home with a number up to this came before the grant.
+    pub after_ad: u64,
     pub expires: Time,
     /// Guests of `home` on `host` holding the same licences (plus earlier
     /// pending claims alike) when the claim was issued: once the host
@@ -139,7 +158,10 @@ impl Pool {
             .get(&to)
             .map(|k| k.ad.address.as_str())
             .unwrap_or_default();
-        let claim_id = self.minter.mint(&ClaimFacts {
+        let Minted {
+            id: claim_id,
+            nonce: minted_nonce,
+        } = self.minter.mint(&ClaimFacts {
             host: self.name(host),
             home: self.name(to),
             home_address,
@@ -165,6 +187,8 @@ impl Pool {
             host,
             home: to,
             claim_id: claim_id.clone(),
+            nonce: Some(minted_nonce),
+            after_ad: self.ads_seen,
             expires,
             baseline,
             class,
@@ -175,11 +199,14 @@ impl Pool {
         Ok(claim_id)
     }
 
-    /// Drops the pending claims on `host` that its ad shows in use.
-    pub(super) fn settle_claims(&mut self, host: StationId) {
+    /// Drops the pending claims on `host` that its ad shows in use;
+    /// returns whether the host named one whose guest is already gone
+    /// (its node is free again: a capacity event).
+    pub(super) fn settle_claims(&mut self, host: StationId) -> bool {
         if self.claims.on_host(host) == 0 {
-            return;
+            return false;
         }
+        let mut freed = false;
         let mut counts: HashMap<(StationId, Vec<(String, u32)>), u32> = HashMap::new();
         for c in self.claims.iter().filter(|c| c.host == host) {
             counts
@@ -194,8 +221,35 @@ impl Pool {
             .unwrap_or_default();
         let mut used: Vec<JobId> = Vec::new();
         let mut settled = vec![false; self.claims.len()];
+        let reported: &[String] = self
+            .stations
+            .get(&host)
+            .map(|k| k.ad.claims_used.as_slice())
+            .unwrap_or_default();
         for (i, c) in self.claims.iter().enumerate() {
             if c.host != host {
+                continue;
+            }
+            // The host names the claims it accepted: settled by id, even
+            // if the guest already ended. A guest it does not name still
+            // settles one claim alike, for hosts that name none.
+            if c.nonce.as_ref().is_some_and(|n| reported.contains(n)) {
+                settled[i] = true;
+                let home = self.name(c.home);
+                match guests.iter().find(|g| {
+                    g.home == home
+                        && !used.contains(&g.job)
+                        && c.known.as_ref().is_none_or(|k| !k.contains(&g.job))
+                        && guest_licences(g) == c.licences
+                }) {
+                    Some(g) => used.push(g.job),
+                    None => freed = true,
+                }
+                continue;
+            }
+            if !reported.is_empty() && c.known.is_some() {
+                // A host that names its claims and not this one has not
+                // used it (yet).
                 continue;
             }
             settled[i] = match &c.known {
@@ -214,21 +268,46 @@ impl Pool {
                     .is_some_and(|&now| now > c.baseline),
             };
         }
+        for (c, _) in self.claims.iter().zip(&settled).filter(|(_, s)| **s) {
+            // Only a home whose last ad came before the grant certainly
+            // still counts the job idle; a later ad may show it placed.
+            let stale = self
+                .stations
+                .get(&c.home)
+                .is_none_or(|k| k.serial <= c.after_ad);
+            if c.home != host && stale {
+                self.used_unseen
+                    .entry(c.home)
+                    .or_default()
+                    .push(c.class.clone());
+            }
+        }
         let mut i = 0;
         self.claims.retain(|_| {
             i += 1;
             !settled[i - 1]
         });
         self.sync_free(host);
+        freed
+    }
+
+    /// Claims of `home` seen in use since its last ad (for `class`, or all).
+    pub(super) fn used_unseen(&self, home: StationId, class: Option<&str>) -> u32 {
+        self.used_unseen.get(&home).map_or(0, |v| {
+            v.iter()
+                .filter(|k| class.is_none_or(|c| k.as_deref() == Some(c)))
+                .count() as u32
+        })
     }
 
     pub(super) fn pending_on(&self, host: StationId) -> u32 {
         self.claims.on_host(host)
     }
 
-    /// Claims and reserved nodes granted to `home` and not used yet.
+    /// Claims and reserved nodes granted to `home` and not used yet, and
+    /// claims used since its last ad (which still counts their jobs idle).
     pub(super) fn unused_grants(&self, home: StationId) -> u32 {
-        self.claims.for_home(home) + self.reservations.for_home(home)
+        self.claims.for_home(home) + self.reservations.for_home(home) + self.used_unseen(home, None)
     }
 }
 
@@ -247,10 +326,10 @@ mod tests {
             expires_at: 400,
             nonce: "64-1-00000000000000aa",
         };
-        let a = signer.mint(&facts).unwrap();
+        let a = signer.mint(&facts).unwrap().id;
         // The same facts again, as a restarted coordinator with a fixed
         // seed would give: still another nonce.
-        let b = signer.mint(&facts).unwrap();
+        let b = signer.mint(&facts).unwrap().id;
         let v = signer.verifier();
         let (ta, tb) = (
             v.verify_claim(&a, "ws3", 200).unwrap(),

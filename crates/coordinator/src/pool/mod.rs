@@ -36,10 +36,11 @@
 mod claims;
 mod destinations;
 mod effects;
+mod event_pass;
 mod ledger;
 mod placing;
 
-pub use claims::{ClaimFacts, ClaimMinter, UnsignedClaims};
+pub use claims::{ClaimFacts, ClaimMinter, Minted, UnsignedClaims};
 pub use effects::{Message, Outbox};
 
 use crate::config::Timing;
@@ -94,6 +95,8 @@ impl Policy {
 struct Known {
     ad: StationAd,
     last_seen: Time,
+    /// Which ad the pool received this as (the pool's count of ads).
+    serial: u64,
     /// The machine ClassAd of `ad`.
     machine: Ad,
     /// `ad.classes` with their job ClassAds.
@@ -104,7 +107,7 @@ impl Known {
     /// The station's ad received at `now`; what can be reused from its
     /// previous ad `prev` is (the machine ad when only the occupancy
     /// changed, the job ads of unchanged classes).
-    fn new(ad: StationAd, now: Time, prev: Option<Known>) -> Self {
+    fn new(ad: StationAd, now: Time, serial: u64, prev: Option<Known>) -> Self {
         let (machine, jobs) = match prev {
             None => (
                 machine_ad(&ad),
@@ -131,6 +134,7 @@ impl Known {
         Known {
             ad,
             last_seen: now,
+            serial,
             machine,
             jobs,
         }
@@ -174,6 +178,16 @@ pub struct Pool {
     transfer_rate: Option<Option<u64>>,
     /// Allocation passes run (the allocator was asked).
     passes: u64,
+    /// When the last event-triggered pass ran, and whether an event since
+    /// then waits for the gap to end ([`Pool::pass_due`]).
+    last_event_pass: Option<Time>,
+    event_waiting: bool,
+    /// Claims of each home that its hosts' ads showed in use since the
+    /// home's own last ad, by job class: that ad still counts those jobs
+    /// as idle, and must not win their nodes a second time.
+    used_unseen: HashMap<StationId, Vec<Option<String>>>,
+    /// Ads received and kept, numbering them ([`Known::serial`]).
+    ads_seen: u64,
 }
 
 impl Pool {
@@ -205,6 +219,10 @@ impl Pool {
             embargoes: BTreeMap::new(),
             transfer_rate: None,
             passes: 0,
+            last_event_pass: None,
+            event_waiting: false,
+            used_unseen: HashMap::new(),
+            ads_seen: 0,
         };
         // Ids are dense and were validated on load: entry k has id k.
         for entry in &restored.stations {
@@ -259,6 +277,8 @@ impl Pool {
                 host,
                 home,
                 claim_id: c.claim_id.clone(),
+                nonce: None,
+                after_ad: 0,
                 expires,
                 baseline: c.baseline,
                 class: c.class.clone(),
@@ -399,10 +419,14 @@ impl Pool {
         let mut event = false;
         let mut keep = true;
         let mut job_ended = false;
+        // New work at a station: worth a pass if some node is free (checked
+        // once the ad is in).
+        let mut more_demand = false;
         match self.stations.get(&id) {
             None => {
                 // A new station that can host is new capacity (L643).
                 event = ad.state == OwnerState::Av && !ad.submit_only;
+                more_demand = ad.demand.idle_jobs > 0;
             }
             Some(prev) => {
                 // A replayed or reordered ad must not roll the state back;
@@ -424,6 +448,7 @@ impl Pool {
                     // L643–645, resolution A4).
                     event = became_av || guest_left || remote_done || more_cpus;
                     job_ended = guest_left;
+                    more_demand = ad.demand.idle_jobs > prev.ad.demand.idle_jobs;
                 }
             }
         }
@@ -449,14 +474,24 @@ impl Pool {
             if let Some(p) = &prev {
                 self.forget_guests(&p.ad);
             }
-            self.stations.insert(id, Known::new(ad, now, prev));
-            self.settle_claims(id);
+            self.ads_seen += 1;
+            self.stations
+                .insert(id, Known::new(ad, now, self.ads_seen, prev));
+            // The home's own ad now counts its placed jobs as running.
+            self.used_unseen.remove(&id);
+            // A claim used by a guest that has ended already frees its node.
+            event |= self.settle_claims(id) && self.free_on(id) > 0;
             self.sync_free(id);
             self.settle_reservations(id, now, out);
+            let demand_event = self.timing.pass_on_demand
+                && more_demand
+                && self.stations.get(&id).is_some_and(|k| !k.ad.execute_only)
+                && !self.free_hosts.is_empty();
+            event |= demand_event;
         }
         if event {
             tracing::debug!(station = self.name(id), "capacity event: allocating");
-            self.allocate_pass(now, out);
+            self.event_pass(now, out);
         }
         let mine = self.claims.on_host(id) > 0;
         let claims = self
@@ -509,6 +544,7 @@ impl Pool {
                 self.forget_guests(&k.ad);
             }
             self.transfer_rate = None;
+            self.used_unseen.remove(&id);
             out.forgotten.push(self.name(id).to_string());
             self.free_hosts.remove(&id);
             for h in self.claims.retain(|c| c.host != id && c.home != id) {
@@ -524,6 +560,8 @@ impl Pool {
         self.embargoes.retain(|_, e| e.active(now));
         let snap = self.snapshot(now);
         self.policy.alloc().on_interval(&snap.view());
+        // This pass serves any event still waiting for the gap.
+        self.event_waiting = false;
         self.allocate_with(snap, now, out);
     }
 
@@ -632,3 +670,6 @@ mod tests;
 
 #[cfg(test)]
 mod match_tests;
+
+#[cfg(test)]
+mod event_tests;

@@ -89,6 +89,7 @@ impl Pool {
         c.class
             .count
             .saturating_sub(self.claims.for_class(home, &c.class.key))
+            .saturating_sub(self.used_unseen(home, Some(&c.class.key)))
     }
 
     /// Whether a class must wait out the startup grace: after a restart the

@@ -7,7 +7,7 @@ use gleaner_core::time::Dur;
 use gleaner_proto::job::JobId;
 use gleaner_proto::wire::{Demand, Destination, GuestInfo};
 
-fn pool(grace: f64) -> (Served, Time) {
+pub(super) fn pool(grace: f64) -> (Served, Time) {
     let cfg = CoordinatorConfig {
         startup_grace_secs: Some(grace),
         advertise_period_secs: 10,
@@ -25,7 +25,7 @@ fn pool(grace: f64) -> (Served, Time) {
     (Served::new(p), now)
 }
 
-fn ad(name: &str, av: bool, cpus: u32, idle: u32, guests: &[(u64, &str)]) -> StationAd {
+pub(super) fn ad(name: &str, av: bool, cpus: u32, idle: u32, guests: &[(u64, &str)]) -> StationAd {
     StationAd {
         protocol: PROTOCOL_VERSION,
         name: name.into(),
@@ -60,6 +60,7 @@ fn ad(name: &str, av: bool, cpus: u32, idle: u32, guests: &[(u64, &str)]) -> Sta
         execute_only: false,
         sequence: 0,
         sent_at: Time::ZERO,
+        claims_used: Vec::new(),
     }
 }
 

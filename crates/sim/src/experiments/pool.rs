@@ -36,12 +36,18 @@ use std::time::Instant;
 /// The coordinator's configuration in the simulation: the daemon's
 /// defaults (120 s advertise period, so claims and preemption reservations
 /// last 6 min and the embargo 90 s; the progress guarantee on), except that
-/// a restart grace is pointless at time 0 and stations, which advertise only
-/// when something changes, are never forgotten for silence.
+/// a restart grace is pointless at time 0, stations, which advertise only
+/// when something changes, are never forgotten for silence, and passes run
+/// when the thesis ran them: at intervals, NA→AV and remote completions
+/// (resolution A4), each at once (no pass on new demand, no gap between
+/// event passes). The allocator, with Up-Down's one node per station per
+/// pass (A3), is the sweep's (`PoolConfig::allocator`).
 pub fn coordinator_template() -> CoordinatorConfig {
     CoordinatorConfig {
         startup_grace_secs: Some(0.0),
         station_timeout_secs: Some(1e8),
+        pass_on_demand: false,
+        event_pass_gap_secs: 0.0,
         ..CoordinatorConfig::default()
     }
 }

@@ -132,6 +132,7 @@ impl Production {
             execute_only: false,
             sequence: self.sequence,
             sent_at: m.now(),
+            claims_used: Vec::new(),
         }
     }
 

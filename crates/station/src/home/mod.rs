@@ -97,8 +97,11 @@ pub struct Home {
     dag_wake: Notify,
     remote: remote::RemoteJobs,
     ckpt: ckpt_store::CkptStore,
-    /// When the local scheduler last placed a job (one per interval).
-    last_placement: Mutex<Option<Instant>>,
+    /// When the local scheduler last placed a job (one per interval). An
+    /// async lock, held while a grant waits out the interval and picks its
+    /// job, so grants from the advertise reply and the events stream are
+    /// used one after another and never pick the same job.
+    last_placement: tokio::sync::Mutex<Option<Instant>>,
     /// Whom the user API serves (decided by the daemon's uid).
     served: identity::Served,
     /// This station's slot-account prefix: such accounts are guests, never
@@ -142,7 +145,7 @@ impl Home {
             dag_wake: Notify::new(),
             remote,
             ckpt,
-            last_placement: Mutex::new(None),
+            last_placement: tokio::sync::Mutex::new(None),
             served: identity::Served::detect(),
             slot_prefix,
             completing: Mutex::new(HashSet::new()),

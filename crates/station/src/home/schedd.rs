@@ -3,8 +3,11 @@
 //! The coordinator only hands out hosts; the home station's own scheduler
 //! picks which of its jobs uses each granted host, FIFO among equal
 //! priorities, and places at most one job per placement interval (Mutka
-//! 1988 L839). Preemptions are passed on to the host as vacate requests;
-//! the job is requeued when the host reports it vacated.
+//! 1988 L839): a grant that comes within the interval waits for its end
+//! rather than being dropped, since the coordinator holds the host for the
+//! grant until its claim is used or expires. Preemptions are passed on to
+//! the host as vacate requests; the job is requeued when the host reports
+//! it vacated.
 
 use super::user_log::user_log;
 use super::{Home, runs};
@@ -34,20 +37,17 @@ impl Home {
     }
 }
 
-/// Uses one grant: the next idle job goes to the granted host, unless a
-/// placement already happened within the placement interval.
+/// Uses one grant: the next idle job goes to the granted host, once the
+/// placement interval since the last placement is over.
 async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
-    // At most one placement per interval (Mutka 1988 L839); a grant we
-    // cannot use now is simply not used: the coordinator grants again.
-    let last = *home
-        .last_placement
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(t) = last
-        && t.elapsed() < home.config.placement_interval()
-    {
-        tracing::debug!(host = %g.host, "placement interval not over; grant unused");
-        return;
+    // At most one placement per interval (Mutka 1988 L839).
+    let mut last = home.last_placement.lock().await;
+    if let Some(t) = *last {
+        let left = home.config.placement_interval().saturating_sub(t.elapsed());
+        if !left.is_zero() {
+            tracing::debug!(host = %g.host, ?left, "grant waits for the placement interval");
+            tokio::time::sleep(left).await;
+        }
     }
     let job = {
         let placing = home.remote.placing();
@@ -86,11 +86,9 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
             return;
         }
     };
-    *home
-        .last_placement
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
+    *last = Some(Instant::now());
     runs::begin_run(home, job.id, &g.host, &g.host_address, &g.claim_id, &run).await;
+    drop(last);
     let req = PlacementRequest {
         protocol: PROTOCOL_VERSION,
         job_id: job.id,

@@ -62,6 +62,7 @@ pub fn bare(name: &str) -> StationAd {
         execute_only: false,
         sequence: 0,
         sent_at: Time::ZERO,
+        claims_used: Vec::new(),
     }
 }
 

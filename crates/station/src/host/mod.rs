@@ -223,6 +223,15 @@ impl Host {
         self.owner.subscribe()
     }
 
+    /// Resolves when a guest has ended and its slot is free (never on a
+    /// station that does not host).
+    pub async fn guest_ended(&self) {
+        match &self.starter {
+            Some(s) => s.guest_ended.notified().await,
+            None => std::future::pending().await,
+        }
+    }
+
     /// This side's part of the station's ad.
     pub fn part(&self) -> HostPart {
         let machine = match &self.starter {

@@ -1,6 +1,7 @@
 //! The advertise loop: the station's ad, built from the two sides' parts,
-//! goes to the coordinator every period (or at once when the home has news
-//! or the owner comes or goes); the reply is handed to each side.
+//! goes to the coordinator every period (or at once when the home has news,
+//! a guest ends or the owner comes or goes); the reply is handed to each
+//! side.
 
 use crate::clock::{now, now_secs};
 use crate::config::StationConfig;
@@ -56,7 +57,11 @@ async fn dispatch(
     host.on_pool_transfer_rate(reply.checkpoint_transfer_rate);
     host.on_destinations(&reply.destinations);
     home.on_preemptions(&reply.preemptions);
-    home.on_grants(&reply.grants).await;
+    // A grant may wait out the placement interval: the loop goes on.
+    if !reply.grants.is_empty() {
+        let (home, grants) = (home.clone(), reply.grants.clone());
+        tokio::spawn(async move { home.on_grants(&grants).await });
+    }
 }
 
 /// Advertises until shutdown, dispatching each reply.
@@ -99,6 +104,8 @@ pub async fn run(a: Advertiser, mut shutdown: watch::Receiver<bool>) {
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
             _ = a.home.news().notified() => {}
+            // A node came free: a capacity event for the coordinator.
+            _ = a.host.guest_ended() => {}
             // The owner came or went: the coordinator must know at once.
             _ = owner.changed() => {}
             _ = shutdown.wait_for(|s| *s) => return,

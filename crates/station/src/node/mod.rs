@@ -19,6 +19,8 @@
 //!   part ([`HostPart`]) and the home's ([`HomePart`]); of the
 //!   coordinator's reply, grants and preemptions go to the home, the pool's
 //!   transfer rate to the host, revoked tokens to the verifier;
+//! - the events stream ([`events`]): grants and preemptions pushed by the
+//!   coordinator as soon as they are decided, to the home;
 //! - start and stop.
 //!
 //! [`HostPart`]: crate::host::HostPart
@@ -26,6 +28,7 @@
 
 pub mod advertise;
 pub mod credentials;
+pub mod events;
 pub mod private_state;
 pub mod revocations;
 pub mod user_socket;
@@ -194,6 +197,15 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
         shutdown_rx.clone(),
     ));
     tasks.extend(home.spawn(&shutdown_rx));
+    tasks.push(tokio::spawn(events::run(
+        events::Events {
+            config: config.clone(),
+            token: token.clone(),
+            http: http.clone(),
+            home: home.clone(),
+        },
+        shutdown_rx.clone(),
+    )));
     tasks.push(tokio::spawn(advertise::run(
         advertise::Advertiser {
             config,

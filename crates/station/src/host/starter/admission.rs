@@ -27,7 +27,9 @@ impl Starter {
     pub fn current_ad(&self) -> StationAd {
         let now_unix = crate::clock::now_secs() as i64;
         let guests = self.lock_guests();
-        self.ad_of(&guests, *self.owner.borrow(), now_unix)
+        let mut ad = self.ad_of(&guests, *self.owner.borrow(), now_unix);
+        ad.claims_used = self.verifier.recently_spent();
+        ad
     }
 
     /// [`Self::current_ad`] for the guest table `guests` (locked by the

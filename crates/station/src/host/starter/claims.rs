@@ -4,7 +4,15 @@
 
 use gleaner_proto::creds::{ClaimTicket, NonceFile, PoolVerifier};
 use gleaner_proto::wire::PlacementRequest;
+use std::collections::VecDeque;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long a spent claim is named in the host's ads (`claims_used`): a few
+/// advertise periods, so the coordinator hears of it even if an ad is lost.
+const NAMED_FOR: Duration = Duration::from_secs(600);
+/// At most this many named at once, the most recent (an ad stays small).
+const NAMED_MAX: usize = 512;
 
 /// Why a claim id was refused.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +56,17 @@ pub trait ClaimVerifier: Send + Sync {
     /// Spends the claim: refused if it was used before. The last check
     /// before a guest is accepted, called under the host's guest lock.
     fn spend(&self, granted: &Granted) -> Result<(), ClaimRejected>;
+
+    /// The nonces of the claims spent (or given back) lately, oldest
+    /// first, for the ad: the coordinator settles each grant by them.
+    fn recently_spent(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// A valid claim whose placement was refused here (no room after all):
+    /// named like a spent one, so the coordinator stops holding a node for
+    /// it, but not spent.
+    fn give_back(&self, _granted: &Granted) {}
 }
 
 fn now_secs() -> u64 {
@@ -63,6 +82,8 @@ fn now_secs() -> u64 {
 pub struct SignedClaims {
     key: PoolVerifier,
     nonces: Mutex<NonceFile>,
+    /// Spent lately, with when ([`ClaimVerifier::recently_spent`]).
+    recent: Mutex<VecDeque<(String, Instant)>>,
 }
 
 impl SignedClaims {
@@ -70,6 +91,19 @@ impl SignedClaims {
         SignedClaims {
             key,
             nonces: Mutex::new(nonces),
+            recent: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Names `nonce` in the next ads ([`ClaimVerifier::recently_spent`]).
+    fn name(&self, nonce: &str) {
+        let mut recent = self
+            .recent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        recent.push_back((nonce.to_string(), Instant::now()));
+        if recent.len() > NAMED_MAX {
+            recent.pop_front();
         }
     }
 
@@ -105,7 +139,29 @@ impl ClaimVerifier for SignedClaims {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         book.try_use(nonce, *expires_at, now_secs())
-            .map_err(|e| ClaimRejected(e.to_string()))
+            .map_err(|e| ClaimRejected(e.to_string()))?;
+        self.name(nonce);
+        Ok(())
+    }
+
+    fn give_back(&self, granted: &Granted) {
+        if let Some((nonce, _)) = &granted.nonce {
+            self.name(nonce);
+        }
+    }
+
+    fn recently_spent(&self) -> Vec<String> {
+        let mut recent = self
+            .recent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while recent
+            .front()
+            .is_some_and(|(_, at)| at.elapsed() > NAMED_FOR)
+        {
+            recent.pop_front();
+        }
+        recent.iter().map(|(n, _)| n.clone()).collect()
     }
 }
 
@@ -173,8 +229,12 @@ mod tests {
         let ok = placement(claim.clone(), "a", "http://a:9620/");
         let g = v.verify(&ok, "h").unwrap();
         assert_eq!(g.home_address, "http://a:9620");
+        assert!(v.recently_spent().is_empty());
         v.spend(&g).unwrap();
+        // The host names the spent claim in its ads, by nonce.
+        assert_eq!(v.recently_spent(), ["n1"]);
         let e = v.spend(&v.verify(&ok, "h").unwrap()).unwrap_err();
+        assert_eq!(v.recently_spent(), ["n1"], "a refused spend names nothing");
         assert!(e.0.contains("already used"), "{e}");
         drop(v);
         let v = open();

@@ -140,6 +140,9 @@ pub struct Starter {
     /// The rate `T_migr` uses now ([`RateMeter::get`]), for running guests'
     /// ladders (`destinations.rs`).
     rate_news: watch::Sender<Option<f64>>,
+    /// Rung when a guest's slot is free again: the station advertises at
+    /// once, so the coordinator can grant the node to the next job.
+    pub(crate) guest_ended: tokio::sync::Notify,
 }
 
 impl Starter {
@@ -197,6 +200,7 @@ impl Starter {
             bucket,
             rate: RateMeter::default(),
             rate_news: watch::channel(None).0,
+            guest_ended: tokio::sync::Notify::new(),
         })
     }
 

@@ -29,7 +29,7 @@ impl Starter {
         // one the coordinator has on record, never to one a placement names.
         req.shadow = granted.home_address.clone();
         if let Some(refused) = self.refusal(&req) {
-            return refused;
+            return self.given_back(&granted, refused);
         }
         // The run this placement starts, named by the home (an older home
         // names none: `take_slot` names it then, for the sandbox's sake).
@@ -42,7 +42,7 @@ impl Starter {
         let (tx, rx) = mpsc::unbounded_channel();
         let entry = match self.take_slot(&req, &granted, tx) {
             Ok(e) => e,
-            Err(answer) => return answer,
+            Err(answer) => return self.given_back(&granted, answer),
         };
         req.run = Some(entry.run.clone());
         tracing::info!(job = %req.job_id, guest = %entry.guest_id, home = %req.home, "placement accepted");
@@ -50,6 +50,24 @@ impl Starter {
         let me = self.clone();
         tokio::spawn(async move { guest_task(me, entry, req, rx).await });
         PlacementResponse::Accepted { guest_id }
+    }
+
+    /// A refusal of a valid claim (not for the claim itself): the claim is
+    /// named in the next ad, advertised at once, so the coordinator frees
+    /// the node it holds for it instead of waiting for the claim to expire.
+    fn given_back(&self, granted: &Granted, answer: PlacementResponse) -> PlacementResponse {
+        let bad_claim = matches!(
+            answer,
+            PlacementResponse::Rejected {
+                reason: RejectReason::BadClaim,
+                ..
+            }
+        );
+        if matches!(answer, PlacementResponse::Rejected { .. }) && !bad_claim {
+            self.verifier.give_back(granted);
+            self.guest_ended.notify_one();
+        }
+        answer
     }
 
     /// Everything that refuses a placement before the guest table is

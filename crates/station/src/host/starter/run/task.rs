@@ -45,6 +45,7 @@ pub(crate) async fn guest_task(
                 let _ = reporter.await;
                 entry.slot.release(&entry.guest_id).await;
                 starter.lock_guests().remove(&req.job_id);
+                starter.guest_ended.notify_one();
                 return;
             }
         }
@@ -79,6 +80,8 @@ pub(crate) async fn guest_task(
     entry.slot.release(&entry.guest_id).await;
     remove_leftovers(&starter.config, sandbox, criu_images);
     starter.lock_guests().remove(&req.job_id);
+    // The node is free: the advertise loop tells the coordinator now.
+    starter.guest_ended.notify_one();
     // And whatever a dead run left (a crash mid-cleanup, a failed removal).
     if !starter.config.keep_sandboxes {
         let st = starter.clone();
