@@ -5,6 +5,7 @@
 mod common;
 
 use common::{Daemons, TestKeys, UserDirs, free_port, glean_in, shared_dir, socket_line, spawn};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -59,6 +60,10 @@ fn killed_home_station_resumes_its_dag() {
 
     let shared = shared_dir();
     let log = shared.path().join("ran.log");
+    // Nodes may run on either station, each as a slot account of its own
+    // (umask 077): the log is made writable for all beforehand.
+    std::fs::write(&log, "").unwrap();
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o666)).unwrap();
     std::fs::write(
         work.join("step.sub"),
         format!(
