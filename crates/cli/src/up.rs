@@ -299,7 +299,11 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
                 // (root, or a delegated subtree); otherwise the station warns
                 // and falls back to per-task SCHED_IDLE. One parent per
                 // station port, so pools side by side never share groups.
-                "[isolation]\ncgroups = \"auto\"\nparent = \"gleaner-{port}\"\n"
+                // Slot accounts of its own per station (as on separate
+                // machines): stations of one machine sharing the default
+                // accounts would leave only that many guests machine-wide.
+                "[isolation]\ncgroups = \"auto\"\nparent = \"gleaner-{port}\"\n\
+                 slot_prefix = \"gleaner-s{k}-\"\n"
             ),
         )?;
         let mut child = spawn(&exe, "station", &scfg, &sdir.join("station.log"))?;
