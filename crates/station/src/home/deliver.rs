@@ -10,6 +10,12 @@
 //!    So a user never sees part of an output, nor an output of a job the
 //!    queue does not hold completed; if the completion cannot be
 //!    committed, [`discard`] removes what was staged.
+//!
+//! The commit also records where each staged file is (its destination and
+//! tag, [`Pending`]), cleared once all are in place. A home killed between
+//! the commit and the renames finishes them when it starts again
+//! ([`finish_pending`]): the completion is acknowledged, so its outputs
+//! must not be lost.
 
 use super::Home;
 use super::as_owner::{OwnerFsError, io_error, with_fs};
@@ -20,6 +26,7 @@ use gleaner_core::time::Time;
 use gleaner_edge::ApiError;
 use gleaner_proto::job::{JobId, JobState};
 use gleaner_proto::wire::ErrorCode;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -57,7 +64,10 @@ pub(crate) async fn complete(
     if !problems.is_empty() {
         detail.push_str(&format!(" (output delivery: {})", problems.join("; ")));
     }
-    let moved = home.queue().transition(r.id, state, &detail, at);
+    let record = pending_record(&staged);
+    let moved = home
+        .queue()
+        .transition_publishing(r.id, state, &detail, at, record.as_deref());
     let new = match moved {
         Ok(n) => n,
         Err(e) => {
@@ -66,11 +76,105 @@ pub(crate) async fn complete(
         }
     };
     let problems = publish(staged).await;
+    published(&home, r.id, at, problems).await;
+    Ok((new, detail))
+}
+
+/// Where one staged output is, as the completion's commit records it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Pending {
+    what: String,
+    path: PathBuf,
+    tag: String,
+}
+
+/// The record of `s` for the queue (`None`: nothing staged).
+fn pending_record(s: &StagedOutputs) -> Option<String> {
+    if s.files.is_empty() {
+        return None;
+    }
+    let list: Vec<Pending> = s
+        .files
+        .iter()
+        .map(|(what, f)| Pending {
+            what: what.clone(),
+            path: f.path().to_path_buf(),
+            tag: f.tag().to_string(),
+        })
+        .collect();
+    serde_json::to_string(&list).ok()
+}
+
+/// The outputs of `job` are in place, but for `problems`: forgets its
+/// record and tells the user about the problems.
+async fn published(home: &Home, job: JobId, at: Time, problems: Vec<String>) {
+    if let Err(e) = home.queue().published(job) {
+        tracing::warn!(%job, error = %e, "cannot clear the record of delivered outputs");
+    }
     if !problems.is_empty() {
         let text = format!("output delivery: {}", problems.join("; "));
-        user_log(&home, r.id, at, "022", "Output delivery failed", &text).await;
+        user_log(home, job, at, "022", "Output delivery failed", &text).await;
     }
-    Ok((new, detail))
+}
+
+/// Puts in place the outputs of completions committed by an earlier
+/// process that stopped before renaming them (see the module docs).
+/// Returns how many files it put in place.
+pub(crate) async fn finish_pending(home: &Home, at: Time) -> usize {
+    let pending = match home.queue().publishing() {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read the outputs left to deliver");
+            return 0;
+        }
+    };
+    let mut done = 0;
+    for (job, owner, record) in pending {
+        let list: Vec<Pending> = match serde_json::from_str(&record) {
+            Ok(l) => l,
+            Err(e) => {
+                let p = format!("unreadable record of staged outputs: {e}");
+                published(home, job, at, vec![p]).await;
+                continue;
+            }
+        };
+        let problems = match UserFs::for_user(&owner) {
+            Ok(fs) => {
+                let res = with_fs(&fs, move |u| {
+                    let mut problems = Vec::new();
+                    let mut n = 0;
+                    for p in list {
+                        match u.publish_tagged(&p.path, &p.tag) {
+                            Ok(true) => n += 1,
+                            Ok(false) => {}
+                            Err(e) => problems.push(format!("{}: {e} (kept in the spool)", p.what)),
+                        }
+                    }
+                    Ok((n, problems))
+                })
+                .await;
+                match res {
+                    Ok((n, problems)) => {
+                        done += n;
+                        problems
+                    }
+                    Err(e) => vec![format!("outputs kept in the spool: {e}")],
+                }
+            }
+            Err(e) => vec![format!("outputs kept in the spool: {e}")],
+        };
+        for p in &problems {
+            tracing::warn!(%job, problem = %p, "output delivery after restart");
+        }
+        published(home, job, at, problems).await;
+    }
+    if done > 0 {
+        tracing::info!(
+            files = done,
+            "outputs of completions before the restart put in place"
+        );
+    }
+    done
 }
 
 /// Marks a job as being completed while it lives.

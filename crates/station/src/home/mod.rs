@@ -208,6 +208,11 @@ impl Home {
     /// submissions) and the lease monitor.
     pub fn spawn(self: &Arc<Self>, shutdown: &watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
         let mut tasks = Vec::new();
+        // Outputs of completions acknowledged before a crash come first.
+        let home = self.clone();
+        tasks.push(tokio::spawn(async move {
+            deliver::finish_pending(&home, crate::clock::now()).await;
+        }));
         if self.config.role.submits() {
             tasks.push(tokio::spawn(dagman::run_loop(
                 self.clone(),

@@ -19,6 +19,30 @@ impl JobQueue {
         run.ok_or(QueueError::NotFound(id))
     }
 
+    /// The jobs whose staged outputs are not all in place yet, with their
+    /// owner and the record given to [`JobQueue::transition_publishing`].
+    pub fn publishing(&self) -> Result<Vec<(JobId, String, String)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT cluster, proc, owner, publishing FROM jobs \
+             WHERE publishing IS NOT NULL ORDER BY cluster, proc",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, u32>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (cluster, proc, owner, record) = row?;
+            let cluster = u64::try_from(cluster).map_err(|_| QueueError::Range("cluster id"))?;
+            out.push((JobId::new(cluster, proc), owner, record));
+        }
+        Ok(out)
+    }
+
     /// One job, if it exists.
     pub fn get(&self, id: JobId) -> Result<Option<JobRecord>> {
         let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE cluster = ?1 AND proc = ?2");

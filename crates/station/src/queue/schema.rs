@@ -17,7 +17,10 @@ use rusqlite::Connection;
 /// 4: `jobs.run_id`, the identity of the job's current run (the one last
 /// placed): the home takes output, checkpoints and reports from it alone,
 /// also after a restart (issue 14).
-pub(super) const SCHEMA_VERSION: i64 = 4;
+/// 5: `jobs.publishing`, the outputs of a committed completion not yet
+/// renamed into place (JSON; cleared once they are): a home killed in
+/// between finishes the renames at start (issue 14).
+pub(super) const SCHEMA_VERSION: i64 = 5;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (
@@ -42,6 +45,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     host_address TEXT,                   -- that host's base URL (schema 2)
     host_claim   TEXT,                   -- the claim it was placed with (schema 3)
     run_id       TEXT,                   -- its current run, RunId (schema 4)
+    publishing   TEXT,                   -- staged outputs to put in place (schema 5)
     PRIMARY KEY (cluster, proc)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, priority, cluster, proc);
@@ -74,9 +78,10 @@ pub(super) fn create_or_migrate(conn: &Connection) -> Result<()> {
         // Version 1 had no host address (CREATE IF NOT EXISTS kept the old
         // table): add the column, empty for the jobs placed before.
         // Likewise version 2 had no claim and version 3 no run: a job
-        // placed before has no current run, and any run of it is heard.
+        // placed before has no current run, and any run of it is heard;
+        // version 4 had nothing staged across a restart.
         let mut migrated = false;
-        for column in ["host_address", "host_claim", "run_id"] {
+        for column in ["host_address", "host_claim", "run_id", "publishing"] {
             if !has_column(conn, "jobs", column)? {
                 conn.execute_batch(&format!("ALTER TABLE jobs ADD COLUMN {column} TEXT;"))?;
                 migrated = true;

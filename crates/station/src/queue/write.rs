@@ -95,6 +95,15 @@ impl JobQueue {
         Ok(ids)
     }
 
+    /// Forgets the staged outputs of `id` once they are in place.
+    pub fn published(&mut self, id: JobId) -> Result<()> {
+        self.conn.execute(
+            "UPDATE jobs SET publishing = NULL WHERE cluster = ?1 AND proc = ?2",
+            params![to_i64(id.cluster, "cluster id")?, id.proc],
+        )?;
+        Ok(())
+    }
+
     /// Moves a job to `to`, recording the matching history event with
     /// `detail`. Illegal transitions (see the table on
     /// [`JobStateKind::can_transition_to`]) fail without changing anything.
@@ -105,6 +114,20 @@ impl JobQueue {
         to: JobState,
         detail: &str,
         at: Time,
+    ) -> Result<JobRecord> {
+        self.transition_publishing(id, to, detail, at, None)
+    }
+
+    /// [`JobQueue::transition`] that also records, in the same transaction,
+    /// `publishing`: the outputs staged for this completion and not yet in
+    /// place (see `home::deliver`), until [`JobQueue::published`].
+    pub fn transition_publishing(
+        &mut self,
+        id: JobId,
+        to: JobState,
+        detail: &str,
+        at: Time,
+        publishing: Option<&str>,
     ) -> Result<JobRecord> {
         let now = time_sql(at)?;
         let cluster = to_i64(id.cluster, "cluster id")?;
@@ -136,7 +159,8 @@ impl JobQueue {
             "UPDATE jobs SET state = ?3, hold_reason = ?4, exit_code = ?5, updated_at = ?6, \
                started_at = CASE WHEN ?7 THEN ?6 ELSE started_at END, \
                run_count = run_count + CASE WHEN ?7 THEN 1 ELSE 0 END, \
-               finished_at = CASE WHEN ?8 THEN ?6 ELSE finished_at END \
+               finished_at = CASE WHEN ?8 THEN ?6 ELSE finished_at END, \
+               publishing = COALESCE(?9, publishing) \
              WHERE cluster = ?1 AND proc = ?2",
             params![
                 cluster,
@@ -146,7 +170,8 @@ impl JobQueue {
                 exit_code,
                 now,
                 starting,
-                to.is_terminal()
+                to.is_terminal(),
+                publishing
             ],
         )?;
         tx.execute(

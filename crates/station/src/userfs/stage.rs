@@ -9,6 +9,11 @@
 //! operation: a symlink on the way, the destination's name included, is
 //! followed only if the user or root owns it, and the file is staged and
 //! renamed in the directory where the walk ends.
+//!
+//! A caller that must publish even across its own crash records each
+//! staged file's destination and [`Staged::tag`] with its commit; after a
+//! restart [`AsUser::publish_tagged`] finds the hidden file again by the
+//! same walk and renames it.
 
 use super::error::{Op, PathErrorKind, UserFsError};
 use super::sys;
@@ -32,12 +37,21 @@ pub struct Staged {
     name: CString,
     /// The destination, for messages.
     path: PathBuf,
+    /// The random part of `tmp`.
+    tag: String,
 }
 
 impl Staged {
     /// Where the file will appear.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// What tells this staged file from others of the same destination
+    /// (8 hex digits): with the destination, enough for
+    /// [`AsUser::publish_tagged`] to find it again.
+    pub fn tag(&self) -> &str {
+        &self.tag
     }
 }
 
@@ -65,7 +79,8 @@ impl AsUser<'_> {
                     return Err(StepErr::new(PathErrorKind::NotRegular("directory"), at));
                 }
             }
-            let tmp = temp_name(name).map_err(|e| StepErr::io(e, at))?;
+            let tag = new_tag().map_err(|e| StepErr::io(e, at))?;
+            let tmp = temp_name(name, &tag).map_err(|e| StepErr::io(e, at))?;
             let mode = libc::mode_t::from(mode) & 0o777 & !CREATE_UMASK;
             let flags =
                 libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_NOCTTY;
@@ -92,6 +107,7 @@ impl AsUser<'_> {
                 tmp,
                 name: name.to_owned(),
                 path: at.to_path_buf(),
+                tag,
             }))
         })
     }
@@ -112,6 +128,32 @@ impl AsUser<'_> {
         Ok(())
     }
 
+    /// Publishes the file staged for `path` with `tag` by an earlier
+    /// process (see the module docs), walking to `path` as [`AsUser::stage`]
+    /// did. Returns `false` when no such staged file is there: it was
+    /// published already (or removed by the user).
+    pub fn publish_tagged(&self, path: &Path, tag: &str) -> Result<bool, UserFsError> {
+        self.walk(Op::Write, path, not_a_file, |dir, name, at| {
+            if let Ok(fd) = sys::openat(dir, name, libc::O_PATH | libc::O_NOFOLLOW, 0) {
+                let st = sys::fstat(fd.as_fd()).map_err(|e| StepErr::io(e, at))?;
+                if sys::is_type(&st, libc::S_IFLNK) {
+                    return Ok(Last::Follow(fd, st));
+                }
+            }
+            let tmp = temp_name(name, tag).map_err(|e| StepErr::io(e, at))?;
+            match sys::rename_in(dir, &tmp, name) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(Last::Done(false)),
+                Err(e) => return Err(StepErr::io(e, at)),
+            }
+            let d = sys::openat(dir, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0);
+            if let Ok(d) = d {
+                File::from(d).sync_all().map_err(|e| StepErr::io(e, at))?;
+            }
+            Ok(Last::Done(true))
+        })
+    }
+
     /// Removes a staged file that will not be published.
     pub fn discard(&self, s: Staged) {
         let _ = sys::unlink_in(s.dir.as_fd(), &s.tmp);
@@ -128,12 +170,25 @@ impl AsUser<'_> {
     }
 }
 
-/// `.NAME.gleaner-XXXXXXXX`: hidden, beside NAME, unique per call.
-fn temp_name(name: &CStr) -> io::Result<CString> {
+/// A fresh tag: 8 random hex digits.
+fn new_tag() -> io::Result<String> {
     let mut r = [0u8; 4];
     gleaner_proto::creds::fill_random(&mut r)?;
+    Ok(format!("{:08x}", u32::from_be_bytes(r)))
+}
+
+/// `.NAME.gleaner-TAG`: hidden, beside NAME. A tag from elsewhere (a
+/// record read back) must be what [`new_tag`] makes, so that the name
+/// stays in the directory.
+fn temp_name(name: &CStr, tag: &str) -> io::Result<CString> {
+    if tag.len() != 8 || !tag.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("bad staged-file tag {tag:?}"),
+        ));
+    }
     let mut v = b".".to_vec();
     v.extend_from_slice(name.to_bytes());
-    v.extend_from_slice(format!(".gleaner-{:08x}", u32::from_be_bytes(r)).as_bytes());
+    v.extend_from_slice(format!(".gleaner-{tag}").as_bytes());
     CString::new(v).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
 }
