@@ -516,6 +516,22 @@ mod tests {
         }
     }
 
+    /// The fit check of `v` on the host advertising `a`, with `placing`
+    /// placements in flight, at time 0.
+    fn check_on(
+        a: &StationAd,
+        v: &JobView,
+        placing: u32,
+        book: &LicenceBook,
+    ) -> Result<(), Vec<Reject>> {
+        check(
+            v,
+            &HostView::of_ad(a, &machine_ad(a), placing, false),
+            book,
+            0,
+        )
+    }
+
     fn job(req: Option<&str>) -> JobDescription {
         let mut d = JobDescription::new("alice", "/bin/true");
         d.requirements = req.map(str::to_string);
@@ -599,35 +615,11 @@ mod tests {
         let mut a = host("h", 1, 1024);
         let v = JobView::of(&job(None));
         let book = LicenceBook::default();
-        assert_eq!(
-            check(
-                &v,
-                &HostView::of_ad(&a, &machine_ad(&a), 0, false),
-                &book,
-                0
-            ),
-            Ok(())
-        );
+        assert_eq!(check_on(&a, &v, 0, &book), Ok(()));
         a.state = OwnerState::Na;
-        assert_eq!(
-            check(
-                &v,
-                &HostView::of_ad(&a, &machine_ad(&a), 0, false),
-                &book,
-                0
-            ),
-            Err(vec![Reject::OwnerActive])
-        );
+        assert_eq!(check_on(&a, &v, 0, &book), Err(vec![Reject::OwnerActive]));
         a.submit_only = true;
-        assert_eq!(
-            check(
-                &v,
-                &HostView::of_ad(&a, &machine_ad(&a), 0, false),
-                &book,
-                0
-            ),
-            Err(vec![Reject::SubmitOnly])
-        );
+        assert_eq!(check_on(&a, &v, 0, &book), Err(vec![Reject::SubmitOnly]));
     }
 
     #[test]
@@ -636,22 +628,9 @@ mod tests {
         a.policy.max_guests = Some(1);
         let v = JobView::of(&job(None));
         let book = LicenceBook::default();
+        assert_eq!(check_on(&a, &v, 0, &book), Ok(()));
         assert_eq!(
-            check(
-                &v,
-                &HostView::of_ad(&a, &machine_ad(&a), 0, false),
-                &book,
-                0
-            ),
-            Ok(())
-        );
-        assert_eq!(
-            check(
-                &v,
-                &HostView::of_ad(&a, &machine_ad(&a), 1, false),
-                &book,
-                0
-            ),
+            check_on(&a, &v, 1, &book),
             Err(vec![Reject::GuestLimit {
                 limit: 1,
                 guests: 1
