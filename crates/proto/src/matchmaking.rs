@@ -130,15 +130,20 @@ impl JobClass {
     }
 
     /// The class of one job that must stay away from `hosts` for now.
-    pub fn avoiding(d: &JobDescription, mut hosts: Vec<String>) -> JobClass {
-        let mut c = JobClass::of(d);
+    pub fn avoiding(d: &JobDescription, hosts: Vec<String>) -> JobClass {
+        JobClass::of(d).with_avoided(hosts)
+    }
+
+    /// This class for a job that must stay away from `hosts` for now (the
+    /// class itself when there are none).
+    pub fn with_avoided(mut self, mut hosts: Vec<String>) -> JobClass {
         if !hosts.is_empty() {
             hosts.sort();
             hosts.dedup();
-            c.avoid_hosts = hosts;
-            c.rekey();
+            self.avoid_hosts = hosts;
+            self.rekey();
         }
-        c
+        self
     }
 
     fn rekey(&mut self) {

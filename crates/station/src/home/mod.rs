@@ -110,6 +110,8 @@ pub struct Home {
     /// Jobs whose completion (outputs staged, committed, published) is
     /// under way: one at a time per job (`deliver`).
     completing: Mutex<HashSet<JobId>>,
+    /// The idle jobs' classes, computed once per job.
+    classes: job_classes::ClassCache,
 }
 
 impl Home {
@@ -149,6 +151,7 @@ impl Home {
             served: identity::Served::detect(),
             slot_prefix,
             completing: Mutex::new(HashSet::new()),
+            classes: job_classes::ClassCache::default(),
         })
     }
 
@@ -239,7 +242,8 @@ impl Home {
             remote_jobs: count(JobStateKind::Running) + count(JobStateKind::Suspended),
         };
         let classes = if self.config.role.submits() {
-            job_classes::idle_classes(&self.queue(), &placing, |j| self.remote.avoided_hosts(j))
+            self.classes
+                .idle_classes(&self.queue(), &placing, |j| self.remote.avoided_hosts(j))
         } else {
             Vec::new()
         };

@@ -13,7 +13,6 @@ use super::user_log::user_log;
 use super::{Home, runs};
 use crate::clock::now;
 use gleaner_proto::job::{JobId, JobState};
-use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::run::RunId;
 use gleaner_proto::wire::{
     Grant, PROTOCOL_VERSION, PlacementRequest, PlacementResponse, Preemption,
@@ -53,25 +52,13 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
         let placing = home.remote.placing();
         // A grant for a class is used by the first idle job of that class
         // (the coordinator matched the host for it).
-        let n = match g.class {
-            Some(_) => 10_000,
-            None => placing.len() + 32,
-        };
-        match home.queue().next_idle_jobs(n) {
-            Ok(jobs) => jobs.into_iter().find(|j| {
-                !placing.contains(&j.id)
-                    // Skip jobs this host evicted recently (resource feedback).
-                    && !home.remote.avoids(j.id, &g.host)
-                    && g.class.as_ref().is_none_or(|k| {
-                        JobClass::avoiding(&j.description, home.remote.avoided_hosts(j.id)).key
-                            == *k
-                    })
-            }),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read idle jobs");
-                None
-            }
-        }
+        home.classes.first_idle(
+            &home.queue(),
+            g.class.as_deref(),
+            // Skip jobs this host evicted recently (resource feedback).
+            |id| !placing.contains(&id) && !home.remote.avoids(id, &g.host),
+            |id| home.remote.avoided_hosts(id),
+        )
     };
     let Some(job) = job else {
         tracing::debug!(host = %g.host, class = ?g.class, "no idle job for the grant");

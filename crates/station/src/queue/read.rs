@@ -114,6 +114,27 @@ impl JobQueue {
             .collect()
     }
 
+    /// The ids of [`JobQueue::next_idle_jobs`], in the same order, read
+    /// from the `jobs_by_state` index alone (no description is decoded):
+    /// what the home's scheduler walks on every grant and ad.
+    pub fn next_idle_ids(&self, n: usize) -> Result<Vec<JobId>> {
+        let limit = i64::try_from(n).unwrap_or(i64::MAX);
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT cluster, proc FROM jobs WHERE state = ?1 \
+             ORDER BY priority DESC, cluster, proc LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![JobStateKind::Idle.code(), limit], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (cluster, proc) = row?;
+            let cluster = u64::try_from(cluster).map_err(|_| QueueError::Range("cluster id"))?;
+            out.push(JobId::new(cluster, proc));
+        }
+        Ok(out)
+    }
+
     /// Jobs that hold a host now (Running or Suspended) with the host they
     /// were last placed on, in job-id order: what the home's lease monitor
     /// watches. Reads only the `jobs_by_state` index range and three
