@@ -444,7 +444,8 @@ fn a_schema_1_queue_is_migrated_and_keeps_its_jobs() {
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(
             "ALTER TABLE jobs DROP COLUMN host_address; ALTER TABLE jobs DROP COLUMN host_claim; \
-             ALTER TABLE jobs DROP COLUMN run_id; PRAGMA user_version = 1;",
+             ALTER TABLE jobs DROP COLUMN run_id; ALTER TABLE jobs DROP COLUMN publishing; \
+             PRAGMA user_version = 1;",
         )
         .unwrap();
     }
@@ -474,13 +475,13 @@ fn a_schema_1_queue_is_migrated_and_keeps_its_jobs() {
     let v: i64 = c
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(v, 4);
+    assert_eq!(v, 5);
     // A newer schema is refused, not misread.
-    c.execute_batch("PRAGMA user_version = 5;").unwrap();
+    c.execute_batch("PRAGMA user_version = 6;").unwrap();
     drop(c);
     assert!(matches!(
         JobQueue::open(&path),
-        Err(QueueError::SchemaTooNew { found: 5 })
+        Err(QueueError::SchemaTooNew { found: 6 })
     ));
 }
 
