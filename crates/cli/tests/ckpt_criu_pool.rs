@@ -94,10 +94,10 @@ fn assert_complete(pool: &Pool, d: &gleaner_proto::api::JobDetail) {
     let want: String = (1..=STEPS).map(|i| format!("step {i}\n")).collect();
     let got = std::fs::read_to_string(pool.work.join("out.txt")).unwrap();
     assert_eq!(got, want, "stdout differs from an undisturbed run");
-    assert_eq!(
-        std::fs::read_to_string(pool.work.join("criu_count.result")).unwrap(),
-        format!("counted to {STEPS}\n")
-    );
+    // (Once missing under load in CI: the history says which run ended.)
+    let result = std::fs::read_to_string(pool.work.join("criu_count.result"))
+        .unwrap_or_else(|e| panic!("criu_count.result: {e}; history: {:#?}", d.events));
+    assert_eq!(result, format!("counted to {STEPS}\n"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
