@@ -170,6 +170,8 @@ pub enum SubmitErrorKind {
     BadMacro(String),
     #[error("macro $({0}) refers to itself")]
     RecursiveMacro(String),
+    #[error("macros nested more than {0} deep")]
+    TooDeep(usize),
     #[error("cannot redefine built-in macro {0}")]
     BuiltinRedefined(String),
     #[error("invalid queue statement: {0}")]
@@ -285,6 +287,12 @@ impl ClusterSubmission {
     /// expands (each value, all macro text, each description, all of them).
     pub fn expand(&self, cluster: u64) -> Result<Vec<JobDescription>, SubmitErrors> {
         self.check()?;
+        self.expand_checked(cluster)
+    }
+
+    /// [`Self::expand`] of a submission already checked (or made by the
+    /// parser, which enforces the same limits while it parses).
+    fn expand_checked(&self, cluster: u64) -> Result<Vec<JobDescription>, SubmitErrors> {
         let mut errs = ErrorSink::new(&self.file_name);
         let mut out = Vec::new();
         let mut process: u32 = 0;
@@ -464,7 +472,12 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
         env,
         batches,
     };
-    if let Err(e) = sub.expand(PROBE_CLUSTER) {
+    // Every problem at once: the received-submission checks (as the
+    // station will make them) and those of a trial expansion.
+    if let Err(e) = sub.check() {
+        errs.extend(e.0);
+    }
+    if let Err(e) = sub.expand_checked(PROBE_CLUSTER) {
         errs.extend(e.0);
     }
     errs.finish().map(|()| sub)

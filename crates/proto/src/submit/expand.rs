@@ -16,7 +16,8 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
-/// Macro expansion depth beyond which a definition is taken to be circular.
+/// Deepest nesting of macro references (cycles are found as such, not by
+/// depth). Each level holds at most one value of `MAX_VALUE_BYTES`.
 const MAX_DEPTH: usize = 32;
 
 /// The macro text one submission may still produce.
@@ -80,6 +81,9 @@ pub(super) struct Expander<'a> {
     /// Lower-case name → its expansion, for this proc.
     memo: RefCell<HashMap<String, Rc<str>>>,
     memo_bytes: Cell<usize>,
+    /// User macros being expanded, outermost first: one met again is a
+    /// cycle.
+    active: RefCell<Vec<String>>,
 }
 
 impl<'a> Expander<'a> {
@@ -96,6 +100,7 @@ impl<'a> Expander<'a> {
             budget,
             memo: RefCell::new(HashMap::new()),
             memo_bytes: Cell::new(0),
+            active: RefCell::new(Vec::new()),
         }
     }
 
@@ -145,7 +150,13 @@ impl<'a> Expander<'a> {
         if let Some(v) = self.memo.borrow().get(lower) {
             return Ok(v.clone());
         }
-        let v: Rc<str> = Rc::from(self.expand(text, depth)?);
+        if self.active.borrow().iter().any(|a| a == lower) {
+            return Err(SubmitErrorKind::RecursiveMacro(lower.to_string()));
+        }
+        self.active.borrow_mut().push(lower.to_string());
+        let r = self.expand(text, depth);
+        self.active.borrow_mut().pop();
+        let v: Rc<str> = Rc::from(r?);
         let bytes = self.memo_bytes.get() + v.len();
         if bytes <= MAX_MEMO_BYTES {
             self.memo_bytes.set(bytes);
@@ -157,7 +168,7 @@ impl<'a> Expander<'a> {
     /// Expands every macro in `s`.
     pub(super) fn expand(&self, s: &str, depth: usize) -> Result<String, SubmitErrorKind> {
         if depth > MAX_DEPTH {
-            return Err(SubmitErrorKind::RecursiveMacro(s.to_string()));
+            return Err(SubmitErrorKind::TooDeep(MAX_DEPTH));
         }
         let unclosed = |tail: &str| {
             let shown: String = tail.chars().take(40).collect();

@@ -98,7 +98,34 @@ impl ClusterSubmission {
             .map(|b| vars_bytes(&b.vars) + procs_bytes(&b.procs) + b.statement.len() as u64)
             .sum::<u64>()
             + env_bytes;
-        if stored > MAX_SUBMISSION_BYTES {
+        // Each value first: a single oversize value is named.
+        for b in &self.batches {
+            for a in b.vars.values() {
+                if a.value.len() > MAX_VALUE_BYTES {
+                    errs.push(
+                        a.line,
+                        SubmitErrorKind::TooLarge(format!(
+                            "the value of {} is {} for one value",
+                            a.name,
+                            over_limit(a.value.len() as u64, MAX_VALUE_BYTES as u64)
+                        )),
+                    );
+                }
+            }
+            for (name, v) in b.procs.iter().flat_map(|p| &p.items) {
+                if v.len() > MAX_VALUE_BYTES {
+                    errs.push(
+                        b.line,
+                        SubmitErrorKind::TooLarge(format!(
+                            "an item of {name} is {} for one value",
+                            over_limit(v.len() as u64, MAX_VALUE_BYTES as u64)
+                        )),
+                    );
+                    break;
+                }
+            }
+        }
+        if errs.is_empty() && stored > MAX_SUBMISSION_BYTES {
             errs.push(0, submission_too_large());
         }
         // Sizes and shapes first: nothing below should scan a huge body.
@@ -120,16 +147,6 @@ impl ClusterSubmission {
         }
         for b in &self.batches {
             for (key, a) in &b.vars {
-                if a.value.len() > MAX_VALUE_BYTES {
-                    errs.push(
-                        a.line,
-                        SubmitErrorKind::TooLarge(format!(
-                            "the value of {} is {} for one value",
-                            a.name,
-                            over_limit(a.value.len() as u64, MAX_VALUE_BYTES as u64)
-                        )),
-                    );
-                }
                 match table_key(&a.name) {
                     Some(k) if &k == key => {}
                     _ => {
@@ -153,21 +170,13 @@ impl ClusterSubmission {
                 );
             }
             for p in &b.procs {
-                for (name, v) in &p.items {
+                for name in p.items.keys() {
                     if !is_identifier(name) || BUILTINS.contains(&name.as_str()) {
                         let shown: String = name.chars().take(64).collect();
                         errs.push(
                             b.line,
                             SubmitErrorKind::BadQueue(format!(
                                 "\"{shown}\" is not a variable name"
-                            )),
-                        );
-                    } else if v.len() > MAX_VALUE_BYTES {
-                        errs.push(
-                            b.line,
-                            SubmitErrorKind::TooLarge(format!(
-                                "an item of {name} is {} for one value",
-                                over_limit(v.len() as u64, MAX_VALUE_BYTES as u64)
                             )),
                         );
                     }
