@@ -103,10 +103,17 @@ fn node_submission(
 ) -> Option<DagNodeSubmit> {
     let path = dag_dir.join(&spec.submit);
     let shown = path.display().to_string();
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
+    let text = match crate::jobs::read_submit_file(&path, &shown) {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => {
+            problems.push(format!("{e} (node {node})"));
+            return None;
+        }
         Err(e) => {
-            problems.push(format!("{shown}: cannot read (node {node}): {e}"));
+            problems.push(format!(
+                "{shown}: cannot read (node {node}): {}",
+                e.root_cause()
+            ));
             return None;
         }
     };

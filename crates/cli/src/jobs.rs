@@ -13,7 +13,10 @@ use crate::output::{Analysis, JobAction, JobList, LocalQueue, Output};
 use anyhow::{Context, bail};
 use clap::Args;
 use gleaner_proto::api::SubmitBody;
-use gleaner_proto::submit::{SubmitContext, parse_submit};
+use gleaner_proto::limits::MAX_SUBMIT_FILE_BYTES;
+use gleaner_proto::submit::{
+    SubmitContext, SubmitError, SubmitErrorKind, file_too_large, parse_submit,
+};
 use gleaner_proto::wire::{PROTOCOL_VERSION, PoolStatus};
 use gleaner_station::client::{ClientSettings, JobQuery, StationClient};
 use std::path::PathBuf;
@@ -44,6 +47,39 @@ impl ConnectArgs {
     }
 }
 
+/// Reads a submit file of at most [`MAX_SUBMIT_FILE_BYTES`], reading no
+/// more than that whatever the file. `Ok(Err)` says why the file itself is
+/// refused (too large, not UTF-8: as `file[:line]: why`, named `shown`); an
+/// `Err` that it cannot be read.
+pub(crate) fn read_submit_file(
+    path: &std::path::Path,
+    shown: &str,
+) -> anyhow::Result<Result<String, SubmitError>> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_SUBMIT_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let refuse = |line: usize, kind: SubmitErrorKind| SubmitError {
+        file: shown.to_string(),
+        line,
+        kind,
+    };
+    if bytes.len() as u64 > MAX_SUBMIT_FILE_BYTES {
+        let size = std::fs::metadata(path).map_or(bytes.len() as u64, |m| m.len());
+        return Ok(Err(refuse(0, file_too_large(size))));
+    }
+    Ok(String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = 1 + e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count();
+        refuse(
+            line,
+            SubmitErrorKind::Unsupported("not UTF-8 text (a submit file must be UTF-8)".into()),
+        )
+    }))
+}
+
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -61,18 +97,20 @@ pub struct SubmitArgs {
 }
 
 pub fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
-    let settings = args.connect.settings()?;
-    let client = StationClient::from_settings(&settings)?;
-    let rt = runtime()?;
-    // `$(Owner)` is who the station takes us for.
-    let owner = rt.block_on(client.whoami())?.name;
-    let ctx = SubmitContext::new(args.file.display().to_string(), owner)
-        .with_env(std::env::vars().collect());
-    // Parse locally first: every problem is reported with file:line and
-    // nothing reaches the station.
-    let submission = match parse_submit(&text, &ctx) {
+    let shown = args.file.display().to_string();
+    let text = match read_submit_file(&args.file, &shown)? {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{e}");
+            eprintln!("glean submit: 1 error(s); no jobs were submitted");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    // Parse locally first, before the station is asked anything: every
+    // problem is reported with file:line and nothing reaches the station.
+    // The owner is filled in below: the station sets it anyway.
+    let ctx = SubmitContext::new(shown, "").with_env(std::env::vars().collect());
+    let mut submission = match parse_submit(&text, &ctx) {
         Ok(s) => s,
         Err(errs) => {
             for e in &errs.0 {
@@ -85,6 +123,11 @@ pub fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
+    let settings = args.connect.settings()?;
+    let client = StationClient::from_settings(&settings)?;
+    let rt = runtime()?;
+    // `$(Owner)` is who the station takes us for.
+    submission.owner = rt.block_on(client.whoami())?.name;
     let file = std::fs::canonicalize(&args.file)
         .with_context(|| format!("cannot resolve {}", args.file.display()))?;
     let submit_dir = file.parent().map(|p| p.to_string_lossy().into_owned());

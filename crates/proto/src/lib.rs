@@ -2,6 +2,7 @@
 //!
 //! - [`submit`]: the HTCondor-style submit-description parser behind `glean submit`.
 //! - [`job`]: job descriptions and job states.
+//! - [`limits`]: limits on everything a user controls in a submission, with why each number.
 //! - [`matchmaking`]: matchmaking data: the owner's policy as advertised, job classes, licences, machine and job ClassAds.
 //! - [`fit`]: does this job fit this host now? The one typed check (matchmaker, host admission, `glean q --analyze`) and its rendering into words.
 //! - [`creds`]: the pool's credentials: Ed25519 tokens, claim tickets, single-use nonces, revocations; only the coordinator holds the signing key.
@@ -15,6 +16,7 @@ pub mod api;
 pub mod creds;
 pub mod fit;
 pub mod job;
+pub mod limits;
 pub mod matchmaking;
 pub mod run;
 pub mod submit;

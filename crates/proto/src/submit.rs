@@ -37,12 +37,16 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-/// Most procs one submit file may queue; bounds memory on a typo like
-/// `queue 10000000000`.
-pub const MAX_PROCS: u64 = 100_000;
+mod expand;
+mod received;
 
-/// Macro expansion depth beyond which a definition is taken to be circular.
-const MAX_DEPTH: usize = 32;
+use crate::limits::{
+    MAX_CLUSTER_BYTES, MAX_SUBMISSION_BYTES, MAX_SUBMIT_FILE_BYTES, check_description,
+    description_bytes, human_bytes, over_limit,
+};
+use expand::{Budget, Builtins, Expander};
+
+pub use crate::limits::MAX_PROCS;
 
 /// Cluster id used to validate a file before the real one is known.
 const PROBE_CLUSTER: u64 = 1;
@@ -166,6 +170,8 @@ pub enum SubmitErrorKind {
     BadMacro(String),
     #[error("macro $({0}) refers to itself")]
     RecursiveMacro(String),
+    #[error("macros nested more than {0} deep")]
+    TooDeep(usize),
     #[error("cannot redefine built-in macro {0}")]
     BuiltinRedefined(String),
     #[error("invalid queue statement: {0}")]
@@ -178,6 +184,29 @@ pub enum SubmitErrorKind {
     MissingExecutable,
     #[error("line continuation at the end of the file")]
     DanglingContinuation,
+    /// A value that expands beyond [`crate::limits::MAX_VALUE_BYTES`]; `via`
+    /// names the innermost macro through which it grew.
+    #[error(
+        "{key}{} expands to more than {}, the limit for one value",
+        via.as_ref().map(|v| format!(" (through {v})")).unwrap_or_default(),
+        human_bytes(*limit)
+    )]
+    ValueTooLarge {
+        key: String,
+        via: Option<String>,
+        limit: u64,
+    },
+    /// A limit of [`crate::limits`] on the file or submission as a whole.
+    #[error("{0}")]
+    TooLarge(String),
+    /// A value of one expanded job that no host could run, or too large
+    /// (see [`crate::limits::check_description`]).
+    #[error("{field} of proc {process}: {reason}")]
+    BadField {
+        field: String,
+        process: u32,
+        reason: String,
+    },
 }
 
 /// All problems found in a submit file, in line order.
@@ -220,6 +249,10 @@ struct ProcBinding {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct QueueBatch {
     line: usize,
+    /// What followed `queue` on its line, for the references it makes
+    /// (`queue $(n)`): the station checks unknown keys as the parser does.
+    #[serde(default)]
+    statement: String,
     /// Lower-case key (`+name` for custom attributes) → assignment.
     vars: BTreeMap<String, Assignment>,
     procs: Vec<ProcBinding>,
@@ -248,22 +281,52 @@ impl ClusterSubmission {
     /// proc `i`. Validation in [`parse_submit`] used a probe id, so this only
     /// fails in contrived cases (e.g. a numeric key built from the cluster
     /// id that overflows).
+    ///
+    /// The submission is [checked](Self::check) first, as the station must
+    /// not trust its sender; the limits of [`crate::limits`] hold while it
+    /// expands (each value, all macro text, each description, all of them).
     pub fn expand(&self, cluster: u64) -> Result<Vec<JobDescription>, SubmitErrors> {
+        self.check()?;
+        self.expand_checked(cluster)
+    }
+
+    /// [`Self::expand`] of a submission already checked (or made by the
+    /// parser, which enforces the same limits while it parses).
+    fn expand_checked(&self, cluster: u64) -> Result<Vec<JobDescription>, SubmitErrors> {
         let mut errs = ErrorSink::new(&self.file_name);
         let mut out = Vec::new();
         let mut process: u32 = 0;
-        for batch in &self.batches {
+        let budget = Budget::new();
+        let mut total: u64 = 0;
+        'all: for batch in &self.batches {
             for binding in &batch.procs {
-                let ctx = Expander {
-                    vars: &batch.vars,
-                    env: &self.env,
-                    builtins: Some(Builtins {
+                let ctx = Expander::new(
+                    &batch.vars,
+                    &self.env,
+                    Some(Builtins {
                         cluster,
                         process,
                         binding,
                     }),
-                };
-                if let Some(d) = build_description(&ctx, batch.line, &self.owner, &mut errs) {
+                    &budget,
+                );
+                let built = build_description(&ctx, batch.line, process, &self.owner, &mut errs);
+                if budget.exhausted() {
+                    break 'all;
+                }
+                if let Some(d) = built {
+                    total = total.saturating_add(description_bytes(&d) as u64);
+                    if total > MAX_CLUSTER_BYTES {
+                        errs.push(
+                            batch.line,
+                            SubmitErrorKind::TooLarge(format!(
+                                "the jobs of this submission take more than {} together, the \
+                                 limit for one submission (at proc {process})",
+                                human_bytes(MAX_CLUSTER_BYTES)
+                            )),
+                        );
+                        break 'all;
+                    }
                     out.push(d);
                 }
                 process = process.saturating_add(1);
@@ -277,6 +340,13 @@ impl ClusterSubmission {
 /// expand cleanly; on failure all problems are returned and nothing else.
 pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission, SubmitErrors> {
     let mut errs = ErrorSink::new(&ctx.file_name);
+    if text.len() as u64 > MAX_SUBMIT_FILE_BYTES {
+        return Err(SubmitErrors(vec![SubmitError {
+            file: ctx.file_name.clone(),
+            line: 0,
+            kind: file_too_large(text.len() as u64),
+        }]));
+    }
     let lines = logical_lines(text, &mut errs);
 
     let mut vars: BTreeMap<String, Assignment> = BTreeMap::new();
@@ -286,6 +356,8 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
     // `queue` lines may use macros too (`queue $(n)`).
     let mut queue_lines: Vec<String> = Vec::new();
     let mut total_procs: u64 = 0;
+    // Bytes of the parsed submission so far (see `MAX_SUBMISSION_BYTES`).
+    let mut stored: u64 = 0;
 
     let mut i = 0;
     while i < lines.len() {
@@ -297,19 +369,20 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
         }
         if let Some(rest) = strip_keyword(t, "queue") {
             queue_lines.push(rest.to_string());
-            match parse_queue(rest, &lines, &mut i, &vars, &ctx.env) {
+            let vars_size = received::vars_bytes(&vars);
+            let room = MAX_SUBMISSION_BYTES.saturating_sub(stored.saturating_add(vars_size));
+            match parse_queue(rest, &lines, &mut i, &vars, &ctx.env, room) {
                 Ok(procs) => {
                     total_procs = total_procs.saturating_add(procs.len() as u64);
                     if total_procs > MAX_PROCS {
-                        errs.push(
-                            line_no,
-                            SubmitErrorKind::BadQueue(format!(
-                                "more than {MAX_PROCS} jobs in one submission"
-                            )),
-                        );
+                        errs.push(line_no, too_many_procs());
                     } else {
+                        stored = stored
+                            .saturating_add(vars_size)
+                            .saturating_add(received::procs_bytes(&procs));
                         batches.push(QueueBatch {
                             line: line_no,
+                            statement: rest.to_string(),
                             vars: vars.clone(),
                             procs,
                         });
@@ -399,7 +472,12 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
         env,
         batches,
     };
-    if let Err(e) = sub.expand(PROBE_CLUSTER) {
+    // Every problem at once: the received-submission checks (as the
+    // station will make them) and those of a trial expansion.
+    if let Err(e) = sub.check() {
+        errs.extend(e.0);
+    }
+    if let Err(e) = sub.expand_checked(PROBE_CLUSTER) {
         errs.extend(e.0);
     }
     errs.finish().map(|()| sub)
@@ -410,6 +488,8 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
 struct ErrorSink {
     file: String,
     errors: BTreeSet<SubmitError>,
+    /// (line, field) of the job-field problems reported: each once.
+    fields: BTreeSet<(usize, String)>,
 }
 
 impl ErrorSink {
@@ -417,7 +497,18 @@ impl ErrorSink {
         ErrorSink {
             file: file.to_string(),
             errors: BTreeSet::new(),
+            fields: BTreeSet::new(),
         }
+    }
+    /// Pushes a [`SubmitErrorKind::BadField`] unless that field of that
+    /// line was reported for an earlier proc.
+    fn push_field(&mut self, line: usize, kind: SubmitErrorKind) {
+        if let SubmitErrorKind::BadField { field, .. } = &kind
+            && !self.fields.insert((line, field.clone()))
+        {
+            return;
+        }
+        self.push(line, kind);
     }
     fn push(&mut self, line: usize, kind: SubmitErrorKind) {
         self.errors.insert(SubmitError {
@@ -501,12 +592,16 @@ fn is_identifier(s: &str) -> bool {
 
 /// Parses what follows `queue`. May consume further lines for a multi-line
 /// item list (`i` is advanced past the closing `)`).
+///
+/// `room` is what the submission may still grow by (see
+/// [`MAX_SUBMISSION_BYTES`]): the procs are counted before they are made.
 fn parse_queue(
     rest: &str,
     lines: &[(usize, String)],
     i: &mut usize,
     vars: &BTreeMap<String, Assignment>,
     env: &BTreeMap<String, String>,
+    room: u64,
 ) -> Result<Vec<ProcBinding>, SubmitErrorKind> {
     let mut rest = rest.trim();
     // An optional count first; it may be a macro (`queue $(n)`).
@@ -521,26 +616,34 @@ fn parse_queue(
     if !first.is_empty()
         && (first.starts_with(|c: char| c.is_ascii_digit()) || first.starts_with("$("))
     {
-        let expander = Expander {
-            vars,
-            env,
-            builtins: None,
-        };
-        let expanded = expander
-            .expand(first, 0)
-            .map_err(|e| SubmitErrorKind::BadQueue(e.to_string()))?;
+        let budget = Budget::new();
+        let expander = Expander::new(vars, env, None, &budget);
+        let expanded = expander.expand(first, 0).map_err(|e| match e {
+            SubmitErrorKind::ValueTooLarge { via, limit, .. } => SubmitErrorKind::ValueTooLarge {
+                key: "queue".into(),
+                via,
+                limit,
+            },
+            e => SubmitErrorKind::BadQueue(e.to_string()),
+        })?;
         count = expanded.trim().parse().map_err(|_| {
             SubmitErrorKind::BadQueue(format!("\"{}\" is not a job count", expanded.trim()))
         })?;
         if count > MAX_PROCS {
-            return Err(SubmitErrorKind::BadQueue(format!(
-                "more than {MAX_PROCS} jobs in one submission"
-            )));
+            return Err(too_many_procs());
         }
         rest = rest[first_end..].trim();
     }
     let count = u32::try_from(count).unwrap_or(u32::MAX);
     if rest.is_empty() {
+        let empty = ProcBinding {
+            step: 0,
+            item_index: 0,
+            items: BTreeMap::new(),
+        };
+        if u64::from(count).saturating_mul(received::binding_bytes(&empty)) > room {
+            return Err(submission_too_large());
+        }
         return Ok((0..count)
             .map(|step| ProcBinding {
                 step,
@@ -621,6 +724,7 @@ fn parse_queue(
     };
 
     let mut procs = Vec::new();
+    let mut used: u64 = 0;
     for (idx, item) in items.iter().enumerate() {
         let mut bound = BTreeMap::new();
         if var_names.len() == 1 {
@@ -640,6 +744,18 @@ fn parse_queue(
             }
         }
         let item_index = u32::try_from(idx).unwrap_or(u32::MAX);
+        if procs.len() as u64 + u64::from(count) > MAX_PROCS {
+            return Err(too_many_procs());
+        }
+        let one = received::binding_bytes(&ProcBinding {
+            step: 0,
+            item_index,
+            items: bound.clone(),
+        });
+        used = used.saturating_add(one.saturating_mul(u64::from(count)));
+        if used > room {
+            return Err(submission_too_large());
+        }
         for step in 0..count {
             procs.push(ProcBinding {
                 step,
@@ -647,13 +763,28 @@ fn parse_queue(
                 items: bound.clone(),
             });
         }
-        if procs.len() as u64 > MAX_PROCS {
-            return Err(SubmitErrorKind::BadQueue(format!(
-                "more than {MAX_PROCS} jobs in one submission"
-            )));
-        }
     }
     Ok(procs)
+}
+
+fn too_many_procs() -> SubmitErrorKind {
+    SubmitErrorKind::BadQueue(format!("more than {MAX_PROCS} jobs in one submission"))
+}
+
+fn submission_too_large() -> SubmitErrorKind {
+    SubmitErrorKind::TooLarge(format!(
+        "the submission takes more than {} once parsed (every assignment of every queue \
+         statement and every proc's items), the limit for one submission",
+        human_bytes(MAX_SUBMISSION_BYTES)
+    ))
+}
+
+/// The refusal of a file over [`MAX_SUBMIT_FILE_BYTES`].
+pub fn file_too_large(size: u64) -> SubmitErrorKind {
+    SubmitErrorKind::TooLarge(format!(
+        "the file is {} for a submit file",
+        over_limit(size, MAX_SUBMIT_FILE_BYTES)
+    ))
 }
 
 /// Byte offset of the `n`th whitespace-separated word of `s`.
@@ -699,15 +830,7 @@ fn referenced_macros(
     queue_lines: &[String],
 ) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    let mut scan = |s: &str| {
-        let mut rest = s;
-        while let Some(p) = rest.find("$(") {
-            let after = &rest[p + 2..];
-            let end = after.find([')', ':']).unwrap_or(after.len());
-            out.insert(after[..end].trim().to_ascii_lowercase());
-            rest = after;
-        }
-    };
+    let mut scan = |s: &str| referenced_macros_in(s, &mut out);
     for a in assignments {
         scan(&a.value);
     }
@@ -722,6 +845,17 @@ fn referenced_macros(
         }
     }
     out
+}
+
+/// Adds the lower-case names `s` uses as `$(name)` or `$(name:default)`.
+fn referenced_macros_in(s: &str, out: &mut BTreeSet<String>) {
+    let mut rest = s;
+    while let Some(p) = rest.find("$(") {
+        let after = &rest[p + 2..];
+        let end = after.find([')', ':']).unwrap_or(after.len());
+        out.insert(after[..end].trim().to_ascii_lowercase());
+        rest = after;
+    }
 }
 
 /// Names used as `$ENV(NAME)`.
@@ -777,122 +911,12 @@ fn edit_distance(a: &str, b: &str) -> usize {
     d[a.len()][b.len()]
 }
 
-/// Per-proc built-in macro values.
-struct Builtins<'a> {
-    cluster: u64,
-    process: u32,
-    binding: &'a ProcBinding,
-}
-
-/// Macro expansion over one snapshot of the variable table.
-struct Expander<'a> {
-    vars: &'a BTreeMap<String, Assignment>,
-    env: &'a BTreeMap<String, String>,
-    /// `None` while parsing `queue` counts, where no proc exists yet.
-    builtins: Option<Builtins<'a>>,
-}
-
-impl Expander<'_> {
-    fn lookup(&self, lower: &str) -> Option<String> {
-        if lower == "dollar" {
-            return Some("$".into());
-        }
-        if let Some(b) = &self.builtins {
-            let v = match lower {
-                "cluster" | "clusterid" => Some(b.cluster.to_string()),
-                "process" | "procid" => Some(b.process.to_string()),
-                "step" => Some(b.binding.step.to_string()),
-                "itemindex" | "row" => Some(b.binding.item_index.to_string()),
-                _ => b.binding.items.get(lower).cloned(),
-            };
-            if v.is_some() {
-                return v;
-            }
-        }
-        self.vars.get(lower).map(|a| a.value.clone())
-    }
-
-    /// Expands every macro in `s`.
-    fn expand(&self, s: &str, depth: usize) -> Result<String, SubmitErrorKind> {
-        if depth > MAX_DEPTH {
-            return Err(SubmitErrorKind::RecursiveMacro(s.to_string()));
-        }
-        let mut out = String::with_capacity(s.len());
-        let mut rest = s;
-        while let Some(p) = rest.find('$') {
-            out.push_str(&rest[..p]);
-            let tail = &rest[p..];
-            if let Some(after) = tail.strip_prefix("$$(") {
-                // Match-time substitution: copied through for the matchmaker.
-                let end = after
-                    .find(')')
-                    .ok_or_else(|| SubmitErrorKind::BadMacro(format!("unclosed \"{tail}\"")))?;
-                out.push_str(&tail[..3 + end + 1]);
-                rest = &after[end + 1..];
-            } else if let Some(after) = tail.strip_prefix("$ENV(") {
-                let end = after
-                    .find(')')
-                    .ok_or_else(|| SubmitErrorKind::BadMacro(format!("unclosed \"{tail}\"")))?;
-                let (name, default) = split_default(&after[..end]);
-                match self.env.get(name) {
-                    Some(v) => out.push_str(v),
-                    None => match default {
-                        Some(d) => out.push_str(&self.expand(d, depth + 1)?),
-                        None => return Err(SubmitErrorKind::UndefinedEnv(name.to_string())),
-                    },
-                }
-                rest = &after[end + 1..];
-            } else if let Some(after) = tail.strip_prefix("$(") {
-                let end = after
-                    .find(')')
-                    .ok_or_else(|| SubmitErrorKind::BadMacro(format!("unclosed \"{tail}\"")))?;
-                let (name, default) = split_default(&after[..end]);
-                if !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-                    || name.is_empty()
-                {
-                    return Err(SubmitErrorKind::BadMacro(format!("$({})", &after[..end])));
-                }
-                let lower = name.to_ascii_lowercase();
-                match self.lookup(&lower) {
-                    Some(v) => {
-                        let expanded = self.expand(&v, depth + 1).map_err(|e| match e {
-                            SubmitErrorKind::RecursiveMacro(_) => {
-                                SubmitErrorKind::RecursiveMacro(name.to_string())
-                            }
-                            other => other,
-                        })?;
-                        out.push_str(&expanded);
-                    }
-                    None => match default {
-                        Some(d) => out.push_str(&self.expand(d, depth + 1)?),
-                        None => return Err(SubmitErrorKind::UndefinedMacro(name.to_string())),
-                    },
-                }
-                rest = &after[end + 1..];
-            } else {
-                out.push('$');
-                rest = &tail[1..];
-            }
-        }
-        out.push_str(rest);
-        Ok(out)
-    }
-}
-
-fn split_default(s: &str) -> (&str, Option<&str>) {
-    match s.split_once(':') {
-        Some((n, d)) => (n.trim(), Some(d)),
-        None => (s.trim(), None),
-    }
-}
-
 /// Builds one proc's description, reporting bad values against the line of
 /// their assignment. Returns `None` if any error was found.
 fn build_description(
     ex: &Expander<'_>,
     queue_line: usize,
+    process: u32,
     owner: &str,
     errs: &mut ErrorSink,
 ) -> Option<JobDescription> {
@@ -905,6 +929,11 @@ fn build_description(
     for (key, a) in ex.vars {
         let value = match ex.expand(&a.value, 0) {
             Ok(v) => v.trim().to_string(),
+            Err(SubmitErrorKind::ValueTooLarge { via, limit, .. }) => {
+                let key = a.name.clone();
+                errs.push(a.line, SubmitErrorKind::ValueTooLarge { key, via, limit });
+                continue;
+            }
             Err(kind) => {
                 errs.push(a.line, kind);
                 continue;
@@ -1088,7 +1117,32 @@ fn build_description(
     if d.executable.is_empty() && !ex.vars.contains_key("executable") {
         errs.push(queue_line, SubmitErrorKind::MissingExecutable);
     }
-    (errs.errors.len() == before).then_some(d)
+    if errs.errors.len() != before {
+        return None;
+    }
+    // Values no host could run, or too large to keep: each field is
+    // reported once, for the first proc that has the problem.
+    let problems = check_description(&d);
+    if problems.is_empty() {
+        return Some(d);
+    }
+    for p in problems {
+        let key = match p.field.as_str() {
+            "initialdir" if !ex.vars.contains_key("initialdir") => "iwd".to_string(),
+            "environment" if !ex.vars.contains_key("environment") => "getenv".to_string(),
+            f => f.to_ascii_lowercase(),
+        };
+        let line = ex.vars.get(&key).map_or(queue_line, |a| a.line);
+        errs.push_field(
+            line,
+            SubmitErrorKind::BadField {
+                field: p.field,
+                process,
+                reason: p.reason,
+            },
+        );
+    }
+    None
 }
 
 /// Checks that a ClassAd expression parses, so that a typo in

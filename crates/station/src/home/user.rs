@@ -101,6 +101,12 @@ async fn submit(
     let raw = body_bytes(raw)?;
     let mut req: SubmitBody = parse_json(&raw)?;
     check_version(req.protocol).map_err(ApiError::from)?;
+    // Anything can be posted here: the submission is held to the parser's
+    // rules and limits (`gleaner_proto::limits`) before anything else, and
+    // again while it expands.
+    req.submission
+        .check()
+        .map_err(|e| ApiError::bad("submission", e.to_string()))?;
     if let Some(d) = &req.submit_dir
         && !d.starts_with('/')
     {
