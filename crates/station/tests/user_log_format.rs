@@ -83,8 +83,14 @@ fn htcondor_reads_every_event_gleaner_writes() {
             checkpointed: false,
             reason: String::new(),
         },
-        UserEvent::Terminated { exit_code: 3 },
-        UserEvent::Terminated { exit_code: -9 },
+        UserEvent::Terminated {
+            exit_code: 3,
+            detail: "on x2: stdout kept in the spool".into(),
+        },
+        UserEvent::Terminated {
+            exit_code: -9,
+            detail: String::new(),
+        },
         UserEvent::Aborted {
             reason: "removed by alice".into(),
         },

@@ -115,7 +115,8 @@ async fn record_rejection(home: &Home, id: JobId, why: &str) {
     if let Err(e) = res {
         tracing::warn!(job = %id, error = %e, "cannot record checkpoint rejection");
     }
-    user_log(home, id, at, UserEvent::Generic { text: detail }).await;
+    let text = format!("Checkpoint rejected, previous kept: {why}");
+    user_log(home, id, at, UserEvent::Generic { text }).await;
     tracing::warn!(job = %id, why, "checkpoint rejected");
 }
 

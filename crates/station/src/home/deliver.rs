@@ -112,7 +112,7 @@ async fn published(home: &Home, job: JobId, at: Time, problems: Vec<String>) {
         tracing::warn!(%job, error = %e, "cannot clear the record of delivered outputs");
     }
     if !problems.is_empty() {
-        let text = format!("output delivery: {}", problems.join("; "));
+        let text = format!("Output delivery failed: {}", problems.join("; "));
         user_log(home, job, at, UserEvent::Generic { text }).await;
     }
 }

@@ -433,6 +433,7 @@ async fn status(
         },
         JobState::Completed { exit_code } => UserEvent::Terminated {
             exit_code: *exit_code,
+            detail: detail.clone(),
         },
         JobState::Removed => UserEvent::Aborted {
             reason: detail.clone(),

@@ -25,8 +25,9 @@ pub enum UserEvent {
     Checkpointed { bytes: u64, detail: String },
     /// 004: off its host and back in the queue.
     Evicted { checkpointed: bool, reason: String },
-    /// 005: exited with `exit_code` (a negative code is a signal).
-    Terminated { exit_code: i32 },
+    /// 005: exited with `exit_code` (a negative code is a signal);
+    /// `detail` says where the outputs went.
+    Terminated { exit_code: i32, detail: String },
     /// 009: removed.
     Aborted { reason: String },
     /// 010: frozen on its host.
@@ -123,7 +124,7 @@ pub fn format_event(id: JobId, at: Time, e: &UserEvent) -> String {
                 out += &format!("\tReason: {}\n", one_line(reason));
             }
         }
-        UserEvent::Terminated { exit_code } => {
+        UserEvent::Terminated { exit_code, detail } => {
             out += "Job terminated.\n";
             if *exit_code >= 0 {
                 out += &format!("\t(1) Normal termination (return value {exit_code})\n");
@@ -143,6 +144,10 @@ pub fn format_event(id: JobId, at: Time, e: &UserEvent) -> String {
                 "Total Bytes Received",
             ] {
                 out += &format!("\t0  -  {what} By Job\n");
+            }
+            // After the figures, where HTCondor's reader skips to `...`.
+            if !detail.is_empty() {
+                out += &format!("\t{}\n", one_line(detail));
             }
         }
         UserEvent::Aborted { reason } => {
@@ -203,7 +208,10 @@ mod tests {
         let s = format_event(
             JobId::new(1, 0),
             AT,
-            &UserEvent::Terminated { exit_code: 7 },
+            &UserEvent::Terminated {
+                exit_code: 7,
+                detail: String::new(),
+            },
         );
         assert!(
             s.contains("\t(1) Normal termination (return value 7)\n"),
