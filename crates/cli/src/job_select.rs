@@ -20,8 +20,9 @@ use std::ffi::OsString;
 pub struct AdArgs {
     /// Only jobs whose job ad makes EXPR true (condor_q -constraint), e.g.
     /// 'JobStatus == 5 && Owner == "alice"'. HTCondor attribute names.
+    /// Given more than once, every one must hold.
     #[arg(long, value_name = "EXPR")]
-    pub constraint: Option<String>,
+    pub constraint: Vec<String>,
     /// Print these attributes (or expressions) of each job's ad, space
     /// separated, one job a line (condor_q -af).
     #[arg(long = "af", visible_alias = "autoformat", value_name = "ATTR", num_args = 1..)]
@@ -33,7 +34,7 @@ pub struct AdArgs {
 
 impl AdArgs {
     fn active(&self) -> bool {
-        self.constraint.is_some() || !self.af.is_empty() || self.long
+        !self.constraint.is_empty() || !self.af.is_empty() || self.long
     }
 }
 
@@ -109,10 +110,11 @@ pub fn print_jobs(
         return Ok(());
     }
     // Every expression is checked before anything is fetched.
-    let constraint = match &args.constraint {
-        Some(c) => Some(parse("-constraint", c)?),
-        None => None,
-    };
+    let constraints = args
+        .constraint
+        .iter()
+        .map(|c| parse("-constraint", c))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let columns = args
         .af
         .iter()
@@ -128,10 +130,7 @@ pub fn print_jobs(
             Err(e) => return Err(e).with_context(|| format!("cannot read job {}", j.id)),
         };
         let ad = job_ad(&d);
-        if constraint
-            .as_ref()
-            .is_none_or(|c| selects(&eval(&ad, c, now)))
-        {
+        if constraints.iter().all(|c| selects(&eval(&ad, c, now))) {
             selected.push((d, ad));
         }
     }

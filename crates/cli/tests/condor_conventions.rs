@@ -150,6 +150,23 @@ fn check(home: &Path, cmd: &str, constraints: &[&str], af: &[&str]) -> bool {
             "{cmd} -constraint {c}"
         );
     }
+    // Two constraints: both must hold, as HTCondor's (A) && (B).
+    let (a, b) = ("RequestMemory > 100", "isUndefined(RemoteHost)");
+    let both = format!("({a}) && ({b})");
+    let Some(t2) = oracle(&long, &[both.as_str()], &[]) else {
+        return false;
+    };
+    let got = ids(&ok(glean(home).args([
+        cmd,
+        "-constraint",
+        a,
+        "-constraint",
+        b,
+        "-af",
+        "ClusterId",
+        "ProcId",
+    ])));
+    assert_eq!(got, pairs(&t2["constraint"][&both]), "{cmd}: {both}");
     // -af: the same values, job by job (JSON keeps the types).
     let mut args = vec![cmd, "--json", "-af"];
     args.extend_from_slice(af);
@@ -221,6 +238,19 @@ async fn constraint_af_and_long_agree_with_htcondor_classad() {
         ok(glean(home).args(["hold", "2.1", "--reason", "disk quota exceeded"]));
         ok(glean(home).args(["rm", "2.2"]));
         ok(glean(home).args(["rm", "1.1"]));
+
+        // A broken expression is named, and nothing is printed.
+        let bad = glean(home)
+            .args(["q", "-constraint", "JobStatus =="])
+            .output()
+            .unwrap();
+        assert_eq!(bad.status.code(), Some(2));
+        assert!(bad.stdout.is_empty());
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert!(
+            err.contains("invalid -constraint expression \"JobStatus ==\""),
+            "{err}"
+        );
 
         // The table form of -af, as HTCondor prints it.
         let out = ok(glean(home).args(["q", "-af", "ClusterId", "ProcId", "Owner", "Cmd"]));
