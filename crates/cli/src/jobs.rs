@@ -9,6 +9,7 @@
 //! `unix:/path`) and `--token FILE`. Who the user is ("your jobs") is what
 //! the station says (`/v1/whoami`).
 
+use crate::job_select::{AdArgs, print_jobs};
 use crate::output::{Analysis, JobAction, JobList, LocalQueue, Output};
 use anyhow::{Context, bail};
 use clap::Args;
@@ -159,6 +160,8 @@ pub struct QArgs {
     #[arg(long, value_name = "URL")]
     pub coordinator: Option<String>,
     #[command(flatten)]
+    pub ads: AdArgs,
+    #[command(flatten)]
     pub connect: ConnectArgs,
 }
 
@@ -178,7 +181,7 @@ pub fn q(args: QArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
         state: args.state.clone(),
         all: false,
     }))?;
-    out.jobs(&jobs, JobList::Queue);
+    print_jobs(&rt, &client, jobs, &args.ads, JobList::Queue, out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -220,6 +223,8 @@ pub struct HistoryArgs {
     #[arg(long)]
     pub all: bool,
     #[command(flatten)]
+    pub ads: AdArgs,
+    #[command(flatten)]
     pub connect: ConnectArgs,
 }
 
@@ -232,7 +237,7 @@ pub fn history(args: HistoryArgs, out: &dyn Output) -> anyhow::Result<ExitCode> 
         Some(rt.block_on(client.whoami())?.name)
     };
     let jobs = rt.block_on(client.history(owner.as_deref()))?;
-    out.jobs(&jobs, JobList::History);
+    print_jobs(&rt, &client, jobs, &args.ads, JobList::History, out)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -9,6 +9,8 @@ mod daemons;
 mod dag;
 mod demo;
 mod demo_users;
+mod job_ad;
+mod job_select;
 mod jobs;
 mod output;
 mod sim;
@@ -78,7 +80,8 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
+    // `glean q -constraint EXPR -af ATTR…` as HTCondor users type it.
+    let cli = Cli::parse_from(job_select::htcondor_spellings(std::env::args_os()));
     let out = output::for_mode(cli.json);
     let out = out.as_ref();
     let result = match cli.command {

@@ -53,6 +53,17 @@ pub fn epoch_date(secs: u64) -> String {
     full.get(..16).map_or(full.clone(), str::to_string)
 }
 
+/// One value as condor_q -af prints it: strings without quotes, other
+/// values in ClassAd syntax (`undefined`, `true`, `12`, `{ 1,2 }`), reals
+/// in their shortest decimal form.
+pub fn autoformat_value(v: &gleaner_classad::Value) -> String {
+    match v {
+        gleaner_classad::Value::Str(s) => s.clone(),
+        gleaner_classad::Value::Real(r) if r.is_finite() => r.to_string(),
+        other => other.unparse(),
+    }
+}
+
 pub fn yes_no(b: bool) -> &'static str {
     if b { "yes" } else { "no" }
 }

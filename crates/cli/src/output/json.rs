@@ -1,7 +1,7 @@
 //! One JSON document per command on stdout, for scripts (`--json`).
 
 use super::{Analysis, JobAction, JobList, LocalQueue, Output};
-use gleaner_classad::{Ad, Expr, Literal, unparse_expr};
+use gleaner_classad::{Ad, Expr, Literal, Value as ClassAdValue, unparse_expr};
 use gleaner_coordinator::tokens::{IssuedToken, RevokeOutcome, TokenRecord};
 use gleaner_proto::api::{ActionResponse, JobInfo};
 use gleaner_proto::wire::{PoolStatus, SubmitResponse, UserPrio};
@@ -39,12 +39,42 @@ fn ad_json(ad: &Ad) -> Value {
     Value::Object(m)
 }
 
+/// An evaluated value as JSON: scalars as JSON values (`undefined` as
+/// null), `error`, lists and ads in ClassAd syntax as strings.
+fn value_json(v: &ClassAdValue) -> Value {
+    match v {
+        ClassAdValue::Undefined => Value::Null,
+        ClassAdValue::Bool(b) => json!(b),
+        ClassAdValue::Int(i) => json!(i),
+        ClassAdValue::Real(r) if r.is_finite() => json!(r),
+        ClassAdValue::Str(s) => json!(s),
+        other => json!(other.unparse()),
+    }
+}
+
 impl Output for JsonOutput {
     fn submitted(&self, resp: &SubmitResponse) {
         print(resp);
     }
     fn jobs(&self, jobs: &[JobInfo], _list: JobList) {
         print(&jobs);
+    }
+    fn job_ads(&self, ads: &[Ad]) {
+        print(&ads.iter().map(ad_json).collect::<Vec<_>>());
+    }
+    fn autoformat(&self, attrs: &[String], rows: &[Vec<ClassAdValue>]) {
+        let rows: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                let m: serde_json::Map<String, Value> = attrs
+                    .iter()
+                    .cloned()
+                    .zip(r.iter().map(value_json))
+                    .collect();
+                Value::Object(m)
+            })
+            .collect();
+        print(&rows);
     }
     fn actions(&self, action: JobAction, resp: &ActionResponse) {
         print(&json!({ "action": action, "changed": resp.changed, "skipped": resp.skipped }));

@@ -93,6 +93,11 @@ pub trait Output {
     fn submitted(&self, resp: &SubmitResponse);
     /// `glean q` and `glean history`.
     fn jobs(&self, jobs: &[JobInfo], list: JobList);
+    /// `glean q|history -l`: each job's ClassAd.
+    fn job_ads(&self, ads: &[gleaner_classad::Ad]);
+    /// `glean q|history -af ATTR…`: per job, the value of each of
+    /// `attrs` (attribute names or expressions).
+    fn autoformat(&self, attrs: &[String], rows: &[Vec<gleaner_classad::Value>]);
     /// `glean rm|hold|release`.
     fn actions(&self, action: JobAction, resp: &ActionResponse);
     /// `glean q --analyze`.

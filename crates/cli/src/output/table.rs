@@ -1,6 +1,6 @@
 //! Tables and sentences for people: the default renderer.
 
-use super::format::{epoch_date, exit_code, run_time, short_date, yes_no};
+use super::format::{autoformat_value, epoch_date, exit_code, run_time, short_date, yes_no};
 use super::{Analysis, JobAction, JobList, LocalQueue, Output};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use gleaner_coordinator::tokens::{IssuedToken, RevokeOutcome, TokenRecord};
@@ -131,6 +131,18 @@ impl Output for TableOutput {
         }
         println!("{t}");
         println!("Total: {} stations", pool.stations.len());
+    }
+
+    fn job_ads(&self, ads: &[gleaner_classad::Ad]) {
+        // As condor_q -l: one ad after another, a blank line between.
+        self.machine_ads(ads);
+    }
+
+    fn autoformat(&self, _attrs: &[String], rows: &[Vec<gleaner_classad::Value>]) {
+        for r in rows {
+            let cells: Vec<String> = r.iter().map(autoformat_value).collect();
+            println!("{}", cells.join(" "));
+        }
     }
 
     fn machine_ads(&self, ads: &[gleaner_classad::Ad]) {

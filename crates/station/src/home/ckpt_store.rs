@@ -23,7 +23,7 @@
 
 use super::runs::{require_current_run, run_param};
 use super::shadow::STATIONS_ONLY;
-use super::user_log::user_log;
+use super::user_log::{UserEvent, user_log};
 use super::{Home, parse_job_id};
 use crate::checkpoint::{CheckpointError, Manifest, RateMeter, SharedBucket, verify_bundle_file};
 use crate::clock::now;
@@ -115,7 +115,8 @@ async fn record_rejection(home: &Home, id: JobId, why: &str) {
     if let Err(e) = res {
         tracing::warn!(job = %id, error = %e, "cannot record checkpoint rejection");
     }
-    user_log(home, id, at, "008", "Checkpoint rejected", &detail).await;
+    let text = format!("Checkpoint rejected, previous kept: {why}");
+    user_log(home, id, at, UserEvent::Generic { text }).await;
     tracing::warn!(job = %id, why, "checkpoint rejected");
 }
 
@@ -191,7 +192,16 @@ async fn store_checkpoint(
     let at = now();
     home.queue()
         .annotate(id, JobEventKind::Checkpointed, &detail, at)?;
-    user_log(&home, id, at, "003", "Job was checkpointed.", &detail).await;
+    user_log(
+        &home,
+        id,
+        at,
+        UserEvent::Checkpointed {
+            bytes,
+            detail: detail.clone(),
+        },
+    )
+    .await;
     tracing::info!(job = %id, %detail, "checkpoint stored");
     Ok(Json(StoredResponse { ok: true, detail }))
 }

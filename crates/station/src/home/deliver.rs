@@ -19,7 +19,7 @@
 
 use super::Home;
 use super::as_owner::{OwnerFsError, io_error, with_fs};
-use super::user_log::user_log;
+use super::user_log::{UserEvent, user_log};
 use crate::queue::JobRecord;
 use crate::userfs::{Op, PathErrorKind, Staged, UserFs, UserFsError};
 use gleaner_core::time::Time;
@@ -112,8 +112,8 @@ async fn published(home: &Home, job: JobId, at: Time, problems: Vec<String>) {
         tracing::warn!(%job, error = %e, "cannot clear the record of delivered outputs");
     }
     if !problems.is_empty() {
-        let text = format!("output delivery: {}", problems.join("; "));
-        user_log(home, job, at, "022", "Output delivery failed", &text).await;
+        let text = format!("Output delivery failed: {}", problems.join("; "));
+        user_log(home, job, at, UserEvent::Generic { text }).await;
     }
 }
 

@@ -15,7 +15,7 @@
 //! ([`super::remote`]).
 
 use super::shadow::STATIONS_ONLY;
-use super::user_log::spawn_user_log;
+use super::user_log::{UserEvent, spawn_user_log};
 use super::{Home, parse_job_id};
 use crate::clock::now;
 use crate::lease::LeaseRenewal;
@@ -128,7 +128,12 @@ fn requeue_expired(home: &Arc<Home>, id: JobId, host: String, limit: Duration) {
             home.remote.forget(id);
             // The run is presumed dead: if it is not, nothing of it is heard.
             super::runs::retire_run(home, id);
-            spawn_user_log(home, id, at, "004", "Job was evicted", &detail);
+            let checkpointed = super::user_log::checkpointed_this_run(home, id);
+            let ev = UserEvent::Evicted {
+                checkpointed,
+                reason: detail.clone(),
+            };
+            spawn_user_log(home, id, at, ev);
             home.news.notify_one();
         }
         Err(e) => {

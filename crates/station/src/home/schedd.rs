@@ -9,7 +9,7 @@
 //! the host as vacate requests; the job is requeued when the host reports
 //! it vacated.
 
-use super::user_log::user_log;
+use super::user_log::{UserEvent, user_log};
 use super::{Home, runs};
 use crate::clock::now;
 use gleaner_proto::job::{JobId, JobState};
@@ -144,15 +144,8 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
             // The lease runs from the placement, not from an earlier run.
             home.remote.placed(job.id);
             if started_here {
-                user_log(
-                    home,
-                    job.id,
-                    at,
-                    "001",
-                    &format!("Job executing on host: {}", g.host),
-                    &g.host_address,
-                )
-                .await;
+                let host = g.host.clone();
+                user_log(home, job.id, at, UserEvent::Executing { host }).await;
             }
             tracing::info!(job = %job.id, host = %g.host, "job placed");
         }

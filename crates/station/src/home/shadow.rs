@@ -37,7 +37,7 @@ use super::host_caller::require_host_of;
 use super::http::job_record;
 use super::private;
 use super::runs::{require_current_run, run_param};
-use super::user_log::user_log;
+use super::user_log::{UserEvent, user_log};
 use super::{Home, deliver, parse_job_id};
 use crate::clock::now;
 use crate::queue::JobRecord;
@@ -418,21 +418,28 @@ async fn status(
     }
     let still_remote = matches!(new.state, JobState::Running | JobState::Suspended);
     home.remote.reported(id, still_remote);
-    let (code, text) = match &new.state {
-        JobState::Running if r.state.kind() == JobStateKind::Suspended => {
-            ("011", "Job was unsuspended".to_string())
-        }
-        JobState::Running => ("001", format!("Job executing on host: {}", rep.host)),
-        JobState::Suspended => ("010", "Job was suspended".to_string()),
-        JobState::Idle => ("004", "Job was evicted".to_string()),
-        JobState::Held { reason } => ("012", format!("Job was held: {reason}")),
-        JobState::Completed { exit_code } => (
-            "005",
-            format!("Job terminated.\n\t(1) Normal termination (return value {exit_code})"),
-        ),
-        JobState::Removed => ("009", "Job was aborted".to_string()),
+    let event = match &new.state {
+        JobState::Running if r.state.kind() == JobStateKind::Suspended => UserEvent::Unsuspended,
+        JobState::Running => UserEvent::Executing {
+            host: rep.host.clone(),
+        },
+        JobState::Suspended => UserEvent::Suspended,
+        JobState::Idle => UserEvent::Evicted {
+            checkpointed: super::user_log::checkpointed_this_run(&home, id),
+            reason: detail.clone(),
+        },
+        JobState::Held { reason } => UserEvent::Held {
+            reason: reason.clone(),
+        },
+        JobState::Completed { exit_code } => UserEvent::Terminated {
+            exit_code: *exit_code,
+            detail: detail.clone(),
+        },
+        JobState::Removed => UserEvent::Aborted {
+            reason: detail.clone(),
+        },
     };
-    user_log(&home, id, at, code, &text, &detail).await;
+    user_log(&home, id, at, event).await;
     if !still_remote {
         // A host came free or a job came back: tell the coordinator now.
         home.news.notify_one();

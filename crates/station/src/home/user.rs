@@ -11,7 +11,7 @@
 //! ([`super::submit_check`]).
 
 use super::submit_check::queue_checked;
-use super::user_log::user_log;
+use super::user_log::{UserEvent, user_log};
 use super::{Home, parse_job_id, schedd, shadow};
 use crate::clock::now;
 use crate::queue::{JobFilter, JobRecord};
@@ -123,15 +123,8 @@ async fn submit(
     let ids = queue_checked(&home, &fs, &req.submission, req.submit_dir.as_deref(), at).await?;
     let cluster = ids.first().map_or(0, |j| j.cluster);
     for id in &ids {
-        user_log(
-            &home,
-            *id,
-            at,
-            "000",
-            "Job submitted from host",
-            &home.address,
-        )
-        .await;
+        let host = home.address.clone();
+        user_log(&home, *id, at, UserEvent::Submitted { host }).await;
     }
     tracing::info!(owner = %caller.name, cluster, procs = ids.len(), "cluster submitted");
     // A new demand is news for the coordinator: advertise now.
@@ -261,12 +254,10 @@ async fn act(
     }
     let by = &caller.name;
     let reason = req.reason.unwrap_or_default();
-    let (to, detail, code, text) = match action {
+    let (to, detail) = match action {
         Action::Rm => (
             JobState::Removed,
             format!("removed by {by}{}", suffix(&reason)),
-            "009",
-            "Job was aborted",
         ),
         Action::Hold => {
             let why = if reason.is_empty() {
@@ -279,16 +270,23 @@ async fn act(
                     reason: why.clone(),
                 },
                 why,
-                "012",
-                "Job was held",
             )
         }
         Action::Release => (
             JobState::Idle,
             format!("released by {by}{}", suffix(&reason)),
-            "013",
-            "Job was released",
         ),
+    };
+    let event = match action {
+        Action::Rm => UserEvent::Aborted {
+            reason: detail.clone(),
+        },
+        Action::Hold => UserEvent::Held {
+            reason: detail.clone(),
+        },
+        Action::Release => UserEvent::Released {
+            reason: detail.clone(),
+        },
     };
     let at = now();
     let mut resp = ActionResponse::default();
@@ -298,7 +296,7 @@ async fn act(
         match r {
             Ok(_) => {
                 resp.changed.push(j.id);
-                user_log(&home, j.id, at, code, text, &detail).await;
+                user_log(&home, j.id, at, event.clone()).await;
                 if was_remote {
                     schedd::spawn_vacate(&home, j.id, &detail);
                     // Nothing more of this run is heard: not its output,

@@ -13,7 +13,7 @@ use crate::home::as_owner::{as_owner, io_error};
 use crate::home::private;
 use crate::home::schedd::spawn_vacate;
 use crate::home::submit_check::{Strictness, check_paths, expand};
-use crate::home::user_log::spawn_user_log;
+use crate::home::user_log::{UserEvent, spawn_user_log};
 use crate::userfs::Op;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
@@ -104,14 +104,8 @@ pub(crate) async fn run_loop(home: Arc<Home>, mut shutdown: watch::Receiver<bool
                 idle = r.running == 0 && r.submitted.is_empty();
                 for (_, _, jobs) in &r.submitted {
                     for id in jobs {
-                        spawn_user_log(
-                            &home,
-                            *id,
-                            at,
-                            "000",
-                            "Job submitted from host",
-                            &home.address,
-                        );
+                        let host = home.address.clone();
+                        spawn_user_log(&home, *id, at, UserEvent::Submitted { host });
                     }
                 }
                 for rf in &r.rescues {
@@ -140,7 +134,14 @@ pub(crate) async fn run_loop(home: Arc<Home>, mut shutdown: watch::Receiver<bool
 fn after_removal(home: &Arc<Home>, jobs: &[(JobId, bool)], why: &str) {
     let at = now();
     for &(id, remote) in jobs {
-        spawn_user_log(home, id, at, "009", "Job was aborted", why);
+        spawn_user_log(
+            home,
+            id,
+            at,
+            UserEvent::Aborted {
+                reason: why.to_string(),
+            },
+        );
         if remote {
             spawn_vacate(home, id, why);
         }

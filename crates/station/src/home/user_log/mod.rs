@@ -1,11 +1,16 @@
 //! The user log (`log =` in the submit file): every event of a job in
-//! HTCondor's event format, so that tools that read user logs keep working.
+//! HTCondor's event format ([`event`]), so that tools that read user logs
+//! keep working.
+
+mod event;
+
+pub use event::{UserEvent, format_event};
 
 use super::Home;
 use super::as_owner::{as_owner, io_error};
 use crate::userfs::Op;
 use gleaner_core::time::Time;
-use gleaner_proto::job::JobId;
+use gleaner_proto::job::{JobEventKind, JobId};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,7 +19,7 @@ use std::sync::Arc;
 /// as the job's owner (created 0644 and owned by them if new; a symlink
 /// not theirs or root's is refused). Failures are logged, never fatal: the
 /// queue's history is authoritative.
-pub async fn user_log(home: &Home, id: JobId, at: Time, code: &str, text: &str, detail: &str) {
+pub async fn user_log(home: &Home, id: JobId, at: Time, event: UserEvent) {
     let Ok(Some(r)) = home.queue().get(id) else {
         return;
     };
@@ -26,12 +31,7 @@ pub async fn user_log(home: &Home, id: JobId, at: Time, code: &str, text: &str, 
         (false, Some(iwd)) => PathBuf::from(iwd).join(log),
         (false, None) => return,
     };
-    let entry = format!(
-        "{code} ({:03}.{:03}.000) {} {text}\n\t{detail}\n...\n",
-        id.cluster,
-        id.proc,
-        gleaner_proto::api::utc_datetime(at)
-    );
+    let entry = format_event(id, at, &event);
     let owner = r.owner.clone();
     let target = path.clone();
     let res = as_owner(&owner, move |u| {
@@ -48,17 +48,25 @@ pub async fn user_log(home: &Home, id: JobId, at: Time, code: &str, text: &str, 
 /// [`user_log`] in a task of its own, for the home's loops (lease
 /// monitor, DAG manager): one user's slow file system must not hold them
 /// up. Entries written this way may land after a later event's.
-pub fn spawn_user_log(
-    home: &Arc<Home>,
-    id: JobId,
-    at: Time,
-    code: &'static str,
-    text: &str,
-    detail: &str,
-) {
+pub fn spawn_user_log(home: &Arc<Home>, id: JobId, at: Time, event: UserEvent) {
     let home = Arc::clone(home);
-    let (text, detail) = (text.to_string(), detail.to_string());
-    tokio::spawn(async move { user_log(&home, id, at, code, &text, &detail).await });
+    tokio::spawn(async move { user_log(&home, id, at, event).await });
+}
+
+/// Whether the job's current run left a checkpoint at home (a stored one
+/// since it last started running): what an eviction event reports as
+/// "Job was checkpointed".
+pub fn checkpointed_this_run(home: &Home, id: JobId) -> bool {
+    let Ok(events) = home.queue().events(id) else {
+        return false;
+    };
+    events
+        .iter()
+        .rev()
+        .take_while(|e| !matches!(e.kind, JobEventKind::Placed | JobEventKind::Started))
+        .any(|e| {
+            e.kind == JobEventKind::Checkpointed && !e.detail.starts_with("checkpoint rejected")
+        })
 }
 
 #[cfg(test)]

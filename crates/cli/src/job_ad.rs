@@ -1,0 +1,190 @@
+//! The job ClassAd of a job, with HTCondor's attribute names: the one
+//! place that maps a Gleaner job record to the names users script against
+//! (`glean q|history -l`, `-af ATTR…` and `-constraint EXPR`).
+//!
+//! Names and codes follow HTCondor's job ads (`JobStatus` 1 idle, 2
+//! running, 3 removed, 4 completed, 5 held, 7 suspended; times in seconds
+//! since the UNIX epoch; `RequestMemory` MiB, `RequestDisk` KiB).
+
+use gleaner_classad::Ad;
+use gleaner_core::time::Time;
+use gleaner_proto::api::JobDetail;
+use gleaner_proto::job::{JobEventKind, JobState};
+
+fn secs(t: Time) -> i64 {
+    i64::try_from(t.as_micros() / 1_000_000).unwrap_or(i64::MAX)
+}
+
+/// `expr` as an expression, or as a string when it does not parse (so
+/// that it is still shown, and compares as the text it is).
+fn insert_expr_or_string(ad: &mut Ad, name: &str, expr: &str) {
+    if ad.insert(name, expr).is_err() {
+        ad.insert_str(name, expr);
+    }
+}
+
+/// The job ad of one job (its record, description and history).
+pub fn job_ad(d: &JobDetail) -> Ad {
+    let j = &d.job;
+    let desc = &d.description;
+    let mut ad = Ad::new();
+    // `+Attr` lines first: Gleaner's own attributes below take precedence,
+    // as HTCondor's submit does for the attributes it sets itself.
+    for (k, v) in &desc.custom_attrs {
+        insert_expr_or_string(&mut ad, k, v);
+    }
+    ad.insert_str("MyType", "Job");
+    ad.insert_str("TargetType", "Machine");
+    ad.insert_int("ClusterId", i64::try_from(j.id.cluster).unwrap_or(i64::MAX));
+    ad.insert_int("ProcId", i64::from(j.id.proc));
+    ad.insert_int("JobStatus", i64::from(j.state.kind().code()));
+    ad.insert_str("Owner", &j.owner);
+    ad.insert_str("User", &j.owner);
+    ad.insert_int("QDate", secs(j.submitted_at));
+    ad.insert_int("EnteredCurrentStatus", secs(j.updated_at));
+    ad.insert_int("NumJobStarts", i64::from(j.run_count));
+    if let Some(t) = j.started_at {
+        ad.insert_int("JobStartDate", secs(t));
+        ad.insert_int("JobCurrentStartDate", secs(t));
+    }
+    // HTCondor's CompletionDate is for completed jobs only.
+    if let (Some(t), JobState::Completed { .. }) = (j.finished_at, &j.state) {
+        ad.insert_int("CompletionDate", secs(t));
+    }
+    // RemoteHost only while the job is on a host, LastRemoteHost after.
+    if let Some(h) = &j.host {
+        match j.state {
+            JobState::Running | JobState::Suspended => ad.insert_str("RemoteHost", h),
+            _ => ad.insert_str("LastRemoteHost", h),
+        }
+    }
+    match &j.state {
+        JobState::Held { reason } => {
+            ad.insert_str("HoldReason", reason);
+            // 1: HTCondor's "UserRequest"; Gleaner keeps no finer code.
+            ad.insert_int("HoldReasonCode", 1);
+        }
+        JobState::Completed { exit_code } => {
+            ad.insert_bool("ExitBySignal", *exit_code < 0);
+            if *exit_code >= 0 {
+                ad.insert_int("ExitCode", i64::from(*exit_code));
+            } else {
+                ad.insert_int("ExitSignal", i64::from(exit_code.unsigned_abs()));
+            }
+        }
+        _ => {}
+    }
+    let ckpts = d
+        .events
+        .iter()
+        .filter(|e| {
+            e.kind == JobEventKind::Checkpointed && !e.detail.starts_with("checkpoint rejected")
+        })
+        .count();
+    ad.insert_int("NumCkpts", i64::try_from(ckpts).unwrap_or(i64::MAX));
+    // Only the vanilla universe exists in Gleaner: HTCondor's code 5.
+    ad.insert_int("JobUniverse", 5);
+    ad.insert_str("Cmd", &desc.executable);
+    ad.insert_str("Args", &desc.arguments.join(" "));
+    if let Some(v) = &desc.iwd {
+        ad.insert_str("Iwd", v);
+    }
+    for (name, v) in [
+        ("In", &desc.input),
+        ("Out", &desc.output),
+        ("Err", &desc.error),
+        ("UserLog", &desc.log),
+        ("AcctGroup", &desc.accounting_group),
+        ("JobBatchName", &desc.batch_name),
+    ] {
+        if let Some(v) = v {
+            ad.insert_str(name, v);
+        }
+    }
+    ad.insert_int("RequestCpus", i64::from(desc.request_cpus.max(1)));
+    ad.insert_int("RequestGpus", i64::from(desc.request_gpus));
+    if let Some(m) = desc.request_memory_mb {
+        ad.insert_int("RequestMemory", i64::try_from(m).unwrap_or(i64::MAX));
+    }
+    if let Some(k) = desc.request_disk_kb {
+        ad.insert_int("RequestDisk", i64::try_from(k).unwrap_or(i64::MAX));
+    }
+    insert_expr_or_string(
+        &mut ad,
+        "Requirements",
+        desc.requirements.as_deref().unwrap_or("true"),
+    );
+    if let Some(r) = &desc.rank {
+        insert_expr_or_string(&mut ad, "Rank", r);
+    }
+    ad.insert_int("JobPrio", i64::from(desc.priority));
+    ad.insert_bool("NiceUser", desc.nice_user);
+    if !desc.concurrency_limits.is_empty() {
+        ad.insert_str("ConcurrencyLimits", &desc.concurrency_limits.join(","));
+    }
+    if let Some(c) = desc.checkpoint_exit_code {
+        ad.insert_int("CheckpointExitCode", i64::from(c));
+    }
+    if let Some(m) = desc.max_retries {
+        ad.insert_int("MaxRetries", i64::from(m));
+    }
+    ad
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gleaner_classad::{EvalContext, parse_expr};
+    use gleaner_proto::api::JobInfo;
+    use gleaner_proto::job::{JobDescription, JobId};
+
+    fn detail(state: JobState) -> JobDetail {
+        let mut description = JobDescription::new("alice", "/bin/sleep");
+        description.arguments = vec!["60".into()];
+        description.request_memory_mb = Some(512);
+        description
+            .custom_attrs
+            .insert("Project".into(), "\"blue\"".into());
+        JobDetail {
+            job: JobInfo {
+                id: JobId::new(12, 3),
+                owner: "alice".into(),
+                state,
+                submitted_at: Time::from_secs(1_763_707_800),
+                updated_at: Time::from_secs(1_763_707_900),
+                started_at: None,
+                finished_at: None,
+                run_count: 0,
+                host: Some("x1".into()),
+                cmd: "/bin/sleep 60".into(),
+            },
+            description,
+            events: Vec::new(),
+        }
+    }
+
+    fn eval(ad: &Ad, expr: &str) -> String {
+        let mut ctx = EvalContext::new(0);
+        ctx.my = Some(ad.clone());
+        ctx.eval(&parse_expr(expr).unwrap()).unparse()
+    }
+
+    #[test]
+    fn htcondor_names_and_codes() {
+        let ad = job_ad(&detail(JobState::Held {
+            reason: "held by alice".into(),
+        }));
+        assert_eq!(eval(&ad, "ClusterId"), "12");
+        assert_eq!(eval(&ad, "ProcId"), "3");
+        assert_eq!(eval(&ad, "JobStatus"), "5");
+        assert_eq!(eval(&ad, "HoldReason"), "\"held by alice\"");
+        assert_eq!(eval(&ad, "QDate"), "1763707800");
+        assert_eq!(eval(&ad, "RequestMemory"), "512");
+        assert_eq!(eval(&ad, "Project"), "\"blue\"");
+        assert_eq!(eval(&ad, "RemoteHost"), "undefined");
+        assert_eq!(eval(&ad, "LastRemoteHost"), "\"x1\"");
+        let running = job_ad(&detail(JobState::Running));
+        assert_eq!(eval(&running, "RemoteHost"), "\"x1\"");
+        assert_eq!(eval(&running, "JobStatus"), "2");
+    }
+}
