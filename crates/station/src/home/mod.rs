@@ -40,6 +40,7 @@ pub mod remote;
 mod runs;
 pub mod schedd;
 pub mod shadow;
+mod start_failures;
 mod submit_check;
 pub mod user;
 pub mod user_log;

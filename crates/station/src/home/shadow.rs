@@ -38,7 +38,7 @@ use super::http::job_record;
 use super::private;
 use super::runs::{require_current_run, run_param};
 use super::user_log::user_log;
-use super::{Home, deliver, parse_job_id};
+use super::{Home, deliver, parse_job_id, start_failures};
 use crate::clock::now;
 use crate::queue::JobRecord;
 use crate::userfs::Op;
@@ -376,6 +376,21 @@ async fn status(
             ok: true,
             detail: "recorded".into(),
         }));
+    }
+    if let Some(failure) = &rep.start_failure {
+        // The program could not start: counted, and back to the queue or
+        // on hold (poison jobs, `start_failures`).
+        let done = start_failures::failed_start(&home, id, &rep.host, failure, at).await?;
+        home.remote.reported(id, false);
+        tracing::info!(job = %id, host = %rep.host, state = %done.record.state, "failed start applied");
+        return Ok(Json(StoredResponse {
+            ok: true,
+            detail: done.record.state.to_string(),
+        }));
+    }
+    if rep.event == JobEventKind::Started {
+        // The program runs: a series of failed starts is over.
+        start_failures::started(&home, id);
     }
     if r.state.kind() == rep.state.kind() {
         // A retried report: already applied.

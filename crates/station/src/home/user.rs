@@ -71,6 +71,9 @@ pub(crate) fn info(r: &JobRecord) -> JobInfo {
         run_count: r.run_count,
         host: r.host.clone(),
         cmd: cmd(r),
+        start_failures: r.start_failures,
+        hold_code: r.hold_code,
+        hold_subcode: r.hold_subcode,
     }
 }
 
