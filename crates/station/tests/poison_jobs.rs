@@ -305,3 +305,80 @@ async fn poison_jobs_are_held_with_a_reason_and_later_jobs_run() {
     coord.stop().await.unwrap();
     drop(alice);
 }
+
+/// The job's own policy, evaluated by the home: `on_exit_hold` keeps a job
+/// that exited in the queue, held (HoldReasonCode 3, its subcode), and
+/// `periodic_release` releases it while `NumJobStarts < 2`; after its
+/// second run it stays held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_exit_hold_and_periodic_release_are_evaluated_by_the_home() {
+    if gleaner_testkit::skip_unless_root("poison_jobs: jobs run as their owner") {
+        return;
+    }
+    let _serial = common::serial_lock();
+    let dir = shared_tempdir();
+    let root = dir.path().to_path_buf();
+    let keys = pool_keys(&root);
+    let coord = gleaner_coordinator::spawn_for_test(coordinator_config(&root))
+        .await
+        .unwrap();
+    let coord_url = format!("http://{}", coord.addr());
+    let a_cfg = pool_station(&root, &keys, &coord_url, "a", StationRole::SubmitOnly);
+    let (alice, work) = common::job_owner(&root);
+    let owner = (alice.uid(), alice.gid());
+    let (a_addr, a) = spawn_for_test(a_cfg).await.unwrap();
+    let b_cfg = pool_station(&root, &keys, &coord_url, "b", StationRole::ExecuteOnly);
+    let (_b_addr, b) = spawn_for_test(b_cfg).await.unwrap();
+    write_owned(
+        &work.join("three.sh"),
+        "#!/bin/sh\necho ran\nexit 3\n",
+        owner,
+    );
+    let client = StationClient::new(format!("http://{a_addr}"), keys.user(alice.name())).unwrap();
+    let text = "executable = three.sh\noutput = three.out\n\
+                on_exit_hold = ExitCode =!= 0\n\
+                on_exit_hold_reason = strcat(\"exited with \", ExitCode)\n\
+                on_exit_hold_subcode = ExitCode\n\
+                periodic_release = NumJobStarts < 2\nqueue\n";
+    let id = try_submit(&client, text, &work).await.unwrap();
+    let started = Instant::now();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let (d, released_at) = loop {
+        let d = client.job(&id).await.unwrap();
+        assert!(!d.job.state.is_terminal(), "{d:#?}");
+        let released = d.events.iter().any(|e| e.kind == JobEventKind::Released);
+        if released && matches!(d.job.state, JobState::Held { .. }) && d.job.run_count == 2 {
+            break (d, started.elapsed());
+        }
+        assert!(Instant::now() < deadline, "{d:#?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    eprintln!("held, released by periodic_release, held again after {released_at:.1?}");
+    assert_eq!(
+        d.job.state,
+        JobState::Held {
+            reason: "exited with 3".into()
+        }
+    );
+    assert_eq!((d.job.hold_code, d.job.hold_subcode), (Some(3), Some(3)));
+    // Its outputs were delivered as on any exit.
+    assert_eq!(
+        std::fs::read_to_string(work.join("three.out")).unwrap(),
+        "ran\n"
+    );
+    // NumJobStarts is 2 now: it stays held through more passes.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let d = client.job(&id).await.unwrap();
+    assert!(matches!(d.job.state, JobState::Held { .. }), "{d:#?}");
+    assert_eq!(
+        d.events
+            .iter()
+            .filter(|e| e.kind == JobEventKind::Released)
+            .count(),
+        1
+    );
+    a.stop().await;
+    b.stop().await;
+    coord.stop().await.unwrap();
+    drop(alice);
+}

@@ -129,6 +129,23 @@ impl JobQueue {
         })
     }
 
+    /// Sets the `HoldReasonCode`/`HoldReasonSubCode` of a held job (a
+    /// hold by the job's policy, `home::job_policy`).
+    pub fn set_hold_code(&mut self, id: JobId, code: u32, subcode: i32) -> Result<()> {
+        self.conn.execute(
+            "UPDATE jobs SET hold_code = ?3, hold_subcode = ?4 \
+             WHERE cluster = ?1 AND proc = ?2 AND state = ?5",
+            params![
+                to_i64(id.cluster, "cluster id")?,
+                id.proc,
+                code,
+                subcode,
+                JobStateKind::Held.code()
+            ],
+        )?;
+        Ok(())
+    }
+
     /// The program of `id` is running: its series of failed starts is
     /// over.
     pub fn clear_start_failures(&mut self, id: JobId) -> Result<()> {
