@@ -938,7 +938,7 @@ fn build_description(
         }
         // The job's own hold/release policy: ClassAd expressions the home
         // evaluates, kept under HTCondor's job-ad names.
-        if let Some(attr) = policy_attr(&key) {
+        if let Some(attr) = policy_attr(key) {
             if value.is_empty() {
                 bad("needs an expression".into());
             } else if let Err(reason) = check_expression(&value) {
