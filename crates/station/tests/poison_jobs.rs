@@ -101,7 +101,12 @@ async fn poison_jobs_are_held_with_a_reason_and_later_jobs_run() {
 
     // 200 KiB: past MAX_ARG_STRLEN (32 pages), E2BIG whatever the stack
     // limit, yet small enough for any station's submit limits.
-    let big = "x".repeat(200 * 1024);
+    // POISON_ARG_BYTES=20971520 reproduces the 20 MiB argument.
+    let bytes = std::env::var("POISON_ARG_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200 * 1024);
+    let big = "x".repeat(bytes);
     let specs: Vec<(&'static str, String, &'static str, i32)> = vec![
         (
             "e2big argument",
