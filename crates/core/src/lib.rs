@@ -15,6 +15,7 @@
 //! - [`alloc`]: node allocators: Up-Down, Random, Round-Robin (Mutka 1988 Ch. 4).
 //! - [`dmw`]: DMW placement: UMol and β·n/max(n, λ+1) scores, the rules shared with the coordinator (embargo, job limits, progress guarantee), the arbiter, the uncoordinated baseline (Neeracher 1998 §4.4–4.5).
 //! - [`owner_rules`]: the owner's rules for guests: operating windows, allowed/denied users.
+//! - [`start_failures`]: poison jobs: back-off after a failed start, hold after too many in a row.
 //! - [`dag`]: job DAGs with data and priority dependences, retries, DAG and rescue file formats (Neeracher 1998 §2.1, §4.1).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![forbid(unsafe_code)]
@@ -27,4 +28,5 @@ pub mod eviction;
 pub mod linger;
 pub mod owner_rules;
 pub mod rng;
+pub mod start_failures;
 pub mod time;

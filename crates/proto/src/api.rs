@@ -58,6 +58,20 @@ pub struct JobInfo {
     pub host: Option<String>,
     /// Executable and arguments, for the `CMD` column.
     pub cmd: String,
+    /// Failed starts in a row (a job held for them: the whole series).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub start_failures: u32,
+    /// HTCondor's `HoldReasonCode` of a hold that has one (6: the program
+    /// could not be executed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_code: Option<u32>,
+    /// HTCondor's `HoldReasonSubCode` (for code 6: the errno).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_subcode: Option<i32>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One history entry of a job.

@@ -567,6 +567,9 @@ pub enum JobEventKind {
     Evicted,
     /// A checkpoint was written and saved (no state change).
     Checkpointed,
+    /// The program could not be started (no state change of its own: the
+    /// job goes back to idle, or on hold after too many in a row).
+    StartFailed,
     Completed,
     Held,
     Released,
@@ -574,7 +577,7 @@ pub enum JobEventKind {
 }
 
 impl JobEventKind {
-    pub const ALL: [JobEventKind; 11] = [
+    pub const ALL: [JobEventKind; 12] = [
         JobEventKind::Submitted,
         JobEventKind::Placed,
         JobEventKind::Started,
@@ -582,6 +585,7 @@ impl JobEventKind {
         JobEventKind::Resumed,
         JobEventKind::Evicted,
         JobEventKind::Checkpointed,
+        JobEventKind::StartFailed,
         JobEventKind::Completed,
         JobEventKind::Held,
         JobEventKind::Released,
@@ -597,6 +601,7 @@ impl JobEventKind {
             JobEventKind::Resumed => "resumed",
             JobEventKind::Evicted => "evicted",
             JobEventKind::Checkpointed => "checkpointed",
+            JobEventKind::StartFailed => "start_failed",
             JobEventKind::Completed => "completed",
             JobEventKind::Held => "held",
             JobEventKind::Released => "released",

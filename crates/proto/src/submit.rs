@@ -81,6 +81,13 @@ pub const KNOWN_KEYS: &[&str] = &[
     "checkpoint_method",
     "concurrency_limits",
     "max_retries",
+    "on_exit_hold",
+    "on_exit_hold_reason",
+    "on_exit_hold_subcode",
+    "periodic_hold",
+    "periodic_hold_reason",
+    "periodic_hold_subcode",
+    "periodic_release",
     "nice_user",
     "accounting_group",
     "batch_name",
@@ -958,6 +965,18 @@ fn build_description(
             }
             continue;
         }
+        // The job's own hold/release policy: ClassAd expressions the home
+        // evaluates, kept under HTCondor's job-ad names.
+        if let Some(attr) = policy_attr(key) {
+            if value.is_empty() {
+                bad("needs an expression".into());
+            } else if let Err(reason) = check_expression(&value) {
+                bad(reason);
+            } else {
+                d.custom_attrs.insert(attr.to_string(), value);
+            }
+            continue;
+        }
         let opt = |v: &str| (!v.is_empty()).then(|| v.to_string());
         match key.as_str() {
             "universe" => {
@@ -1170,6 +1189,21 @@ fn check_expression(text: &str) -> Result<(), String> {
     gleaner_classad::parse_expr(&probe)
         .map(|_| ())
         .map_err(|e| format!("not a valid expression: {e}"))
+}
+
+/// The job-ad attribute of a policy submit key (`on_exit_hold` →
+/// `OnExitHold`), as HTCondor's condor_submit names it.
+pub fn policy_attr(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "on_exit_hold" => "OnExitHold",
+        "on_exit_hold_reason" => "OnExitHoldReason",
+        "on_exit_hold_subcode" => "OnExitHoldSubCode",
+        "periodic_hold" => "PeriodicHold",
+        "periodic_hold_reason" => "PeriodicHoldReason",
+        "periodic_hold_subcode" => "PeriodicHoldSubCode",
+        "periodic_release" => "PeriodicRelease",
+        _ => return None,
+    })
 }
 
 const KIB: u64 = 1024;

@@ -352,6 +352,10 @@ pub enum RejectReason {
     RequirementsUnmet,
     /// The station is draining or shutting down.
     Draining,
+    /// The job itself cannot start (a file name no sandbox can hold, a
+    /// NUL byte): any host would refuse it, so the home counts it as a
+    /// failed start ([`StartFailure`]).
+    Unrunnable,
 }
 
 /// Host → home station: the answer to a [`PlacementRequest`].
@@ -396,6 +400,36 @@ pub struct JobStatusReport {
     /// the job's current one (absent: from an older host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<crate::run::RunId>,
+    /// The program could not be started (the report is then `evicted`,
+    /// state idle): the home counts the failed start and holds the job
+    /// after too many in a row (absent: from an older host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_failure: Option<StartFailure>,
+}
+
+/// Why a job could not be started, in HTCondor's hold terms: `code` is the
+/// `HoldReasonCode` a hold for it would carry, `subcode` the
+/// `HoldReasonSubCode` (the Unix errno where there is one, else 0).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartFailure {
+    pub code: u32,
+    #[serde(default)]
+    pub subcode: i32,
+    /// What failed, for the user: `exec "/bin/x": Argument list too long`.
+    pub message: String,
+}
+
+/// HTCondor's `HoldReasonCode` values that Gleaner uses.
+pub mod hold_code {
+    /// `condor_hold` by a user or administrator.
+    pub const USER_REQUEST: u32 = 1;
+    /// The job's own policy (`on_exit_hold`, `periodic_hold`); the
+    /// subcode is the job's `on_exit_hold_subcode`/`periodic_hold_subcode`.
+    pub const JOB_POLICY: u32 = 3;
+    /// The starter failed to execute the program; subcode = errno.
+    pub const FAILED_TO_EXECUTE: u32 = 6;
+    /// Transferring the job's input files failed; subcode = errno.
+    pub const TRANSFER_INPUT_ERROR: u32 = 13;
 }
 
 /// CLI → station: `glean submit`.

@@ -442,3 +442,28 @@ fn checkpoint_method_selects_criu_and_refuses_mixing() {
     assert_eq!(lines_of(&e), vec![2], "{e}");
     assert!(e.to_string().contains("checkpoint_exit_code"), "{e}");
 }
+
+/// The job's hold/release policy keys are stored under HTCondor's job-ad
+/// names, checked as expressions.
+#[test]
+fn policy_keys_become_job_ad_expressions() {
+    let text = "executable = a.sh\n\
+                on_exit_hold = ExitCode =!= 0\n\
+                on_exit_hold_reason = \"bad exit\"\n\
+                on_exit_hold_subcode = 4\n\
+                periodic_hold = CurrentTime - QDate > 3600\n\
+                periodic_release = HoldReasonCode == 6 && NumJobStarts < 3\n\
+                queue\n";
+    let jobs = parse(text).expect("valid").expand(1).expect("expands");
+    let a = &jobs[0].custom_attrs;
+    assert_eq!(a["OnExitHold"], "ExitCode =!= 0");
+    assert_eq!(a["OnExitHoldReason"], "\"bad exit\"");
+    assert_eq!(a["OnExitHoldSubCode"], "4");
+    assert_eq!(a["PeriodicHold"], "CurrentTime - QDate > 3600");
+    assert_eq!(
+        a["PeriodicRelease"],
+        "HoldReasonCode == 6 && NumJobStarts < 3"
+    );
+    let e = errors("executable = a.sh\nperiodic_release = (1 +\nqueue\n");
+    assert_eq!(lines_of(&e), vec![2]);
+}

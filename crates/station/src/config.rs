@@ -132,6 +132,14 @@ pub struct StationConfig {
     /// How long a host that evicted a job (or lost its lease) is avoided
     /// when placing that job again, seconds (0: never avoided).
     pub avoid_host_secs: f64,
+    /// Failed starts in a row after which a job goes on hold (poison
+    /// jobs, issue 14); a job's own `max_retries` sets it to
+    /// `max_retries + 1` for that job.
+    pub max_start_failures: u32,
+    /// How long the host of a failed start is avoided for that job after
+    /// its first failed start, seconds; doubled for each further one, up to
+    /// `avoid_host_secs`.
+    pub start_retry_secs: f64,
     /// Signal asking a self-checkpointing guest to checkpoint (name, e.g.
     /// `SIGTERM`, HTCondor's default, or `SIGUSR1`).
     pub checkpoint_signal: String,
@@ -185,6 +193,8 @@ impl Default for StationConfig {
             checkpoint_bytes_per_sec: 32 * 1024 * 1024,
             max_checkpoint_bytes: 4 << 30,
             avoid_host_secs: 1800.0,
+            max_start_failures: 3,
+            start_retry_secs: 30.0,
             checkpoint_signal: "SIGTERM".into(),
             checkpoint_grace_secs: 10.0,
             execute_dir: None,

@@ -142,6 +142,7 @@ impl Env {
             detail: String::new(),
             usage: None,
             run: None,
+            start_failure: None,
         };
         reqwest::Client::new()
             .post(format!("{}/v1/jobs/{id}/status", self.base))

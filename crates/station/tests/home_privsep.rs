@@ -244,6 +244,7 @@ impl Env {
             detail: String::new(),
             usage: None,
             run: None,
+            start_failure: None,
         };
         let r = reqwest::Client::new()
             .post(format!("{}/v1/jobs/{id}/status", self.base))

@@ -152,7 +152,9 @@ fn sigkill_at_random_moments() {
                 JobEventKind::Held => JobStateKind::Held,
                 JobEventKind::Completed => JobStateKind::Completed,
                 JobEventKind::Removed => JobStateKind::Removed,
-                JobEventKind::Placed | JobEventKind::Checkpointed => state,
+                JobEventKind::Placed | JobEventKind::Checkpointed | JobEventKind::StartFailed => {
+                    state
+                }
             };
         }
         assert_eq!(state, j.state.kind(), "job {} history disagrees", j.id);

@@ -543,10 +543,11 @@ async fn starter_rejects_bad_claims_and_oversized_jobs() {
     ));
     let mut req = request(&env, JobId::new(6, 4), BUSY);
     req.description.transfer_input_files = vec!["..".into()];
+    // The job's own fault: the home counts it as a failed start.
     assert!(matches!(
         env.starter.place(req),
         PlacementResponse::Rejected {
-            reason: RejectReason::RequirementsUnmet,
+            reason: RejectReason::Unrunnable,
             ..
         }
     ));

@@ -467,6 +467,7 @@ impl Home {
             detail: "exit 0".into(),
             usage: None,
             run: None,
+            start_failure: None,
         }
     }
 

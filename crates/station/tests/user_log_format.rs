@@ -74,6 +74,8 @@ fn htcondor_reads_every_event_gleaner_writes() {
         },
         UserEvent::Held {
             reason: "held by alice".into(),
+            code: 1,
+            subcode: 0,
         },
         UserEvent::Released {
             reason: "released by alice".into(),
@@ -93,6 +95,14 @@ fn htcondor_reads_every_event_gleaner_writes() {
         },
         UserEvent::Aborted {
             reason: "removed by alice".into(),
+        },
+        UserEvent::ShadowException {
+            message: "failed to start on b: Argument list too long (E2BIG)".into(),
+        },
+        UserEvent::Held {
+            reason: "failed to start 3 times in a row".into(),
+            code: 6,
+            subcode: 7,
         },
     ];
     let dir = tempfile::tempdir().unwrap();
@@ -132,4 +142,10 @@ fn htcondor_reads_every_event_gleaner_writes() {
     assert_eq!(ad(12)["TerminatedNormally"], false);
     assert_eq!(ad(12)["TerminatedBySignal"], 9);
     assert_eq!(ad(13)["Reason"], "removed by alice");
+    assert_eq!(
+        ad(14)["Message"],
+        "failed to start on b: Argument list too long (E2BIG)"
+    );
+    assert_eq!(ad(15)["HoldReasonCode"], 6);
+    assert_eq!(ad(15)["HoldReasonSubCode"], 7);
 }

@@ -33,6 +33,7 @@ mod host_caller;
 mod http;
 pub mod identity;
 pub mod job_classes;
+mod job_policy;
 pub mod lease;
 pub mod private;
 pub mod recover;
@@ -40,6 +41,7 @@ pub mod remote;
 mod runs;
 pub mod schedd;
 pub mod shadow;
+mod start_failures;
 mod submit_check;
 pub mod user;
 pub mod user_log;
@@ -223,6 +225,11 @@ impl Home {
             )));
         }
         tasks.push(tokio::spawn(lease::monitor(self.clone(), shutdown.clone())));
+        // The jobs' own periodic_hold / periodic_release.
+        tasks.push(tokio::spawn(job_policy::run_loop(
+            self.clone(),
+            shutdown.clone(),
+        )));
         tasks
     }
 

@@ -53,7 +53,7 @@ struct Row {
     /// The host was last heard from; `None` until the lease monitor first
     /// sees the job running (then it gets a full lease).
     last_contact: Option<Instant>,
-    /// Hosts to stay away from, with when each was added.
+    /// Hosts to stay away from, each until an instant.
     avoided: Vec<(String, Instant)>,
 }
 
@@ -269,13 +269,20 @@ impl RemoteJobs {
 
     /// Remember that `host` evicted (or lost) `job`.
     pub fn avoid_host(&self, job: JobId, host: &str) {
-        if self.avoid_for.is_zero() || host.is_empty() {
+        self.avoid_host_for(job, host, self.avoid_for);
+    }
+
+    /// Keeps `job` off `host` for `avoid_for` (at most the table's own
+    /// avoidance; a failed start backs off for less, `home::start_failures`).
+    pub fn avoid_host_for(&self, job: JobId, host: &str, avoid_for: Duration) {
+        let avoid_for = avoid_for.min(self.avoid_for);
+        if avoid_for.is_zero() || host.is_empty() {
             return;
         }
         let mut rows = self.rows();
         let v = &mut rows.entry(job).or_default().avoided;
         v.retain(|(h, _)| h != host);
-        v.push((host.to_string(), Instant::now()));
+        v.push((host.to_string(), Instant::now() + avoid_for));
     }
 
     /// The hosts `job` stays away from for now.
@@ -284,8 +291,8 @@ impl RemoteJobs {
         let Some(row) = rows.get_mut(&job) else {
             return Vec::new();
         };
-        let limit = self.avoid_for;
-        row.avoided.retain(|(_, t)| t.elapsed() < limit);
+        let now = Instant::now();
+        row.avoided.retain(|(_, until)| *until > now);
         row.avoided.iter().map(|(h, _)| h.clone()).collect()
     }
 
@@ -333,9 +340,8 @@ impl RemoteJobs {
                 expired.push((*id, host.clone()));
             }
         }
-        let avoid_for = self.avoid_for;
         rows.retain(|_, r| {
-            r.avoided.retain(|(_, t)| t.elapsed() < avoid_for);
+            r.avoided.retain(|(_, until)| *until > now);
             r.at.is_some() || r.last_contact.is_some() || !r.avoided.is_empty()
         });
         (expired, next)

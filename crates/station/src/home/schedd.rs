@@ -10,12 +10,13 @@
 //! it vacated.
 
 use super::user_log::{UserEvent, user_log};
-use super::{Home, runs};
+use super::{Home, runs, start_failures};
 use crate::clock::now;
 use gleaner_proto::job::{JobId, JobState};
 use gleaner_proto::run::RunId;
 use gleaner_proto::wire::{
-    Grant, PROTOCOL_VERSION, PlacementRequest, PlacementResponse, Preemption,
+    Grant, PROTOCOL_VERSION, PlacementRequest, PlacementResponse, Preemption, RejectReason,
+    StartFailure, hold_code,
 };
 use std::sync::Arc;
 use std::time::Instant;
@@ -111,6 +112,21 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
             // The queue lock is released before the user log is written.
             let started_here = {
                 let mut q = home.queue();
+                // The host may have reported already (under this lock:
+                // before or after, never between) that the program could
+                // not start: a failed start of this run was counted, the
+                // run is over, and the job is not marked running.
+                let failed_already = q
+                    .get(job.id)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|r| r.start_failures > job.start_failures);
+                if failed_already {
+                    drop(q);
+                    tracing::info!(job = %job.id, host = %g.host, "placed, but its start failed already");
+                    home.remote.end_placing(job.id);
+                    return;
+                }
                 let run_s = run.to_string();
                 if let Err(e) = q.record_placement_run(
                     job.id,
@@ -148,6 +164,25 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
                 user_log(home, job.id, at, UserEvent::Executing { host }).await;
             }
             tracing::info!(job = %job.id, host = %g.host, "job placed");
+        }
+        Ok(PlacementResponse::Rejected {
+            reason: RejectReason::Unrunnable,
+            message,
+        }) => {
+            // Refused for what the job is: a failed start like any other
+            // (counted; the host avoided for a while, so its next grant
+            // goes to the next idle job; held after too many).
+            tracing::info!(job = %job.id, host = %g.host, message, "placement refused: job cannot run");
+            let failure = StartFailure {
+                code: hold_code::FAILED_TO_EXECUTE,
+                subcode: 0,
+                message: format!("refused by the host: {message}"),
+            };
+            if let Err(e) =
+                start_failures::failed_start(home, job.id, &g.host, &failure, now()).await
+            {
+                tracing::error!(job = %job.id, error = %e, "cannot record a failed start");
+            }
         }
         Ok(PlacementResponse::Rejected { reason, message }) => {
             tracing::info!(job = %job.id, host = %g.host, ?reason, message, "placement rejected");

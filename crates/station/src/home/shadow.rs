@@ -38,7 +38,7 @@ use super::http::job_record;
 use super::private;
 use super::runs::{require_current_run, run_param};
 use super::user_log::{UserEvent, user_log};
-use super::{Home, deliver, parse_job_id};
+use super::{Home, deliver, job_policy, parse_job_id, start_failures};
 use crate::clock::now;
 use crate::queue::JobRecord;
 use crate::userfs::Op;
@@ -49,7 +49,7 @@ use axum::{Extension, Json, Router};
 use gleaner_edge::{ApiError, Caller, body_bytes, parse_json, require_station};
 use gleaner_proto::api::{AppendResponse, StoredResponse};
 use gleaner_proto::job::{JobEventKind, JobId, JobState, JobStateKind};
-use gleaner_proto::wire::{ErrorCode, JobStatusReport, check_version};
+use gleaner_proto::wire::{ErrorCode, JobStatusReport, check_version, hold_code};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Component, PathBuf};
@@ -377,6 +377,21 @@ async fn status(
             detail: "recorded".into(),
         }));
     }
+    if let Some(failure) = &rep.start_failure {
+        // The program could not start: counted, and back to the queue or
+        // on hold (poison jobs, `start_failures`).
+        let done = start_failures::failed_start(&home, id, &rep.host, failure, at).await?;
+        home.remote.reported(id, false);
+        tracing::info!(job = %id, host = %rep.host, state = %done.record.state, "failed start applied");
+        return Ok(Json(StoredResponse {
+            ok: true,
+            detail: done.record.state.to_string(),
+        }));
+    }
+    if rep.event == JobEventKind::Started {
+        // The program runs: a series of failed starts is over.
+        start_failures::started(&home, id);
+    }
     if r.state.kind() == rep.state.kind() {
         // A retried report: already applied.
         return Ok(Json(StoredResponse {
@@ -389,14 +404,26 @@ async fn status(
     } else {
         format!("on {}: {}", rep.host, rep.detail)
     };
-    let new = if let JobState::Completed { .. } = rep.state {
+    let new = if let JobState::Completed { exit_code } = rep.state {
+        // The job's on_exit_hold may keep it in the queue, held (its
+        // outputs are delivered all the same, as in HTCondor).
+        let policy_hold = job_policy::on_exit_hold(&r, exit_code, at);
+        let target = match &policy_hold {
+            Some(h) => {
+                detail.push_str(&format!(" (exit code {exit_code}; held by on_exit_hold)"));
+                JobState::Held {
+                    reason: h.reason.clone(),
+                }
+            }
+            None => rep.state.clone(),
+        };
         // Outputs are written aside first and put in place only once the
         // completion is durable; in a task of its own, so that a request
         // dropped halfway never leaves it half done (deliver.rs).
         let task = tokio::spawn(deliver::complete(
             home.clone(),
             r.clone(),
-            rep.state.clone(),
+            target,
             detail,
             at,
         ));
@@ -404,6 +431,13 @@ async fn status(
             .await
             .map_err(|e| ApiError::internal("completion failed", e))??;
         detail = full;
+        if let Some(h) = &policy_hold
+            && matches!(new.state, JobState::Held { .. })
+        {
+            home.queue()
+                .set_hold_code(id, hold_code::JOB_POLICY, h.subcode)?;
+            super::runs::retire_run(&home, id);
+        }
         new
     } else {
         home.queue()
@@ -430,6 +464,8 @@ async fn status(
         },
         JobState::Held { reason } => UserEvent::Held {
             reason: reason.clone(),
+            code: new.hold_code.unwrap_or(0),
+            subcode: new.hold_subcode.unwrap_or(0),
         },
         JobState::Completed { exit_code } => UserEvent::Terminated {
             exit_code: *exit_code,

@@ -71,6 +71,9 @@ pub(crate) fn info(r: &JobRecord) -> JobInfo {
         run_count: r.run_count,
         host: r.host.clone(),
         cmd: cmd(r),
+        start_failures: r.start_failures,
+        hold_code: r.hold_code,
+        hold_subcode: r.hold_subcode,
     }
 }
 
@@ -283,6 +286,8 @@ async fn act(
         },
         Action::Hold => UserEvent::Held {
             reason: detail.clone(),
+            code: gleaner_proto::wire::hold_code::USER_REQUEST,
+            subcode: 0,
         },
         Action::Release => UserEvent::Released {
             reason: detail.clone(),

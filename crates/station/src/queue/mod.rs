@@ -14,11 +14,13 @@
 //! State changes are checked against [`JobStateKind::can_transition_to`]; an
 //! illegal one fails and changes nothing.
 
+mod failures;
 mod read;
 mod rows;
 mod schema;
 mod write;
 
+pub use failures::FailedStart;
 use gleaner_core::time::Time;
 use gleaner_proto::job::{
     IllegalTransition, JobDescription, JobEventKind, JobId, JobState, JobStateKind,
@@ -77,6 +79,17 @@ pub struct JobRecord {
     pub run_count: u32,
     /// Host the job was last placed on.
     pub host: Option<String>,
+    /// Failed starts in a row (since the last start that ran the program,
+    /// or the last release).
+    #[serde(default)]
+    pub start_failures: u32,
+    /// HTCondor's `HoldReasonCode` of the current hold, when it has one
+    /// (a hold for failed starts: 6).
+    #[serde(default)]
+    pub hold_code: Option<u32>,
+    /// HTCondor's `HoldReasonSubCode` (for code 6: the errno).
+    #[serde(default)]
+    pub hold_subcode: Option<i32>,
 }
 
 /// One entry of a job's history.
@@ -129,6 +142,8 @@ impl JobFilter {
 /// (or process) for concurrent readers.
 pub struct JobQueue {
     conn: Connection,
+    /// The `jobs` columns of a record, as this file has them.
+    columns: &'static str,
 }
 
 impl std::fmt::Debug for JobQueue {
@@ -154,7 +169,10 @@ impl JobQueue {
         }
         conn.pragma_update(None, "synchronous", "FULL")?;
         schema::create_or_migrate(&conn)?;
-        Ok(JobQueue { conn })
+        Ok(JobQueue {
+            conn,
+            columns: rows::JOB_COLUMNS,
+        })
     }
 
     /// Opens an existing queue for reading only (for tools such as
@@ -165,7 +183,13 @@ impl JobQueue {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        Ok(JobQueue { conn })
+        // An older queue is read as it is: it has no column of schema 6.
+        let columns = if schema::has_column(&conn, "jobs", "start_failures")? {
+            rows::JOB_COLUMNS
+        } else {
+            rows::JOB_COLUMNS_V5
+        };
+        Ok(JobQueue { conn, columns })
     }
 
     /// Runs `PRAGMA integrity_check`; `Ok(())` if the file is sound,

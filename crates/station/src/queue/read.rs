@@ -1,6 +1,6 @@
 //! Reading the queue: jobs, lists, the running jobs, counts, history.
 
-use super::rows::{JOB_COLUMNS, RawJob, time_from, to_i64};
+use super::rows::{RawJob, time_from, to_i64};
 use super::{JobEvent, JobFilter, JobQueue, JobRecord, QueueError, Result, RunningJob};
 use gleaner_proto::job::{JobEventKind, JobId, JobStateKind};
 use rusqlite::{OptionalExtension, params};
@@ -45,7 +45,8 @@ impl JobQueue {
 
     /// One job, if it exists.
     pub fn get(&self, id: JobId) -> Result<Option<JobRecord>> {
-        let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE cluster = ?1 AND proc = ?2");
+        let cols = self.columns;
+        let sql = format!("SELECT {cols} FROM jobs WHERE cluster = ?1 AND proc = ?2");
         let raw = self
             .conn
             .query_row(
@@ -60,8 +61,9 @@ impl JobQueue {
     /// Jobs matching `filter`, in job-id order (terminal jobs included if
     /// the filter does not exclude them).
     pub fn list(&self, filter: &JobFilter) -> Result<Vec<JobRecord>> {
+        let cols = self.columns;
         let sql = format!(
-            "SELECT {JOB_COLUMNS} FROM jobs \
+            "SELECT {cols} FROM jobs \
              WHERE (?1 IS NULL OR owner = ?1) AND (?2 IS NULL OR state = ?2) \
                AND (?3 IS NULL OR cluster = ?3) \
              ORDER BY cluster, proc"
@@ -82,8 +84,9 @@ impl JobQueue {
     /// Completed and removed jobs, most recently finished first
     /// (`glean history`).
     pub fn history(&self, owner: Option<&str>) -> Result<Vec<JobRecord>> {
+        let cols = self.columns;
         let sql = format!(
-            "SELECT {JOB_COLUMNS} FROM jobs \
+            "SELECT {cols} FROM jobs \
              WHERE state IN (?1, ?2) AND (?3 IS NULL OR owner = ?3) \
              ORDER BY finished_at DESC, cluster DESC, proc DESC"
         );
@@ -103,8 +106,9 @@ impl JobQueue {
     /// Up to `n` idle jobs to place next: higher job `priority` first, then
     /// first in, first out. With the default priority (0) this is plain FIFO.
     pub fn next_idle_jobs(&self, n: usize) -> Result<Vec<JobRecord>> {
+        let cols = self.columns;
         let sql = format!(
-            "SELECT {JOB_COLUMNS} FROM jobs WHERE state = ?1 \
+            "SELECT {cols} FROM jobs WHERE state = ?1 \
              ORDER BY priority DESC, cluster, proc LIMIT ?2"
         );
         let limit = i64::try_from(n).unwrap_or(i64::MAX);

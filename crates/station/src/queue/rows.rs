@@ -19,7 +19,14 @@ pub(super) fn time_from(v: i64) -> Time {
 }
 
 pub(super) const JOB_COLUMNS: &str = "cluster, proc, owner, description, state, hold_reason, exit_code, \
-     submitted_at, updated_at, started_at, finished_at, run_count, host";
+     submitted_at, updated_at, started_at, finished_at, run_count, host, start_failures, hold_code, \
+     hold_subcode";
+
+/// [`JOB_COLUMNS`] of a queue older than schema 6, read without migrating
+/// it (a read-only reader): no failed starts, no hold codes.
+pub(super) const JOB_COLUMNS_V5: &str = "cluster, proc, owner, description, state, hold_reason, \
+     exit_code, submitted_at, updated_at, started_at, finished_at, run_count, host, \
+     0 AS start_failures, NULL AS hold_code, NULL AS hold_subcode";
 
 /// A `jobs` row before validation.
 pub(super) struct RawJob {
@@ -36,6 +43,9 @@ pub(super) struct RawJob {
     finished_at: Option<i64>,
     run_count: u32,
     host: Option<String>,
+    start_failures: u32,
+    hold_code: Option<u32>,
+    hold_subcode: Option<i32>,
 }
 
 impl RawJob {
@@ -54,6 +64,9 @@ impl RawJob {
             finished_at: r.get(10)?,
             run_count: r.get(11)?,
             host: r.get(12)?,
+            start_failures: r.get(13)?,
+            hold_code: r.get(14)?,
+            hold_subcode: r.get(15)?,
         })
     }
 
@@ -76,6 +89,9 @@ impl RawJob {
             finished_at: self.finished_at.map(time_from),
             run_count: self.run_count,
             host: self.host,
+            start_failures: self.start_failures,
+            hold_code: self.hold_code,
+            hold_subcode: self.hold_subcode,
         })
     }
 }

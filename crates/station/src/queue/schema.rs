@@ -20,7 +20,10 @@ use rusqlite::Connection;
 /// 5: `jobs.publishing`, the outputs of a committed completion not yet
 /// renamed into place (JSON; cleared once they are): a home killed in
 /// between finishes the renames at start (issue 14).
-pub(super) const SCHEMA_VERSION: i64 = 5;
+/// 6: `jobs.start_failures` (failed starts in a row), `jobs.hold_code` and
+/// `jobs.hold_subcode` (HTCondor's `HoldReasonCode`/`HoldReasonSubCode` of
+/// a hold that has one): poison jobs go on hold (issue 14).
+pub(super) const SCHEMA_VERSION: i64 = 6;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (
@@ -46,6 +49,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     host_claim   TEXT,                   -- the claim it was placed with (schema 3)
     run_id       TEXT,                   -- its current run, RunId (schema 4)
     publishing   TEXT,                   -- staged outputs to put in place (schema 5)
+    start_failures INTEGER NOT NULL DEFAULT 0, -- failed starts in a row (schema 6)
+    hold_code    INTEGER,                -- HoldReasonCode of the hold (schema 6)
+    hold_subcode INTEGER,                -- HoldReasonSubCode (schema 6)
     PRIMARY KEY (cluster, proc)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, priority, cluster, proc);
@@ -87,6 +93,17 @@ pub(super) fn create_or_migrate(conn: &Connection) -> Result<()> {
                 migrated = true;
             }
         }
+        // Version 5 counted no failed starts and kept no hold codes.
+        for (column, decl) in [
+            ("start_failures", "INTEGER NOT NULL DEFAULT 0"),
+            ("hold_code", "INTEGER"),
+            ("hold_subcode", "INTEGER"),
+        ] {
+            if !has_column(conn, "jobs", column)? {
+                conn.execute_batch(&format!("ALTER TABLE jobs ADD COLUMN {column} {decl};"))?;
+                migrated = true;
+            }
+        }
         if migrated {
             tracing::info!(
                 from = found,
@@ -109,7 +126,7 @@ pub(super) fn create_or_migrate(conn: &Connection) -> Result<()> {
     }
 }
 
-fn has_column(conn: &Connection, table: &str, column: &str) -> Result<bool> {
+pub(super) fn has_column(conn: &Connection, table: &str, column: &str) -> Result<bool> {
     let mut stmt = conn.prepare(&format!("PRAGMA table_info({table})"))?;
     let names = stmt.query_map([], |r| r.get::<_, String>(1))?;
     for n in names {

@@ -160,7 +160,9 @@ impl JobQueue {
                started_at = CASE WHEN ?7 THEN ?6 ELSE started_at END, \
                run_count = run_count + CASE WHEN ?7 THEN 1 ELSE 0 END, \
                finished_at = CASE WHEN ?8 THEN ?6 ELSE finished_at END, \
-               publishing = COALESCE(?9, publishing) \
+               publishing = COALESCE(?9, publishing), \
+               hold_code = NULL, hold_subcode = NULL, \
+               start_failures = CASE WHEN ?10 THEN 0 ELSE start_failures END \
              WHERE cluster = ?1 AND proc = ?2",
             params![
                 cluster,
@@ -171,7 +173,9 @@ impl JobQueue {
                 now,
                 starting,
                 to.is_terminal(),
-                publishing
+                publishing,
+                // A release starts a new series of starts.
+                event == JobEventKind::Released
             ],
         )?;
         tx.execute(

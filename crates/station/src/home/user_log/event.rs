@@ -34,10 +34,17 @@ pub enum UserEvent {
     Suspended,
     /// 011: thawed.
     Unsuspended,
-    /// 012: held.
-    Held { reason: String },
+    /// 012: held, with HTCondor's `HoldReasonCode` and subcode
+    /// (`gleaner_proto::wire::hold_code`; 0 when none applies).
+    Held {
+        reason: String,
+        code: u32,
+        subcode: i32,
+    },
     /// 013: released.
     Released { reason: String },
+    /// 007: a run that failed (its program could not be started).
+    ShadowException { message: String },
     /// 008: anything else worth a line (a rejected checkpoint, an output
     /// that could not be delivered).
     Generic { text: String },
@@ -56,6 +63,7 @@ impl UserEvent {
             UserEvent::Aborted { .. } => 9,
             UserEvent::Suspended => 10,
             UserEvent::Unsuspended => 11,
+            UserEvent::ShadowException { .. } => 7,
             UserEvent::Held { .. } => 12,
             UserEvent::Released { .. } => 13,
         }
@@ -161,21 +169,30 @@ pub fn format_event(id: JobId, at: Time, e: &UserEvent) -> String {
             out += "Job was suspended.\n\tNumber of processes actually suspended: 1\n";
         }
         UserEvent::Unsuspended => out += "Job was unsuspended.\n",
-        UserEvent::Held { reason } => {
+        UserEvent::Held {
+            reason,
+            code,
+            subcode,
+        } => {
             let r = one_line(reason);
             let r = if r.is_empty() {
                 "Reason unspecified".to_string()
             } else {
                 r
             };
-            // Code 1: HTCondor's "UserRequest"; Gleaner keeps no finer code.
-            out += &format!("Job was held.\n\t{r}\n\tCode 1 Subcode 0\n");
+            out += &format!("Job was held.\n\t{r}\n\tCode {code} Subcode {subcode}\n");
         }
         UserEvent::Released { reason } => {
             out += "Job was released.\n";
             if !reason.is_empty() {
                 out += &format!("\t{}\n", one_line(reason));
             }
+        }
+        UserEvent::ShadowException { message } => {
+            out += "Shadow exception!\n";
+            out += &format!("\t\t{}\n", one_line(message));
+            out += "\t0  -  Run Bytes Sent By Job\n";
+            out += "\t0  -  Run Bytes Received By Job\n";
         }
         UserEvent::Generic { text } => {
             out += &one_line(text);
@@ -228,6 +245,8 @@ mod tests {
             AT,
             &UserEvent::Held {
                 reason: "a\nb".into(),
+                code: 1,
+                subcode: 0,
             },
         );
         assert!(s.contains("\ta|b\n\tCode 1 Subcode 0\n"), "{s}");

@@ -77,7 +77,9 @@ impl Starter {
             return Some(reject(RejectReason::Draining, "station is draining"));
         }
         if let Err(msg) = validate_names(&req.description) {
-            return Some(reject(RejectReason::RequirementsUnmet, msg));
+            // The job's own fault, the same on every host: the home counts
+            // it as a failed start (and holds the job after a few).
+            return Some(reject(RejectReason::Unrunnable, msg));
         }
         None
     }

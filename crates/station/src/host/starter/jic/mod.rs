@@ -20,7 +20,9 @@ pub(crate) use transfer::FetchError;
 use super::{Starter, StarterError};
 use gleaner_proto::job::{JobEventKind, JobId, JobState};
 use gleaner_proto::run::RunId;
-use gleaner_proto::wire::{JobStatusReport, PROTOCOL_VERSION, PlacementRequest, Usage};
+use gleaner_proto::wire::{
+    JobStatusReport, PROTOCOL_VERSION, PlacementRequest, StartFailure, Usage,
+};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -86,7 +88,30 @@ impl Home {
         detail: impl Into<String>,
         usage: Option<Usage>,
     ) {
-        let detail = detail.into();
+        self.send(event, state, detail.into(), usage, None);
+    }
+
+    /// The program could not be started: back to the queue as far as this
+    /// host is concerned; the home counts it and may hold the job.
+    pub(crate) fn report_start_failure(&self, failure: StartFailure) {
+        let detail = format!("failed to start: {}", failure.message);
+        self.send(
+            JobEventKind::Evicted,
+            JobState::Idle,
+            detail,
+            None,
+            Some(failure),
+        );
+    }
+
+    fn send(
+        &self,
+        event: JobEventKind,
+        state: JobState,
+        detail: String,
+        usage: Option<Usage>,
+        start_failure: Option<StartFailure>,
+    ) {
         tracing::info!(job = %self.job, ?event, %detail, "guest event");
         let _ = self.reports.send(JobStatusReport {
             protocol: PROTOCOL_VERSION,
@@ -98,6 +123,7 @@ impl Home {
             detail,
             usage,
             run: self.run.clone(),
+            start_failure,
         });
     }
 

@@ -10,6 +10,7 @@ use super::{GuestRun, Stop, prepare::Prepared, setup::Launchpad};
 use crate::checkpoint::Criu;
 use crate::isolation::{GuestLauncher, GuestProcess, GuestSpec, IsolationError};
 use gleaner_proto::job::{JobEventKind, JobState};
+use gleaner_proto::wire::hold_code;
 use std::ffi::OsString;
 use std::fs::File;
 use std::path::Path;
@@ -52,17 +53,19 @@ impl GuestRun<'_> {
             &self.starter.confinement,
         ) {
             Ok(p) => p,
-            Err(IsolationError::Spawn { source, .. })
-                if restoring.is_none()
-                    && (matches!(
-                        source.kind(),
-                        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
-                    ) || source.raw_os_error() == Some(libc::ENOEXEC)) =>
-            {
-                return Err(Stop::held(format!(
-                    "cannot execute {:?}: {source}",
-                    self.req.description.executable
-                )));
+            // Whatever made the exec fail (E2BIG, ENOENT, EACCES, ENOEXEC,
+            // a NUL byte in an argument), it is a failed start: the home
+            // counts them and holds a job that keeps failing (issue 14).
+            Err(IsolationError::Spawn { source, .. }) if restoring.is_none() => {
+                return Err(Stop::start_failed(
+                    hold_code::FAILED_TO_EXECUTE,
+                    source.raw_os_error().unwrap_or(0),
+                    format!(
+                        "cannot execute {:?}: {}",
+                        self.req.description.executable,
+                        describe_errno(&source)
+                    ),
+                ));
             }
             Err(e) => return Err(e.into()),
         };
@@ -223,6 +226,35 @@ impl GuestRun<'_> {
         if pass.restored && pass.leave.is_none() {
             pass.ctl.keep_idle();
         }
+    }
+}
+
+/// An exec error as a user can act on it: the OS's text and the errno's
+/// name (`Argument list too long (E2BIG, errno 7)`).
+fn describe_errno(e: &std::io::Error) -> String {
+    let name = match e.raw_os_error() {
+        Some(libc::E2BIG) => "E2BIG",
+        Some(libc::ENOENT) => "ENOENT",
+        Some(libc::EACCES) => "EACCES",
+        Some(libc::ENOEXEC) => "ENOEXEC",
+        Some(libc::ENOMEM) => "ENOMEM",
+        Some(libc::ETXTBSY) => "ETXTBSY",
+        Some(libc::ELOOP) => "ELOOP",
+        Some(libc::ENOTDIR) => "ENOTDIR",
+        Some(libc::EPERM) => "EPERM",
+        Some(_) => "",
+        None => return e.to_string(),
+    };
+    let code = e.raw_os_error().unwrap_or(0);
+    // io::Error's text ends with "(os error N)": name it instead.
+    let text = e.to_string();
+    let text = text
+        .rsplit_once(" (os error")
+        .map_or(text.as_str(), |(t, _)| t);
+    if name.is_empty() {
+        format!("{text} (errno {code})")
+    } else {
+        format!("{text} ({name}, errno {code})")
     }
 }
 

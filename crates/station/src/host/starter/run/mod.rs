@@ -38,7 +38,7 @@ use super::{Starter, StarterError};
 use crate::checkpoint::{Criu, SelfCheckpoint};
 use crate::isolation::{GuestUser, IsolationError};
 use gleaner_proto::job::{JobEventKind, JobState};
-use gleaner_proto::wire::PlacementRequest;
+use gleaner_proto::wire::{PlacementRequest, StartFailure};
 use launch::Pass;
 use prepare::Prepared;
 use restore::Restored;
@@ -54,6 +54,8 @@ pub(crate) enum Outcome {
     Exited(i32),
     Evicted(String),
     Held(String),
+    /// The program could not be started (the home decides what next).
+    StartFailed(StartFailure),
 }
 
 /// Why the stages stopped before the run's end.
@@ -71,6 +73,16 @@ impl Stop {
 
     fn held(why: impl Into<String>) -> Self {
         Stop::Early(Outcome::Held(why.into()))
+    }
+
+    /// The program could not be started: `code` is the `HoldReasonCode`
+    /// a hold for it carries, `errno` its subcode.
+    fn start_failed(code: u32, errno: i32, message: String) -> Self {
+        Stop::Early(Outcome::StartFailed(StartFailure {
+            code,
+            subcode: errno,
+            message,
+        }))
     }
 }
 
@@ -138,6 +150,10 @@ impl GuestRun<'_> {
             }
             Ok(Outcome::Evicted(why)) => {
                 self.home.report(JobEventKind::Evicted, JobState::Idle, why);
+            }
+            Ok(Outcome::StartFailed(f)) => {
+                tracing::warn!(job = %self.req.job_id, code = f.code, errno = f.subcode, message = %f.message, "guest failed to start");
+                self.home.report_start_failure(f);
             }
             Ok(Outcome::Held(why)) => {
                 self.home.report(

@@ -5,6 +5,7 @@ use super::super::jic::FetchError;
 use super::super::sandbox::{local_name, write_input};
 use super::{Command, GuestRun, Stop};
 use crate::isolation::prepare_sandbox;
+use gleaner_proto::wire::hold_code;
 use std::path::PathBuf;
 use tokio::sync::mpsc;
 
@@ -45,10 +46,16 @@ impl GuestRun<'_> {
         }
         let p = PathBuf::from(&d.executable);
         if !p.is_absolute() || !p.is_file() {
-            return Err(Stop::held(format!(
-                "executable {:?} not found on {}",
-                d.executable, self.starter.config.host
-            )));
+            // Maybe only this host lacks it: a failed start, counted by
+            // the home, which holds the job if it keeps failing.
+            return Err(Stop::start_failed(
+                hold_code::FAILED_TO_EXECUTE,
+                libc::ENOENT,
+                format!(
+                    "executable {:?} not found on {}",
+                    d.executable, self.starter.config.host
+                ),
+            ));
         }
         Ok(p)
     }
