@@ -2,14 +2,14 @@
 //! `glean history`: `-constraint EXPR` (a ClassAd expression over each
 //! job's ad), `-af ATTR…` (autoformat: those attributes or expressions,
 //! one job a line) and `-l` (the whole job ad). The ads come from
-//! [`crate::job_ad`], the one mapping to HTCondor's attribute names.
+//! [`gleaner_proto::job_ad`], the one mapping to HTCondor's attribute names.
 
-use crate::job_ad::job_ad;
 use crate::output::{JobList, Output};
 use anyhow::Context;
 use clap::Args;
 use gleaner_classad::{Ad, EvalContext, Expr, Value, parse_expr};
 use gleaner_proto::api::{JobDetail, JobInfo};
+use gleaner_proto::job_ad::detail_ad;
 use gleaner_station::client::{ClientError, StationClient};
 use std::ffi::OsString;
 
@@ -129,7 +129,7 @@ pub fn print_jobs(
             Err(ClientError::Api { status: 404, .. }) => continue,
             Err(e) => return Err(e).with_context(|| format!("cannot read job {}", j.id)),
         };
-        let ad = job_ad(&d);
+        let ad = detail_ad(&d);
         if constraints.iter().all(|c| selects(&eval(&ad, c, now))) {
             selected.push((d, ad));
         }

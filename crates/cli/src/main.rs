@@ -9,7 +9,6 @@ mod daemons;
 mod dag;
 mod demo;
 mod demo_users;
-mod job_ad;
 mod job_select;
 mod jobs;
 mod output;

@@ -16,6 +16,7 @@ pub mod api;
 pub mod creds;
 pub mod fit;
 pub mod job;
+pub mod job_ad;
 pub mod limits;
 pub mod matchmaking;
 pub mod run;

@@ -43,43 +43,14 @@ fn unix_secs(t: Time) -> i64 {
     i64::try_from(t.as_micros() / 1_000_000).unwrap_or(i64::MAX)
 }
 
-/// The job's ClassAd: its own `+Attr`s and policy expressions, and what
-/// the queue knows under HTCondor's names. `EnteredCurrentStatus` is the
-/// job's last change in the queue.
+/// The job's ClassAd ([`gleaner_proto::job_ad`], HTCondor's names) at
+/// `at`, with `exit_code` when the job has just exited.
 pub(crate) fn job_ad(r: &JobRecord, exit_code: Option<i32>, at: Time) -> Ad {
-    let mut ad = Ad::new();
-    for (name, expr) in &r.description.custom_attrs {
-        // Checked at submit; one that no longer parses is left out.
-        let _ = ad.insert(name, expr);
-    }
-    ad.insert_int("ClusterId", i64::try_from(r.id.cluster).unwrap_or(i64::MAX));
-    ad.insert_int("ProcId", i64::from(r.id.proc));
-    ad.insert_str("Owner", &r.owner);
-    ad.insert_int("JobStatus", i64::from(r.state.code()));
-    ad.insert_int("NumJobStarts", i64::from(r.run_count));
-    ad.insert_int("NumStartFailures", i64::from(r.start_failures));
-    ad.insert_int("QDate", unix_secs(r.submitted_at));
-    ad.insert_int("EnteredCurrentStatus", unix_secs(r.updated_at));
+    let mut ad = gleaner_proto::job_ad::job_ad(&super::user::info(r), &r.description, &[]);
     ad.insert_int("CurrentTime", unix_secs(at));
-    if let Some(t) = r.started_at {
-        ad.insert_int("JobCurrentStartDate", unix_secs(t));
-    }
-    let exit = exit_code.or(match r.state {
-        JobState::Completed { exit_code } => Some(exit_code),
-        _ => None,
-    });
-    if let Some(c) = exit {
+    if let Some(c) = exit_code {
         ad.insert_int("ExitCode", i64::from(c));
-        ad.insert_bool("ExitBySignal", false);
-    }
-    if let JobState::Held { reason } = &r.state {
-        ad.insert_str("HoldReason", reason);
-        if let Some(c) = r.hold_code {
-            ad.insert_int("HoldReasonCode", i64::from(c));
-        }
-        if let Some(c) = r.hold_subcode {
-            ad.insert_int("HoldReasonSubCode", i64::from(c));
-        }
+        ad.insert_bool("ExitBySignal", c < 0);
     }
     ad
 }

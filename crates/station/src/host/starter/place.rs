@@ -76,6 +76,11 @@ impl Starter {
         if self.draining.load(Ordering::SeqCst) {
             return Some(reject(RejectReason::Draining, "station is draining"));
         }
+        // The host does not trust the home to have checked: what no exec
+        // could take (NUL bytes, oversize arguments) is refused here too.
+        if let Some(p) = gleaner_proto::limits::check_description(&req.description).first() {
+            return Some(reject(RejectReason::Unrunnable, p.to_string()));
+        }
         if let Err(msg) = validate_names(&req.description) {
             // The job's own fault, the same on every host: the home counts
             // it as a failed start (and holds the job after a few).

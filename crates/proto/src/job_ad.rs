@@ -1,15 +1,17 @@
 //! The job ClassAd of a job, with HTCondor's attribute names: the one
 //! place that maps a Gleaner job record to the names users script against
-//! (`glean q|history -l`, `-af ATTR…` and `-constraint EXPR`).
+//! (`glean q|history -l`, `-af ATTR…` and `-constraint EXPR`) and that the
+//! home evaluates the job's own policy over (`on_exit_hold`,
+//! `periodic_release`, …).
 //!
 //! Names and codes follow HTCondor's job ads (`JobStatus` 1 idle, 2
 //! running, 3 removed, 4 completed, 5 held, 7 suspended; times in seconds
 //! since the UNIX epoch; `RequestMemory` MiB, `RequestDisk` KiB).
 
+use crate::api::{EventInfo, JobDetail, JobInfo};
+use crate::job::{JobDescription, JobEventKind, JobState};
 use gleaner_classad::Ad;
 use gleaner_core::time::Time;
-use gleaner_proto::api::JobDetail;
-use gleaner_proto::job::{JobEventKind, JobState};
 
 fn secs(t: Time) -> i64 {
     i64::try_from(t.as_micros() / 1_000_000).unwrap_or(i64::MAX)
@@ -23,10 +25,14 @@ fn insert_expr_or_string(ad: &mut Ad, name: &str, expr: &str) {
     }
 }
 
-/// The job ad of one job (its record, description and history).
-pub fn job_ad(d: &JobDetail) -> Ad {
-    let j = &d.job;
-    let desc = &d.description;
+/// The job ad of one job as the API gives it.
+pub fn detail_ad(d: &JobDetail) -> Ad {
+    job_ad(&d.job, &d.description, &d.events)
+}
+
+/// The job ad of one job: its record, description and history (`events`
+/// empty: not known, and `NumCkpts` is left out).
+pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
     let mut ad = Ad::new();
     // `+Attr` lines first: Gleaner's own attributes below take precedence,
     // as HTCondor's submit does for the attributes it sets itself.
@@ -61,8 +67,9 @@ pub fn job_ad(d: &JobDetail) -> Ad {
     match &j.state {
         JobState::Held { reason } => {
             ad.insert_str("HoldReason", reason);
-            // 1: HTCondor's "UserRequest"; Gleaner keeps no finer code.
-            ad.insert_int("HoldReasonCode", 1);
+            // A hold with no code of its own was a user's (1, UserRequest).
+            ad.insert_int("HoldReasonCode", i64::from(j.hold_code.unwrap_or(1)));
+            ad.insert_int("HoldReasonSubCode", i64::from(j.hold_subcode.unwrap_or(0)));
         }
         JobState::Completed { exit_code } => {
             ad.insert_bool("ExitBySignal", *exit_code < 0);
@@ -74,14 +81,17 @@ pub fn job_ad(d: &JobDetail) -> Ad {
         }
         _ => {}
     }
-    let ckpts = d
-        .events
-        .iter()
-        .filter(|e| {
-            e.kind == JobEventKind::Checkpointed && !e.detail.starts_with("checkpoint rejected")
-        })
-        .count();
-    ad.insert_int("NumCkpts", i64::try_from(ckpts).unwrap_or(i64::MAX));
+    if !events.is_empty() {
+        let ckpts = events
+            .iter()
+            .filter(|e| {
+                e.kind == JobEventKind::Checkpointed && !e.detail.starts_with("checkpoint rejected")
+            })
+            .count();
+        ad.insert_int("NumCkpts", i64::try_from(ckpts).unwrap_or(i64::MAX));
+    }
+    // Gleaner's own: failed starts in a row (HTCondor has no such count).
+    ad.insert_int("NumStartFailures", i64::from(j.start_failures));
     // Only the vanilla universe exists in Gleaner: HTCondor's code 5.
     ad.insert_int("JobUniverse", 5);
     ad.insert_str("Cmd", &desc.executable);
@@ -134,9 +144,8 @@ pub fn job_ad(d: &JobDetail) -> Ad {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::JobId;
     use gleaner_classad::{EvalContext, parse_expr};
-    use gleaner_proto::api::JobInfo;
-    use gleaner_proto::job::{JobDescription, JobId};
 
     fn detail(state: JobState) -> JobDetail {
         let mut description = JobDescription::new("alice", "/bin/sleep");
@@ -157,6 +166,9 @@ mod tests {
                 run_count: 0,
                 host: Some("x1".into()),
                 cmd: "/bin/sleep 60".into(),
+                start_failures: 0,
+                hold_code: None,
+                hold_subcode: None,
             },
             description,
             events: Vec::new(),
@@ -171,7 +183,7 @@ mod tests {
 
     #[test]
     fn htcondor_names_and_codes() {
-        let ad = job_ad(&detail(JobState::Held {
+        let ad = detail_ad(&detail(JobState::Held {
             reason: "held by alice".into(),
         }));
         assert_eq!(eval(&ad, "ClusterId"), "12");
@@ -183,7 +195,7 @@ mod tests {
         assert_eq!(eval(&ad, "Project"), "\"blue\"");
         assert_eq!(eval(&ad, "RemoteHost"), "undefined");
         assert_eq!(eval(&ad, "LastRemoteHost"), "\"x1\"");
-        let running = job_ad(&detail(JobState::Running));
+        let running = detail_ad(&detail(JobState::Running));
         assert_eq!(eval(&running, "RemoteHost"), "\"x1\"");
         assert_eq!(eval(&running, "JobStatus"), "2");
     }
