@@ -155,4 +155,35 @@ mod tests {
             StartFailureDecision::Hold { .. }
         ));
     }
+
+    proptest::proptest! {
+        /// Held exactly from the limit on; before it, the avoidance never
+        /// exceeds its cap and never shrinks from one failure to the next.
+        #[test]
+        fn hold_iff_at_limit_and_avoidance_grows_to_its_cap(
+            failures in 1u32..200,
+            limit in 0u32..50,
+            first in 0u64..1_000_000,
+            cap in 0u64..100_000_000,
+        ) {
+            let p = StartFailurePolicy {
+                limit: 3,
+                first_avoid: Dur::from_micros(first),
+                max_avoid: Dur::from_micros(cap),
+            };
+            let avoid = |n: u32| match p.decide(n, limit, "x", "h") {
+                StartFailureDecision::Retry { avoid_host_for } => Some(avoid_host_for),
+                StartFailureDecision::Hold { .. } => None,
+            };
+            let now = avoid(failures);
+            proptest::prop_assert_eq!(now.is_none(), failures >= limit.max(1));
+            if let Some(a) = now {
+                proptest::prop_assert!(a <= Dur::from_micros(cap));
+                if failures > 1 {
+                    let before = avoid(failures - 1);
+                    proptest::prop_assert!(before.is_some_and(|b| b <= a));
+                }
+            }
+        }
+    }
 }
