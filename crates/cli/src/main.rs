@@ -13,6 +13,7 @@ mod job_select;
 mod jobs;
 mod output;
 mod sim;
+mod tail;
 mod token;
 mod up;
 
@@ -62,6 +63,8 @@ enum Command {
     Release(jobs::ActionArgs),
     /// Show finished jobs (condor_history).
     History(jobs::HistoryArgs),
+    /// Print a job's output as its home has it; -f follows it (condor_tail).
+    Tail(tail::TailArgs),
     /// Show the coordinator's Up-Down table (condor_userprio).
     Userprio(jobs::StatusArgs),
     /// Start a personal pool on this machine (a coordinator and N stations).
@@ -96,6 +99,7 @@ fn main() -> ExitCode {
         Command::Hold(args) => jobs::hold(args, out),
         Command::Release(args) => jobs::release(args, out),
         Command::History(args) => jobs::history(args, out),
+        Command::Tail(args) => tail::tail(args),
         Command::Up(args) => up::up(args),
         Command::Userprio(args) => jobs::userprio(args, out),
         Command::Token(args) => token::run(args, out),

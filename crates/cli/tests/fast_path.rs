@@ -14,28 +14,9 @@
 
 mod common;
 
-use common::{TestOwner, UpProcess, free_base_port, glean_as, glean_bin, wait_pool_up};
+use common::{TestOwner, free_base_port, glean_as, up, wait_pool_up};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// `glean up --stations N --port PORT [--interval S]` with GLEAN_HOME=home.
-fn up(home: &Path, stations: u16, port: u16, interval: Option<f64>) -> UpProcess {
-    gleaner_testkit::reachable(home).unwrap();
-    let mut c = Command::new(glean_bin());
-    c.args(["up", "--stations", &stations.to_string()])
-        .args(["--port", &port.to_string()]);
-    if let Some(i) = interval {
-        c.args(["--interval", &i.to_string()]);
-    }
-    UpProcess(
-        c.env("GLEAN_HOME", home)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap(),
-    )
-}
 
 /// Times of one finished job, seconds since the UNIX epoch.
 #[derive(Debug)]

@@ -377,24 +377,45 @@ impl StationClient {
         self.json(rb).await
     }
 
-    /// `GET /v1/jobs/{id}/output/{stream}?offset=N`: output so far.
+    /// `GET /v1/jobs/{id}/output/{stream}?offset=N`: output so far (at
+    /// most the home's 4 MiB per read: see [`StationClient::output_part`]).
     pub async fn output(
         &self,
         id: &str,
         stream: &str,
         offset: u64,
     ) -> Result<Vec<u8>, ClientError> {
-        let resp = self
-            .send(
-                self.http
-                    .get(self.url(&format!("/v1/jobs/{id}/output/{stream}")))
-                    .query(&[("offset", offset)]),
-            )
-            .await?;
-        resp.bytes()
+        Ok(self.output_part(id, stream, offset, None).await?.0)
+    }
+
+    /// Up to `max` bytes of a job's output from `offset` (the home caps it
+    /// too), and the stream's whole length so far (`None` from an older
+    /// home that does not say).
+    pub async fn output_part(
+        &self,
+        id: &str,
+        stream: &str,
+        offset: u64,
+        max: Option<u64>,
+    ) -> Result<(Vec<u8>, Option<u64>), ClientError> {
+        let mut rb = self
+            .http
+            .get(self.url(&format!("/v1/jobs/{id}/output/{stream}")))
+            .query(&[("offset", offset)]);
+        if let Some(m) = max {
+            rb = rb.query(&[("max", m)]);
+        }
+        let resp = self.send(rb).await?;
+        let size = resp
+            .headers()
+            .get(crate::home::user::OUTPUT_SIZE_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        let bytes = resp
+            .bytes()
             .await
-            .map(|b| b.to_vec())
-            .map_err(|e| ClientError::Decode(e.to_string()))
+            .map_err(|e| ClientError::Decode(e.to_string()))?;
+        Ok((bytes.to_vec(), size))
     }
 
     /// `POST /v1/dags`: submit a DAG (`glean dag submit`).

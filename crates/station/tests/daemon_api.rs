@@ -411,6 +411,24 @@ async fn output_append_is_idempotent_and_rejects_gaps() {
     assert_eq!(c.output("1.0", "stdout", 0).await.unwrap(), b"hello world");
     assert_eq!(c.output("1.0", "stdout", 6).await.unwrap(), b"world");
     assert_eq!(c.output("1.0", "stderr", 0).await.unwrap(), b"");
+    // A bounded piece, and the whole length (what `glean tail` reads).
+    assert_eq!(
+        c.output_part("1.0", "stdout", 3, Some(4)).await.unwrap(),
+        (b"lo w".to_vec(), Some(11))
+    );
+    assert_eq!(
+        c.output_part("1.0", "stdout", u64::MAX, Some(0))
+            .await
+            .unwrap(),
+        (Vec::new(), Some(11))
+    );
+    let r = reqwest::Client::new()
+        .get(format!("{}/v1/jobs/1.0/output/stdout?max=lots", env.base))
+        .bearer_auth(env.token("alice", Role::User))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
     // Users may not write a job's output.
     let r = reqwest::Client::new()
         .post(format!(

@@ -137,6 +137,24 @@ pub fn wait_pool_up(home: &Path) {
     }
 }
 
+/// `glean up --stations N --port PORT [--interval S]` with GLEAN_HOME=home.
+pub fn up(home: &Path, stations: u16, port: u16, interval: Option<f64>) -> UpProcess {
+    gleaner_testkit::reachable(home).unwrap();
+    let mut c = Command::new(glean_bin());
+    c.args(["up", "--stations", &stations.to_string()])
+        .args(["--port", &port.to_string()]);
+    if let Some(i) = interval {
+        c.args(["--interval", &i.to_string()]);
+    }
+    UpProcess(
+        c.env("GLEAN_HOME", home)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    )
+}
+
 /// A `glean up` process, stopped with SIGINT (as Ctrl-C) on drop.
 pub struct UpProcess(pub Child);
 impl Drop for UpProcess {

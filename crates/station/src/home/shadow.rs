@@ -195,28 +195,55 @@ fn stream_path(home: &Home, id: JobId, s: Stream) -> PathBuf {
     home.spool_for(id).join(s.name())
 }
 
-/// Output received so far, from `offset`.
+/// Most bytes one read of a job's output returns: a longer output is read
+/// in pieces (by `offset`), so the home never holds more of it in memory
+/// for one request, however much the job wrote.
+pub(crate) const MAX_OUTPUT_READ: u64 = 4 << 20;
+
+/// Output received so far from `offset`, at most `max` bytes of it, and
+/// the stream's whole length (0 when nothing was received).
 pub(crate) async fn read_stream(
     home: &Home,
     id: JobId,
     s: Stream,
     offset: u64,
-) -> Result<Vec<u8>, ApiError> {
-    let data = match tokio::fs::read(stream_path(home, id, s)).await {
-        Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => {
+    max: u64,
+) -> Result<(Vec<u8>, u64), ApiError> {
+    let path = stream_path(home, id, s);
+    let read = tokio::task::spawn_blocking(move || read_range(&path, offset, max)).await;
+    match read {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => {
             tracing::error!(job = %id, error = %e, "cannot read spooled output");
-            return Err(ApiError::new(
+            Err(ApiError::new(
                 ErrorCode::Internal,
                 "cannot read spooled output",
-            ));
+            ))
         }
+        Err(e) => {
+            tracing::error!(job = %id, error = %e, "spooled output reader failed");
+            Err(ApiError::new(
+                ErrorCode::Internal,
+                "cannot read spooled output",
+            ))
+        }
+    }
+}
+
+/// Up to `max` bytes of the file at `path` from `offset`, and its length.
+fn read_range(path: &std::path::Path, offset: u64, max: u64) -> std::io::Result<(Vec<u8>, u64)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+        Err(e) => return Err(e),
     };
-    let start = usize::try_from(offset)
-        .unwrap_or(usize::MAX)
-        .min(data.len());
-    Ok(data[start..].to_vec())
+    let len = f.metadata()?.len();
+    let start = offset.min(len);
+    f.seek(SeekFrom::Start(start))?;
+    let mut buf = Vec::new();
+    f.take(max.min(len - start)).read_to_end(&mut buf)?;
+    Ok((buf, len))
 }
 
 async fn append(

@@ -365,21 +365,29 @@ async fn release(
 
 /// stdout/stderr received so far, from `offset` (visible while the job
 /// runs: the shadow appends as the host streams).
+/// Response header of `GET /v1/jobs/{id}/output/{stream}`: the stream's
+/// whole length so far.
+pub const OUTPUT_SIZE_HEADER: &str = "x-gleaner-output-size";
+
 async fn output(
     State(home): State<Arc<Home>>,
     Extension(caller): Extension<Caller>,
     Path((id, stream)): Path<(String, String)>,
     q: QR,
-) -> Result<Vec<u8>, ApiError> {
+) -> Result<([(&'static str, String); 1], Vec<u8>), ApiError> {
     let id: JobId = parse_job_id(&id)?;
     let stream = shadow::Stream::parse(&stream)?;
     let q = query(q)?;
-    let offset: u64 = match q.get("offset") {
-        Some(o) => o
-            .parse()
-            .map_err(|_| ApiError::bad("offset", format!("offset {o:?} is not a byte count")))?,
-        None => 0,
+    let count = |name: &'static str, default: u64| -> Result<u64, ApiError> {
+        match q.get(name) {
+            Some(o) => o
+                .parse()
+                .map_err(|_| ApiError::bad(name, format!("{name} {o:?} is not a byte count"))),
+            None => Ok(default),
+        }
     };
+    let offset = count("offset", 0)?;
+    let max = count("max", shadow::MAX_OUTPUT_READ)?.min(shadow::MAX_OUTPUT_READ);
     let owner = home
         .queue()
         .get(id)?
@@ -391,5 +399,8 @@ async fn output(
             format!("job {id} belongs to {owner}"),
         ));
     }
-    shadow::read_stream(&home, id, stream, offset).await
+    let (data, size) = shadow::read_stream(&home, id, stream, offset, max).await?;
+    // The whole length, so that a reader knows what is left (and sees a
+    // new run's output start again from zero).
+    Ok(([(OUTPUT_SIZE_HEADER, size.to_string())], data))
 }

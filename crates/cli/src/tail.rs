@@ -1,0 +1,94 @@
+//! `glean tail JOB`: a job's stdout (or stderr) as its home has received
+//! it, in the manner of `condor_tail`: the last bytes at once, and with
+//! `-f` whatever arrives until the job is over. The job's own bytes go to
+//! standard output unchanged (they are data, not a table).
+
+use crate::jobs::ConnectArgs;
+use anyhow::bail;
+use clap::Args;
+use gleaner_proto::job::JobId;
+use gleaner_station::client::StationClient;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// `glean tail [-f] [--stderr] [--maxbytes N] CLUSTER.PROC`.
+#[derive(Args, Debug)]
+pub struct TailArgs {
+    /// The job, `CLUSTER.PROC`.
+    pub id: String,
+    /// Its standard error instead of its standard output.
+    #[arg(long)]
+    pub stderr: bool,
+    /// Keep printing what arrives until the job completes, is removed or
+    /// held (condor_tail -f).
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+    /// Print at most this many bytes from the end first (condor_tail
+    /// -maxbytes; 1024 by default, as there).
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    pub maxbytes: u64,
+    /// Seconds between looks while following.
+    #[arg(long, default_value_t = 1.0, value_name = "S")]
+    pub interval: f64,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+pub fn tail(args: TailArgs) -> anyhow::Result<ExitCode> {
+    let id: JobId = match args.id.trim().parse() {
+        Ok(id) => id,
+        Err(_) => bail!("{:?} is not a job id (CLUSTER.PROC)", args.id),
+    };
+    if !(args.interval.is_finite() && args.interval > 0.0) {
+        bail!("--interval must be a positive number of seconds");
+    }
+    let settings = args.connect.settings()?;
+    let client = StationClient::from_settings(&settings)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(follow(&client, &id.to_string(), &args))
+}
+
+async fn follow(client: &StationClient, id: &str, args: &TailArgs) -> anyhow::Result<ExitCode> {
+    let stream = if args.stderr { "stderr" } else { "stdout" };
+    // The length first (an offset past the end reads nothing), then the
+    // last `maxbytes` of it.
+    let (_, size) = client.output_part(id, stream, u64::MAX, Some(0)).await?;
+    let mut offset = size.unwrap_or(0).saturating_sub(args.maxbytes);
+    let mut out = std::io::stdout().lock();
+    loop {
+        // Everything there now, in the home's pieces.
+        loop {
+            let (bytes, size) = client.output_part(id, stream, offset, None).await?;
+            let size = size.unwrap_or(offset + bytes.len() as u64);
+            if size < offset {
+                // A new run of the job: its output starts again.
+                out.flush()?;
+                eprintln!("glean tail: job {id} started again; its output restarts");
+                offset = 0;
+                continue;
+            }
+            out.write_all(&bytes)?;
+            offset += bytes.len() as u64;
+            if bytes.is_empty() || offset >= size {
+                break;
+            }
+        }
+        out.flush()?;
+        if !args.follow {
+            return Ok(ExitCode::SUCCESS);
+        }
+        let state = client.job(id).await?.job.state;
+        if state.is_terminal() || state.kind() == gleaner_proto::job::JobStateKind::Held {
+            // One more look: the last bytes may have come with the end.
+            let (bytes, _) = client.output_part(id, stream, offset, None).await?;
+            out.write_all(&bytes)?;
+            out.flush()?;
+            eprintln!("glean tail: job {id} is {state}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        tokio::time::sleep(Duration::from_secs_f64(args.interval)).await;
+    }
+}
