@@ -13,6 +13,7 @@ mod job_select;
 mod jobs;
 mod output;
 mod sim;
+mod supervise;
 mod tail;
 mod token;
 mod up;

@@ -27,13 +27,14 @@
 //! `active` or `idle` into it), so owner returns can be replayed by hand
 //! or by scripts.
 
+use crate::supervise::{Backoff, DaemonSpec, Supervised};
 use anyhow::{Context, bail};
 use clap::Args;
 use gleaner_coordinator::tokens::{TokenRegistry, TokenRequest, public_key_path};
 use gleaner_proto::creds::{PoolSigner, Role, load_or_create_signing_key, write_public_key};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Child, Command, ExitCode};
 use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
@@ -166,19 +167,19 @@ fn wait_listening(addr: SocketAddr, child: &mut Child, what: &str) -> anyhow::Re
     bail!("{what} did not start listening on {addr} within 20 s")
 }
 
-struct Children(Vec<(String, Child)>);
+struct Children(Vec<Supervised>);
 
 impl Drop for Children {
     fn drop(&mut self) {
         // SIGTERM first so daemons flush their state, then make sure.
-        for (_, c) in &self.0 {
+        for c in self.0.iter().filter_map(|s| s.child.as_ref()) {
             let _ = Command::new("kill")
                 .arg("-TERM")
                 .arg(c.id().to_string())
                 .status();
         }
         let deadline = Instant::now() + Duration::from_secs(5);
-        for (_, c) in &mut self.0 {
+        for c in self.0.iter_mut().filter_map(|s| s.child.as_mut()) {
             while Instant::now() < deadline {
                 if matches!(c.try_wait(), Ok(Some(_))) {
                     break;
@@ -231,9 +232,16 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
             args.interval
         ),
     )?;
-    let mut coord = spawn(&exe, "coordinator", &ccfg, &cdir.join("coordinator.log"))?;
+    let spec = DaemonSpec {
+        name: "coordinator".into(),
+        exe: exe.clone(),
+        what: "coordinator",
+        config: ccfg,
+        log: cdir.join("coordinator.log"),
+    };
+    let mut coord = fresh_log(&spec)?.spawn()?;
     wait_listening(coord_addr, &mut coord, "the coordinator")?;
-    children.0.push(("coordinator".into(), coord));
+    children.0.push(Supervised::new(spec, coord));
 
     let mut stations = Vec::new();
     for k in 0..args.stations {
@@ -306,9 +314,16 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
                  slot_prefix = \"gleaner-s{k}-\"\n"
             ),
         )?;
-        let mut child = spawn(&exe, "station", &scfg, &sdir.join("station.log"))?;
+        let spec = DaemonSpec {
+            name: name.clone(),
+            exe: exe.clone(),
+            what: "station",
+            config: scfg,
+            log: sdir.join("station.log"),
+        };
+        let mut child = fresh_log(&spec)?.spawn()?;
         wait_listening(addr, &mut child, &name)?;
-        children.0.push((name.clone(), child));
+        children.0.push(Supervised::new(spec, child));
         stations.push((name, addr, socket));
     }
     let (first, first_socket) = stations
@@ -366,14 +381,17 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
             stop.store(true, std::sync::atomic::Ordering::SeqCst);
         });
     }
+    // A daemon that dies is started again (see `supervise`); the pool
+    // stops only on Ctrl-C.
+    let policy = Backoff::default();
     loop {
         if stop.load(std::sync::atomic::Ordering::SeqCst) {
             println!("stopping the pool");
             return Ok(ExitCode::SUCCESS);
         }
-        for (name, c) in &mut children.0 {
-            if let Some(status) = c.try_wait()? {
-                bail!("{name} exited unexpectedly ({status}); stopping the pool");
+        for d in &mut children.0 {
+            if let Some(news) = d.tend(&policy, Instant::now()) {
+                eprintln!("glean up: {news}");
             }
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -436,20 +454,8 @@ fn run_demo(
     result
 }
 
-fn spawn(exe: &Path, what: &str, config: &Path, log: &Path) -> anyhow::Result<Child> {
-    let out = std::fs::File::create(log).with_context(|| format!("log {}", log.display()))?;
-    let err = out.try_clone()?;
-    Command::new(exe)
-        .arg(what)
-        .arg("--config")
-        .arg(config)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .env(
-            "GLEAN_LOG",
-            std::env::var("GLEAN_LOG").unwrap_or_else(|_| "info".into()),
-        )
-        .spawn()
-        .with_context(|| format!("starting {what}"))
+/// A new pool's daemon starts with an empty log (a restart appends).
+fn fresh_log(spec: &DaemonSpec) -> anyhow::Result<&DaemonSpec> {
+    std::fs::File::create(&spec.log).with_context(|| format!("log {}", spec.log.display()))?;
+    Ok(spec)
 }
