@@ -39,8 +39,9 @@ impl Backoff {
     pub fn delay(&self, n: u32) -> Duration {
         let exp = i32::try_from(n.saturating_sub(1)).unwrap_or(i32::MAX);
         let secs = self.first.as_secs_f64() * self.factor.powi(exp);
-        if secs.is_finite() {
-            Duration::from_secs_f64(secs).min(self.ceiling)
+        // Capped before converting: a long series overflows a Duration.
+        if secs.is_finite() && secs < self.ceiling.as_secs_f64() {
+            Duration::from_secs_f64(secs.max(0.0))
         } else {
             self.ceiling
         }
