@@ -17,6 +17,7 @@ mod supervise;
 mod tail;
 mod token;
 mod up;
+mod watch;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -66,6 +67,8 @@ enum Command {
     History(jobs::HistoryArgs),
     /// Print a job's output as its home has it; -f follows it (condor_tail).
     Tail(tail::TailArgs),
+    /// Follow your clusters' progress as jobs move (condor_watch_q).
+    Watch(watch::WatchArgs),
     /// Show the coordinator's Up-Down table (condor_userprio).
     Userprio(jobs::StatusArgs),
     /// Start a personal pool on this machine (a coordinator and N stations).
@@ -101,6 +104,7 @@ fn main() -> ExitCode {
         Command::Release(args) => jobs::release(args, out),
         Command::History(args) => jobs::history(args, out),
         Command::Tail(args) => tail::tail(args),
+        Command::Watch(args) => watch::watch(args, out),
         Command::Up(args) => up::up(args),
         Command::Userprio(args) => jobs::userprio(args, out),
         Command::Token(args) => token::run(args, out),

@@ -1,6 +1,6 @@
 //! One JSON document per command on stdout, for scripts (`--json`).
 
-use super::{Analysis, JobAction, JobList, LocalQueue, Output};
+use super::{Analysis, ClusterProgress, JobAction, JobList, LocalQueue, Output};
 use gleaner_classad::{Ad, Expr, Literal, Value as ClassAdValue, unparse_expr};
 use gleaner_coordinator::tokens::{IssuedToken, RevokeOutcome, TokenRecord};
 use gleaner_proto::api::{ActionResponse, JobInfo};
@@ -99,6 +99,13 @@ impl Output for JsonOutput {
     }
     fn dags(&self, dags: &[DagStatus]) {
         print(&dags);
+    }
+    fn progress(&self, clusters: &[ClusterProgress]) {
+        // One line per update: a stream a script reads line by line.
+        match serde_json::to_string(clusters) {
+            Ok(s) => println!("{s}"),
+            Err(e) => eprintln!("glean: cannot render JSON: {e}"),
+        }
     }
     fn dag(&self, dag: &DagStatus) {
         print(dag);

@@ -87,6 +87,47 @@ impl LocalQueue {
     }
 }
 
+/// `glean watch`: one cluster's jobs by state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ClusterProgress {
+    pub cluster: u64,
+    pub total: usize,
+    pub idle: usize,
+    pub running: usize,
+    pub suspended: usize,
+    pub held: usize,
+    pub completed: usize,
+    pub removed: usize,
+}
+
+impl ClusterProgress {
+    /// The clusters of `jobs`, in cluster order, counted by state.
+    pub fn of(jobs: &[JobInfo]) -> Vec<ClusterProgress> {
+        let mut by: std::collections::BTreeMap<u64, ClusterProgress> = Default::default();
+        for j in jobs {
+            let c = by.entry(j.id.cluster).or_insert_with(|| ClusterProgress {
+                cluster: j.id.cluster,
+                ..Default::default()
+            });
+            c.total += 1;
+            match j.state.kind().name() {
+                "idle" => c.idle += 1,
+                "running" => c.running += 1,
+                "suspended" => c.suspended += 1,
+                "held" => c.held += 1,
+                "completed" => c.completed += 1,
+                _ => c.removed += 1,
+            }
+        }
+        by.into_values().collect()
+    }
+
+    /// Every job completed or removed.
+    pub fn done(&self) -> bool {
+        self.completed + self.removed == self.total
+    }
+}
+
 /// How a command's result reaches the user.
 pub trait Output {
     /// `glean submit`.
@@ -118,6 +159,8 @@ pub trait Output {
     fn dag(&self, dag: &DagStatus);
     /// `glean dag rm`.
     fn dag_removed(&self, resp: &DagRmResponse);
+    /// `glean watch`: one update of the watched clusters.
+    fn progress(&self, clusters: &[ClusterProgress]);
     /// `glean classad eval`: the value in ClassAd syntax.
     fn classad_value(&self, value: &str);
     /// `glean token create`: in a table run, only the token goes to

@@ -1,7 +1,7 @@
 //! Tables and sentences for people: the default renderer.
 
 use super::format::{autoformat_value, epoch_date, exit_code, run_time, short_date, yes_no};
-use super::{Analysis, JobAction, JobList, LocalQueue, Output};
+use super::{Analysis, ClusterProgress, JobAction, JobList, LocalQueue, Output};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use gleaner_coordinator::tokens::{IssuedToken, RevokeOutcome, TokenRecord};
 use gleaner_proto::api::{ActionResponse, JobInfo};
@@ -201,6 +201,25 @@ impl Output for TableOutput {
         }
     }
 
+    fn progress(&self, clusters: &[ClusterProgress]) {
+        let mut t = table(vec![
+            "CLUSTER", "TOTAL", "IDLE", "RUN", "SUSP", "HELD", "DONE", "PROGRESS",
+        ]);
+        for c in clusters {
+            t.add_row(vec![
+                c.cluster.to_string(),
+                c.total.to_string(),
+                c.idle.to_string(),
+                c.running.to_string(),
+                c.suspended.to_string(),
+                c.held.to_string(),
+                (c.completed + c.removed).to_string(),
+                progress_bar(c.completed + c.removed, c.total, 20),
+            ]);
+        }
+        println!("{t}");
+    }
+
     fn dags(&self, dags: &[DagStatus]) {
         let mut t = table(vec![
             "ID", "OWNER", "STATE", "DONE", "RUNNING", "FAILED", "NODES", "DAG FILE",
@@ -325,5 +344,34 @@ impl Output for TableOutput {
                 println!("token {} was already revoked", r.token_id)
             }
         }
+    }
+}
+
+/// `[#####---------------]  25%`: `done` of `total` in `width` cells.
+fn progress_bar(done: usize, total: usize, width: usize) -> String {
+    let frac = if total == 0 {
+        1.0
+    } else {
+        done as f64 / total as f64
+    };
+    let full = ((frac * width as f64).round() as usize).min(width);
+    format!(
+        "[{}{}] {:>3.0}%",
+        "#".repeat(full),
+        "-".repeat(width - full),
+        frac * 100.0
+    )
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::progress_bar;
+
+    #[test]
+    fn bars_fill_with_the_share_done() {
+        assert_eq!(progress_bar(0, 4, 8), "[--------]   0%");
+        assert_eq!(progress_bar(1, 4, 8), "[##------]  25%");
+        assert_eq!(progress_bar(4, 4, 8), "[########] 100%");
+        assert_eq!(progress_bar(0, 0, 4), "[####] 100%");
     }
 }
