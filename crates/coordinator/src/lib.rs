@@ -31,6 +31,7 @@
 mod config;
 mod mailbox;
 pub mod matchmaker;
+mod metrics;
 mod persist;
 pub mod pool;
 mod server;

@@ -63,6 +63,15 @@ pub(crate) struct Served {
     /// and across restarts: they start from the clock, so a station's
     /// `after` from before a restart acknowledges nothing new).
     seq: u64,
+    /// Grants and preemptions posted since start (for `/metrics`).
+    issued: Issued,
+}
+
+/// Running totals of the messages the pool has issued.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Issued {
+    pub(crate) grants: u64,
+    pub(crate) preemptions: u64,
 }
 
 impl Served {
@@ -74,6 +83,7 @@ impl Served {
             seq: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX / 2)),
+            issued: Issued::default(),
         }
     }
 
@@ -86,6 +96,10 @@ impl Served {
         }
         self.claims_dirty |= out.persist_claims;
         for message in out.messages {
+            match &message {
+                Message::Grant { .. } => self.issued.grants += 1,
+                Message::Preempt { .. } => self.issued.preemptions += 1,
+            }
             self.seq += 1;
             let mail = self.mail.entry(message.to().to_string()).or_default();
             mail.letters.push(Letter {
@@ -223,6 +237,18 @@ impl Served {
 
     pub(crate) fn userprio(&self) -> UserPrio {
         self.pool.userprio()
+    }
+
+    pub(crate) fn issued(&self) -> Issued {
+        self.issued
+    }
+
+    pub(crate) fn passes(&self) -> u64 {
+        self.pool.passes()
+    }
+
+    pub(crate) fn transitions(&self) -> (u64, u64) {
+        self.pool.transitions()
     }
 
     #[cfg(test)]

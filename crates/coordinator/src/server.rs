@@ -337,6 +337,23 @@ async fn userprio(State(shared): State<Arc<Shared>>) -> Response {
     Json(table).into_response()
 }
 
+/// `GET /metrics` (any valid pool token: it reads what `/v1/pool` and
+/// `/v1/userprio` show).
+async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+    let snap = {
+        let pool = shared.pool();
+        crate::metrics::Snapshot {
+            status: pool.status(now()),
+            prio: pool.userprio(),
+            issued: pool.issued(),
+            passes: pool.passes(),
+            transitions: pool.transitions(),
+        }
+    };
+    let process = gleaner_edge::metrics::ProcessStats::current();
+    gleaner_edge::metrics::metrics_response(&crate::metrics::registry(&snap, process))
+}
+
 async fn health(State(shared): State<Arc<Shared>>) -> Response {
     let stations = shared.pool().status(now()).stations.len();
     Json(serde_json::json!({
@@ -358,6 +375,7 @@ fn router(shared: Arc<Shared>, verifier: Arc<CoordinatorVerifier>) -> Router {
         .route("/v1/ads", get(ads))
         .route("/v1/userprio", get(userprio))
         .route("/v1/health", get(health))
+        .route("/metrics", get(metrics))
         .fallback(not_found)
         .with_state(shared)
         .layer(middleware::from_fn_with_state(

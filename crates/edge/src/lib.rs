@@ -15,6 +15,8 @@
 //!   accounts).
 //! - [`tokens`]: the pool's Ed25519 bearer tokens ([`TokenVerifier`]:
 //!   public key only, then revocations).
+//! - [`metrics`]: `GET /metrics` shared parts (the daemon's own CPU and
+//!   memory, the OpenMetrics response).
 //! - [`roles`]: what a caller may do: [`require_station`],
 //!   [`require_station_named`] (a station speaks only for itself),
 //!   [`require_admin`], [`may_act_on`].
@@ -25,6 +27,7 @@
 pub mod auth;
 pub mod body;
 pub mod error;
+pub mod metrics;
 pub mod peer;
 pub mod roles;
 pub mod tokens;

@@ -27,6 +27,7 @@ pub mod home;
 pub mod host;
 pub mod isolation;
 pub mod lease;
+pub mod metrics;
 pub mod node;
 pub mod owner;
 pub mod queue;

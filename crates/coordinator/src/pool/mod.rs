@@ -188,6 +188,8 @@ pub struct Pool {
     used_unseen: HashMap<StationId, Vec<Option<String>>>,
     /// Ads received and kept, numbering them ([`Known::serial`]).
     ads_seen: u64,
+    /// Owner-state changes seen in kept ads: to AV, to NA (`/metrics`).
+    transitions: (u64, u64),
 }
 
 impl Pool {
@@ -223,6 +225,7 @@ impl Pool {
             event_waiting: false,
             used_unseen: HashMap::new(),
             ads_seen: 0,
+            transitions: (0, 0),
         };
         // Ids are dense and were validated on load: entry k has id k.
         for entry in &restored.stations {
@@ -435,6 +438,11 @@ impl Pool {
                     keep = false;
                 } else {
                     let became_av = prev.ad.state == OwnerState::Na && ad.state == OwnerState::Av;
+                    match (prev.ad.state, ad.state) {
+                        (OwnerState::Na, OwnerState::Av) => self.transitions.0 += 1,
+                        (OwnerState::Av, OwnerState::Na) => self.transitions.1 += 1,
+                        _ => {}
+                    }
                     let guest_left = prev
                         .ad
                         .running_guests
@@ -596,6 +604,12 @@ impl Pool {
     /// which some station waited).
     pub fn passes(&self) -> u64 {
         self.passes
+    }
+
+    /// Owner-state changes seen in the stations' ads since start: (to AV,
+    /// to NA).
+    pub fn transitions(&self) -> (u64, u64) {
+        self.transitions
     }
 
     /// Licence units in use by name (guests plus pending claims).

@@ -109,6 +109,7 @@ fn checkpoint_job(
 async fn record_rejection(home: &Home, id: JobId, why: &str) {
     let at = now();
     let detail = format!("checkpoint rejected, previous kept: {why}");
+    home.meters.checkpoints_rejected.inc();
     let res = home
         .queue()
         .annotate(id, JobEventKind::Checkpointed, &detail, at);
@@ -182,6 +183,9 @@ async fn store_checkpoint(
         }
     }
     home.ckpt.rate.record(bytes, elapsed);
+    home.meters.checkpoints_stored.inc();
+    home.meters.checkpoint_bytes.inc_by(bytes);
+    home.meters.checkpoint_seconds.inc_by(elapsed.as_secs_f64());
     let detail = format!(
         "{} checkpoint #{}: {} file(s), {bytes} bytes in {:.3} s",
         manifest.backend,

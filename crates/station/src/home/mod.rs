@@ -35,6 +35,7 @@ pub mod identity;
 pub mod job_classes;
 mod job_policy;
 pub mod lease;
+pub mod meters;
 pub mod private;
 pub mod recover;
 pub mod remote;
@@ -114,6 +115,8 @@ pub struct Home {
     completing: Mutex<HashSet<JobId>>,
     /// The idle jobs' classes, computed once per job.
     classes: job_classes::ClassCache,
+    /// Counters and histograms for `/metrics`.
+    pub meters: meters::HomeMeters,
 }
 
 impl Home {
@@ -154,6 +157,7 @@ impl Home {
             slot_prefix,
             completing: Mutex::new(HashSet::new()),
             classes: job_classes::ClassCache::default(),
+            meters: meters::HomeMeters::default(),
         })
     }
 

@@ -140,16 +140,19 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
                 }
                 // The host may already have reported "started" (then the
                 // shadow has logged the start).
-                let current = q.get(job.id).ok().flatten().map(|r| r.state);
+                let current = q.get(job.id).ok().flatten();
                 let mut started_here = false;
-                if current == Some(JobState::Idle) {
+                if let Some(before) = current.filter(|r| r.state == JobState::Idle) {
                     match q.transition(
                         job.id,
                         JobState::Running,
                         &format!("placed on host {} as {guest_id}", g.host),
                         at,
                     ) {
-                        Ok(_) => started_here = true,
+                        Ok(_) => {
+                            home.meters.job_started(&before, at);
+                            started_here = true
+                        }
                         Err(e) => {
                             tracing::warn!(job = %job.id, error = %e, "cannot mark job running")
                         }

@@ -467,8 +467,13 @@ async fn status(
         }
         new
     } else {
-        home.queue()
-            .transition(id, rep.state.clone(), &detail, at)?
+        let new = home
+            .queue()
+            .transition(id, rep.state.clone(), &detail, at)?;
+        if r.state == JobState::Idle && new.state.kind() == JobStateKind::Running {
+            home.meters.job_started(&r, at);
+        }
+        new
     };
     // A full disk (the home's spool, the host's sandbox) is no reason to
     // keep the job off the host for long: it stays queued and may return

@@ -232,6 +232,20 @@ impl Host {
         }
     }
 
+    /// The guests running here with their states (empty on a submit-only
+    /// station), as `GET /v1/guests` lists them.
+    pub fn guests(&self) -> Vec<starter::GuestListing> {
+        self.starter
+            .as_ref()
+            .map(|s| s.listing())
+            .unwrap_or_default()
+    }
+
+    /// The owner's state as the execute side sees it now.
+    pub fn owner_state(&self) -> OwnerState {
+        *self.owner.borrow()
+    }
+
     /// This side's part of the station's ad.
     pub fn part(&self) -> HostPart {
         let machine = match &self.starter {

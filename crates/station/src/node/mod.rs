@@ -158,6 +158,7 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
     if let Some(r) = host.router() {
         app = app.merge(r);
     }
+    app = app.merge(crate::metrics::router(home.clone(), host.clone()));
     // Between stations the claim is the credential: this station takes
     // claims naming it, and sends its own token to the coordinator alone.
     let verifier = Arc::new(LocalPeers(

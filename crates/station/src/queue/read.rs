@@ -218,6 +218,49 @@ impl JobQueue {
         Ok(out)
     }
 
+    /// Counts of jobs per owner and state, for the states listed (the
+    /// station's `/metrics`).
+    pub fn count_by_owner(
+        &self,
+        states: &[JobStateKind],
+    ) -> Result<Vec<(String, JobStateKind, u64)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT owner, state, COUNT(*) FROM jobs GROUP BY owner, state")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, u8>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (owner, code, n) = row?;
+            if let Some(k) = JobStateKind::from_code(code).filter(|k| states.contains(k)) {
+                out.push((owner, k, u64::try_from(n).unwrap_or(0)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The details of every history event of `kind`, with how often each
+    /// occurs (the station's `/metrics` classifies evictions by them).
+    pub fn event_details(&self, kind: JobEventKind) -> Result<Vec<(String, u64)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT detail, COUNT(*) FROM events WHERE kind = ?1 GROUP BY detail",
+        )?;
+        let rows = stmt.query_map(params![kind.name()], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (detail, n) = row?;
+            out.push((detail, u64::try_from(n).unwrap_or(0)));
+        }
+        Ok(out)
+    }
+
     /// A job's history, oldest first.
     pub fn events(&self, id: JobId) -> Result<Vec<JobEvent>> {
         let mut stmt = self.conn.prepare_cached(
