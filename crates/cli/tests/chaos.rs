@@ -329,19 +329,28 @@ impl Driver {
     }
 }
 
-/// Files being delivered (staged beside the user's outputs) in `work` and
-/// its subdirectories.
+/// Files being delivered: staged beside the user's outputs, in `work`
+/// and the checkpointing jobs' directories under it.
 fn staged_outputs(work: &Path) -> usize {
-    let mut n = 0;
+    staged_names(work).len()
+}
+
+/// The names of [`staged_outputs`].
+fn staged_names(work: &Path) -> Vec<String> {
+    let mut v = Vec::new();
     for e in std::fs::read_dir(work).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if name.contains(".gleaner-") {
-            n += 1;
+            v.push(name);
         } else if name.starts_with("ck") && e.file_type().is_ok_and(|t| t.is_dir()) {
-            n += staged_outputs(&e.path());
+            v.extend(
+                staged_names(&e.path())
+                    .into_iter()
+                    .map(|n| format!("{name}/{n}")),
+            );
         }
     }
-    n
+    v
 }
 
 /// What the driver knows of the jobs.
@@ -515,7 +524,7 @@ async fn chaos_kills_lose_nothing_and_outputs_are_one_runs() {
         for c in &mut w.ckpts {
             c.observe(tick);
         }
-        if tick % 5 == 0 {
+        if tick.is_multiple_of(5) {
             w.poll(&pool).await;
         }
         driver.restart_due(&mut pool, w.completed());
@@ -529,6 +538,7 @@ async fn chaos_kills_lose_nothing_and_outputs_are_one_runs() {
         tokio::time::sleep(TICK).await;
     }
     let drain = t0.elapsed();
+    let t_drained = Instant::now();
     // Every daemon up again (a kill may still be pending at the deadline).
     if let Some((name, _)) = driver.down.take() {
         pool.daemon_mut(&name).restart();
@@ -545,6 +555,9 @@ async fn chaos_kills_lose_nothing_and_outputs_are_one_runs() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 
+    let delivered_after = t_drained.elapsed();
+    let staged_left = staged_names(&work);
+
     // The figures.
     let completed = w.completed();
     let lost: Vec<String> = w
@@ -559,13 +572,13 @@ async fn chaos_kills_lose_nothing_and_outputs_are_one_runs() {
         .collect();
     let mut problems: Vec<String> = Vec::new();
     let (mut one_run, mut side_total, mut side_multi) = (0usize, 0usize, 0usize);
-    for p in 0..size.short {
+    for (p, id) in short_ids.iter().enumerate() {
         let o = check_short(&work, &side, p);
         one_run += usize::from(o.one_run);
         side_total += o.side_effects;
         side_multi += usize::from(o.side_effects > 1);
         if let Some(why) = o.problem {
-            problems.push(format!("{}: {why}", short_ids[p]));
+            problems.push(format!("{id}: {why}"));
         }
     }
     let (ref_out, ref_result) = reference_run();
@@ -606,7 +619,8 @@ async fn chaos_kills_lose_nothing_and_outputs_are_one_runs() {
          (coordinator {}, home {}, host {}; aimed at checkpoint {}, at delivery {}) \
          completed={completed} one_run_outputs={one_run} side_effects={side_total} \
          (jobs run more than once {side_multi}) restores={restores} redone_steps={} \
-         rollbacks={} lost={} corrupted={} drain={:.1}s",
+         rollbacks={} lost={} corrupted={} drain={:.1}s (outputs all in place {:.1}s later; \
+         staged files left behind {})",
         size.short,
         size.ckpt,
         driver.kills(),
@@ -620,7 +634,12 @@ async fn chaos_kills_lose_nothing_and_outputs_are_one_runs() {
         lost.len(),
         corrupted.len(),
         drain.as_secs_f64(),
+        delivered_after.as_secs_f64(),
+        staged_left.len(),
     );
+    if !staged_left.is_empty() {
+        eprintln!("staged files left in the work directory: {staged_left:?}");
+    }
     for l in &driver.log {
         eprintln!("{l}");
     }
