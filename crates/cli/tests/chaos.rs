@@ -134,9 +134,15 @@ async fn chaos_kills_lose_nothing_and_outputs_are_one_runs() {
     let settle = Instant::now() + Duration::from_secs(30);
     loop {
         w.poll(&pool).await;
-        let delivered = (0..size.short).all(|p| work.join(format!("result.{p}")).exists())
-            && (0..size.ckpt).all(|p| work.join(format!("ck{p}/selfckpt.result")).exists());
-        if (delivered && staged_outputs(&work) == 0) || Instant::now() > settle {
+        // Staged files do not count: one left by a home killed before it
+        // committed the completion stays (reported below).
+        let delivered = (0..size.short).all(|p| {
+            work.join(format!("result.{p}")).exists() && work.join(format!("out.{p}")).exists()
+        }) && (0..size.ckpt).all(|p| {
+            let dir = work.join(format!("ck{p}"));
+            dir.join("selfckpt.result").exists() && dir.join("out.txt").exists()
+        });
+        if delivered || Instant::now() > settle {
             break;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;

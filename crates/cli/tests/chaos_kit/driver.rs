@@ -2,12 +2,12 @@
 //! moments aimed at a checkpoint upload or an output delivery, and starts
 //! it again with the same configuration and state.
 
-use super::{HOSTS, Watch, staged_outputs};
+use super::{HOSTS, Watch, staged_names};
 use crate::fault_pool::Pool;
 use gleaner_proto::job::JobState;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +26,8 @@ pub struct Driver {
     pub due: Instant,
     pub down: Option<(String, Instant)>,
     pub completed_when_armed: usize,
+    /// Staged outputs seen so far (a new one is a delivery under way).
+    pub staged_seen: HashSet<String>,
     pub by_kind: BTreeMap<&'static str, u32>,
     pub by_moment: BTreeMap<&'static str, u32>,
     pub log: Vec<String>,
@@ -42,6 +44,7 @@ impl Driver {
             due,
             down: None,
             completed_when_armed: 0,
+            staged_seen: HashSet::new(),
             by_kind: BTreeMap::new(),
             by_moment: BTreeMap::new(),
             log: Vec::new(),
@@ -114,6 +117,10 @@ impl Driver {
 
     /// One look: kills a daemon if the armed moment has come.
     pub fn step(&mut self, pool: &mut Pool, w: &Watch, t0: Instant) {
+        let mut fresh_staged = false;
+        for n in staged_names(&pool.work) {
+            fresh_staged |= self.staged_seen.insert(n);
+        }
         if self.down.is_some() || self.left == 0 {
             return;
         }
@@ -136,7 +143,7 @@ impl Driver {
                 }
             }
             Moment::Delivery => {
-                if staged_outputs(&pool.work) > 0 || w.completed() > self.completed_when_armed {
+                if fresh_staged || w.completed() > self.completed_when_armed {
                     self.kill(pool, "home".into(), Moment::Delivery, t0);
                     return;
                 }

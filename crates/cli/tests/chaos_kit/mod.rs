@@ -7,7 +7,7 @@ mod watch;
 
 pub use ckpt_watch::CkptWatch;
 pub use driver::Driver;
-pub use watch::{Watch, check_short, staged_names, staged_outputs};
+pub use watch::{Watch, check_short, staged_names};
 
 use std::time::Duration;
 

@@ -11,11 +11,6 @@ use std::path::Path;
 
 /// Files being delivered: staged beside the user's outputs, in `work`
 /// and the checkpointing jobs' directories under it.
-pub fn staged_outputs(work: &Path) -> usize {
-    staged_names(work).len()
-}
-
-/// The names of [`staged_outputs`].
 pub fn staged_names(work: &Path) -> Vec<String> {
     let mut v = Vec::new();
     for e in std::fs::read_dir(work).into_iter().flatten().flatten() {
