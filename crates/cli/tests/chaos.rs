@@ -70,15 +70,8 @@ async fn chaos_kills_lose_nothing_and_outputs_are_one_runs() {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
 
     let t0 = Instant::now();
-    let short_ids = pool
-        .submit_all(&format!(
-            "executable = chaosjob.sh\narguments = $(Process) {} {JOB_SECS}\n\
-             output = out.$(Process)\nerror = err.$(Process)\n\
-             transfer_output_files = result.$(Process)\nqueue {}\n",
-            side.display(),
-            size.short
-        ))
-        .await;
+    // Checkpointing jobs first: they start at once, and run while the
+    // short jobs come and go.
     let ckpt_ids = pool
         .submit_all(&format!(
             "executable = {}\ninitialdir = ck$(Process)\narguments = {STEPS} {EVERY} {STEP_SECS}\n\
@@ -88,6 +81,15 @@ async fn chaos_kills_lose_nothing_and_outputs_are_one_runs() {
             work.join("selfckpt.sh").display(),
             side.display(),
             size.ckpt
+        ))
+        .await;
+    let short_ids = pool
+        .submit_all(&format!(
+            "executable = chaosjob.sh\narguments = $(Process) {} {JOB_SECS}\n\
+             output = out.$(Process)\nerror = err.$(Process)\n\
+             transfer_output_files = result.$(Process)\nqueue {}\n",
+            side.display(),
+            size.short
         ))
         .await;
     let spool = pool.state_dir("home").join("spool");

@@ -6,6 +6,7 @@ use super::{HOSTS, Watch, staged_names};
 use crate::fault_pool::Pool;
 use gleaner_proto::job::JobState;
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
@@ -31,12 +32,17 @@ pub struct Driver {
     pub by_kind: BTreeMap<&'static str, u32>,
     pub by_moment: BTreeMap<&'static str, u32>,
     pub log: Vec<String>,
+    /// The first random victims: one of each kind.
+    pub first: Vec<String>,
 }
 
 impl Driver {
     pub fn new(seed: u64, kills: u32) -> Driver {
         let mut rng = StdRng::seed_from_u64(seed);
         let due = Instant::now() + Duration::from_secs_f64(rng.random_range(1.0..3.0));
+        let host = HOSTS[rng.random_range(0..HOSTS.len())];
+        let mut first: Vec<String> = vec!["coord".into(), "home".into(), host.into()];
+        first.shuffle(&mut rng);
         Driver {
             rng,
             left: kills,
@@ -48,6 +54,7 @@ impl Driver {
             by_kind: BTreeMap::new(),
             by_moment: BTreeMap::new(),
             log: Vec::new(),
+            first,
         }
     }
 
@@ -56,7 +63,11 @@ impl Driver {
     }
 
     pub fn random_victim(&mut self) -> String {
-        // Weights: coordinator 1, home 2, each host 1.
+        // Every kind of daemon dies at least once, early, in a seeded order.
+        if let Some(v) = self.first.pop() {
+            return v;
+        }
+        // Then weights: coordinator 1, home 2, each host 1.
         let k = self.rng.random_range(0..3 + HOSTS.len());
         match k {
             0 => "coord".into(),
@@ -108,7 +119,7 @@ impl Driver {
             Moment::Delivery
         };
         let wait = match self.moment {
-            Moment::Random => self.rng.random_range(0.3..2.0),
+            Moment::Random => self.rng.random_range(0.2..1.5),
             _ => 8.0,
         };
         self.due = Instant::now() + Duration::from_secs_f64(wait);
