@@ -634,3 +634,110 @@ impl Pool {
 pub async fn guests(host: &StationClient) -> Vec<gleaner_station::host::starter::GuestListing> {
     host.get_json("/v1/guests").await.unwrap_or_default()
 }
+
+impl Daemon {
+    /// Whether the test has it running (not killed and not yet restarted).
+    pub fn is_up(&self) -> bool {
+        self.child.is_some()
+    }
+}
+
+impl Pool {
+    /// Submits a submit file's text from the work directory; returns the
+    /// ids of all its jobs.
+    pub async fn submit_all(&self, text: &str) -> Vec<String> {
+        let sub = parse_submit(text, &SubmitContext::new("job.sub", "alice")).unwrap();
+        let resp = self
+            .client
+            .submit(&SubmitBody {
+                protocol: PROTOCOL_VERSION,
+                submission: sub,
+                submit_dir: Some(self.work.to_string_lossy().into_owned()),
+            })
+            .await
+            .unwrap();
+        resp.jobs.iter().map(ToString::to_string).collect()
+    }
+
+    /// The state directory of daemon `name` ("coord", "home", a host).
+    pub fn state_dir(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The daemons by name: the coordinator, the home, the hosts.
+    pub fn daemon_mut(&mut self, name: &str) -> &mut Daemon {
+        match name {
+            "coord" => &mut self.coord,
+            "home" => &mut self.home,
+            h => self.hosts.get_mut(h).unwrap(),
+        }
+    }
+
+    /// What is wrong with the daemons' durable state, after crashes:
+    /// every SQLite file of every station (the job queue) passes
+    /// `PRAGMA integrity_check`, the coordinator's fairness and claims
+    /// files load, and every JSON file any daemon keeps parses. Empty when
+    /// all is sound.
+    pub fn integrity_problems(&self) -> Vec<String> {
+        let mut bad = Vec::new();
+        let mut names: Vec<&str> = self.hosts.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        for name in ["coord", "home"].into_iter().chain(names) {
+            let mut files = Vec::new();
+            walk_files(&self.state_dir(name), &mut files);
+            for f in files {
+                let fname = f.file_name().map(|n| n.to_string_lossy().into_owned());
+                let fname = fname.unwrap_or_default();
+                if fname.ends_with(".db") {
+                    match gleaner_station::queue::JobQueue::open_read_only(&f)
+                        .and_then(|q| q.integrity_check())
+                    {
+                        Ok(Ok(())) => {}
+                        Ok(Err(rows)) => bad.push(format!("{}: {rows:?}", f.display())),
+                        Err(e) => bad.push(format!("{}: {e}", f.display())),
+                    }
+                } else if fname.ends_with(".json") {
+                    let text = std::fs::read(&f).unwrap_or_default();
+                    if let Err(e) = serde_json::from_slice::<serde_json::Value>(&text) {
+                        bad.push(format!("{}: {e}", f.display()));
+                    }
+                }
+            }
+        }
+        let coord = self.state_dir("coord");
+        if let Err(e) = gleaner_coordinator::FairnessState::load(&coord) {
+            bad.push(format!("coordinator fairness state: {e}"));
+        }
+        if let Err(e) = gleaner_coordinator::ClaimsState::load(&coord) {
+            bad.push(format!("coordinator claims: {e}"));
+        }
+        bad
+    }
+
+    /// Copies every daemon's whole log to `to` (kept for a report after
+    /// the pool's directory is gone).
+    pub fn copy_logs(&self, to: &Path) {
+        let _ = std::fs::create_dir_all(to);
+        let mut names: Vec<&str> = self.hosts.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        for n in ["coord", "home"].into_iter().chain(names) {
+            let from = self.dir.path().join(format!("{n}.log"));
+            let _ = std::fs::copy(from, to.join(format!("{n}.log")));
+        }
+    }
+}
+
+/// Every regular file under `dir` (not following links).
+fn walk_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let Ok(t) = e.file_type() else { continue };
+        if t.is_dir() {
+            walk_files(&e.path(), out);
+        } else if t.is_file() {
+            out.push(e.path());
+        }
+    }
+}
