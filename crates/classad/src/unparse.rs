@@ -166,6 +166,14 @@ fn write_expr(s: &mut String, e: &Expr) {
         Expr::Ad(ad) => s.push_str(&unparse_ad(ad)),
         Expr::Select(base, name) => {
             write_expr(s, base);
+            // `1 .p` selects from the number 1; `1.p` would read as a
+            // malformed real (found by the classad_parse_eval fuzz target).
+            // Not after `real("INF")`, which reads back as a call.
+            if matches!(**base, Expr::Lit(Literal::Int(_) | Literal::Real(_)))
+                && s.ends_with(|c: char| c.is_ascii_digit())
+            {
+                s.push(' ');
+            }
             s.push('.');
             s.push_str(&attr_name(name));
         }

@@ -2,7 +2,7 @@
 
 use gleaner_classad::{
     Ad, ConjunctResult, EvalContext, Value, analyze_requirements, eval_command, matches,
-    parse_expr, rank,
+    parse_expr, rank, unparse_expr,
 };
 
 fn ev(src: &str) -> String {
@@ -34,6 +34,26 @@ fn literals_and_printing() {
     assert_eq!(ev("undefined"), "undefined");
     assert_eq!(ev("ERROR"), "error");
     assert_eq!(ev("010"), "10");
+}
+
+/// Found by the `classad_parse_eval` fuzz target: `1 .p` printed as `1.p`,
+/// which does not parse (a real needs a digit after the point); and, with
+/// the first fix, `1e348 .p` printed as `real("INF") .p` and then as
+/// `real("INF").p`.
+#[test]
+fn selection_from_a_number_prints_and_reads_back() {
+    for src in ["1 .p", "2.5 .p", "[ a = 1 ] + 1 .p", "(1).p"] {
+        let e = parse_expr(src).expect("parses");
+        let printed = unparse_expr(&e);
+        let again = parse_expr(&printed).unwrap_or_else(|err| panic!("{printed:?}: {err}"));
+        assert_eq!(e, again, "{src:?} printed as {printed:?}");
+    }
+    assert_eq!(unparse_expr(&parse_expr("1 .p").expect("parses")), "1 .p");
+    assert_eq!(unparse_expr(&parse_expr("x1.p").expect("parses")), "x1.p");
+    // An infinite literal prints as a call, which needs no space.
+    let inf = unparse_expr(&parse_expr("1e348 .p").expect("parses"));
+    assert_eq!(inf, "real(\"INF\").p");
+    assert_eq!(unparse_expr(&parse_expr(&inf).expect("parses")), inf);
 }
 
 #[test]

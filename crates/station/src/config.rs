@@ -232,6 +232,10 @@ pub enum ConfigError {
     },
 }
 
+/// Longest period a setting may give, in seconds (about 31 years), as the
+/// coordinator's configuration allows.
+const MAX_SECS: f64 = 1e9;
+
 impl StationConfig {
     /// Reads and validates a TOML file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
@@ -239,6 +243,12 @@ impl StationConfig {
             path: path.to_path_buf(),
             source,
         })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses and validates the TOML text of a file; `path` names it in
+    /// errors. [`Self::load`] without the read, for the fuzz target.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
         // Said before serde's "unknown field": what replaced it matters more.
         if let Ok(table) = text.parse::<toml::Table>()
             && table.contains_key("pool_key")
@@ -248,7 +258,7 @@ impl StationConfig {
                 message: POOL_KEY_REMOVED.into(),
             });
         }
-        let cfg: StationConfig = toml::from_str(&text).map_err(|source| ConfigError::Toml {
+        let cfg: StationConfig = toml::from_str(text).map_err(|source| ConfigError::Toml {
             path: path.to_path_buf(),
             source,
         })?;
@@ -264,9 +274,6 @@ impl StationConfig {
                 message: message.to_string(),
             })
         };
-        if !(self.placement_interval_secs.is_finite() && self.placement_interval_secs >= 0.0) {
-            return bad("placement_interval_secs", "must be a non-negative number");
-        }
         if self.advertise_secs == 0 {
             return bad("advertise_secs", "must be at least 1");
         }
@@ -276,13 +283,19 @@ impl StationConfig {
                 "unknown policy (immediate_eviction, pause_and_migrate, linger_longer, linger_forever, condor1988, checkpoint_then_kill)",
             );
         }
+        // Bounded above too: the daemon turns each into a `Duration`, which
+        // panics past u64 seconds (found writing the station_config fuzz
+        // target: `placement_interval_secs = 1e300` stopped the station
+        // with a panic instead of this message).
         for (field, v) in [
+            ("placement_interval_secs", self.placement_interval_secs),
             ("lease_secs", self.lease_secs),
             ("avoid_host_secs", self.avoid_host_secs),
+            ("start_retry_secs", self.start_retry_secs),
             ("checkpoint_grace_secs", self.checkpoint_grace_secs),
         ] {
-            if !(v.is_finite() && v >= 0.0) {
-                return bad(field, "must be a non-negative number of seconds");
+            if !(v.is_finite() && (0.0..=MAX_SECS).contains(&v)) {
+                return bad(field, "must be a number of seconds from 0 to 1e9");
             }
         }
         if self.checkpoint_signal_number().is_none() {
@@ -410,6 +423,30 @@ mod tests {
         assert_eq!(c.role, StationRole::SubmitOnly);
         assert!(matches!(c.activity, ActivitySource::File { .. }));
         c.validate().unwrap();
+    }
+
+    /// Found writing the station_config fuzz target: a period too long for
+    /// a `Duration` validated, then panicked when the daemon used it.
+    #[test]
+    fn periods_too_long_for_a_duration_are_refused() {
+        for field in [
+            "placement_interval_secs",
+            "lease_secs",
+            "avoid_host_secs",
+            "start_retry_secs",
+            "checkpoint_grace_secs",
+        ] {
+            for v in ["1e300", "1.5e9", "-1.0", "nan", "inf"] {
+                let text = format!("{field} = {v}\n");
+                let e = StationConfig::parse(&text, Path::new("s.toml"))
+                    .expect_err(&text)
+                    .to_string();
+                assert!(e.contains(field) && e.contains("1e9"), "{text}: {e}");
+            }
+            let c = StationConfig::parse(&format!("{field} = 1e9\n"), Path::new("s.toml"))
+                .expect("1e9 s is allowed");
+            let _ = (c.placement_interval(), c.lease());
+        }
     }
 
     #[test]
