@@ -5,7 +5,9 @@
 //! hidden staged files beside their destinations. The test builds that
 //! state with the queue's own API and the owner's files, then starts the
 //! real daemon on it: the outputs appear whole, the old content is
-//! replaced, and the record is cleared. (`pool_processes` kills a home at
+//! replaced, and the record is cleared. A job killed while staging,
+//! before its commit, has its staged files removed instead (found by the
+//! chaos suite: they stayed behind for good). (`pool_processes` kills a home at
 //! random moments; this one aims at the window.)
 
 use gleaner_core::time::Time;
@@ -70,7 +72,25 @@ async fn a_home_killed_after_committing_a_completion_delivers_its_outputs_at_sta
         Some(&record),
     )
     .unwrap();
+    // And a job killed while staging, before its completion was
+    // committed: its log names a file staged and one not yet written.
+    let staging = q
+        .submit_with(Time::from_secs(1), |_| {
+            let mut d = JobDescription::new(alice.name(), "/bin/true");
+            d.iwd = Some(work.to_string_lossy().into_owned());
+            Ok(vec![d])
+        })
+        .unwrap()[0];
+    q.transition(staging, JobState::Running, "started", Time::from_secs(2))
+        .unwrap();
+    let log = serde_json::json!([
+        {"what": "output = err.txt", "path": work.join("err.txt"), "tag": "0badcafe", "committed": false},
+        {"what": "b.dat", "path": work.join("b.dat"), "tag": "0000beef", "committed": false},
+    ])
+    .to_string();
+    q.set_publishing(staging, &log).unwrap();
     drop(q);
+    owned_file(&work.join(".err.txt.gleaner-0badcafe"), "half", owner);
     owned_file(&work.join("out.txt"), "an older run's output\n", owner);
     owned_file(
         &work.join(".out.txt.gleaner-0123abcd"),
@@ -81,7 +101,9 @@ async fn a_home_killed_after_committing_a_completion_delivers_its_outputs_at_sta
 
     let (_addr, a) = spawn_for_test(cfg.clone()).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while std::fs::read_to_string(work.join("result.dat")).is_err() {
+    while std::fs::read_to_string(work.join("result.dat")).is_err()
+        || work.join(".err.txt.gleaner-0badcafe").exists()
+    {
         assert!(Instant::now() < deadline, "outputs never put in place");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -103,12 +125,18 @@ async fn a_home_killed_after_committing_a_completion_delivers_its_outputs_at_sta
         .filter(|n| n.contains(".gleaner-"))
         .collect();
     assert!(left.is_empty(), "staged files left: {left:?}");
+    assert!(
+        !work.join("err.txt").exists(),
+        "an uncommitted output published"
+    );
     let q = JobQueue::open(cfg.queue_path()).unwrap();
     assert!(q.publishing().unwrap().is_empty(), "record not cleared");
     assert_eq!(
         q.get(id).unwrap().unwrap().state,
         JobState::Completed { exit_code: 0 }
     );
+    // The job killed while staging still waits for its host's report.
+    assert_eq!(q.get(staging).unwrap().unwrap().state, JobState::Running);
 }
 
 #[test]

@@ -11,11 +11,14 @@
 //!    queue does not hold completed; if the completion cannot be
 //!    committed, [`discard`] removes what was staged.
 //!
-//! The commit also records where each staged file is (its destination and
-//! tag, [`Pending`]), cleared once all are in place. A home killed between
-//! the commit and the renames finishes them when it starts again
-//! ([`finish_pending`]): the completion is acknowledged, so its outputs
-//! must not be lost.
+//! The queue keeps a log of each staged file (its destination and tag,
+//! [`Pending`]): written before any file is staged, replaced by the list
+//! of staged files in the completion's commit, cleared once all are in
+//! place. A home killed in between cleans up when it starts again
+//! ([`finish_pending`]): the outputs of a committed completion are put in
+//! place (it is acknowledged: they must not be lost), files staged for one
+//! never committed are removed (the host reports the end again, and the
+//! outputs are staged anew), so no hidden file is left behind.
 
 use super::Home;
 use super::as_owner::{OwnerFsError, io_error, with_fs};
@@ -55,7 +58,7 @@ pub(crate) async fn complete(
     // its outputs, the job goes back to the queue (an eviction, which
     // does not keep it off its host) and runs again when there is room.
     if let Some(full) = problems.iter().find(|p| crate::disk::says_full(p)) {
-        discard(staged).await;
+        discard(&home, staged).await;
         tracing::warn!(job = %r.id, problem = %full, "outputs not delivered: disk full; requeued");
         let why = format!("{detail}: outputs not delivered, {full}; requeued");
         let new = home.queue().transition(r.id, JobState::Idle, &why, at)?;
@@ -67,11 +70,11 @@ pub(crate) async fn complete(
     let record = pending_record(&staged);
     let moved = home
         .queue()
-        .transition_publishing(r.id, state, &detail, at, record.as_deref());
+        .transition_publishing(r.id, state, &detail, at, Some(&record));
     let new = match moved {
         Ok(n) => n,
         Err(e) => {
-            discard(staged).await;
+            discard(&home, staged).await;
             return Err(e.into());
         }
     };
@@ -80,19 +83,28 @@ pub(crate) async fn complete(
     Ok((new, detail))
 }
 
-/// Where one staged output is, as the completion's commit records it.
+/// Where one staged output is: recorded before it is written (not
+/// committed: a restart removes it), then with the completion's commit
+/// (committed: a restart puts it in place).
 #[derive(Debug, Serialize, Deserialize)]
 struct Pending {
     what: String,
     path: PathBuf,
     tag: String,
+    #[serde(default = "committed_by_default")]
+    committed: bool,
 }
 
-/// The record of `s` for the queue (`None`: nothing staged).
-fn pending_record(s: &StagedOutputs) -> Option<String> {
-    if s.files.is_empty() {
-        return None;
-    }
+fn committed_by_default() -> bool {
+    true
+}
+
+fn to_record(list: &[Pending]) -> String {
+    serde_json::to_string(list).unwrap_or_else(|_| "[]".to_string())
+}
+
+/// The record of what `s` staged, for the completion's commit.
+fn pending_record(s: &StagedOutputs) -> String {
     let list: Vec<Pending> = s
         .files
         .iter()
@@ -100,9 +112,10 @@ fn pending_record(s: &StagedOutputs) -> Option<String> {
             what: what.clone(),
             path: f.path().to_path_buf(),
             tag: f.tag().to_string(),
+            committed: true,
         })
         .collect();
-    serde_json::to_string(&list).ok()
+    to_record(&list)
 }
 
 /// The outputs of `job` are in place, but for `problems`: forgets its
@@ -117,9 +130,11 @@ async fn published(home: &Home, job: JobId, at: Time, problems: Vec<String>) {
     }
 }
 
-/// Puts in place the outputs of completions committed by an earlier
-/// process that stopped before renaming them (see the module docs).
-/// Returns how many files it put in place.
+/// Finishes what an earlier process left between staging outputs and
+/// putting them in place (see the module docs): the outputs of a committed
+/// completion are put in place, those staged for a completion that was
+/// never committed are removed (the host reports it again, and it is
+/// staged anew). Returns how many files it put in place.
 pub(crate) async fn finish_pending(home: &Home, at: Time) -> usize {
     let pending = match home.queue().publishing() {
         Ok(p) => p,
@@ -129,7 +144,16 @@ pub(crate) async fn finish_pending(home: &Home, at: Time) -> usize {
         }
     };
     let mut done = 0;
-    for (job, owner, record) in pending {
+    for (job, owner, _) in pending {
+        // A completion of this job under way now writes its own record.
+        let Some(_busy) = Completing::enter(home, job) else {
+            continue;
+        };
+        let record = match home.queue().publishing() {
+            Ok(p) => p.into_iter().find(|(j, _, _)| *j == job).map(|(_, _, r)| r),
+            Err(_) => None,
+        };
+        let Some(record) = record else { continue };
         let list: Vec<Pending> = match serde_json::from_str(&record) {
             Ok(l) => l,
             Err(e) => {
@@ -144,6 +168,12 @@ pub(crate) async fn finish_pending(home: &Home, at: Time) -> usize {
                     let mut problems = Vec::new();
                     let mut n = 0;
                     for p in list {
+                        if !p.committed {
+                            if let Err(e) = u.discard_tagged(&p.path, &p.tag) {
+                                tracing::warn!(path = %p.path.display(), error = %e, "cannot remove an output staged before a crash");
+                            }
+                            continue;
+                        }
                         match u.publish_tagged(&p.path, &p.tag) {
                             Ok(true) => n += 1,
                             Ok(false) => {}
@@ -251,9 +281,32 @@ async fn stage(home: &Home, r: &JobRecord) -> (StagedOutputs, Vec<String>) {
             copies.push((name.clone(), e.path(), iwd.join(&name)));
         }
     }
+    // Each file's tag is recorded before the file exists: a crash from
+    // here to the commit leaves files a restart finds and removes.
+    let mut plan = Vec::with_capacity(copies.len());
     let mut problems = Vec::new();
     for (what, from, to) in copies {
-        match stage_one(&fs, &from, to).await {
+        match crate::userfs::new_tag() {
+            Ok(tag) => plan.push((what, from, to, tag)),
+            Err(e) => problems.push(format!("{what}: {e} (kept in the spool)")),
+        }
+    }
+    let log: Vec<Pending> = plan
+        .iter()
+        .map(|(what, _, to, tag)| Pending {
+            what: what.clone(),
+            path: to.clone(),
+            tag: tag.clone(),
+            committed: false,
+        })
+        .collect();
+    if let Err(e) = home.queue().set_publishing(r.id, &to_record(&log)) {
+        let p = format!("outputs stay in the spool ({}): {e}", spool.display());
+        tracing::warn!(job = %r.id, problem = %p, "output delivery");
+        return (staged, vec![p]);
+    }
+    for (what, from, to, tag) in plan {
+        match stage_one(&fs, &from, to, tag).await {
             Ok(s) => staged.files.push((what, s)),
             Err(e) => match full_disk(&e) {
                 Some(full) => problems.push(format!("{what}: {full}")),
@@ -275,6 +328,7 @@ async fn stage_one(
     fs: &UserFs,
     from: &std::path::Path,
     to: PathBuf,
+    tag: String,
 ) -> Result<Staged, OwnerFsError> {
     // Opened by the daemon: the spool is its own, private directory.
     let source = match std::fs::File::open(from) {
@@ -290,7 +344,7 @@ async fn stage_one(
         }
     };
     with_fs(fs, move |u| {
-        u.stage(&to, 0o666, |out| {
+        u.stage_tagged(&to, &tag, 0o666, |out| {
             if let Some(mut src) = source {
                 std::io::copy(&mut src, out)?;
             }
@@ -338,15 +392,21 @@ async fn publish(s: StagedOutputs) -> Vec<String> {
     problems
 }
 
-/// Removes the staged outputs of a completion that was not committed.
-async fn discard(s: StagedOutputs) {
-    let Some(fs) = s.fs else { return };
-    let files = s.files;
-    let _ = with_fs(&fs, move |u| {
-        for (_, f) in files {
-            u.discard(f);
-        }
-        Ok(())
-    })
-    .await;
+/// Removes the staged outputs of a completion that was not committed,
+/// and their record.
+async fn discard(home: &Home, s: StagedOutputs) {
+    let job = s.job;
+    if let Some(fs) = s.fs {
+        let files = s.files;
+        let _ = with_fs(&fs, move |u| {
+            for (_, f) in files {
+                u.discard(f);
+            }
+            Ok(())
+        })
+        .await;
+    }
+    if let Err(e) = home.queue().published(job) {
+        tracing::warn!(%job, error = %e, "cannot clear the record of staged outputs");
+    }
 }

@@ -95,6 +95,16 @@ impl JobQueue {
         Ok(ids)
     }
 
+    /// Records, before they are written, the outputs about to be staged
+    /// for `id` (see `home::deliver`); the completion's commit replaces it.
+    pub fn set_publishing(&mut self, id: JobId, record: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE jobs SET publishing = ?3 WHERE cluster = ?1 AND proc = ?2",
+            params![to_i64(id.cluster, "cluster id")?, id.proc, record],
+        )?;
+        Ok(())
+    }
+
     /// Forgets the staged outputs of `id` once they are in place.
     pub fn published(&mut self, id: JobId) -> Result<()> {
         self.conn.execute(

@@ -67,7 +67,7 @@ mod walk;
 
 pub use account::{AccountError, UnixUser};
 pub use error::{Op, PathError, PathErrorKind, UserFsError};
-pub use stage::Staged;
+pub use stage::{Staged, new_tag};
 pub use validate::{PathProblem, validate_job};
 pub use walk::{AsUser, MAX_HOPS};
 

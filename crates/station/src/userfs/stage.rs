@@ -65,6 +65,21 @@ impl AsUser<'_> {
         mode: u32,
         fill: impl FnOnce(&mut File) -> io::Result<()>,
     ) -> Result<Staged, UserFsError> {
+        let tag = new_tag().map_err(|e| self.error(Op::Create, path, e))?;
+        self.stage_tagged(path, &tag, mode, fill)
+    }
+
+    /// [`AsUser::stage`] with a tag the caller chose (from [`new_tag`])
+    /// and recorded beforehand, so that a crash before the file is either
+    /// published or discarded leaves a file it can find again
+    /// ([`AsUser::discard_tagged`]).
+    pub fn stage_tagged(
+        &self,
+        path: &Path,
+        tag: &str,
+        mode: u32,
+        fill: impl FnOnce(&mut File) -> io::Result<()>,
+    ) -> Result<Staged, UserFsError> {
         let mut fill = Some(fill);
         self.walk(Op::Create, path, not_a_file, |dir, name, at| {
             if let Ok(fd) = sys::openat(dir, name, libc::O_PATH | libc::O_NOFOLLOW, 0) {
@@ -79,8 +94,7 @@ impl AsUser<'_> {
                     return Err(StepErr::new(PathErrorKind::NotRegular("directory"), at));
                 }
             }
-            let tag = new_tag().map_err(|e| StepErr::io(e, at))?;
-            let tmp = temp_name(name, &tag).map_err(|e| StepErr::io(e, at))?;
+            let tmp = temp_name(name, tag).map_err(|e| StepErr::io(e, at))?;
             let mode = libc::mode_t::from(mode) & 0o777 & !CREATE_UMASK;
             let flags =
                 libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_NOCTTY;
@@ -107,7 +121,7 @@ impl AsUser<'_> {
                 tmp,
                 name: name.to_owned(),
                 path: at.to_path_buf(),
-                tag,
+                tag: tag.to_string(),
             }))
         })
     }
@@ -154,6 +168,26 @@ impl AsUser<'_> {
         })
     }
 
+    /// Removes the file staged for `path` with `tag` by an earlier process
+    /// that stopped before publishing or discarding it. Returns `false`
+    /// when there is none.
+    pub fn discard_tagged(&self, path: &Path, tag: &str) -> Result<bool, UserFsError> {
+        self.walk(Op::Write, path, not_a_file, |dir, name, at| {
+            if let Ok(fd) = sys::openat(dir, name, libc::O_PATH | libc::O_NOFOLLOW, 0) {
+                let st = sys::fstat(fd.as_fd()).map_err(|e| StepErr::io(e, at))?;
+                if sys::is_type(&st, libc::S_IFLNK) {
+                    return Ok(Last::Follow(fd, st));
+                }
+            }
+            let tmp = temp_name(name, tag).map_err(|e| StepErr::io(e, at))?;
+            match sys::unlink_in(dir, &tmp) {
+                Ok(()) => Ok(Last::Done(true)),
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(Last::Done(false)),
+                Err(e) => Err(StepErr::io(e, at)),
+            }
+        })
+    }
+
     /// Removes a staged file that will not be published.
     pub fn discard(&self, s: Staged) {
         let _ = sys::unlink_in(s.dir.as_fd(), &s.tmp);
@@ -171,7 +205,7 @@ impl AsUser<'_> {
 }
 
 /// A fresh tag: 8 random hex digits.
-fn new_tag() -> io::Result<String> {
+pub fn new_tag() -> io::Result<String> {
     let mut r = [0u8; 4];
     gleaner_proto::creds::fill_random(&mut r)?;
     Ok(format!("{:08x}", u32::from_be_bytes(r)))
