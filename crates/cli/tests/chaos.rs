@@ -251,5 +251,10 @@ async fn chaos_kills_lose_nothing_and_outputs_are_one_runs() {
     assert!(problems.is_empty(), "{why}");
     assert!(rollbacks.is_empty(), "{why}");
     assert!(corrupted.is_empty(), "{why}");
+    // A completion staged but never committed leaves nothing behind.
+    assert!(
+        staged_left.is_empty(),
+        "staged files left behind: {staged_left:?}\n{why}"
+    );
     assert_eq!(one_run, jobs, "{why}");
 }

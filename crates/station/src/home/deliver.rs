@@ -149,11 +149,9 @@ pub(crate) async fn finish_pending(home: &Home, at: Time) -> usize {
         let Some(_busy) = Completing::enter(home, job) else {
             continue;
         };
-        let record = match home.queue().publishing() {
-            Ok(p) => p.into_iter().find(|(j, _, _)| *j == job).map(|(_, _, r)| r),
-            Err(_) => None,
+        let Ok(Some(record)) = home.queue().publishing_of(job) else {
+            continue;
         };
-        let Some(record) = record else { continue };
         let list: Vec<Pending> = match serde_json::from_str(&record) {
             Ok(l) => l,
             Err(e) => {
@@ -280,6 +278,28 @@ async fn stage(home: &Home, r: &JobRecord) -> (StagedOutputs, Vec<String>) {
             }
             copies.push((name.clone(), e.path(), iwd.join(&name)));
         }
+    }
+    // Files an earlier process staged for this job and never committed
+    // (it died; the host reported the end again before the restart's
+    // clean-up got to them) go before their log is replaced.
+    let earlier: Vec<Pending> = home
+        .queue()
+        .publishing_of(r.id)
+        .ok()
+        .flatten()
+        .and_then(|rec| serde_json::from_str::<Vec<Pending>>(&rec).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| !p.committed)
+        .collect();
+    if !earlier.is_empty() {
+        let _ = with_fs(&fs, move |u| {
+            for p in earlier {
+                let _ = u.discard_tagged(&p.path, &p.tag);
+            }
+            Ok(())
+        })
+        .await;
     }
     // Each file's tag is recorded before the file exists: a crash from
     // here to the commit leaves files a restart finds and removes.

@@ -43,6 +43,19 @@ impl JobQueue {
         Ok(out)
     }
 
+    /// The staged-output record of `id` ([`JobQueue::publishing`]), if any.
+    pub fn publishing_of(&self, id: JobId) -> Result<Option<String>> {
+        let r = self
+            .conn
+            .query_row(
+                "SELECT publishing FROM jobs WHERE cluster = ?1 AND proc = ?2",
+                params![to_i64(id.cluster, "cluster id")?, id.proc],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()?;
+        Ok(r.flatten())
+    }
+
     /// One job, if it exists.
     pub fn get(&self, id: JobId) -> Result<Option<JobRecord>> {
         let cols = self.columns;
