@@ -39,13 +39,11 @@ fn ok(c: &mut Command) -> String {
 fn oracle(ads: &str, constraints: &[&str], af: &[&str]) -> Option<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/condor_oracle.py");
     let missing = |why: String| {
-        let required = std::env::var("GLEANER_REQUIRE_ORACLE").is_ok_and(|v| v == "1");
-        assert!(
-            !required,
-            "GLEANER_REQUIRE_ORACLE=1 but HTCondor's classad2 is unavailable ({why}); \
-             install it with `python3 -m pip install htcondor`"
+        gleaner_testkit::oracle_missing(
+            "HTCondor's classad2 module",
+            "python3 -m pip install htcondor",
+            &why,
         );
-        println!("SKIPPED: cannot use HTCondor's classad2 module ({why})");
         None
     };
     let child = std::process::Command::new("python3")

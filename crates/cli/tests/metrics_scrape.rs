@@ -104,13 +104,11 @@ fn value(s: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 fn oracle_parse(body: &str) -> Option<Vec<Sample>> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/prometheus_parse.py");
     let missing = |why: String| {
-        let required = std::env::var("GLEANER_REQUIRE_ORACLE").is_ok_and(|v| v == "1");
-        assert!(
-            !required,
-            "GLEANER_REQUIRE_ORACLE=1 but the Prometheus parser is unavailable ({why}); \
-             install it with `python3 -m pip install prometheus-client`"
+        gleaner_testkit::oracle_missing(
+            "prometheus_client's parser",
+            "python3 -m pip install prometheus-client",
+            &why,
         );
-        println!("SKIPPED: cannot use prometheus_client's parser ({why})");
         None
     };
     let child = std::process::Command::new("python3")

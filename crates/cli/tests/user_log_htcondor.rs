@@ -11,45 +11,6 @@ mod common;
 mod fault_pool;
 use fault_pool::*;
 use gleaner_proto::job::{JobEventKind, JobState};
-use std::path::Path;
-use std::process::Command;
-
-/// The events of `log` as HTCondor's reader sees them (the station
-/// crate's reader script); `None` when the oracle is missing.
-fn read_with_htcondor(log: &Path) -> Option<Vec<serde_json::Value>> {
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../station/tests/htcondor_user_log.py");
-    let out = Command::new("python3").arg(&script).arg(log).output();
-    let missing = |why: String| {
-        let required = std::env::var("GLEANER_REQUIRE_ORACLE").is_ok_and(|v| v == "1");
-        assert!(
-            !required,
-            "GLEANER_REQUIRE_ORACLE=1 but HTCondor's reader is unavailable ({why}); \
-             install it with `python3 -m pip install htcondor`"
-        );
-        println!("SKIPPED: cannot use HTCondor's htcondor2 module ({why})");
-        None
-    };
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => return missing(format!("cannot run python3: {e}")),
-    };
-    if out.status.code() == Some(3) {
-        return missing(String::from_utf8_lossy(&out.stderr).trim().to_string());
-    }
-    assert!(
-        out.status.success(),
-        "HTCondor's reader rejected the log:\n{}\n--- log ---\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        std::fs::read_to_string(log).unwrap_or_default()
-    );
-    Some(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect(),
-    )
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn htcondor_reads_the_log_of_an_evicted_checkpointed_resumed_job() {
@@ -70,7 +31,7 @@ async fn htcondor_reads_the_log_of_an_evicted_checkpointed_resumed_job() {
 
     let log = pool.work.join("job.log");
     let text = std::fs::read_to_string(&log).unwrap();
-    let Some(events) = read_with_htcondor(&log) else {
+    let Some(events) = gleaner_testkit::htcondor_user_log(&log) else {
         return;
     };
     let ctx = format!("{events:#?}\n--- job.log ---\n{text}");

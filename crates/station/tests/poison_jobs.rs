@@ -25,7 +25,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{coordinator_config, pool_keys, pool_station, shared_tempdir};
+use common::{coordinator_config, pool_keys, pool_station, shared_tempdir, write_owned};
 
 /// The station's bound on failed starts in a row.
 const LIMIT: u32 = 3;
@@ -43,11 +43,6 @@ async fn try_submit(client: &StationClient, text: &str, work: &Path) -> Result<S
         .await
         .map(|r| r.jobs[0].to_string())
         .map_err(|e| e.to_string())
-}
-
-fn write_owned(path: &Path, text: &str, owner: (u32, u32)) {
-    std::fs::write(path, text).unwrap();
-    std::os::unix::fs::chown(path, Some(owner.0), Some(owner.1)).unwrap();
 }
 
 /// A poison job: its id, what the hold reason must name, the errno.

@@ -15,18 +15,10 @@ use gleaner_proto::job::{JobDescription, JobState};
 use gleaner_station::config::StationRole;
 use gleaner_station::node::spawn_for_test;
 use gleaner_station::queue::JobQueue;
-use std::os::unix::fs::chown;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{coordinator_config, pool_keys, pool_station, shared_tempdir};
-
-/// Writes `text` at `path` as a file of `owner`'s (uid, gid).
-fn owned_file(path: &Path, text: &str, owner: (u32, u32)) {
-    std::fs::write(path, text).unwrap();
-    chown(path, Some(owner.0), Some(owner.1)).unwrap();
-}
+use common::{coordinator_config, pool_keys, pool_station, shared_tempdir, write_owned};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_home_killed_after_committing_a_completion_delivers_its_outputs_at_start() {
@@ -90,14 +82,14 @@ async fn a_home_killed_after_committing_a_completion_delivers_its_outputs_at_sta
     .to_string();
     q.set_publishing(staging, &log).unwrap();
     drop(q);
-    owned_file(&work.join(".err.txt.gleaner-0badcafe"), "half", owner);
-    owned_file(&work.join("out.txt"), "an older run's output\n", owner);
-    owned_file(
+    write_owned(&work.join(".err.txt.gleaner-0badcafe"), "half", owner);
+    write_owned(&work.join("out.txt"), "an older run's output\n", owner);
+    write_owned(
         &work.join(".out.txt.gleaner-0123abcd"),
         "the run's output\n",
         owner,
     );
-    owned_file(&work.join(".result.dat.gleaner-89abcdef"), "42\n", owner);
+    write_owned(&work.join(".result.dat.gleaner-89abcdef"), "42\n", owner);
 
     let (_addr, a) = spawn_for_test(cfg.clone()).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -7,48 +7,6 @@
 use gleaner_core::time::Time;
 use gleaner_proto::job::JobId;
 use gleaner_station::home::user_log::{UserEvent, format_event};
-use std::path::Path;
-use std::process::Command;
-
-/// Runs the reader script on `log`; `None` when the oracle is missing.
-pub fn read_with_htcondor(log: &Path) -> Option<Vec<serde_json::Value>> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/htcondor_user_log.py");
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg(log)
-        // HTCondor's reader must honour the `Z`: no help from TZ.
-        .env("TZ", "America/Chicago")
-        .output();
-    let missing = |why: String| {
-        let required = std::env::var("GLEANER_REQUIRE_ORACLE").is_ok_and(|v| v == "1");
-        assert!(
-            !required,
-            "GLEANER_REQUIRE_ORACLE=1 but HTCondor's reader is unavailable ({why}); \
-             install it with `python3 -m pip install htcondor`"
-        );
-        println!("SKIPPED: cannot use HTCondor's htcondor2 module ({why})");
-        None
-    };
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => return missing(format!("cannot run python3: {e}")),
-    };
-    if out.status.code() == Some(3) {
-        return missing(String::from_utf8_lossy(&out.stderr).trim().to_string());
-    }
-    assert!(
-        out.status.success(),
-        "HTCondor's reader rejected the log:\n{}\n--- log ---\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        std::fs::read_to_string(log).unwrap_or_default()
-    );
-    Some(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect(),
-    )
-}
 
 #[test]
 fn htcondor_reads_every_event_gleaner_writes() {
@@ -113,7 +71,7 @@ fn htcondor_reads_every_event_gleaner_writes() {
         .map(|(i, e)| format_event(id, Time::from_secs(t0 + i as u64), e))
         .collect();
     std::fs::write(&log, &text).unwrap();
-    let Some(read) = read_with_htcondor(&log) else {
+    let Some(read) = gleaner_testkit::htcondor_user_log(&log) else {
         return;
     };
     assert_eq!(read.len(), events.len(), "{read:#?}\n{text}");

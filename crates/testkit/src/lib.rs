@@ -13,12 +13,14 @@
 //!   clear `skipped: …` line elsewhere instead of failing.
 
 mod keys;
+mod oracle;
 mod owner;
 mod procs;
 mod slots;
 mod user;
 
 pub use keys::{TestKeys, write_private};
+pub use oracle::{htcondor_user_log, oracle_missing};
 pub use owner::{TestOwner, reachable};
 pub use procs::{kill_user_processes, pids_of_uid};
 pub use slots::{DefaultSlots, TEST_SLOT_PREFIX, remove_slot_accounts, slot_prefix};

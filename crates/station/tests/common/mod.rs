@@ -208,3 +208,10 @@ pub async fn run_on(host: SocketAddr, admin: &str, home: &str, job: &str) -> Str
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+/// Writes `text` at `path` as a file of `owner` (uid, gid): a job owner's
+/// script, input or staged output.
+pub fn write_owned(path: &Path, text: &str, owner: (u32, u32)) {
+    std::fs::write(path, text).unwrap();
+    std::os::unix::fs::chown(path, Some(owner.0), Some(owner.1)).unwrap();
+}
