@@ -363,6 +363,34 @@ async fn missing_forged_or_wrong_role_tokens_are_refused() {
         let (status, _) = http(p.addr(), "GET", path, Some(&forged), None).await;
         assert_eq!(status, 401);
     }
+    // A claim is the credential between its two stations only: a valid,
+    // pool-signed claim naming `h` is no token at the coordinator, neither
+    // to advertise as `h` nor to read.
+    let claim = {
+        use gleaner_proto::creds::{ClaimTicket, new_nonce};
+        let now = now_secs();
+        let ticket = ClaimTicket::new(
+            "h",
+            "g",
+            "http://127.0.0.1:1",
+            now,
+            now + 600,
+            new_nonce().unwrap(),
+        );
+        p.key.sign_claim(&ticket).unwrap()
+    };
+    let (status, text) = http(p.addr(), "POST", "/v1/advertise", Some(&claim), Some(&body)).await;
+    assert_eq!(status, 401, "{text}");
+    for path in [
+        "/v1/pool",
+        "/v1/ads",
+        "/v1/userprio",
+        "/v1/events",
+        "/metrics",
+    ] {
+        let (status, text) = http(p.addr(), "GET", path, Some(&claim), None).await;
+        assert_eq!(status, 401, "claim on {path}: {text}");
+    }
     let status: PoolStatus = p.get("/v1/pool").await;
     assert!(status.stations.is_empty(), "refused ads changed the pool");
     p.coord.stop().await.unwrap();

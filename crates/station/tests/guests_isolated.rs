@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::shadow::Shadow;
-use common::{place, serial_lock, shared_tempdir};
+use common::{RemoveFiles, place, serial_lock, shared_tempdir_in};
 
 const HOST: &str = "shared-host";
 const PYTHON: &str = "/usr/bin/python3";
@@ -64,13 +64,24 @@ def attempt(f):
     except OSError as e:
         return errno.errorcode.get(e.errno, str(e.errno))
 
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
+tag = os.path.basename(state.rstrip("/"))
+
+def scratch(d, who):
+    return os.path.join(d, "gleaner-%s-%s-%s" % (os.path.basename(os.path.dirname(state)), tag, who))
+
 with open("secret.txt", "w") as f:
     f.write("secret of " + name)
 os.chmod("secret.txt", 0o644)
+# The same, left readable in the shared scratch directories.
+for d in SCRATCH:
+    with open(scratch(d, name), "w") as f:
+        f.write("scratch secret of " + name)
+    os.chmod(scratch(d, name), 0o644)
 open("ready", "w").close()
 wait_for("go")
 go = json.load(open("go"))
-pid, sandbox = go["pid"], go["sandbox"]
+pid, sandbox, other = go["pid"], go["sandbox"], go["name"]
 libc = ctypes.CDLL(None, use_errno=True)
 
 def ptrace_attach():
@@ -111,6 +122,7 @@ r = {
     "lower_nice": attempt(lambda: os.setpriority(os.PRIO_PROCESS, 0, 0)),
     "no_new_privs": status("NoNewPrivs"),
     "cgroup": open("/proc/self/cgroup").read(),
+    "read_other_scratch": {d: attempt(read(scratch(d, other))) for d in SCRATCH},
 }
 with open("result.tmp", "w") as f:
     json.dump(r, f)
@@ -233,9 +245,19 @@ async fn two_users_guests_run_at_once_and_cannot_touch_each_other_or_the_daemon(
         return;
     }
     let _l = serial_lock();
-    let dir = shared_tempdir();
+    // Outside /tmp: a sandbox below one of the scratch directories keeps
+    // that one shared (mounting over it would hide the sandbox).
+    let dir = shared_tempdir_in("/var/lib");
     let root = dir.path();
     let state = root.join("station");
+    let scratch_files: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev/shm"]
+        .iter()
+        .flat_map(|d| {
+            let base = root.file_name().unwrap().to_string_lossy().into_owned();
+            ["a", "b"].map(|n| Path::new(d).join(format!("gleaner-{base}-station-{n}")))
+        })
+        .collect();
+    let _scratch_cleanup = RemoveFiles(scratch_files.clone());
     seed_state(&state);
     // The pool's keys stay with the coordinator; the station's own token
     // is in its state directory, where no guest may read it.
@@ -365,7 +387,11 @@ async fn two_users_guests_run_at_once_and_cannot_touch_each_other_or_the_daemon(
     }
     let pids = [ga.pid.unwrap(), gb.pid.unwrap()];
     for i in 0..2 {
-        let go = serde_json::json!({"pid": pids[1 - i], "sandbox": sandboxes[1 - i]});
+        let go = serde_json::json!({
+            "pid": pids[1 - i],
+            "sandbox": sandboxes[1 - i],
+            "name": jobs[1 - i].2,
+        });
         std::fs::write(sandboxes[i].join("go"), go.to_string()).unwrap();
     }
     for sb in &sandboxes {
@@ -432,6 +458,11 @@ async fn two_users_guests_run_at_once_and_cannot_touch_each_other_or_the_daemon(
         assert_eq!(s("read_other_mem"), procfile, "/proc/PID/mem");
         assert_eq!(s("read_other_environ"), procfile, "/proc/PID/environ");
         if namespaces {
+            // Its own tmpfs on /tmp, /var/tmp and /dev/shm: the other's
+            // files there do not exist for it.
+            for d in ["/tmp", "/var/tmp", "/dev/shm"] {
+                assert_eq!(r["read_other_scratch"][d], "ENOENT", "other's file in {d}");
+            }
             assert_eq!(r["my_pid"], 1, "PID 1 of its own namespace");
             assert_eq!(r["sees_other"], false);
             assert!(
@@ -451,6 +482,12 @@ async fn two_users_guests_run_at_once_and_cannot_touch_each_other_or_the_daemon(
             assert!(cg.lines().any(|l| l.ends_with(&own)), "not in {own}: {cg}");
             assert!(!cg.contains(&guests[1 - i].guest_id));
         }
+    }
+    if namespaces {
+        // What the guests left in their scratch directories is in their
+        // own tmpfs, never in the host's.
+        let on_host: Vec<&PathBuf> = scratch_files.iter().filter(|p| p.exists()).collect();
+        assert!(on_host.is_empty(), "{on_host:?}");
     }
     // The victims are untouched: nothing planted, their secrets intact.
     for (i, sb) in sandboxes.iter().enumerate() {

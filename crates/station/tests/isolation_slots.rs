@@ -29,7 +29,11 @@
 //!   checked, and a slot is leased by uid (CRIU restores);
 //! - an existing account with a login shell is refused as a slot;
 //! - CRIU-style (reaped) guests keep the host's namespaces, and a CRIU job
-//!   as a slot account is dumped and restored and goes on, still idle.
+//!   as a slot account is dumped and restored and goes on, still idle;
+//! - with namespaces each guest has its own tmpfs on `/tmp`, `/var/tmp`
+//!   and `/dev/shm`: the other's files there do not exist for it, and none
+//!   reach the host's;
+//! - a fork bomb stops at `RLIMIT_NPROC` (EAGAIN) and dies with its slot.
 
 use gleaner_station::isolation::{
     CgroupConfig, CgroupLayout, CgroupManager, Confinement, GuestCgroup, GuestLauncher,
@@ -250,9 +254,48 @@ fn children_of(pid: u32) -> Vec<u32> {
 
 /// A 0755 temporary directory: guests must pass through it.
 fn shared_tempdir(prefix: &str) -> tempfile::TempDir {
-    let t = tempfile::Builder::new().prefix(prefix).tempdir().unwrap();
+    shared_tempdir_in(std::env::temp_dir(), prefix)
+}
+
+/// The same below `dir`.
+fn shared_tempdir_in(dir: impl AsRef<Path>, prefix: &str) -> tempfile::TempDir {
+    let t = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(dir)
+        .unwrap();
     fs::set_permissions(t.path(), fs::Permissions::from_mode(0o755)).unwrap();
     t
+}
+
+/// The scratch files two guests of one test may leave in the host's
+/// shared directories (named `gleaner-<tag>-<guest>`).
+fn names_of(dir: &str, tag: &str) -> Vec<PathBuf> {
+    ["a", "b"]
+        .iter()
+        .map(|n| Path::new(dir).join(format!("gleaner-{tag}-{n}")))
+        .collect()
+}
+
+/// Those files, removed on drop (guests without a mount namespace write
+/// them into the host's directories).
+struct ScratchFiles(Vec<PathBuf>);
+
+impl ScratchFiles {
+    fn present(&self) -> Vec<PathBuf> {
+        self.0
+            .iter()
+            .filter(|p| fs::symlink_metadata(p).is_ok())
+            .cloned()
+            .collect()
+    }
+}
+
+impl Drop for ScratchFiles {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = fs::remove_file(p);
+        }
+    }
 }
 
 /// A guest cgroup subtree of this test, removed on drop (groups first).
@@ -299,7 +342,8 @@ impl Drop for TestCgroups {
 /// writes its output and exits 0.
 const GUEST_PY: &str = r#"
 import ctypes, errno, json, os, sys, time
-name, state, execute = sys.argv[1:4]
+name, state, execute, tag = sys.argv[1:5]
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
 
 def wait_for(path, secs=400):
     t = time.time()
@@ -318,10 +362,33 @@ def attempt(f):
 with open("secret.txt", "w") as f:
     f.write("secret of " + name)
 os.chmod("secret.txt", 0o644)
+# The same, left readable in the shared scratch directories.
+for d in SCRATCH:
+    p = os.path.join(d, "gleaner-%s-%s" % (tag, name))
+    with open(p, "w") as f:
+        f.write("scratch secret of " + name)
+    os.chmod(p, 0o644)
+
+# A SysV shared-memory segment under a key the other guest knows.
+libc0 = ctypes.CDLL(None, use_errno=True)
+SHM_KEY = {"a": 0x474c5401, "b": 0x474c5402}
+my_shm = libc0.shmget(ctypes.c_int(SHM_KEY[name]), ctypes.c_size_t(4096), ctypes.c_int(0o1000 | 0o644))
+
+def shm_other():
+    if libc0.shmget(ctypes.c_int(SHM_KEY[other]), ctypes.c_size_t(0), ctypes.c_int(0)) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+def fstype(d):
+    for line in open("/proc/self/mountinfo"):
+        left, right = line.split(" - ", 1)
+        if left.split()[4] == d:
+            found = right.split()[0]
+    return locals().get("found", "none")
 open("ready", "w").close()
 wait_for("go")
 go = json.load(open("go"))
-pid, sandbox = go["pid"], go["sandbox"]
+pid, sandbox, other = go["pid"], go["sandbox"], go["name"]
 libc = ctypes.CDLL(None, use_errno=True)
 
 def ptrace_attach():
@@ -356,11 +423,16 @@ r = {
     "lower_nice": attempt(lambda: os.setpriority(os.PRIO_PROCESS, 0, 0)),
     "no_new_privs": status("NoNewPrivs"),
     "cgroup": open("/proc/self/cgroup").read(),
+    "read_other_scratch": {d: attempt(lambda d=d: open(os.path.join(d, "gleaner-%s-%s" % (tag, other))).read()) for d in SCRATCH},
+    "scratch_fs": {d: fstype(d) for d in SCRATCH},
+    "other_shm": attempt(shm_other),
 }
 with open("result.tmp", "w") as f:
     json.dump(r, f)
 os.rename("result.tmp", "result.json")
 wait_for("end")
+# Without an IPC namespace the segment would outlive the guest.
+libc0.shmctl(ctypes.c_int(my_shm), ctypes.c_int(0), None)
 with open("output.txt", "w") as f:
     f.write(name + " finished")
 print("done", name)
@@ -418,9 +490,19 @@ fn two_guests_attack_each_other(tag: char, namespaces: bool) {
         None
     };
     let pool = SlotPool::new(accounts.accounts());
-    let tmp = shared_tempdir("glslots");
+    // Outside /tmp: a guest whose sandbox lies under one of the scratch
+    // directories keeps that one shared (mounting over it would hide the
+    // sandbox), and this test checks all three.
+    let tmp = shared_tempdir_in("/var/lib", "glslots");
     let root = tmp.path();
     let state = daemon_state(root);
+    let tag = format!("t{}{tag}", std::process::id());
+    let scratch_files = ScratchFiles(
+        ["/tmp", "/var/tmp", "/dev/shm"]
+            .iter()
+            .flat_map(|d| names_of(d, &tag))
+            .collect(),
+    );
     let execute = root.join("execute");
     prepare_execute_dir(&execute).unwrap();
     let bin = root.join("bin");
@@ -453,6 +535,7 @@ fn two_guests_attack_each_other(tag: char, namespaces: bool) {
             .arg(names[i])
             .arg(&state)
             .arg(&execute)
+            .arg(&tag)
             .env("PATH", "/usr/bin:/bin")
             .env("HOME", &sandboxes[i]);
         spec.user = Some(users[i]);
@@ -491,6 +574,7 @@ fn two_guests_attack_each_other(tag: char, namespaces: bool) {
         let go = serde_json::json!({
             "pid": job_pids[other],
             "sandbox": sandboxes[other],
+            "name": names[other],
         });
         fs::write(sandboxes[i].join("go"), go.to_string()).unwrap();
     }
@@ -563,6 +647,16 @@ fn two_guests_attack_each_other(tag: char, namespaces: bool) {
         assert_eq!(s("leave_idle"), "EPERM", "left SCHED_IDLE");
         assert_eq!(s("lower_nice"), "EACCES", "lowered nice");
         assert_eq!(s("no_new_privs"), "1");
+        if namespaces {
+            // Its own tmpfs on each scratch directory: the other's file
+            // there does not exist for it.
+            for d in ["/tmp", "/var/tmp", "/dev/shm"] {
+                assert_eq!(r["scratch_fs"][d], "tmpfs", "{d} not private");
+                assert_eq!(r["read_other_scratch"][d], "ENOENT", "other's {d}");
+            }
+            // Its own IPC namespace: the other's SysV segment is not there.
+            assert_eq!(r["other_shm"], "ENOENT", "other's SysV shm");
+        }
         if let Some(g) = &groups[i] {
             let dir = g.dirs()[0].clone();
             let root = &cgroups.as_ref().unwrap().0.roots()[0];
@@ -602,6 +696,11 @@ fn two_guests_attack_each_other(tag: char, namespaces: bool) {
         proc_mounts_before,
         "a guest's /proc mount reached the host"
     );
+    if namespaces {
+        // What the guests left in their scratch directories went with
+        // their tmpfs; the host's never saw it.
+        assert_eq!(scratch_files.present(), Vec::<PathBuf>::new());
+    }
     for l in leases {
         let rep = l.release(REAP_TIMEOUT).unwrap();
         assert!(rep.found.is_empty(), "left behind: {:?}", rep.found);
@@ -723,6 +822,75 @@ fn kill_by_uid_wins_against_a_fork_loop() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(processes_of_uid(uid), Vec::<i32>::new());
     lease.release(REAP_TIMEOUT).unwrap();
+}
+
+/// Forks sleeping children until the kernel refuses, then reports how many
+/// it made and the errno.
+const FORK_BOMB_PY: &str = r#"
+import errno, json, os, time
+made, err = 0, None
+while made < 100000:
+    try:
+        pid = os.fork()
+    except OSError as e:
+        err = errno.errorcode.get(e.errno, str(e.errno))
+        break
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+    made += 1
+with open("result.tmp", "w") as f:
+    json.dump({"made": made, "error": err}, f)
+os.rename("result.tmp", "result.json")
+time.sleep(600)
+"#;
+
+#[test]
+fn a_fork_bomb_stops_at_the_process_bound() {
+    if !root_or_skip("a_fork_bomb_stops_at_the_process_bound") {
+        return;
+    }
+    let _lock = serial_lock();
+    let accounts = TestAccounts::create('n', 1);
+    let _reaper = Subreaper::new();
+    let pool = SlotPool::new(accounts.accounts());
+    let tmp = shared_tempdir("glnproc");
+    let execute = tmp.path().join("execute");
+    prepare_execute_dir(&execute).unwrap();
+    fs::write(tmp.path().join("bomb.py"), FORK_BOMB_PY).unwrap();
+    let lease = pool.lease("job-bomb").unwrap();
+    let user = lease.user().unwrap();
+    const BOUND: u64 = 40;
+    let policy = Confinement::new().with_max_processes(Some(BOUND));
+    let sandbox = execute.join("job-bomb");
+    let mut spec = GuestSpec::new("/usr/bin/python3", &sandbox)
+        .arg("-I")
+        .arg(tmp.path().join("bomb.py"))
+        .env("PATH", "/usr/bin:/bin");
+    spec.user = Some(user);
+    let _guest = Guest(
+        GuestLauncher::new()
+            .spawn_confined(spec, None, &policy)
+            .unwrap(),
+    );
+    wait_until("bomb result", 180, || sandbox.join("result.json").exists());
+    let r: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(sandbox.join("result.json")).unwrap()).unwrap();
+    eprintln!("fork bomb under RLIMIT_NPROC {BOUND}: {r}");
+    assert_eq!(r["error"], "EAGAIN", "fork refused by the bound");
+    let made = r["made"].as_u64().unwrap();
+    assert!(made < BOUND, "made {made} processes past the bound {BOUND}");
+    let running = processes_of_uid(user.uid).len() as u64;
+    assert!(running <= BOUND, "{running} processes of the guest's uid");
+    // Everyone else still forks: the bound is the guest uid's alone.
+    assert!(Command::new("/bin/true").status().unwrap().success());
+    let rep = lease.release(REAP_TIMEOUT).unwrap();
+    eprintln!(
+        "released: {} killed in {} rounds",
+        rep.found.len(),
+        rep.rounds
+    );
+    assert!(processes_of_uid(user.uid).is_empty());
 }
 
 #[test]

@@ -146,6 +146,8 @@ impl Host {
         }
         sc.slots = config.isolation.slot_config();
         sc.namespaces = config.isolation.namespaces;
+        sc.private_tmp = config.isolation.private_tmp;
+        sc.max_processes = config.isolation.process_bound();
         // Orphans of guests come to the station, which kills and reaps
         // them by their slot's uid (orphans.rs).
         orphans::become_subreaper();

@@ -6,13 +6,27 @@
 //!   `RLIMIT_NICE` and `RLIMIT_RTPRIO` at 0 so that the guest cannot leave
 //!   `SCHED_IDLE` or lower its nice value again (sched(7): an unprivileged
 //!   thread leaves `SCHED_IDLE` only within its `RLIMIT_NICE`).
-//! - **Own PID and mount namespaces** where the kernel allows (root:
-//!   `unshare(CLONE_NEWPID | CLONE_NEWNS)`): every mount made private, then
+//! - **Own PID, mount and IPC namespaces** where the kernel allows (root:
+//!   `unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC)`): SysV IPC and
+//!   POSIX message queues are the guest's own; every mount made private, then
 //!   a fresh `/proc` mounted by the namespace's first process, so the
 //!   guest sees only its own processes and its mounts never reach the
 //!   host. Where not allowed (no root, a kernel or seccomp profile that
 //!   refuses), [`Confinement::for_station`] says why in the log and guests
 //!   run without them; `NamespaceMode::Required` refuses to start instead.
+//! - **A private `/tmp`, `/var/tmp` and `/dev/shm`** in that mount
+//!   namespace: a fresh tmpfs on each, seen by this guest alone and gone
+//!   with it, so no guest reads what another (or the owner) leaves there
+//!   and nothing a guest leaves there outlives it. Its pages are charged to
+//!   the guest's memory cgroup. A directory that holds the guest's sandbox
+//!   or program is left as it is (mounting over it would hide them), as
+//!   HTCondor's `MOUNT_UNDER_SCRATCH` does not cover the scratch directory
+//!   itself.
+//! - **A bound on processes** (`RLIMIT_NPROC`) for guests that run as a
+//!   slot account: the limit counts every task of the guest's uid, and the
+//!   uid is the guest's alone, so a fork bomb stops at the bound instead of
+//!   filling the owner's process table. Not applied where guests run as the
+//!   daemon's own user (a personal pool), whose other processes would count.
 //! - **A private umask** (077): what a guest creates is its own unless it
 //!   says otherwise.
 //!
@@ -25,6 +39,12 @@
 
 use super::IsolationError;
 use serde::{Deserialize, Serialize};
+
+/// Default `RLIMIT_NPROC` of a guest (`[isolation] max_processes`): every
+/// thread counts, so generous for a job with many threads, and still far
+/// below a machine's process table (`kernel.pid_max`, 4 194 304 on 64-bit
+/// kernels).
+pub const DEFAULT_MAX_PROCESSES: u64 = 4096;
 
 /// `[isolation] namespaces`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,6 +70,12 @@ pub struct Confinement {
     pub namespaces: bool,
     /// umask 077 before exec.
     pub private_umask: bool,
+    /// A fresh tmpfs on `/tmp`, `/var/tmp` and `/dev/shm` in the guest's
+    /// mount namespace (only with `namespaces`).
+    pub private_tmp: bool,
+    /// `RLIMIT_NPROC` of a guest running as a slot account; `None`: the
+    /// daemon's own limit.
+    pub max_processes: Option<u64>,
     /// Why `namespaces` is off when it was asked for (for logs and ads).
     pub namespaces_unavailable: Option<String>,
 }
@@ -67,8 +93,22 @@ impl Confinement {
             always_idle: true,
             namespaces: false,
             private_umask: true,
+            private_tmp: true,
+            max_processes: Some(DEFAULT_MAX_PROCESSES),
             namespaces_unavailable: None,
         }
+    }
+
+    /// A private `/tmp`, `/var/tmp` and `/dev/shm` (with namespaces).
+    pub fn with_private_tmp(mut self, on: bool) -> Self {
+        self.private_tmp = on;
+        self
+    }
+
+    /// The process bound of slot-account guests (`None`: unbounded).
+    pub fn with_max_processes(mut self, max: Option<u64>) -> Self {
+        self.max_processes = max;
+        self
     }
 
     /// Ask for namespaces without probing (tests, or a caller that probed).
@@ -105,7 +145,7 @@ impl Confinement {
 
 /// Steps of the probe, reported by the probe child.
 const STEPS: [&str; 4] = [
-    "unshare(CLONE_NEWPID|CLONE_NEWNS)",
+    "unshare(CLONE_NEWPID|CLONE_NEWNS|CLONE_NEWIPC)",
     "making mounts private",
     "fork into the PID namespace",
     "mounting a fresh /proc",
@@ -188,7 +228,7 @@ unsafe fn probe_fail(fd: i32, step: u32) -> ! {
 unsafe fn probe_child(fd: i32) -> ! {
     // SAFETY: see the function's contract.
     unsafe {
-        if libc::unshare(libc::CLONE_NEWPID | libc::CLONE_NEWNS) < 0 {
+        if libc::unshare(libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWIPC) < 0 {
             probe_fail(fd, 0);
         }
         if libc::mount(

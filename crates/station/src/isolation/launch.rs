@@ -28,11 +28,17 @@
 //!    namespace init ignores SIGTERM from outside (platform §2.3): stop
 //!    guests through the cgroup (`cgroup.kill`/SIGKILL) or by uid
 //!    (`reap.rs`). Under a [`Confinement`] with namespaces the same
-//!    `unshare` also makes a mount namespace (`CLONE_NEWNS`), every mount
+//!    `unshare` also makes a mount namespace (`CLONE_NEWNS`) and an IPC
+//!    namespace (`CLONE_NEWIPC`: SysV IPC, POSIX message queues), every mount
 //!    is made private (`MS_REC|MS_PRIVATE` on `/`) and the namespace's
 //!    first process mounts a fresh `/proc` (nosuid, nodev, noexec) before
 //!    it drops root: the guest sees only its own processes. Without it
-//!    (`GuestSpec::pid_namespace` alone) `/proc` is the host's.
+//!    (`GuestSpec::pid_namespace` alone) `/proc` is the host's. With
+//!    [`Confinement::private_tmp`], a fresh tmpfs is mounted on `/tmp`,
+//!    `/var/tmp` and `/dev/shm` right after the mounts are made private
+//!    (each that exists and holds neither the sandbox nor the program).
+//!    Under a [`Confinement`], a guest with a slot account also gets
+//!    `RLIMIT_NPROC` ([`Confinement::max_processes`]) before it drops root.
 //! 5. drop privileges: `setgroups(0)` (no supplementary groups; a CRIU
 //!    job keeps its own gid as the only one, see `checkpoint.rs` `Criu`),
 //!    `setgid`, `setuid`; then `PR_SET_NO_NEW_PRIVS`, so that no set-id program or
@@ -67,6 +73,7 @@ use super::{Confinement, GuestCgroup, IsolationError, prepare_sandbox};
 use std::ffi::OsString;
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -319,7 +326,34 @@ struct ChildPlan {
     pid_ns: bool,
     /// With `pid_ns`: private mounts and a fresh `/proc`.
     mount_ns: bool,
+    /// With `mount_ns`: which of [`PRIVATE_TMP`] get a fresh tmpfs (bit i
+    /// for entry i).
+    private_tmp: u8,
+    /// `RLIMIT_NPROC` (soft and hard) before dropping to `user`.
+    max_processes: Option<libc::rlim_t>,
     no_new_privs: bool,
+}
+
+/// The shared scratch directories a confined guest gets a private tmpfs
+/// on (`confine.rs`), as C strings for the forked child.
+const PRIVATE_TMP: [&std::ffi::CStr; 3] = [c"/tmp", c"/var/tmp", c"/dev/shm"];
+
+/// Which of [`PRIVATE_TMP`] may get a fresh tmpfs for a guest whose
+/// sandbox and program are these: those that exist as directories and
+/// hold neither (mounting over them would hide the guest's own files).
+fn private_tmp_mask(sandbox: &Path, program: &Path) -> u8 {
+    let mut mask = 0u8;
+    for (i, dir) in PRIVATE_TMP.iter().enumerate() {
+        let dir = Path::new(std::ffi::OsStr::from_bytes(dir.to_bytes()));
+        let covers = |p: &Path| p.is_absolute() && p.starts_with(dir);
+        let is_dir = std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir());
+        if is_dir && !covers(sandbox) && !covers(program) {
+            mask |= 1 << i;
+        } else {
+            tracing::debug!(dir = %dir.display(), "no private tmpfs here for this guest");
+        }
+    }
+    mask
 }
 
 /// Give up root for `u`: supplementary groups first (none at all, or with
@@ -435,6 +469,17 @@ unsafe fn child_setup(
                 return Err(last_err());
             }
         }
+        if let (Some(max), Some(_)) = (plan.max_processes, plan.user) {
+            // Counted per real uid, which only this guest has (slots.rs),
+            // checked at every fork and clone of the guest's tree.
+            let lim = libc::rlimit {
+                rlim_cur: max,
+                rlim_max: max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NPROC, &lim) < 0 {
+                return Err(last_err());
+            }
+        }
         if let Some(m) = plan.umask {
             libc::umask(m);
         }
@@ -466,7 +511,15 @@ unsafe fn child_setup(
             }
             return Ok(());
         }
-        let flags = libc::CLONE_NEWPID | if plan.mount_ns { libc::CLONE_NEWNS } else { 0 };
+        // With the mount namespace comes an IPC namespace: SysV IPC objects
+        // and POSIX message queues of other guests and of the owner are out
+        // of reach as well.
+        let flags = libc::CLONE_NEWPID
+            | if plan.mount_ns {
+                libc::CLONE_NEWNS | libc::CLONE_NEWIPC
+            } else {
+                0
+            };
         if libc::unshare(flags) < 0 {
             return Err(last_err());
         }
@@ -482,6 +535,21 @@ unsafe fn child_setup(
             ) < 0
         {
             return Err(last_err());
+        }
+        if plan.mount_ns {
+            for (i, dir) in PRIVATE_TMP.iter().enumerate() {
+                if plan.private_tmp & (1 << i) != 0
+                    && libc::mount(
+                        c"tmpfs".as_ptr(),
+                        dir.as_ptr(),
+                        c"tmpfs".as_ptr(),
+                        libc::MS_NOSUID | libc::MS_NODEV,
+                        c"mode=1777".as_ptr().cast(),
+                    ) < 0
+                {
+                    return Err(last_err());
+                }
+            }
         }
         match libc::fork() {
             -1 => return Err(last_err()),
@@ -600,6 +668,12 @@ impl GuestLauncher {
             reaper,
             pid_ns: spec.pid_namespace || ns,
             mount_ns: ns,
+            private_tmp: if ns && policy.is_some_and(|p| p.private_tmp) {
+                private_tmp_mask(&spec.sandbox, &spec.program)
+            } else {
+                0
+            },
+            max_processes: policy.and_then(|p| p.max_processes),
             no_new_privs: spec.no_new_privs,
         };
         let pidfile = match &spec.restore_pidfile {
@@ -648,6 +722,8 @@ impl GuestLauncher {
             sched_idle = plan.sched_idle,
             pid_ns = plan.pid_ns,
             mount_ns = plan.mount_ns,
+            private_tmp = plan.private_tmp,
+            max_processes = plan.max_processes,
             "guest started"
         );
         Ok(GuestProcess {

@@ -40,7 +40,7 @@ pub use cgroup::{
     CgroupConfig, CgroupLayout, CgroupManager, Controller, FreezeMethod, GuestCgroup, IdleOutcome,
     KillMethod, MemoryBounds, RemoveOnDrop, V1Roots, parse_mountinfo,
 };
-pub use confine::{Confinement, NamespaceMode, namespace_support};
+pub use confine::{Confinement, DEFAULT_MAX_PROCESSES, NamespaceMode, namespace_support};
 pub use launch::{GuestLauncher, GuestProcess, GuestSpec, GuestUser};
 pub use reap::{REAP_TIMEOUT, ReapReport, kill_uid, processes_of_uid};
 pub use sandbox::{prepare_execute_dir, prepare_sandbox, unreachable_by};

@@ -15,11 +15,14 @@
 //! create_slot_users = true       # false: a package created them
 //! slot_first_uid = 61000         # optional: fixed slot uids (CRIU pools)
 //! namespaces = "auto"   # off | auto | required
+//! private_tmp = true    # own tmpfs /tmp, /var/tmp, /dev/shm (with namespaces)
+//! max_processes = 4096  # RLIMIT_NPROC of a slot-account guest; 0: none
 //! ```
 
 use super::{
-    CgroupConfig, CgroupLayout, CgroupManager, Confinement, DEFAULT_SLOT_PREFIX, IsolationError,
-    MemoryBounds, NamespaceMode, SlotConfig, V1Roots, default_slot_count,
+    CgroupConfig, CgroupLayout, CgroupManager, Confinement, DEFAULT_MAX_PROCESSES,
+    DEFAULT_SLOT_PREFIX, IsolationError, MemoryBounds, NamespaceMode, SlotConfig, V1Roots,
+    default_slot_count,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -76,6 +79,12 @@ pub struct CgroupSettings {
     pub slot_first_uid: Option<u32>,
     /// Own PID and mount namespaces for guests (`confine.rs`).
     pub namespaces: NamespaceMode,
+    /// A fresh tmpfs on `/tmp`, `/var/tmp` and `/dev/shm` for each guest
+    /// that has its own mount namespace (`confine.rs`).
+    pub private_tmp: bool,
+    /// `RLIMIT_NPROC` of each guest running as a slot account (every
+    /// thread counts); 0: no bound beyond the daemon's own.
+    pub max_processes: u64,
 }
 
 /// `[isolation]` by the name of what it configures (the struct predates
@@ -96,6 +105,8 @@ impl Default for CgroupSettings {
             create_slot_users: true,
             slot_first_uid: None,
             namespaces: NamespaceMode::Auto,
+            private_tmp: true,
+            max_processes: DEFAULT_MAX_PROCESSES,
         }
     }
 }
@@ -142,7 +153,14 @@ impl CgroupSettings {
     /// namespaces are allowed here (`namespaces = "required"` fails when
     /// they are not).
     pub fn confinement(&self) -> Result<Confinement, IsolationError> {
-        Confinement::for_station(self.namespaces)
+        Ok(Confinement::for_station(self.namespaces)?
+            .with_private_tmp(self.private_tmp)
+            .with_max_processes(self.process_bound()))
+    }
+
+    /// `max_processes` as a bound (`None` for 0).
+    pub fn process_bound(&self) -> Option<u64> {
+        (self.max_processes > 0).then_some(self.max_processes)
     }
 
     /// The layout these settings select, `None` when cgroups are off.

@@ -104,13 +104,15 @@ impl Running {
 pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
     config.validate()?;
     let io = |what: String| move |source| DaemonError::Io { what, source };
-    private_state::secure(&config)?;
     let name = config.station_name();
+    // Credentials first, reading only: a station refused for them leaves
+    // its state directory as it found it.
     let revocations = Arc::new(revocations::StationRevocations::open(
         &config.state_dir,
         now_secs(),
     )?);
     let creds = credentials::load(&config, &name, &revocations.snapshot(), now_secs())?;
+    private_state::secure(&config)?;
     let mut queue = JobQueue::open(config.queue_path())?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await

@@ -36,9 +36,25 @@ pub fn serial_lock() -> std::fs::File {
 /// A temporary directory guests can traverse: under root they run as slot
 /// accounts of their own and must reach their sandboxes below it.
 pub fn shared_tempdir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
+    shared_tempdir_in(std::env::temp_dir())
+}
+
+/// The same below `parent`.
+pub fn shared_tempdir_in(parent: impl AsRef<std::path::Path>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir_in(parent).unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     dir
+}
+
+/// Files removed on drop, whether or not they exist.
+pub struct RemoveFiles(pub Vec<std::path::PathBuf>);
+
+impl Drop for RemoveFiles {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 /// The test pool's keys: the signing key in the coordinator's state

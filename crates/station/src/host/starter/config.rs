@@ -46,6 +46,11 @@ pub struct StarterConfig {
     /// Own PID and mount namespaces for guests where the kernel allows
     /// (`[isolation] namespaces`; never for CRIU jobs).
     pub namespaces: NamespaceMode,
+    /// A private tmpfs `/tmp`, `/var/tmp`, `/dev/shm` per namespaced guest
+    /// (`[isolation] private_tmp`).
+    pub private_tmp: bool,
+    /// `RLIMIT_NPROC` of slot-account guests (`[isolation] max_processes`).
+    pub max_processes: Option<u64>,
     /// How often the capture files are polled for new output.
     pub output_poll: Duration,
     /// Signal sent when a job that declares checkpointing
@@ -87,6 +92,8 @@ impl StarterConfig {
             guest_policy: PolicyConfig::default(),
             slots: SlotConfig::default(),
             namespaces: NamespaceMode::Auto,
+            private_tmp: true,
+            max_processes: Some(crate::isolation::DEFAULT_MAX_PROCESSES),
             output_poll: Duration::from_millis(200),
             checkpoint_signal: libc::SIGTERM,
             checkpoint_grace: Duration::from_secs(10),

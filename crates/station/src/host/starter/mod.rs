@@ -168,7 +168,9 @@ impl Starter {
                     ms = rep.elapsed.as_millis() as u64, "slot cleared at start");
             }
         }
-        let confinement = Confinement::for_station(config.namespaces)?;
+        let confinement = Confinement::for_station(config.namespaces)?
+            .with_private_tmp(config.private_tmp)
+            .with_max_processes(config.max_processes);
         prepare_execute_dir(&config.execute_dir, &pool)?;
         // No guest runs yet: every sandbox here is a dead run's (issue 14).
         if !config.keep_sandboxes {
