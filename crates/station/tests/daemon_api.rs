@@ -588,3 +588,54 @@ async fn restart_keeps_every_job() {
     let ids = env.submit("alice", TWO).await;
     assert_eq!(ids[0].cluster, 3);
 }
+
+/// `/v1/place` settles who is calling before it reads the body: a user, an
+/// administrator or no credential at all is refused whatever the body
+/// holds, and only a station's malformed body is parsed, to a JSON error
+/// naming the field.
+#[tokio::test]
+async fn place_checks_the_caller_before_the_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = TestKeys::in_dir(&dir.path().join("coord")).unwrap();
+    let mut cfg = config(dir.path(), &keys);
+    cfg.name = "host".into();
+    cfg.token_file = keys
+        .station_token_file("host", &dir.path().join("host.token"))
+        .unwrap();
+    cfg.role = StationRole::ExecuteOnly;
+    cfg.isolation.cgroups = gleaner_station::isolation::CgroupMode::Off;
+    cfg.isolation.slot_prefix = gleaner_testkit::slot_prefix();
+    let (addr, running) = spawn_for_test(cfg).await.unwrap();
+    let url = format!("http://{addr}/v1/place");
+    let http = reqwest::Client::new();
+    let post = |tok: Option<String>, body: &'static str| {
+        let mut r = http.post(&url).body(body);
+        if let Some(t) = tok {
+            r = r.bearer_auth(t);
+        }
+        async move {
+            let r = r.send().await.unwrap();
+            let status = r.status().as_u16();
+            let e: ErrorBody = r.json().await.unwrap();
+            (status, e)
+        }
+    };
+    let user = keys.user("alice");
+    let admin = keys.admin("root");
+    for body in ["garbage", "{\"protocol\": 1}", ""] {
+        let (s, e) = post(None, body).await;
+        assert_eq!(s, 401, "no credential, body {body:?}: {e}");
+        let (s, e) = post(Some(user.clone()), body).await;
+        assert_eq!(s, 403, "user, body {body:?}: {e}");
+        let (s, e) = post(Some(admin.clone()), body).await;
+        assert_eq!(s, 403, "admin, body {body:?}: {e}");
+        assert_eq!(e.error.field.as_deref(), Some("home"), "{e}");
+    }
+    let station = keys.station("home");
+    let (s, e) = post(Some(station.clone()), "garbage").await;
+    assert_eq!((s, e.error.field.as_deref()), (400, Some("body")), "{e}");
+    let (s, e) = post(Some(station), "{\"protocol\": 1}").await;
+    assert_eq!(s, 400, "{e}");
+    assert!(e.error.field.as_deref().is_some_and(|f| f != "body"), "{e}");
+    running.stop().await;
+}

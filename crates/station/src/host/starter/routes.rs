@@ -1,12 +1,16 @@
 //! The starter's HTTP endpoints: place, list and vacate guests.
 
 use super::{GuestListing, Starter};
-use axum::extract::{Path as UrlPath, State};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Path as UrlPath, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use gleaner_edge::{ApiError, Caller, Credential, Role, require_station, require_station_named};
+use gleaner_edge::{
+    ApiError, Caller, Credential, Role, body_bytes, parse_json, require_station,
+    require_station_named,
+};
 use gleaner_proto::job::JobId;
 use gleaner_proto::wire::{ErrorCode, PlacementRequest, check_version};
 use std::sync::Arc;
@@ -31,22 +35,32 @@ const DAEMONS_ONLY: &str = "only station daemons and administrators may place or
 async fn place_handler(
     State(s): State<Arc<Starter>>,
     Extension(caller): Extension<Caller>,
-    Json(req): Json<PlacementRequest>,
+    request: Request,
 ) -> Result<Response, ApiError> {
+    // Who is calling is settled before a byte of the body is read.
     require_station(&caller, DAEMONS_ONLY)?;
-    // The placing station is the caller, whatever the body says; the claim
-    // must then be granted to it (claims.rs).
-    if caller.role != Role::Station || caller.name != req.home {
-        tracing::warn!(caller = %caller.name, home = %req.home, job = %req.job_id,
-            "placement for another home refused");
-        return Err(ApiError::field(
+    let not_the_home = |home: &str| {
+        ApiError::field(
             ErrorCode::Forbidden,
             "home",
             format!(
-                "placements come from the home station itself: {} may not place for {:?}",
-                caller.name, req.home
+                "placements come from the home station itself: {} may not place for {home:?}",
+                caller.name
             ),
-        ));
+        )
+    };
+    if caller.role != Role::Station {
+        return Err(not_the_home("its home"));
+    }
+    // Read through the extractor so that the server's body limit holds.
+    let raw = body_bytes(Bytes::from_request(request, &()).await)?;
+    let req: PlacementRequest = parse_json(&raw)?;
+    // The placing station is the caller, whatever the body says; the claim
+    // must then be granted to it (claims.rs).
+    if caller.name != req.home {
+        tracing::warn!(caller = %caller.name, home = %req.home, job = %req.job_id,
+            "placement for another home refused");
+        return Err(not_the_home(&req.home));
     }
     check_version(req.protocol).map_err(ApiError::from)?;
     Ok(Json(s.place(req)).into_response())
