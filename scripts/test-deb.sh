@@ -40,7 +40,9 @@ accounts() { getent passwd | cut -d: -f1 | grep -E '^gleaner(-slot[0-9]+)?$' | s
 accounts_before=$(accounts)
 had_var_lib_gleaner=no
 [ ! -e /var/lib/gleaner ] || had_var_lib_gleaner=yes
-[ ! -e /etc/gleaner ] || fail "/etc/gleaner exists before the install"
+for p in /etc/gleaner /var/lib/gleaner/coordinator /var/lib/gleaner/station; do
+    [ ! -e "$p" ] || fail "$p exists before the install (another Gleaner or a test left it)"
+done
 
 cleanup() {
     if dpkg-query -W -f '${db:Status-Status}' gleaner 2>/dev/null | grep -qv '^not-installed$'; then
