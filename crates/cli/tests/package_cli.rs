@@ -54,10 +54,16 @@ fn man_pages_and_completions_come_from_the_cli_and_generate_stays_hidden() {
     ] {
         let body = std::fs::read_to_string(comp.join(file)).unwrap();
         assert!(body.contains(marker), "{file} lacks {marker:?}");
-        assert!(body.contains("check-config"), "{file} lacks station's options");
+        assert!(
+            body.contains("check-config"),
+            "{file} lacks station's options"
+        );
     }
     let help = text(&glean(&["--help"]));
-    assert!(help.contains("station") && !help.contains("generate"), "{help}");
+    assert!(
+        help.contains("station") && !help.contains("generate"),
+        "{help}"
+    );
 }
 
 fn write_config(path: &Path, keys_dir: &Path, token: &Path, isolation: &str) {
@@ -192,7 +198,13 @@ fn check_config_holds_slot_accounts_to_the_station_rules() {
     let o = check();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("login shell"), "{}", text(&o));
-    assert!(Command::new("userdel").arg(&name).status().unwrap().success());
+    assert!(
+        Command::new("userdel")
+            .arg(&name)
+            .status()
+            .unwrap()
+            .success()
+    );
 
     // As the package's postinst makes it: accepted.
     useradd("/usr/sbin/nologin");
