@@ -50,9 +50,15 @@ arch=$(dpkg --print-architecture)
 out=target/debian/gleaner_${version}_${arch}.deb
 mkdir -p target/debian
 rm -f "$out"
-args=(-p gleaner-cli --no-build --profile "$profile" --output "$out")
+# A directory: cargo-deb names the files itself (revision "" in the
+# metadata: gleaner_<version>_<arch>.deb, gleaner-dbgsym_….ddeb).
+args=(-p gleaner-cli --no-build --profile "$profile" --output target/debian)
 if [ "$profile" = dev ]; then
     args+=(--no-dbgsym --no-separate-debug-symbols --strip --fast)
 fi
 cargo deb "${args[@]}"
+[ -f "$out" ] || {
+    echo "build-deb: cargo-deb made no $out" >&2
+    exit 1
+}
 echo "$out"
