@@ -142,11 +142,13 @@ wait_for 30 inside test -S /run/gleaner/pkgtest.sock || {
 }
 active gleaner-station.service || fail "the station is not active"
 pid=$(prop gleaner-station MainPID)
-cgroup=$(inside sed -n 's/^0:://p' "/proc/$pid/cgroup")
-case $cgroup in
-    */gleaner-station.service/station) ;;
-    *) fail "the station is in cgroup $cgroup, not its delegated leaf" ;;
-esac
+cgroup_of_station() { inside sed -n 's/^0:://p' "/proc/$pid/cgroup"; }
+in_leaf() { case $(cgroup_of_station) in */gleaner-station.service/station) ;; *) return 1 ;; esac; }
+wait_for 20 in_leaf || {
+    inside journalctl -u gleaner-station --no-pager -o cat | tail -20
+    fail "the station is in cgroup $(cgroup_of_station), not its delegated leaf"
+}
+cgroup=$(cgroup_of_station)
 [ "$(prop gleaner-station Delegate)" = yes ] || fail "Delegate is not yes"
 echo "ok    station active (pid $pid) in $cgroup, user socket open"
 # What it said about its guests' isolation here (a container may deny

@@ -123,6 +123,7 @@ setpriv --reuid=gleaner --regid=gleaner --clear-groups --no-new-privs \
 coord_pid=$!
 for _ in $(seq 100); do
     [ -s /var/lib/gleaner/coordinator/pool.pub ] && break
+    kill -0 "$coord_pid" 2>/dev/null || fail "the coordinator exited (above)"
     sleep 0.1
 done
 kill "$coord_pid"
