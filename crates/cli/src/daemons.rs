@@ -105,6 +105,11 @@ pub struct StationArgs {
     /// 0600), overriding the configuration.
     #[arg(long)]
     pub token_file: Option<PathBuf>,
+    /// Check the configuration, the credentials and (as root) the slot
+    /// accounts as the station would at start, print one line each and
+    /// exit (1 if any fails) instead of running.
+    #[arg(long)]
+    pub check_config: bool,
 }
 
 /// `glean station`: run a station daemon (owner monitor, job queue, local
@@ -133,6 +138,13 @@ pub fn station(args: StationArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(t) = args.token_file {
         config.token_file = t;
+    }
+    if args.check_config {
+        let shown = args
+            .config
+            .as_ref()
+            .map_or_else(|| "(defaults)".to_string(), |p| p.display().to_string());
+        return crate::station_check::run(&config, &shown);
     }
     serve("station", run(config, shutdown_signal()))
 }

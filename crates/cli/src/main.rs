@@ -9,17 +9,19 @@ mod daemons;
 mod dag;
 mod demo;
 mod demo_users;
+mod generate;
 mod job_select;
 mod jobs;
 mod output;
 mod sim;
+mod station_check;
 mod supervise;
 mod tail;
 mod token;
 mod up;
 mod watch;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -76,6 +78,10 @@ enum Command {
     /// Create, list and revoke the pool's tokens (where the coordinator's
     /// signing key is).
     Token(token::TokenArgs),
+    /// Manual pages, shell completions and slot account names for the
+    /// Debian package (scripts/build-deb.sh).
+    #[command(hide = true)]
+    Generate(generate::GenerateArgs),
 }
 
 fn main() -> ExitCode {
@@ -85,6 +91,9 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        // Colours only for a person: a daemon's stderr goes to the journal
+        // (the packaged units) or a log file (`glean up`).
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     // `glean q -constraint EXPR -af ATTR…` as HTCondor users type it.
     let cli = Cli::parse_from(job_select::htcondor_spellings(std::env::args_os()));
@@ -108,6 +117,7 @@ fn main() -> ExitCode {
         Command::Up(args) => up::up(args),
         Command::Userprio(args) => jobs::userprio(args, out),
         Command::Token(args) => token::run(args, out),
+        Command::Generate(args) => generate::run(args, Cli::command()),
     };
     match result {
         Ok(code) => code,

@@ -19,6 +19,9 @@
 //!   runs a personal pool instead.
 //! - [`kill_uid`]: every process of a slot, found and killed by uid, with
 //!   or without cgroups (`reap.rs`).
+//! - Delegation (`delegation.rs`): under systemd with `Delegate=yes`,
+//!   guest groups below the station's own cgroup (`[isolation]
+//!   delegated`), the station itself moved into a leaf of it.
 //! - [`prepare_execute_dir`] / [`prepare_sandbox`]: root's 0711 parent,
 //!   one 0700 sandbox per guest owned by its slot (`sandbox.rs`).
 //!
@@ -29,6 +32,7 @@
 
 mod cgroup;
 mod confine;
+mod delegation;
 mod launch;
 mod reap;
 mod sandbox;

@@ -17,6 +17,8 @@
 //! namespaces = "auto"   # off | auto | required
 //! private_tmp = true    # own tmpfs /tmp, /var/tmp, /dev/shm (with namespaces)
 //! max_processes = 4096  # RLIMIT_NPROC of a slot-account guest; 0: none
+//! delegated = false     # true: guest groups below the station's own
+//!                       # cgroup (systemd Delegate=yes; delegation.rs)
 //! ```
 
 use super::{
@@ -85,6 +87,10 @@ pub struct CgroupSettings {
     /// `RLIMIT_NPROC` of each guest running as a slot account (every
     /// thread counts); 0: no bound beyond the daemon's own.
     pub max_processes: u64,
+    /// Guest groups below the station's own cgroup, which systemd
+    /// delegates to it (`Delegate=yes`), instead of below each
+    /// hierarchy's root (`delegation.rs`).
+    pub delegated: bool,
 }
 
 /// `[isolation]` by the name of what it configures (the struct predates
@@ -107,6 +113,7 @@ impl Default for CgroupSettings {
             namespaces: NamespaceMode::Auto,
             private_tmp: true,
             max_processes: DEFAULT_MAX_PROCESSES,
+            delegated: false,
         }
     }
 }
@@ -185,9 +192,15 @@ impl CgroupSettings {
     }
 
     fn try_build(&self, memory_mb: u64) -> Result<Option<CgroupManager>, IsolationError> {
-        let Some(layout) = self.layout()? else {
+        let Some(mut layout) = self.layout()? else {
             return Ok(None);
         };
+        if self.delegated {
+            layout = super::delegation::delegated_layout(
+                &layout,
+                &super::delegation::OwnCgroups::of_self()?,
+            )?;
+        }
         let mut cfg = CgroupConfig::new(layout);
         cfg.parent = self.parent.clone();
         cfg.parent_idle = self.parent_idle;
