@@ -315,6 +315,9 @@ async fn act(
             Err(e) => return Err(e.into()),
         }
     }
+    // Acknowledged to the user: every change on disk before the answer
+    // (one sync for a whole cluster, `queue::durability`).
+    home.queue().sync_now();
     if resp.changed.is_empty() && !resp.skipped.is_empty() {
         let why: Vec<String> = resp
             .skipped

@@ -37,6 +37,17 @@ impl JobQueue {
         build: impl FnOnce(u64) -> Result<Vec<JobDescription>>,
         also: impl FnOnce(&rusqlite::Transaction<'_>, &[JobId]) -> Result<()>,
     ) -> Result<Vec<JobId>> {
+        // A submission is acknowledged to its user: synced before the
+        // answer, also against power loss (`durability`).
+        self.durably(|q| q.submit_tx(at, build, also))
+    }
+
+    fn submit_tx(
+        &mut self,
+        at: Time,
+        build: impl FnOnce(u64) -> Result<Vec<JobDescription>>,
+        also: impl FnOnce(&rusqlite::Transaction<'_>, &[JobId]) -> Result<()>,
+    ) -> Result<Vec<JobId>> {
         let now = time_sql(at)?;
         let tx = self
             .conn
@@ -91,6 +102,7 @@ impl JobQueue {
         )?;
         also(&tx, &ids)?;
         tx.commit()?;
+        self.committed();
         tracing::debug!(cluster, procs = ids.len(), "submitted cluster");
         Ok(ids)
     }
@@ -102,6 +114,7 @@ impl JobQueue {
             "UPDATE jobs SET publishing = ?3 WHERE cluster = ?1 AND proc = ?2",
             params![to_i64(id.cluster, "cluster id")?, id.proc, record],
         )?;
+        self.committed();
         Ok(())
     }
 
@@ -111,6 +124,7 @@ impl JobQueue {
             "UPDATE jobs SET publishing = NULL WHERE cluster = ?1 AND proc = ?2",
             params![to_i64(id.cluster, "cluster id")?, id.proc],
         )?;
+        self.committed();
         Ok(())
     }
 
@@ -193,6 +207,7 @@ impl JobQueue {
             params![cluster, id.proc, now, event.name(), detail],
         )?;
         tx.commit()?;
+        self.committed();
         self.get(id)?.ok_or(QueueError::NotFound(id))
     }
 
@@ -255,6 +270,7 @@ impl JobQueue {
             "UPDATE jobs SET run_id = '' WHERE cluster = ?1 AND proc = ?2",
             params![cluster, id.proc],
         )?;
+        self.committed();
         if changed == 0 {
             return Err(QueueError::NotFound(id));
         }
@@ -302,6 +318,7 @@ impl JobQueue {
             params![cluster, id.proc, now, kind.name(), detail],
         )?;
         tx.commit()?;
+        self.committed();
         Ok(())
     }
 }
