@@ -27,6 +27,7 @@
 
 mod as_owner;
 pub mod ckpt_store;
+pub mod claim_reuse;
 pub mod dagman;
 mod deliver;
 mod host_caller;
@@ -115,6 +116,8 @@ pub struct Home {
     completing: Mutex<HashSet<JobId>>,
     /// The idle jobs' classes, computed once per job.
     classes: job_classes::ClassCache,
+    /// The claims of the remote jobs, kept for the next job (claim reuse).
+    claims: claim_reuse::ClaimBook,
     /// Counters and histograms for `/metrics`.
     pub meters: meters::HomeMeters,
 }
@@ -157,6 +160,7 @@ impl Home {
             slot_prefix,
             completing: Mutex::new(HashSet::new()),
             classes: job_classes::ClassCache::default(),
+            claims: claim_reuse::ClaimBook::default(),
             meters: meters::HomeMeters::default(),
         })
     }

@@ -74,6 +74,8 @@ pub(crate) fn require_current_run(
 /// keeps the run's data out (`RemoteJobs::is_remote`), except a report.
 pub(crate) fn retire_run(home: &Home, id: JobId) {
     home.remote.retire_run(id);
+    // Its claim ends with the run on the host (claim reuse).
+    super::claim_reuse::after_departure(home, id);
     if let Err(e) = home.queue().retire_run(id) {
         tracing::warn!(job = %id, error = %e, "cannot record the end of the job's run");
     }

@@ -123,11 +123,16 @@ async fn submit(
     let fs = home.submitter(&caller)?;
     req.submission.owner = caller.name.clone();
     let at = now();
-    let ids = queue_checked(&home, &fs, &req.submission, req.submit_dir.as_deref(), at).await?;
+    let queued = queue_checked(&home, &fs, &req.submission, req.submit_dir.as_deref(), at).await?;
+    let ids = queued.ids;
     let cluster = ids.first().map_or(0, |j| j.cluster);
-    for id in &ids {
-        let host = home.address.clone();
-        user_log(&home, *id, at, UserEvent::Submitted { host }).await;
+    // Only a cluster with a user log has anything to write (a large one
+    // without would read every job back for nothing).
+    if queued.logged {
+        for id in &ids {
+            let host = home.address.clone();
+            user_log(&home, *id, at, UserEvent::Submitted { host }).await;
+        }
     }
     tracing::info!(owner = %caller.name, cluster, procs = ids.len(), "cluster submitted");
     // A new demand is news for the coordinator: advertise now.
