@@ -324,6 +324,38 @@ impl StationClient {
             .await
     }
 
+    /// `GET /v1/jobs?limit=&offset=`: one page of the queue.
+    pub async fn jobs_page(
+        &self,
+        q: &JobQuery,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<JobInfo>, ClientError> {
+        let mut params: Vec<(&str, String)> =
+            vec![("limit", limit.to_string()), ("offset", offset.to_string())];
+        if let Some(o) = &q.owner {
+            params.push(("owner", o.clone()));
+        }
+        if let Some(s) = &q.state {
+            params.push(("state", s.clone()));
+        }
+        if q.all {
+            params.push(("all", "1".into()));
+        }
+        self.json(self.http.get(self.url("/v1/jobs")).query(&params))
+            .await
+    }
+
+    /// `GET /v1/queue/summary`.
+    pub async fn queue_summary(
+        &self,
+        owner: Option<&str>,
+    ) -> Result<gleaner_proto::api::QueueSummary, ClientError> {
+        let params: Vec<(&str, &str)> = owner.map(|o| vec![("owner", o)]).unwrap_or_default();
+        self.json(self.http.get(self.url("/v1/queue/summary")).query(&params))
+            .await
+    }
+
     /// `GET /v1/jobs/{id}`.
     pub async fn job(&self, id: &str) -> Result<JobDetail, ClientError> {
         self.json(self.http.get(self.url(&format!("/v1/jobs/{id}"))))

@@ -2,6 +2,7 @@
 
 use super::rows::{RawJob, time_from, to_i64};
 use super::{JobEvent, JobFilter, JobQueue, JobRecord, QueueError, Result, RunningJob};
+use gleaner_proto::api::{ClusterSummary, QueueSummary, StateCounts};
 use gleaner_proto::job::{JobEventKind, JobId, JobStateKind};
 use rusqlite::{OptionalExtension, params};
 
@@ -92,6 +93,111 @@ impl JobQueue {
         )?;
         rows.map(|r| r.map_err(QueueError::from).and_then(RawJob::decode))
             .collect()
+    }
+
+    /// One page of [`JobQueue::list`]: at most `limit` jobs after the
+    /// first `offset`, in job-id order; without a state in `filter` only
+    /// jobs still in the queue unless `terminal` (`glean q` pages through
+    /// 100 000 jobs without reading them all).
+    pub fn list_page(
+        &self,
+        filter: &JobFilter,
+        terminal: bool,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<JobRecord>> {
+        let cols = self.columns;
+        let sql = format!(
+            "SELECT {cols} FROM jobs \
+             WHERE (?1 IS NULL OR owner = ?1) AND (?2 IS NULL OR state = ?2) \
+               AND (?3 IS NULL OR cluster = ?3) \
+               AND (?2 IS NOT NULL OR ?4 OR state NOT IN (?5, ?6)) \
+             ORDER BY cluster, proc LIMIT ?7 OFFSET ?8"
+        );
+        let cluster = filter
+            .cluster
+            .map(|c| to_i64(c, "cluster id"))
+            .transpose()?;
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(
+            params![
+                filter.owner,
+                filter.state.map(JobStateKind::code),
+                cluster,
+                terminal,
+                JobStateKind::Completed.code(),
+                JobStateKind::Removed.code(),
+                i64::try_from(limit).unwrap_or(i64::MAX),
+                i64::try_from(offset).unwrap_or(i64::MAX),
+            ],
+            RawJob::from_row,
+        )?;
+        rows.map(|r| r.map_err(QueueError::from).and_then(RawJob::decode))
+            .collect()
+    }
+
+    /// The queue by cluster: for each cluster that still has a job in the
+    /// queue (of `owner`, if given), its owner, first submission and jobs
+    /// by state; and the jobs still in the queue by state. Only the state
+    /// index and the clusters it names are read, never a description.
+    pub fn summary(&self, owner: Option<&str>) -> Result<QueueSummary> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT cluster, owner, state, COUNT(*), MIN(submitted_at) FROM jobs \
+             WHERE cluster IN (SELECT DISTINCT cluster FROM jobs \
+                               WHERE state IN (?2, ?3, ?4, ?5)) \
+               AND (?1 IS NULL OR owner = ?1) \
+             GROUP BY cluster, owner, state ORDER BY cluster",
+        )?;
+        let rows = stmt.query_map(
+            params![
+                owner,
+                JobStateKind::Idle.code(),
+                JobStateKind::Running.code(),
+                JobStateKind::Suspended.code(),
+                JobStateKind::Held.code()
+            ],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, u8>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, i64>(4)?,
+                ))
+            },
+        )?;
+        let mut out = QueueSummary::default();
+        for row in rows {
+            let (cluster, owner, code, n, at) = row?;
+            let Some(kind) = JobStateKind::from_code(code) else {
+                continue;
+            };
+            let cluster = u64::try_from(cluster).map_err(|_| QueueError::Range("cluster id"))?;
+            let n = u64::try_from(n).unwrap_or(0);
+            let at = time_from(at);
+            let c = match out.clusters.last_mut() {
+                Some(c) if c.cluster == cluster && c.owner == owner => c,
+                _ => {
+                    out.clusters.push(ClusterSummary {
+                        cluster,
+                        owner,
+                        submitted_at: at,
+                        counts: StateCounts::default(),
+                    });
+                    // Just pushed.
+                    let Some(c) = out.clusters.last_mut() else {
+                        continue;
+                    };
+                    c
+                }
+            };
+            c.submitted_at = c.submitted_at.min(at);
+            c.counts.add(kind, n);
+            if !kind.is_terminal() {
+                out.total.add(kind, n);
+            }
+        }
+        Ok(out)
     }
 
     /// Completed and removed jobs, most recently finished first
