@@ -114,6 +114,9 @@ struct Timing {
     /// Up-Down grants per station and pass (resolution A3): the thesis's
     /// `one`, or `until_satisfied` to move many short jobs quickly.
     per_pass: &'static str,
+    /// Claim lifetime, seconds (`None`: the coordinator's default, three
+    /// advertise periods); a claim is reused for at most that long.
+    claim_lifetime: Option<u64>,
 }
 
 /// A coordinator and `n` one-CPU stations, each its own process, plus one
@@ -141,11 +144,15 @@ impl TestPool {
             &ccfg,
             format!(
                 "listen = \"{caddr}\"\nstate_dir = {}\n{}\
-                 scheduling_interval_secs = {}\nadvertise_period_secs = 1\nseed = 7\n\
+                 scheduling_interval_secs = {}\nadvertise_period_secs = 1\nseed = 7\n{}\
                  [allocator]\nkind = \"updown\"\nper_pass = \"{}\"\n",
                 q(&cdir.join("state")),
                 common::coordinator_key(&keys),
                 timing.interval,
+                timing
+                    .claim_lifetime
+                    .map(|s| format!("claim_lifetime_secs = {s}\n"))
+                    .unwrap_or_default(),
                 timing.per_pass,
             ),
         )
@@ -404,6 +411,7 @@ fn fifty_jobs_of_two_users_complete_across_four_stations() {
         Timing {
             interval: 0.5,
             per_pass: "until_satisfied",
+            claim_lifetime: None,
         },
     );
     let alice = pool.user("alice", 0);
@@ -435,6 +443,7 @@ fn light_user_gets_a_node_from_a_heavy_user_within_an_interval() {
         Timing {
             interval,
             per_pass: "one",
+            claim_lifetime: None,
         },
     );
     let heavy = pool.user("heavy", 0);
@@ -523,6 +532,75 @@ fn light_user_gets_a_node_from_a_heavy_user_within_an_interval() {
     );
 }
 
+/// Claim reuse (issue 15) keeps Up-Down in charge: a heavy user's short
+/// jobs run one after another on claims their hosts hold for them (claims
+/// live 10 minutes here, so no node would come free by itself), and a
+/// light user's job still gets a node within a pass or two: the
+/// coordinator preempts a held claim, the heavy home gives it up and
+/// vacates the job on it, and the node goes to the light station.
+#[test]
+fn light_user_preempts_a_heavy_users_reused_claim_within_a_pass() {
+    let _g = serial();
+    let interval = 1.0;
+    let pool = TestPool::new(
+        4,
+        Timing {
+            interval,
+            per_pass: "one",
+            claim_lifetime: Some(600),
+        },
+    );
+    let heavy = pool.user("heavyr", 0);
+    let light = pool.user("lightr", 1);
+    heavy.submit(
+        "h.sub",
+        "executable = /bin/sleep\narguments = 0.5\nqueue 400\n",
+    );
+    // Every node heavy's, and its claims reused: its home placed jobs
+    // under a claim's later numbers.
+    let home_log = pool.stations[0].log.clone();
+    wait_for(&pool, 90, "heavy's claims reused on all 4 nodes", || {
+        let running = heavy
+            .queue()
+            .iter()
+            .filter(|j| j.state == JobState::Running)
+            .count();
+        let log = std::fs::read_to_string(&home_log).unwrap_or_default();
+        (running == 4 && log.contains("seq=2")).then_some(())
+    });
+    light.submit(
+        "l.sub",
+        "executable = /bin/sh\narguments = \"-c 'echo light'\"\noutput = out.light\nqueue\n",
+    );
+    let lj = wait_for(&pool, 60, "the light job to start", || {
+        light
+            .queue()
+            .into_iter()
+            .chain(light.history())
+            .find(|j| j.started_at.is_some())
+    });
+    let waited = secs(lj.started_at.unwrap_or_default()) - secs(lj.submitted_at);
+    // Up-Down preempted a held claim: a heavy job was vacated from it.
+    let log = std::fs::read_to_string(&home_log).unwrap_or_default();
+    assert!(
+        log.contains("preempted"),
+        "no preemption reached the heavy home:\n{}",
+        pool.logs()
+    );
+    // A pass (1 s) and the ad that shows the node free; the rest is slack
+    // for a loaded machine. Without the preemption the light job would
+    // wait for a claim to expire (600 s).
+    let slack = 8.0;
+    assert!(
+        waited <= 3.0 * interval + 1.0 + slack,
+        "light job waited {waited:.1} s for a node held by reused claims"
+    );
+    wait_for(&pool, 30, "the light job's output", || {
+        light.read("out.light").filter(|s| s.trim() == "light")
+    });
+    eprintln!("light job: waited {waited:.2} s after submit (heavy's claims reused)");
+}
+
 #[test]
 fn coordinator_sigkill_loses_no_job_and_keeps_the_updown_table() {
     let _g = serial();
@@ -532,6 +610,7 @@ fn coordinator_sigkill_loses_no_job_and_keeps_the_updown_table() {
         Timing {
             interval,
             per_pass: "one",
+            claim_lifetime: None,
         },
     );
     let alice = pool.user("alice", 0);
@@ -602,6 +681,7 @@ fn home_station_sigkill_loses_no_job_and_keeps_finished_output() {
         Timing {
             interval: 0.5,
             per_pass: "until_satisfied",
+            claim_lifetime: None,
         },
     );
     let alice = pool.user("alice", 0);

@@ -171,6 +171,7 @@ pub(crate) fn retire(home: &Arc<Home>, nonce: Option<&str>, job: Option<JobId>, 
     let Some(h) = home.claims.retire(nonce, job) else {
         return false;
     };
+    tracing::info!(host = %h.host, claim = %h.nonce, job = ?h.job, why, "held claim preempted: given up");
     if let Some(j) = h.job {
         schedd::spawn_vacate(home, j, why);
     }

@@ -8,14 +8,16 @@
 //! again (HTCondor likewise reruns a job whose starter vanished). The host
 //! side kills what is left of the old run (`host::leftovers`).
 
-use crate::queue::{JobFilter, JobQueue};
+use crate::queue::JobQueue;
 use gleaner_core::time::Time;
 use gleaner_proto::job::JobState;
 
 /// Requeues this station's own jobs that were running or suspended on this
 /// very station when it stopped; returns how many.
 pub fn requeue_own_guests(queue: &mut JobQueue, station: &str, at: Time) -> usize {
-    let jobs = match queue.list(&JobFilter::default()) {
+    // The running jobs from the state index alone: a queue of 100 000 jobs
+    // is not read whole at start.
+    let jobs = match queue.running_jobs() {
         Ok(j) => j,
         Err(e) => {
             tracing::error!(error = %e, "cannot list jobs for start-up recovery");
@@ -23,18 +25,18 @@ pub fn requeue_own_guests(queue: &mut JobQueue, station: &str, at: Time) -> usiz
         }
     };
     let mut n = 0;
-    for j in jobs {
-        let here = j.host.as_deref() == Some(station);
-        if here && matches!(j.state, JobState::Running | JobState::Suspended) {
-            match queue.transition(
-                j.id,
-                JobState::Idle,
-                "the station restarted while the job ran on it; requeued",
-                at,
-            ) {
-                Ok(_) => n += 1,
-                Err(e) => tracing::warn!(job = %j.id, error = %e, "cannot requeue"),
-            }
+    for (id, host) in jobs {
+        if host.as_deref() != Some(station) {
+            continue;
+        }
+        match queue.transition(
+            id,
+            JobState::Idle,
+            "the station restarted while the job ran on it; requeued",
+            at,
+        ) {
+            Ok(_) => n += 1,
+            Err(e) => tracing::warn!(job = %id, error = %e, "cannot requeue"),
         }
     }
     if n > 0 {

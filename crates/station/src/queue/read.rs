@@ -200,6 +200,38 @@ impl JobQueue {
         Ok(out)
     }
 
+    /// Jobs still in the queue whose description has one of the custom
+    /// attributes `attrs` (`PeriodicHold`, …): the job policy's pass looks
+    /// at them alone, and the other jobs' descriptions are not decoded.
+    pub fn active_with_attrs(&self, attrs: &[&str]) -> Result<Vec<JobRecord>> {
+        let cols = self.columns;
+        let mut out = Vec::new();
+        for a in attrs {
+            let sql = format!(
+                "SELECT {cols} FROM jobs WHERE state NOT IN (?1, ?2) \
+                 AND json_extract(description, '$.custom_attrs.' || ?3) IS NOT NULL \
+                 ORDER BY cluster, proc"
+            );
+            let mut stmt = self.conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(
+                params![
+                    JobStateKind::Completed.code(),
+                    JobStateKind::Removed.code(),
+                    format!("\"{a}\"")
+                ],
+                RawJob::from_row,
+            )?;
+            for r in rows {
+                let r = RawJob::decode(r?)?;
+                if !out.iter().any(|o: &JobRecord| o.id == r.id) {
+                    out.push(r);
+                }
+            }
+        }
+        out.sort_by_key(|r| r.id);
+        Ok(out)
+    }
+
     /// Completed and removed jobs, most recently finished first
     /// (`glean history`).
     pub fn history(&self, owner: Option<&str>) -> Result<Vec<JobRecord>> {
