@@ -233,6 +233,9 @@ impl Home {
             )));
         }
         tasks.push(tokio::spawn(lease::monitor(self.clone(), shutdown.clone())));
+        // Placements a killed home may have lost the answer to.
+        let doubt = recover::in_doubt(self);
+        tasks.push(tokio::spawn(recover::settle_in_doubt(self.clone(), doubt)));
         // The jobs' own periodic_hold / periodic_release.
         tasks.push(tokio::spawn(job_policy::run_loop(
             self.clone(),

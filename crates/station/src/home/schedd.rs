@@ -160,18 +160,9 @@ pub(crate) async fn place(home: &Arc<Home>, g: &Target) -> bool {
                     home.remote.end_placing(job.id);
                     return true;
                 }
-                let run_s = run.to_string();
-                if let Err(e) = q.record_placement_run(
-                    job.id,
-                    &g.host,
-                    &g.host_address,
-                    &g.claim_id,
-                    Some(&run_s),
-                    at,
-                ) {
-                    tracing::error!(job = %job.id, error = %e, "cannot record placement");
-                }
-                // The host may already have reported "started" (then the
+                // The placement was recorded before it went out
+                // (`runs::begin_run`). The host may already have reported
+                // "started" (then the
                 // shadow has logged the start).
                 let current = q.get(job.id).ok().flatten();
                 let mut started_here = false;
@@ -228,6 +219,10 @@ pub(crate) async fn place(home: &Arc<Home>, g: &Target) -> bool {
         }
         Ok(PlacementResponse::Rejected { reason, message }) => {
             tracing::info!(job = %job.id, host = %g.host, ?reason, message, "placement rejected");
+            // Refused: no run of it exists anywhere.
+            if let Err(e) = home.queue().retire_run(job.id) {
+                tracing::warn!(job = %job.id, error = %e, "cannot record the refusal");
+            }
         }
         Err(e) => tracing::warn!(job = %job.id, host = %g.host, error = %e, "placement failed"),
     }

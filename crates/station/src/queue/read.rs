@@ -353,6 +353,45 @@ impl JobQueue {
         Ok(out)
     }
 
+    /// Idle jobs whose last placement may have been accepted: a run is
+    /// recorded (not retired) and nothing happened to the job since its
+    /// `placed` event. A home killed between a host's acceptance and its
+    /// own record of it finds them at start (`home::recover`).
+    pub fn in_doubt_placements(&self) -> Result<Vec<RunningJob>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT j.cluster, j.proc, j.host, j.host_address, j.host_claim, j.run_id \
+             FROM jobs j WHERE j.state = ?1 AND j.run_id IS NOT NULL AND j.run_id <> '' \
+               AND (SELECT e.kind FROM events e WHERE e.cluster = j.cluster \
+                    AND e.proc = j.proc ORDER BY e.seq DESC LIMIT 1) = ?2 \
+             ORDER BY j.cluster, j.proc",
+        )?;
+        let rows = stmt.query_map(
+            params![JobStateKind::Idle.code(), JobEventKind::Placed.name()],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, Option<String>>(5)?,
+                ))
+            },
+        )?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (cluster, proc, host, host_address, host_claim, run_id) = row?;
+            out.push(RunningJob {
+                id: JobId::new(u64::try_from(cluster).unwrap_or(0), proc),
+                host,
+                host_address,
+                host_claim,
+                run_id,
+            });
+        }
+        Ok(out)
+    }
+
     /// Counts of jobs per state (for the station's advertised demand).
     pub fn count_by_state(&self) -> Result<Vec<(JobStateKind, u64)>> {
         let mut stmt = self
