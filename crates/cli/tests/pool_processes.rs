@@ -819,7 +819,30 @@ fn home_sigkill_in_a_burst_loses_no_job_and_runs_none_twice() {
         *count.entry(l.trim()).or_default() += 1;
     }
     let twice: Vec<(&&str, &usize)> = count.iter().filter(|(_, c)| **c > 1).collect();
-    assert!(twice.is_empty(), "jobs ran twice: {twice:?}");
+    if !twice.is_empty() {
+        // What the daemons said about those jobs.
+        let logs = pool.logs();
+        let plain = |l: &str| {
+            // Without the log's colour codes.
+            let mut out = String::new();
+            let mut esc = false;
+            for c in l.chars() {
+                match (esc, c) {
+                    (false, '\u{1b}') => esc = true,
+                    (true, 'm') => esc = false,
+                    (true, _) => {}
+                    (false, c) => out.push(c),
+                }
+            }
+            out
+        };
+        let about: Vec<String> = logs
+            .lines()
+            .map(plain)
+            .filter(|l| twice.iter().any(|(id, _)| l.contains(&format!("={id} ")) || l.contains(&format!("-{id}-"))))
+            .collect();
+        panic!("jobs ran twice: {twice:?}\n{}", about.join("\n"));
+    }
     let ran: BTreeSet<String> = count.keys().map(|k| k.to_string()).collect();
     assert_eq!(ran, submitted, "every job ran");
     assert_eq!(pool.stations[0].starts, 2);

@@ -95,6 +95,7 @@ fn try_lock(name: &str) -> Option<SlotLock> {
             std::fs::OpenOptions::new()
                 .create(true)
                 .truncate(false)
+                .read(true)
                 .write(true)
                 .mode(0o600)
                 .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
