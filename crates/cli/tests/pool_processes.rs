@@ -839,7 +839,11 @@ fn home_sigkill_in_a_burst_loses_no_job_and_runs_none_twice() {
         let about: Vec<String> = logs
             .lines()
             .map(plain)
-            .filter(|l| twice.iter().any(|(id, _)| l.contains(&format!("={id} ")) || l.contains(&format!("-{id}-"))))
+            .filter(|l| {
+                twice
+                    .iter()
+                    .any(|(id, _)| l.contains(&format!("={id} ")) || l.contains(&format!("-{id}-")))
+            })
             .collect();
         panic!("jobs ran twice: {twice:?}\n{}", about.join("\n"));
     }

@@ -234,7 +234,7 @@ pub(crate) async fn queue_checked(
         let (h, s, o, d) = (home.clone(), sub.clone(), owner.clone(), dir.clone());
         let queued = tokio::task::spawn_blocking(move || {
             h.queue().submit_streamed(at, cluster, |sink| {
-                expand_each(&s, cluster, &o, d.as_deref(), |desc| sink(desc))
+                expand_each(&s, cluster, &o, d.as_deref(), sink)
             })
         })
         .await
