@@ -146,7 +146,7 @@ impl JobQueue {
              WHERE cluster IN (SELECT DISTINCT cluster FROM jobs \
                                WHERE state IN (?2, ?3, ?4, ?5)) \
                AND (?1 IS NULL OR owner = ?1) \
-             GROUP BY cluster, owner, state ORDER BY cluster",
+             GROUP BY cluster, state, owner ORDER BY cluster, owner",
         )?;
         let rows = stmt.query_map(
             params![
@@ -480,5 +480,68 @@ impl JobQueue {
             });
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{JobFilter, JobQueue};
+    use gleaner_core::time::Time;
+    use gleaner_proto::job::{JobDescription, JobState, JobStateKind};
+
+    #[test]
+    fn summary_counts_clusters_by_state_and_pages_walk_the_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut q = JobQueue::open(dir.path().join("q.db")).unwrap();
+        let a = q
+            .submit_streamed(Time::from_secs(1), 1, |sink| {
+                for _ in 0..5 {
+                    sink(JobDescription::new("ann", "/bin/true"))?;
+                }
+                Ok(())
+            })
+            .unwrap()
+            .unwrap();
+        // Not the next cluster id: nothing stored.
+        assert!(
+            q.submit_streamed(Time::from_secs(2), 7, |_| Ok(()))
+                .unwrap()
+                .is_none()
+        );
+        let b = q
+            .submit_with(Time::from_secs(3), |_| {
+                Ok(vec![JobDescription::new("bob", "/bin/true"); 2])
+            })
+            .unwrap();
+        let t = Time::from_secs(4);
+        q.transition(a[0], JobState::Running, "x", t).unwrap();
+        q.transition(a[1], JobState::Running, "x", t).unwrap();
+        q.transition(a[1], JobState::Completed { exit_code: 0 }, "x", t)
+            .unwrap();
+        for id in &b {
+            q.transition(*id, JobState::Removed, "x", t).unwrap();
+        }
+        let s = q.summary(None).unwrap();
+        // Cluster 2 has nothing left in the queue.
+        assert_eq!(s.clusters.len(), 1);
+        let c = &s.clusters[0];
+        assert_eq!((c.cluster, c.owner.as_str()), (1, "ann"));
+        assert_eq!(
+            (c.counts.idle, c.counts.running, c.counts.completed),
+            (3, 1, 1)
+        );
+        assert_eq!((s.total.active(), s.total.completed), (4, 0));
+        assert!(q.summary(Some("bob")).unwrap().clusters.is_empty());
+        // Pages of 3 over the 4 active jobs; a state filter; terminal too.
+        let f = JobFilter::default();
+        let p1: Vec<_> = q.list_page(&f, false, 0, 3).unwrap();
+        let p2: Vec<_> = q.list_page(&f, false, 3, 3).unwrap();
+        assert_eq!(p1.len() + p2.len(), 4);
+        assert_eq!(p1[0].id, a[0]);
+        let idle = q
+            .list_page(&JobFilter::state(JobStateKind::Idle), false, 0, 10)
+            .unwrap();
+        assert_eq!(idle.len(), 3);
+        assert_eq!(q.list_page(&f, true, 0, 100).unwrap().len(), 7);
     }
 }
