@@ -321,36 +321,12 @@ impl JobQueue {
     /// recorded ([`JobQueue::record_placement`]): what the home reloads its
     /// table of remote jobs from after a restart.
     pub fn running_placements(&self) -> Result<Vec<RunningJob>> {
-        let mut stmt = self.conn.prepare_cached(
+        self.placements(
             "SELECT cluster, proc, host, host_address, host_claim, run_id FROM jobs \
              WHERE state IN (?1, ?2) \
              ORDER BY cluster, proc",
-        )?;
-        let rows = stmt.query_map(
             params![JobStateKind::Running.code(), JobStateKind::Suspended.code()],
-            |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, u32>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, Option<String>>(5)?,
-                ))
-            },
-        )?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (cluster, proc, host, host_address, host_claim, run_id) = row?;
-            out.push(RunningJob {
-                id: JobId::new(u64::try_from(cluster).unwrap_or(0), proc),
-                host,
-                host_address,
-                host_claim,
-                run_id,
-            });
-        }
-        Ok(out)
+        )
     }
 
     /// Idle jobs whose last placement may have been accepted: a run is
@@ -358,26 +334,30 @@ impl JobQueue {
     /// `placed` event. A home killed between a host's acceptance and its
     /// own record of it finds them at start (`home::recover`).
     pub fn in_doubt_placements(&self) -> Result<Vec<RunningJob>> {
-        let mut stmt = self.conn.prepare_cached(
+        self.placements(
             "SELECT j.cluster, j.proc, j.host, j.host_address, j.host_claim, j.run_id \
              FROM jobs j WHERE j.state = ?1 AND j.run_id IS NOT NULL AND j.run_id <> '' \
                AND (SELECT e.kind FROM events e WHERE e.cluster = j.cluster \
                     AND e.proc = j.proc ORDER BY e.seq DESC LIMIT 1) = ?2 \
              ORDER BY j.cluster, j.proc",
-        )?;
-        let rows = stmt.query_map(
             params![JobStateKind::Idle.code(), JobEventKind::Placed.name()],
-            |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, u32>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, Option<String>>(5)?,
-                ))
-            },
-        )?;
+        )
+    }
+
+    /// The placements `sql` selects (cluster, proc, host, address, claim,
+    /// run).
+    fn placements(&self, sql: &str, p: impl rusqlite::Params) -> Result<Vec<RunningJob>> {
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let rows = stmt.query_map(p, |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, u32>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, Option<String>>(5)?,
+            ))
+        })?;
         let mut out = Vec::new();
         for row in rows {
             let (cluster, proc, host, host_address, host_claim, run_id) = row?;

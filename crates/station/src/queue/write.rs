@@ -73,27 +73,7 @@ impl JobQueue {
             )?;
             for (i, d) in descs.iter().enumerate() {
                 let proc = u32::try_from(i).map_err(|_| QueueError::Range("proc id"))?;
-                let json = serde_json::to_string(d).map_err(|e| QueueError::Corrupt {
-                    job: JobId::new(cluster, proc),
-                    reason: e.to_string(),
-                })?;
-                ins.execute(params![
-                    next,
-                    proc,
-                    d.owner,
-                    json,
-                    JobStateKind::Idle.code(),
-                    d.priority,
-                    now
-                ])?;
-                ev.execute(params![
-                    next,
-                    proc,
-                    now,
-                    JobEventKind::Submitted.name(),
-                    d.owner
-                ])?;
-                ids.push(JobId::new(cluster, proc));
+                ids.push(insert_proc(&mut ins, &mut ev, cluster, proc, d, now)?);
             }
         }
         tx.execute(
@@ -142,27 +122,7 @@ impl JobQueue {
                 )?;
                 let mut sink = |d: JobDescription| -> Result<()> {
                     let proc = u32::try_from(ids.len()).map_err(|_| QueueError::Range("proc id"))?;
-                    let json = serde_json::to_string(&d).map_err(|e| QueueError::Corrupt {
-                        job: JobId::new(cluster, proc),
-                        reason: e.to_string(),
-                    })?;
-                    ins.execute(params![
-                        next,
-                        proc,
-                        d.owner,
-                        json,
-                        JobStateKind::Idle.code(),
-                        d.priority,
-                        now
-                    ])?;
-                    ev.execute(params![
-                        next,
-                        proc,
-                        now,
-                        JobEventKind::Submitted.name(),
-                        d.owner
-                    ])?;
-                    ids.push(JobId::new(cluster, proc));
+                    ids.push(insert_proc(&mut ins, &mut ev, cluster, proc, &d, now)?);
                     Ok(())
                 };
                 produce(&mut sink)?;
@@ -395,6 +355,41 @@ impl JobQueue {
         self.committed();
         Ok(())
     }
+}
+
+/// Inserts proc `proc` of `cluster` (described by `d`, submitted at `now`)
+/// and its `submitted` event with the statements of a submission.
+fn insert_proc(
+    ins: &mut rusqlite::CachedStatement<'_>,
+    ev: &mut rusqlite::CachedStatement<'_>,
+    cluster: u64,
+    proc: u32,
+    d: &JobDescription,
+    now: i64,
+) -> Result<JobId> {
+    let id = JobId::new(cluster, proc);
+    let next = to_i64(cluster, "cluster id")?;
+    let json = serde_json::to_string(d).map_err(|e| QueueError::Corrupt {
+        job: id,
+        reason: e.to_string(),
+    })?;
+    ins.execute(params![
+        next,
+        proc,
+        d.owner,
+        json,
+        JobStateKind::Idle.code(),
+        d.priority,
+        now
+    ])?;
+    ev.execute(params![
+        next,
+        proc,
+        now,
+        JobEventKind::Submitted.name(),
+        d.owner
+    ])?;
+    Ok(id)
 }
 
 /// Where a job was placed, as [`JobQueue::record_placement_run`] stores it.
