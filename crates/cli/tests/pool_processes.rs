@@ -337,6 +337,21 @@ impl User {
     }
 }
 
+/// `text` without the terminal colour codes the daemons' logs carry.
+fn without_colours(text: &str) -> String {
+    let mut out = String::new();
+    let mut esc = false;
+    for c in text.chars() {
+        match (esc, c) {
+            (false, '\u{1b}') => esc = true,
+            (true, 'm') => esc = false,
+            (true, _) => {}
+            (false, c) => out.push(c),
+        }
+    }
+    out
+}
+
 /// Polls `f` every 200 ms until it yields, or fails with `what` and the logs.
 fn wait_for<T>(pool: &TestPool, secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -554,19 +569,14 @@ fn light_user_preempts_a_heavy_users_reused_claim_within_a_pass() {
     let light = pool.user("lightr", 1);
     heavy.submit(
         "h.sub",
-        "executable = /bin/sleep\narguments = 0.5\nqueue 400\n",
+        "executable = /bin/sleep\narguments = 2\nqueue 400\n",
     );
-    // Every node heavy's, and its claims reused: its home placed jobs
-    // under a claim's later numbers.
+    // Heavy's claims reused: its home placed jobs under the later numbers
+    // of at least three claims.
     let home_log = pool.stations[0].log.clone();
-    wait_for(&pool, 90, "heavy's claims reused on all 4 nodes", || {
-        let running = heavy
-            .queue()
-            .iter()
-            .filter(|j| j.state == JobState::Running)
-            .count();
-        let log = std::fs::read_to_string(&home_log).unwrap_or_default();
-        (running == 4 && log.contains("seq=2")).then_some(())
+    wait_for(&pool, 90, "heavy's claims reused", || {
+        let log = without_colours(&std::fs::read_to_string(&home_log).unwrap_or_default());
+        (log.matches("seq=2\n").count() >= 3).then_some(())
     });
     light.submit(
         "l.sub",
@@ -581,7 +591,7 @@ fn light_user_preempts_a_heavy_users_reused_claim_within_a_pass() {
     });
     let waited = secs(lj.started_at.unwrap_or_default()) - secs(lj.submitted_at);
     // Up-Down preempted a held claim: a heavy job was vacated from it.
-    let log = std::fs::read_to_string(&home_log).unwrap_or_default();
+    let log = without_colours(&std::fs::read_to_string(&home_log).unwrap_or_default());
     assert!(
         log.contains("preempted"),
         "no preemption reached the heavy home:\n{}",
@@ -822,23 +832,9 @@ fn home_sigkill_in_a_burst_loses_no_job_and_runs_none_twice() {
     if !twice.is_empty() {
         // What the daemons said about those jobs.
         let logs = pool.logs();
-        let plain = |l: &str| {
-            // Without the log's colour codes.
-            let mut out = String::new();
-            let mut esc = false;
-            for c in l.chars() {
-                match (esc, c) {
-                    (false, '\u{1b}') => esc = true,
-                    (true, 'm') => esc = false,
-                    (true, _) => {}
-                    (false, c) => out.push(c),
-                }
-            }
-            out
-        };
         let about: Vec<String> = logs
             .lines()
-            .map(plain)
+            .map(without_colours)
             .filter(|l| {
                 twice
                     .iter()
