@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Pool benchmark (issues #4, #15): a personal pool of 4 one-CPU stations
-# on this machine, started by `glean up` with its own defaults (scheduling
-# interval 10 s, advertise 5 s, placement interval 1 s: no tuning flags),
-# then the same jobs on Debian's slurm-wlm (one node, 4 CPUs), side by side.
-# See bench/README.md.
+# on this machine, started by `glean up` with its own defaults (no tuning
+# flags), then the same jobs on Debian's slurm-wlm (one node, 4 CPUs) and on
+# HyperQueue (PyPI `hyperqueue`, 4 workers of one core), one table with
+# ratios; then a 100 000-job cluster on Gleaner (submit, `glean q`, the
+# station's memory) and the coordinator's criterion round. See
+# bench/README.md.
 #
 #   bench/pool/run.sh                 # everything
 #   JOBS=200 SKIP_SLURM=1 bench/pool/run.sh
@@ -16,7 +18,9 @@
 #   BENCH_USER   the Unix account that submits when run as root (default
 #                glean-bench, created if missing; root never submits)
 #   GLEAN_BIN    a glean binary to use instead of building one
-#   SKIP_GLEAN=1 / SKIP_SLURM=1 / SKIP_CRITERION=1   leave a part out
+#   BIG_JOBS     procs of the big cluster (default 100000)
+#   SKIP_GLEAN=1 / SKIP_SLURM=1 / SKIP_HQ=1 / SKIP_BIG=1 / SKIP_CRITERION=1
+#                leave a part out
 #   KEEP=1       keep the work directory
 set -euo pipefail
 
@@ -27,6 +31,8 @@ INTERVAL=${INTERVAL:-}
 BENCH_USER=${BENCH_USER:-glean-bench}
 STATIONS=4
 IDLE_SECS=${IDLE_SECS:-10}
+BIG_JOBS=${BIG_JOBS:-100000}
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
 say() { printf '%s\n' "$*" >&2; }
 need() { command -v "$1" >/dev/null || { say "bench: needs $1"; exit 1; }; }
@@ -172,6 +178,34 @@ read -r TP_SPAN Q50 Q99 <<<"$(jq -r --arg c "$C" '
 TP=$(awk -v n="$JOBS" -v s="$TP_SPAN" 'BEGIN{printf "%.1f", n / s}')
 FAILED=$(history_json | jq --arg c "$C" '[.[] | select((.id | startswith($c + ".")) and .state.state != "completed")] | length')
 
+# --- a big cluster: submit, glean q, the station's memory ---------------
+if [ -z "${SKIP_BIG:-}" ]; then
+    say "== a $BIG_JOBS-job cluster at station0 (owners at their desks: nothing runs)"
+    for o in "$WORK"/pool/stations/*/owner; do echo active >"$o"; done
+    sleep 2
+    S0=$(pgrep -P "$UP" -f 'stations/station0/' | head -n 1)
+    BIG_RSS0=$(rss_total_mb "$S0")
+    printf 'executable = /bin/true\nqueue %s\n' "$BIG_JOBS" | glean_write big.sub
+    # Sample station0's RSS while the cluster goes in and is listed.
+    ( peak=0; while kill -0 "$S0" 2>/dev/null && [ ! -e "$WORK/big.done" ]; do
+        r=$(rss_kb "$S0"); [ "$r" -gt "$peak" ] && peak=$r; echo "$peak" >"$WORK/big.peak"; sleep 0.05
+      done ) &
+    SAMPLER=$!
+    t0=$(now_s); BC=$(glean submit big.sub | cluster_of); t1=$(now_s)
+    BIG_SUBMIT=$(echo "$t1 - $t0" | bc)
+    t0=$(now_s); glean q >"$WORK/big.q" 2>&1; t1=$(now_s)
+    BIG_Q=$(echo "$t1 - $t0" | bc)
+    t0=$(now_s); glean q --page 500 >/dev/null 2>&1; t1=$(now_s)
+    BIG_Q500=$(echo "$t1 - $t0" | bc)
+    touch "$WORK/big.done"; wait "$SAMPLER" 2>/dev/null || true
+    BIG_PEAK=$(awk '{printf "%.1f", $1/1024}' "$WORK/big.peak")
+    BIG_QLINE=$(grep -m1 '^Total' "$WORK/big.q" || true)
+    t0=$(now_s); glean rm "$BC" >/dev/null 2>&1 || true; t1=$(now_s)
+    BIG_RM=$(echo "$t1 - $t0" | bc)
+    BIG_RSS1=$(rss_total_mb "$S0")
+    for o in "$WORK"/pool/stations/*/owner; do echo idle >"$o"; done
+fi
+
 cd "$WORK"
 fi
 
@@ -298,26 +332,55 @@ if [ -z "${SKIP_SLURM:-}" ]; then
     slurm_run || say "bench: Slurm part skipped: $SL_STATUS"
 fi
 
+# --- HyperQueue ------------------------------------------------------------
+HQ_STATUS="not run"; HQ_LAT50="-"; HQ_LAT99="-"; HQ_TP="-"; HQ_WALL="-"
+if [ -z "${SKIP_HQ:-}" ]; then
+    say "== the same jobs on HyperQueue"
+    if ! python3 -c 'import hyperqueue' 2>/dev/null; then
+        say "== installing hyperqueue with pip"
+        pip install -q hyperqueue >"$WORK/pip.log" 2>&1 || HQ_STATUS="pip install hyperqueue failed (see $WORK/pip.log)"
+    fi
+    if python3 -c 'import hyperqueue' 2>/dev/null; then
+        line=$(python3 "$ROOT/bench/pool/hq_bench.py" "$WORK/hq" "$STATIONS" "$JOBS" "$LAT_JOBS" 2>"$WORK/hq.log" | grep '^HQ ' || true)
+        if [ -n "$line" ]; then
+            read -r _ HQ_LAT50 HQ_LAT99 HQ_WALL HQ_TP HQ_VER <<<"$line"
+            HQ_STATUS="ran (hyperqueue $HQ_VER, LocalCluster, $STATIONS workers of 1 core)"
+        else
+            HQ_STATUS="failed (see $WORK/hq.log)"
+        fi
+    fi
+fi
+
 # --- report --------------------------------------------------------------
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a+0 > 0 && b+0 > 0) printf "%.2f", a / b; else print "-" }'; }
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 cat <<EOF
 
-Pool benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -r)
+Pool benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -r); load average $LOAD_START at the start, $LOAD_END at the end
 Gleaner: \`glean up --stations $STATIONS\`${INTERVAL:+ --interval $INTERVAL} with its defaults
 (coordinator + $STATIONS one-CPU stations); jobs /bin/true submitted at station0 by $( [ "$(id -u)" = 0 ] && echo "$BENCH_USER" || id -un ).
 Slurm: $SL_STATUS
+HyperQueue: $HQ_STATUS
 
-| measure                                  | Gleaner            | Slurm              |
-|------------------------------------------|--------------------|--------------------|
-| submit→running p50, idle pool ($LAT_JOBS jobs) | ${LAT50} s | ${SL_LAT50} s |
-| submit→running p99, idle pool            | ${LAT99} s | ${SL_LAT99} s |
-| $JOBS jobs: total time                   | ${TP_SPAN} s (wall ${WALL} s) | ${SL_WALL} s |
-| $JOBS jobs: throughput                   | ${TP} jobs/s | ${SL_TP} jobs/s |
-| $JOBS jobs: queue wait p50 / p99         | ${Q50} / ${Q99} s | - |
-| $JOBS jobs: not completed                | ${FAILED} | - |
-| daemons' CPU, idle (${IDLE_SECS}s)       | ${IDLE_CPU} % | ${SL_IDLE_CPU} % |
-| daemons' CPU, during the $JOBS jobs      | ${LOAD_CPU} % | ${SL_LOAD_CPU} % |
-| daemons' RSS, idle (total)               | ${IDLE_RSS} MiB (coordinator ${IDLE_RSS_C}) | ${SL_RSS} MiB |
-| daemons' RSS, peak under load            | ${PEAK} MiB (coordinator ${PEAK_C}) | ${SL_PEAK} MiB |
+| measure                                        | Gleaner | Slurm | HyperQueue | Gleaner ÷ Slurm | Gleaner ÷ HQ |
+|------------------------------------------------|---------|-------|------------|-----------------|--------------|
+| submit→running p50, idle pool ($LAT_JOBS jobs) | ${LAT50} s | ${SL_LAT50} s | ${HQ_LAT50} s | $(ratio "$LAT50" "$SL_LAT50") | $(ratio "$LAT50" "$HQ_LAT50") |
+| submit→running p99, idle pool                  | ${LAT99} s | ${SL_LAT99} s | ${HQ_LAT99} s | $(ratio "$LAT99" "$SL_LAT99") | $(ratio "$LAT99" "$HQ_LAT99") |
+| $JOBS jobs: total time                          | ${TP_SPAN} s | ${SL_WALL} s | ${HQ_WALL} s | $(ratio "$TP_SPAN" "$SL_WALL") | $(ratio "$TP_SPAN" "$HQ_WALL") |
+| $JOBS jobs: throughput                          | ${TP} jobs/s | ${SL_TP} jobs/s | ${HQ_TP} jobs/s | $(ratio "$TP" "$SL_TP") | $(ratio "$TP" "$HQ_TP") |
+| $JOBS jobs: queue wait p50 / p99                | ${Q50} / ${Q99} s | - | - | | |
+| $JOBS jobs: not completed                       | ${FAILED} | - | - | | |
+| daemons' CPU, idle (${IDLE_SECS}s)              | ${IDLE_CPU} % | ${SL_IDLE_CPU} % | - | | |
+| daemons' CPU, during the $JOBS jobs             | ${LOAD_CPU} % | ${SL_LOAD_CPU} % | - | | |
+| daemons' RSS, idle (total)                     | ${IDLE_RSS} MiB (coordinator ${IDLE_RSS_C}) | ${SL_RSS} MiB | - | | |
+| daemons' RSS, peak under load                  | ${PEAK} MiB (coordinator ${PEAK_C}) | ${SL_PEAK} MiB | - | | |
+
+A $BIG_JOBS-job cluster at station0 (Gleaner):
+  submit (glean submit, wall):         ${BIG_SUBMIT:--} s
+  glean q (summary + first page):      ${BIG_Q:--} s    (${BIG_QLINE:-})
+  glean q --page 500:                  ${BIG_Q500:--} s
+  glean rm of the cluster:             ${BIG_RM:--} s
+  station0 RSS: before ${BIG_RSS0:--} MiB, peak ${BIG_PEAK:--} MiB, after ${BIG_RSS1:--} MiB
 
 Coordinator, 10 000 advertising stations (criterion, pool code called directly):
   one periodic pass (tick):            ${ROUND_TICK}

@@ -33,7 +33,7 @@ pub struct AdArgs {
 }
 
 impl AdArgs {
-    fn active(&self) -> bool {
+    pub(crate) fn active(&self) -> bool {
         !self.constraint.is_empty() || !self.af.is_empty() || self.long
     }
 }

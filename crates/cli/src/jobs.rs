@@ -14,6 +14,7 @@ use crate::output::{Analysis, JobAction, JobList, LocalQueue, Output};
 use anyhow::{Context, bail};
 use clap::Args;
 use gleaner_proto::api::SubmitBody;
+use gleaner_proto::job::JobStateKind;
 use gleaner_proto::limits::MAX_SUBMIT_FILE_BYTES;
 use gleaner_proto::submit::{
     SubmitContext, SubmitError, SubmitErrorKind, file_too_large, parse_submit,
@@ -159,6 +160,13 @@ pub struct QArgs {
     /// pool.toml).
     #[arg(long, value_name = "URL")]
     pub coordinator: Option<String>,
+    /// Show this page of jobs (1-based) after the summary (with --json:
+    /// only that page's jobs).
+    #[arg(long, value_name = "N")]
+    pub page: Option<u64>,
+    /// Jobs per page.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub page_size: u64,
     #[command(flatten)]
     pub ads: AdArgs,
     #[command(flatten)]
@@ -176,12 +184,50 @@ pub fn q(args: QArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     } else {
         Some(rt.block_on(client.whoami())?.name)
     };
-    let jobs = rt.block_on(client.jobs(&JobQuery {
+    let query = JobQuery {
         owner,
         state: args.state.clone(),
         all: false,
-    }))?;
-    print_jobs(&rt, &client, jobs, &args.ads, JobList::Queue, out)?;
+    };
+    // A state given: its jobs are counted in the summary unless it is a
+    // terminal one (then the whole list, as before).
+    let state = match &args.state {
+        Some(s) => Some(
+            s.parse::<JobStateKind>()
+                .map_err(|e| anyhow::anyhow!("--state: {e}"))?,
+        ),
+        None => None,
+    };
+    let paged = !args.ads.active()
+        && (out.pages() || args.page.is_some())
+        && state.is_none_or(|k| !k.is_terminal());
+    if !paged {
+        let jobs = rt.block_on(client.jobs(&query))?;
+        print_jobs(&rt, &client, jobs, &args.ads, JobList::Queue, out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // The summary from counts, then one page (condor_q's default view):
+    // quick however many jobs wait.
+    let summary = rt.block_on(client.queue_summary(query.owner.as_deref()))?;
+    let t = &summary.total;
+    let total = match state {
+        Some(JobStateKind::Idle) => t.idle,
+        Some(JobStateKind::Running) => t.running,
+        Some(JobStateKind::Suspended) => t.suspended,
+        Some(JobStateKind::Held) => t.held,
+        _ => t.active(),
+    };
+    let size = args.page_size.clamp(1, 10_000);
+    let pages = total.div_ceil(size).max(1);
+    let page = args.page.unwrap_or(1).clamp(1, pages);
+    let jobs = rt.block_on(client.jobs_page(&query, (page - 1) * size, size))?;
+    out.queue_page(&crate::output::QueuePage {
+        summary,
+        jobs,
+        page,
+        pages,
+        total,
+    });
     Ok(ExitCode::SUCCESS)
 }
 

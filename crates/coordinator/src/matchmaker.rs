@@ -31,7 +31,7 @@ pub use gleaner_proto::fit::{Clause, LicenceBook, Reject};
 /// share β·n/max(n, λ+1) scaled by the memory factor σ_μ/120, with λ the
 /// guests running or claimed there and μ the memory offered to guests.
 pub fn sigma(ad: &StationAd, pending: u32) -> f64 {
-    let guests = ad.running_guests.len() as u32 + pending;
+    let guests = ad.occupied() + pending;
     let n = ad.cpus.max(guests).max(1);
     let speed = if ad.speed > 0.0 { ad.speed } else { 1.0 };
     Score::default().sigma(
@@ -203,6 +203,7 @@ pub(crate) mod tests {
             sequence: 0,
             sent_at: Time::ZERO,
             claims_used: Vec::new(),
+            claims_held: Vec::new(),
         }
     }
 

@@ -205,6 +205,19 @@ fn validate(ad: &StationAd) -> Result<(), ApiError> {
     if ad.running_guests.len() > MAX_CPUS as usize {
         return bad("running_guests", "implausible number of guests");
     }
+    if ad.claims_held.len() > MAX_CPUS as usize {
+        return bad("claims_held", "implausible number of held claims");
+    }
+    if let Some(i) = ad
+        .claims_held
+        .iter()
+        .position(|c| !name_ok(&c.home) || c.claim.is_empty() || c.claim.len() > 256)
+    {
+        return bad(
+            &format!("claims_held[{i}]"),
+            "a held claim names a station and a nonce of at most 256 bytes",
+        );
+    }
     if ad.classes.len() > MAX_CLASSES {
         return bad("classes", "too many job classes in one ad");
     }

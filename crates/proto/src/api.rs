@@ -145,3 +145,59 @@ pub fn utc_datetime(t: Time) -> String {
         rem % 60
     )
 }
+
+/// Jobs counted by state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StateCounts {
+    pub idle: u64,
+    pub running: u64,
+    pub suspended: u64,
+    pub held: u64,
+    pub completed: u64,
+    pub removed: u64,
+}
+
+impl StateCounts {
+    /// Adds `n` jobs in state `k`.
+    pub fn add(&mut self, k: crate::job::JobStateKind, n: u64) {
+        use crate::job::JobStateKind as K;
+        let slot = match k {
+            K::Idle => &mut self.idle,
+            K::Running => &mut self.running,
+            K::Suspended => &mut self.suspended,
+            K::Held => &mut self.held,
+            K::Completed => &mut self.completed,
+            K::Removed => &mut self.removed,
+        };
+        *slot = slot.saturating_add(n);
+    }
+
+    /// Jobs still in the queue (not completed or removed).
+    pub fn active(&self) -> u64 {
+        self.idle + self.running + self.suspended + self.held
+    }
+
+    pub fn total(&self) -> u64 {
+        self.active() + self.completed + self.removed
+    }
+}
+
+/// One cluster with jobs still in the queue, as `condor_q` summarises it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterSummary {
+    pub cluster: u64,
+    pub owner: String,
+    pub submitted_at: Time,
+    pub counts: StateCounts,
+}
+
+/// `GET /v1/queue/summary`: the queue by cluster and state, from indexed
+/// counts (no job is read).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueSummary {
+    /// Clusters with jobs still in the queue, by id.
+    pub clusters: Vec<ClusterSummary>,
+    /// Every job of the query still in the queue, by state.
+    pub total: StateCounts,
+}

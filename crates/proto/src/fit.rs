@@ -264,7 +264,8 @@ impl<'a> HostView<'a> {
     /// `embargoed` is the host's [`gleaner_core::dmw::Embargo`] as it holds
     /// for the asking pass.
     pub fn of_ad(ad: &'a StationAd, machine: &'a Ad, pending: u32, embargoed: bool) -> Self {
-        let guests = ad.running_guests.len() as u32;
+        // A claim its host holds idle between two jobs occupies a node too.
+        let guests = ad.occupied();
         HostView {
             name: &ad.name,
             state: ad.state,
@@ -513,6 +514,7 @@ mod tests {
             sequence: 0,
             sent_at: Time::ZERO,
             claims_used: Vec::new(),
+            claims_held: Vec::new(),
         }
     }
 

@@ -297,11 +297,40 @@ impl ClusterSubmission {
         self.expand_checked(cluster)
     }
 
-    /// [`Self::expand`] of a submission already checked (or made by the
-    /// parser, which enforces the same limits while it parses).
+    /// [`Self::expand_each`] collected.
     fn expand_checked(&self, cluster: u64) -> Result<Vec<JobDescription>, SubmitErrors> {
-        let mut errs = ErrorSink::new(&self.file_name);
         let mut out = Vec::new();
+        self.expand_each_checked(cluster, |d| {
+            out.push(d);
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .map_err(|e| match e {
+            ExpandError::Submit(e) => e,
+            ExpandError::Sink(never) => match never {},
+        })?;
+        Ok(out)
+    }
+
+    /// [`Self::expand`], handing each description to `each` as soon as it
+    /// is built instead of holding them all: a 100 000-proc cluster is
+    /// expanded in the memory of one proc. The same limits hold; a problem
+    /// found at a later proc comes after `each` saw the earlier ones (the
+    /// caller's transaction then stores nothing).
+    pub fn expand_each<E>(
+        &self,
+        cluster: u64,
+        each: impl FnMut(JobDescription) -> Result<(), E>,
+    ) -> Result<(), ExpandError<E>> {
+        self.check().map_err(ExpandError::Submit)?;
+        self.expand_each_checked(cluster, each)
+    }
+
+    fn expand_each_checked<E>(
+        &self,
+        cluster: u64,
+        mut each: impl FnMut(JobDescription) -> Result<(), E>,
+    ) -> Result<(), ExpandError<E>> {
+        let mut errs = ErrorSink::new(&self.file_name);
         let mut process: u32 = 0;
         let budget = Budget::new();
         let mut total: u64 = 0;
@@ -334,13 +363,25 @@ impl ClusterSubmission {
                         );
                         break 'all;
                     }
-                    out.push(d);
+                    // Only while nothing failed: after a problem the rest
+                    // is expanded for its errors alone.
+                    if errs.is_empty() {
+                        each(d).map_err(ExpandError::Sink)?;
+                    }
                 }
                 process = process.saturating_add(1);
             }
         }
-        errs.finish().map(|()| out)
+        errs.finish().map_err(ExpandError::Submit)
     }
+}
+
+/// Why [`ClusterSubmission::expand_each`] stopped: the submission, or the
+/// receiver of the descriptions.
+#[derive(Debug)]
+pub enum ExpandError<E> {
+    Submit(SubmitErrors),
+    Sink(E),
 }
 
 /// Parses and validates a submit file. On success every proc is known to

@@ -139,6 +139,52 @@ pub struct StationAd {
     /// between two ads. Empty from older stations.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claims_used: Vec<String>,
+    /// For a host: the claims it holds for their homes to place one job
+    /// after another on (claim reuse): with a guest now, or idle for a
+    /// moment between two of them. Each is one node held by its home, as a
+    /// guest is; the coordinator may preempt it like one. Empty from
+    /// stations that hold no claim.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims_held: Vec<HeldClaim>,
+}
+
+impl StationAd {
+    /// The nonce of the claim `job` runs on here, if the host holds it for
+    /// reuse.
+    pub fn claim_of(&self, job: JobId) -> Option<&str> {
+        self.claims_held
+            .iter()
+            .find(|c| c.running && c.job == job)
+            .map(|c| c.claim.as_str())
+    }
+
+    /// Claims held idle between two jobs of their homes: each a node held.
+    pub fn idle_claims(&self) -> impl Iterator<Item = &HeldClaim> {
+        self.claims_held.iter().filter(|c| !c.running)
+    }
+
+    /// Nodes occupied: one per guest and one per idle held claim.
+    pub fn occupied(&self) -> u32 {
+        let idle = self.idle_claims().count();
+        u32::try_from(self.running_guests.len() + idle).unwrap_or(u32::MAX)
+    }
+}
+
+/// A claim a host holds for its home between placements (see
+/// [`StationAd::claims_held`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldClaim {
+    /// The claim's nonce.
+    pub claim: String,
+    /// Its home station.
+    pub home: String,
+    /// The job placed on it last: running now if `running`, else finished.
+    pub job: JobId,
+    pub running: bool,
+    /// The last job's `concurrency_limits`: an idle claim keeps holding
+    /// them, as its next job of the same class will.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub concurrency_limits: Vec<String>,
 }
 
 /// A host given to a station by the coordinator.
@@ -153,6 +199,10 @@ pub struct Grant {
     /// home station places a job of that class. `None`: any idle job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
+    /// The claim's nonce: how the host names it in its ads and the
+    /// coordinator in a preemption of it (claim reuse).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
 }
 
 /// A request to give back a host (Up-Down preemption).
@@ -163,6 +213,11 @@ pub struct Preemption {
     #[serde(default)]
     pub job: Option<JobId>,
     pub reason: String,
+    /// The nonce of the claim the node is held by, when its host holds it
+    /// for reuse ([`StationAd::claims_held`]): the home gives up the claim
+    /// and vacates whatever job runs on it now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<String>,
 }
 
 /// The coordinator's answer to a [`StationAd`].
@@ -336,6 +391,16 @@ pub struct PlacementRequest {
     /// older home (the host then makes one up for its own names).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<crate::run::RunId>,
+    /// Which placement under its claim this is: 0 for the first (the claim
+    /// is spent), then one more than the last the host accepted under it
+    /// (claim reuse: the host refuses any other, so a replayed placement
+    /// starts nothing).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub claim_seq: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Why a host declined a placement.

@@ -40,6 +40,7 @@ fn ad() -> StationAd {
         sequence: 9,
         sent_at: Time::from_secs(120),
         claims_used: Vec::new(),
+        claims_held: Vec::new(),
     }
 }
 
@@ -75,11 +76,13 @@ fn replies_and_placements_round_trip() {
             host_address: "http://ws3:9618".into(),
             claim_id: "c-1".into(),
             class: None,
+            nonce: None,
         }],
         preemptions: vec![Preemption {
             host: "ws4".into(),
             job: Some(JobId::new(1, 0)),
             reason: "up-down".into(),
+            claim: None,
         }],
         next_advertise_secs: 120,
         claims: vec![],
@@ -117,6 +120,7 @@ fn replies_and_placements_round_trip() {
         run_count: 0,
         lease_secs: None,
         run: None,
+        claim_seq: 0,
     };
     let s = serde_json::to_string(&p).unwrap();
     assert_eq!(serde_json::from_str::<PlacementRequest>(&s).unwrap(), p);

@@ -447,6 +447,7 @@ async fn place(addr: &str, key: &TestKeys, shadow: &str) -> Res<String> {
             run_count: 0,
             lease_secs: None,
             run: None,
+            claim_seq: 0,
         };
         let r: PlacementResponse = http
             .post(format!("{addr}/v1/place"))

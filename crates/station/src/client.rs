@@ -207,6 +207,23 @@ pub struct JobQuery {
     pub all: bool,
 }
 
+impl JobQuery {
+    /// The query's parameters for `GET /v1/jobs`.
+    fn params(&self) -> Vec<(&'static str, String)> {
+        let mut params = Vec::new();
+        if let Some(o) = &self.owner {
+            params.push(("owner", o.clone()));
+        }
+        if let Some(s) = &self.state {
+            params.push(("state", s.clone()));
+        }
+        if self.all {
+            params.push(("all", "1".into()));
+        }
+        params
+    }
+}
+
 impl StationClient {
     /// A client of the station (or coordinator) at `base_url`, sending
     /// `token`.
@@ -310,17 +327,31 @@ impl StationClient {
 
     /// `GET /v1/jobs`.
     pub async fn jobs(&self, q: &JobQuery) -> Result<Vec<JobInfo>, ClientError> {
-        let mut params: Vec<(&str, String)> = Vec::new();
-        if let Some(o) = &q.owner {
-            params.push(("owner", o.clone()));
-        }
-        if let Some(s) = &q.state {
-            params.push(("state", s.clone()));
-        }
-        if q.all {
-            params.push(("all", "1".into()));
-        }
+        self.json(self.http.get(self.url("/v1/jobs")).query(&q.params()))
+            .await
+    }
+
+    /// `GET /v1/jobs?limit=&offset=`: one page of the queue.
+    pub async fn jobs_page(
+        &self,
+        q: &JobQuery,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<JobInfo>, ClientError> {
+        let mut params = q.params();
+        params.push(("limit", limit.to_string()));
+        params.push(("offset", offset.to_string()));
         self.json(self.http.get(self.url("/v1/jobs")).query(&params))
+            .await
+    }
+
+    /// `GET /v1/queue/summary`.
+    pub async fn queue_summary(
+        &self,
+        owner: Option<&str>,
+    ) -> Result<gleaner_proto::api::QueueSummary, ClientError> {
+        let params: Vec<(&str, &str)> = owner.map(|o| vec![("owner", o)]).unwrap_or_default();
+        self.json(self.http.get(self.url("/v1/queue/summary")).query(&params))
             .await
     }
 

@@ -166,6 +166,7 @@ impl Client {
             run_count: 0,
             lease_secs: None,
             run: None,
+            claim_seq: 0,
         };
         let r = place(&self.http, self.addr, &self.token(), &req).await;
         assert!(matches!(r, PlacementResponse::Accepted { .. }), "{r:?}");

@@ -187,6 +187,7 @@ impl Station {
             run_count: 0,
             lease_secs: None,
             run: None,
+            claim_seq: 0,
         };
         place(&self.http, self.addr, &self.token(), &req).await
     }

@@ -178,6 +178,7 @@ async fn jobs_run_only_where_allowed_and_licences_hold() {
         run_count: 0,
         lease_secs: None,
         run: None,
+        claim_seq: 0,
     };
     let daemon = keys.station("home");
     let resp: PlacementResponse =

@@ -195,6 +195,7 @@ impl Env {
             run_count: 0,
             lease_secs: None,
             run: None,
+            claim_seq: 0,
         };
         place(&self.http, self.addr, &self.token(), &req).await
     }

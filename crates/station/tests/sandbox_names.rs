@@ -44,6 +44,7 @@ fn placement(shadow: &Shadow, home: &str, job: JobId) -> PlacementRequest {
         run_count: 0,
         lease_secs: None,
         run: Some(RunId::new(home, job, 1).unwrap()),
+        claim_seq: 0,
     }
 }
 

@@ -189,6 +189,7 @@ fn request(env: &Env, job: JobId, script: &str) -> PlacementRequest {
         run_count: 0,
         lease_secs: None,
         run: None,
+        claim_seq: 0,
     }
 }
 

@@ -80,6 +80,7 @@ impl Host {
             run_count: 0,
             lease_secs: None,
             run: None,
+            claim_seq: 0,
         }
     }
 
@@ -313,6 +314,122 @@ async fn forged_foreign_expired_and_replayed_claims_place_nothing() {
     .await;
     assert!(rejected(&r).is_none(), "{r:?}");
     host.stop().await;
+}
+
+/// Waits until the shadow heard `job` complete.
+async fn completed(shadow: &Shadow, job: JobId) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while shadow.report(job, JobEventKind::Completed).is_none() {
+        assert!(Instant::now() < deadline, "job {job} did not complete");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Claim reuse (issue 15): a home places its next job on a claim it holds
+/// once the last one completed, each placement with the next number under
+/// the claim. A replayed placement (an old number, a skipped one, the
+/// claim's first placement again), one while the claim's job still runs,
+/// one with a claim never used, and one from another station place
+/// nothing; the claim goes back only with the claim as the credential.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_claim_takes_each_placement_once() {
+    if skip_unless_root("places guests as slot accounts") {
+        return;
+    }
+    let _l = serial_lock();
+    let dir = shared_tempdir();
+    let host = Host::start(dir.path()).await;
+    let shadow = Shadow::start().await;
+    let signer = host.keys.signer().clone();
+    let home_token = host.keys.station(HOME);
+    let t = now();
+    let good = claim(&signer, HOST, HOME, &shadow.url, t, t + 600);
+    // A short job: `sleep 1`, nothing to fetch.
+    let req = |job: JobId, seq: u64, secs: &str| {
+        let mut r = host.request(job, good.clone(), &shadow.url);
+        r.description.arguments = vec![secs.into()];
+        r.claim_seq = seq;
+        r
+    };
+    let go = |r: PlacementRequest| {
+        let (http, addr, token) = (host.http.clone(), host.addr, home_token.clone());
+        async move { place(&http, addr, &token, &r).await }
+    };
+
+    // A claim never placed with: no later placement under it.
+    let unused = claim(&signer, HOST, HOME, &shadow.url, t, t + 600);
+    let mut r = host.request(JobId::new(5, 0), unused, &shadow.url);
+    r.claim_seq = 1;
+    assert_eq!(rejected(&go(r).await), Some(RejectReason::BadClaim));
+
+    let first = go(req(JobId::new(4, 0), 0, "1")).await;
+    assert!(rejected(&first).is_none(), "{first:?}");
+    // The claim's job still runs: nothing else goes on it.
+    let busy = go(req(JobId::new(4, 1), 1, "0")).await;
+    assert_eq!(rejected(&busy), Some(RejectReason::BadClaim), "{busy:?}");
+    completed(&shadow, JobId::new(4, 0)).await;
+
+    // Replays of the claim's first placement, for its job or another.
+    for job in [JobId::new(4, 0), JobId::new(4, 1)] {
+        let r = go(req(job, 0, "0")).await;
+        assert_eq!(rejected(&r), Some(RejectReason::BadClaim), "{job}: {r:?}");
+    }
+    // Another station, with its own token: not for this home's claim.
+    let (status, body) = host
+        .place_as(
+            &host.keys.station("mallory"),
+            &req(JobId::new(4, 1), 1, "0"),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    // A skipped number.
+    let r = go(req(JobId::new(4, 1), 2, "0")).await;
+    assert_eq!(rejected(&r), Some(RejectReason::BadClaim), "{r:?}");
+    // The next number: the next job runs on the claim.
+    let second = go(req(JobId::new(4, 1), 1, "60")).await;
+    assert!(rejected(&second).is_none(), "{second:?}");
+    // Its retry is the same answer (no second guest); a replay of the
+    // number for another job places nothing.
+    assert_eq!(go(req(JobId::new(4, 1), 1, "60")).await, second);
+    let r = go(req(JobId::new(4, 2), 1, "0")).await;
+    assert_eq!(rejected(&r), Some(RejectReason::BadClaim), "{r:?}");
+    let jobs: Vec<JobId> = host.guests().await.iter().map(|g| g.info.job).collect();
+    assert_eq!(
+        jobs,
+        vec![JobId::new(4, 1)],
+        "one guest, the fresh placement's"
+    );
+
+    // Given back: not with a station token, only with the claim itself;
+    // then it takes nothing more.
+    let release = |token: String| {
+        let (http, addr) = (host.http.clone(), host.addr);
+        async move {
+            http.post(format!("http://{addr}/v1/claims/release"))
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(release(home_token.clone()).await, 403);
+    assert_eq!(release(good.clone()).await, 200);
+    assert_eq!(host.vacate_as(&good, JobId::new(4, 1)).await, 202);
+    completed_or_gone(&host, JobId::new(4, 1)).await;
+    let r = go(req(JobId::new(4, 2), 2, "0")).await;
+    assert_eq!(rejected(&r), Some(RejectReason::BadClaim), "{r:?}");
+    host.stop().await;
+}
+
+/// Waits until `job` is no guest of `host` any more.
+async fn completed_or_gone(host: &Host, job: JobId) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while host.guests().await.iter().any(|g| g.info.job == job) {
+        assert!(Instant::now() < deadline, "job {job} did not leave");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

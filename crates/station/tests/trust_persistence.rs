@@ -54,6 +54,7 @@ fn sleep_job(job: JobId, claim: &str, shadow: &str) -> PlacementRequest {
         run_count: 0,
         lease_secs: None,
         run: None,
+        claim_seq: 0,
     }
 }
 

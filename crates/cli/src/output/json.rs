@@ -59,6 +59,13 @@ impl Output for JsonOutput {
     fn jobs(&self, jobs: &[JobInfo], _list: JobList) {
         print(&jobs);
     }
+    fn pages(&self) -> bool {
+        false
+    }
+    fn queue_page(&self, page: &super::QueuePage) {
+        // The same array as without pages: that page's jobs.
+        print(&page.jobs);
+    }
     fn job_ads(&self, ads: &[Ad]) {
         print(&ads.iter().map(ad_json).collect::<Vec<_>>());
     }

@@ -128,8 +128,28 @@ impl ClusterProgress {
     }
 }
 
+/// `glean q` by default: the queue by cluster, then one page of jobs
+/// (issue 15, item 5: `condor_q`'s summary first, never 100 000 rows).
+#[derive(Clone, Debug, Serialize)]
+pub struct QueuePage {
+    pub summary: gleaner_proto::api::QueueSummary,
+    pub jobs: Vec<JobInfo>,
+    /// 1-based.
+    pub page: u64,
+    pub pages: u64,
+    /// Jobs the pages go through.
+    pub total: u64,
+}
+
 /// How a command's result reaches the user.
 pub trait Output {
+    /// Whether `glean q` shows a summary and one page (a table for
+    /// people), rather than every job (JSON for programs).
+    fn pages(&self) -> bool {
+        true
+    }
+    /// `glean q`: the summary and one page.
+    fn queue_page(&self, page: &QueuePage);
     /// `glean submit`.
     fn submitted(&self, resp: &SubmitResponse);
     /// `glean q` and `glean history`.

@@ -67,6 +67,77 @@ impl Output for TableOutput {
         }
     }
 
+    fn queue_page(&self, p: &super::QueuePage) {
+        let s = &p.summary;
+        if !s.clusters.is_empty() {
+            let mut t = table(vec![
+                "OWNER",
+                "BATCH",
+                "SUBMITTED",
+                "DONE",
+                "RUN",
+                "IDLE",
+                "HOLD",
+                "TOTAL",
+            ]);
+            for c in &s.clusters {
+                let n = &c.counts;
+                t.add_row(vec![
+                    c.owner.clone(),
+                    format!("ID: {}", c.cluster),
+                    short_date(c.submitted_at),
+                    (n.completed + n.removed).to_string(),
+                    (n.running + n.suspended).to_string(),
+                    n.idle.to_string(),
+                    n.held.to_string(),
+                    n.total().to_string(),
+                ]);
+            }
+            println!("{t}");
+        }
+        if !p.jobs.is_empty() {
+            let mut t = table(vec![
+                "ID",
+                "OWNER",
+                "SUBMITTED",
+                "RUN_TIME",
+                "ST",
+                "HOST",
+                "CMD",
+            ]);
+            for j in &p.jobs {
+                t.add_row(vec![
+                    j.id.to_string(),
+                    j.owner.clone(),
+                    short_date(j.submitted_at),
+                    run_time(j),
+                    j.state.kind().letter().to_string(),
+                    j.host.clone().unwrap_or_default(),
+                    j.cmd.clone(),
+                ]);
+            }
+            println!("{t}");
+        }
+        let n = &s.total;
+        println!(
+            "Total: {} jobs; {} idle, {} running, {} suspended, {} held",
+            n.active(),
+            n.idle,
+            n.running,
+            n.suspended,
+            n.held
+        );
+        if p.pages > 1 {
+            println!(
+                "Page {} of {} ({} jobs each): glean q --page {} for more",
+                p.page,
+                p.pages,
+                p.jobs.len().max(1),
+                (p.page + 1).min(p.pages)
+            );
+        }
+    }
+
     fn actions(&self, action: JobAction, resp: &ActionResponse) {
         for j in &resp.changed {
             println!("Job {j} {}.", action.past());

@@ -134,7 +134,7 @@ impl Pool {
         })
     }
 
-    /// Issues a claim for `to` on `host` and returns its id.
+    /// Issues a claim for `to` on `host` and returns its id and nonce.
     pub(super) fn mint_claim(
         &mut self,
         host: StationId,
@@ -142,7 +142,7 @@ impl Pool {
         class: Option<String>,
         licences: Vec<(String, u32)>,
         now: Time,
-    ) -> Result<String, String> {
+    ) -> Result<Minted, String> {
         self.nonce += 1;
         let expires = now + self.timing.claim_lifetime;
         let issued_at = now.as_micros() / 1_000_000;
@@ -187,7 +187,7 @@ impl Pool {
             host,
             home: to,
             claim_id: claim_id.clone(),
-            nonce: Some(minted_nonce),
+            nonce: Some(minted_nonce.clone()),
             after_ad: self.ads_seen,
             expires,
             baseline,
@@ -196,7 +196,10 @@ impl Pool {
             known: Some(known),
         });
         self.sync_free(host);
-        Ok(claim_id)
+        Ok(Minted {
+            id: claim_id,
+            nonce: minted_nonce,
+        })
     }
 
     /// Drops the pending claims on `host` that its ad shows in use;

@@ -100,6 +100,9 @@ impl Claims {
 pub(super) struct Reservation {
     pub host: StationId,
     pub job: JobId,
+    /// The claim the node was held by, if its host held it for reuse: the
+    /// node is free once neither the job nor the claim is held.
+    pub claim: Option<String>,
     pub to: StationId,
     pub deadline: Time,
 }

@@ -54,7 +54,7 @@ use gleaner_core::dmw::{Embargo, Pass};
 use gleaner_core::rng::PolicyRng;
 use gleaner_core::time::Time;
 use gleaner_proto::fit::JobView;
-use gleaner_proto::matchmaking::{machine_ad, machine_ad_since};
+use gleaner_proto::matchmaking::{machine_ad, machine_ad_since, parse_limits};
 use gleaner_proto::wire::{
     AdvertiseReply, ClaimNotice, PROTOCOL_VERSION, PoolStatus, StationAd, StationStatus, UserPrio,
     UserPrioEntry,
@@ -347,8 +347,8 @@ impl Pool {
     /// Takes the guests of a replaced or forgotten ad out of the homes'
     /// counts.
     fn forget_guests(&mut self, ad: &StationAd) {
-        for g in &ad.running_guests {
-            if let Some(home) = self.ids.get(&g.home)
+        for home in node_holders(ad) {
+            if let Some(home) = self.ids.get(home)
                 && let Some(n) = self.guests_of.get_mut(home)
             {
                 *n = n.saturating_sub(1);
@@ -380,6 +380,11 @@ impl Pool {
             for g in &k.ad.running_guests {
                 book.take(&guest_licences(g));
             }
+            // An idle held claim keeps its last job's licences for the
+            // next job of the same class.
+            for c in k.ad.idle_claims() {
+                book.take(&parse_limits(&c.concurrency_limits).unwrap_or_default());
+            }
         }
         for c in self.claims.iter() {
             book.take(&c.licences);
@@ -407,7 +412,7 @@ impl Pool {
         match self.stations.get(&host) {
             Some(k) if k.hosting() => {
                 k.ad.cpus
-                    .saturating_sub(k.ad.running_guests.len() as u32)
+                    .saturating_sub(k.ad.occupied())
                     .saturating_sub(self.pending_on(host))
             }
             _ => 0,
@@ -443,11 +448,15 @@ impl Pool {
                         (OwnerState::Av, OwnerState::Na) => self.transitions.1 += 1,
                         _ => {}
                     }
-                    let guest_left = prev
-                        .ad
-                        .running_guests
-                        .iter()
-                        .any(|g| !ad.running_guests.iter().any(|h| h.job == g.job));
+                    // A guest whose claim the host still holds (reused, or
+                    // idle for its home's next job) freed no node.
+                    let guest_left = prev.ad.running_guests.iter().any(|g| {
+                        !ad.running_guests.iter().any(|h| h.job == g.job)
+                            && prev
+                                .ad
+                                .claim_of(g.job)
+                                .is_none_or(|c| !ad.claims_held.iter().any(|h| h.claim == c))
+                    });
                     let remote_done = ad.demand.remote_jobs < prev.ad.demand.remote_jobs;
                     // An AV host whose own work ended offers more CPUs.
                     let more_cpus = ad.state == OwnerState::Av && ad.cpus > prev.ad.cpus;
@@ -467,8 +476,9 @@ impl Pool {
             }
         }
         if keep {
-            for g in &ad.running_guests {
-                let home = self.intern(&g.home);
+            let holders: Vec<String> = node_holders(&ad).map(str::to_string).collect();
+            for h in holders {
+                let home = self.intern(&h);
                 *self.guests_of.entry(home).or_default() += 1;
             }
             let rate_changed = self.stations.get(&id).is_none_or(|k| {
@@ -646,8 +656,8 @@ impl Pool {
     pub fn userprio(&self) -> UserPrio {
         let mut held: HashMap<&str, u32> = HashMap::new();
         for k in self.stations.values() {
-            for g in &k.ad.running_guests {
-                *held.entry(g.home.as_str()).or_default() += 1;
+            for home in node_holders(&k.ad) {
+                *held.entry(home).or_default() += 1;
             }
         }
         let stations = self
@@ -677,6 +687,15 @@ impl Pool {
             stations,
         }
     }
+}
+
+/// The home of each node held on the host of `ad`: one per guest and one
+/// per claim held idle between two jobs (claim reuse).
+fn node_holders(ad: &StationAd) -> impl Iterator<Item = &str> {
+    ad.running_guests
+        .iter()
+        .map(|g| g.home.as_str())
+        .chain(ad.idle_claims().map(|c| c.home.as_str()))
 }
 
 #[cfg(test)]

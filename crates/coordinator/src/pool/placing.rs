@@ -15,11 +15,14 @@ use gleaner_proto::job::JobId;
 use gleaner_proto::wire::{Grant, Preemption};
 
 /// What one node of a pass is.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(super) struct Slot {
     host: StationId,
-    /// The guest on it, for held nodes.
+    /// The guest on it, for held nodes (for a claim its host holds idle
+    /// for reuse, the claim's last job).
     guest: Option<JobId>,
+    /// The claim the node is held by, when its host holds it for reuse.
+    claim: Option<String>,
 }
 
 /// One pass's input to the allocator; node ids index `slots`.
@@ -244,6 +247,20 @@ impl Pool {
                     slots.push(Slot {
                         host: id,
                         guest: Some(g.job),
+                        claim: k.ad.claim_of(g.job).map(str::to_string),
+                    });
+                }
+            }
+            // A claim held idle between two jobs of its home is that
+            // home's node as much as a guest is (claim reuse).
+            for c in k.ad.idle_claims() {
+                let vacating = self.reservations.vacating(id, c.job);
+                if let (false, Some(&home)) = (vacating, self.ids.get(&c.home)) {
+                    held.push((slots.len() as NodeId, home));
+                    slots.push(Slot {
+                        host: id,
+                        guest: Some(c.job),
+                        claim: Some(c.claim.clone()),
                     });
                 }
             }
@@ -252,6 +269,7 @@ impl Pool {
                 slots.push(Slot {
                     host: id,
                     guest: None,
+                    claim: None,
                 });
             }
         }
@@ -320,7 +338,7 @@ impl Pool {
         let mut unused = Vec::new();
         let book = self.licence_book();
         for d in decisions {
-            let Some(slot) = slots.get(d.node() as usize).copied() else {
+            let Some(slot) = slots.get(d.node() as usize).cloned() else {
                 continue;
             };
             match d {
@@ -349,7 +367,7 @@ impl Pool {
                         self.name(from),
                         self.policy.index(from)
                     );
-                    self.preempt(slot.host, job, from, to, reason, now, out);
+                    self.preempt(slot.host, job, slot.claim, from, to, reason, now, out);
                 }
             }
         }
@@ -430,13 +448,15 @@ impl Pool {
         }
     }
 
-    /// Asks `from` to give `host` back (vacating `job`) and reserves the
-    /// freed node for `to` until the preemption times out.
+    /// Asks `from` to give `host` back (vacating `job`, and giving up
+    /// `claim` if the host holds it for reuse) and reserves the freed node
+    /// for `to` until the preemption times out.
     #[allow(clippy::too_many_arguments)]
     fn preempt(
         &mut self,
         host: StationId,
         job: JobId,
+        claim: Option<String>,
         from: StationId,
         to: StationId,
         reason: String,
@@ -450,11 +470,13 @@ impl Pool {
                 host: self.name(host).to_string(),
                 job: Some(job),
                 reason,
+                claim: claim.clone(),
             },
         });
         self.reservations.push(Reservation {
             host,
             job,
+            claim,
             to,
             deadline: now + self.timing.preempt_timeout,
         });
@@ -469,9 +491,15 @@ impl Pool {
         let Some(k) = self.stations.get(&host) else {
             return;
         };
-        let vacated = self
-            .reservations
-            .take_unless(|r| r.host != host || k.ad.running_guests.iter().any(|g| g.job == r.job));
+        // Vacated: the guest is gone, and the claim it held the node by
+        // (when its host holds it for reuse) too.
+        let vacated = self.reservations.take_unless(|r| {
+            r.host != host
+                || k.ad.running_guests.iter().any(|g| g.job == r.job)
+                || r.claim
+                    .as_ref()
+                    .is_some_and(|c| k.ad.claims_held.iter().any(|h| &h.claim == c))
+        });
         for r in vacated {
             let waiting = self
                 .stations
@@ -548,8 +576,8 @@ impl Pool {
         out: &mut Outbox,
     ) -> bool {
         let persist = !licences.is_empty();
-        let claim_id = match self.mint_claim(host, to, class.clone(), licences, now) {
-            Ok(id) => id,
+        let minted = match self.mint_claim(host, to, class.clone(), licences, now) {
+            Ok(m) => m,
             Err(e) => {
                 tracing::error!(host = self.name(host), to = self.name(to), error = %e, "cannot mint a claim; grant dropped");
                 return false;
@@ -566,8 +594,9 @@ impl Pool {
             grant: Grant {
                 host: self.name(host).to_string(),
                 host_address,
-                claim_id,
+                claim_id: minted.id,
                 class,
+                nonce: Some(minted.nonce),
             },
         });
         true

@@ -143,22 +143,18 @@ pub(crate) async fn run_loop(home: Arc<Home>, mut shutdown: watch::Receiver<bool
 /// One evaluation over the jobs that have a periodic expression.
 pub(crate) async fn pass(home: &Arc<Home>) {
     let at = now();
-    // The active queue only: finished jobs are never looked at again.
-    let mut jobs = Vec::new();
-    for k in [
-        JobStateKind::Held,
-        JobStateKind::Idle,
-        JobStateKind::Running,
-        JobStateKind::Suspended,
-    ] {
-        match home.queue().list(&crate::queue::JobFilter::state(k)) {
-            Ok(j) => jobs.extend(j),
-            Err(e) => {
-                tracing::warn!(error = %e, "job policy: cannot read the queue");
-                return;
-            }
+    // The active jobs that have a periodic expression, and only those: a
+    // queue of 100 000 plain jobs is not read every pass.
+    let jobs = match home
+        .queue()
+        .active_with_attrs(&["PeriodicHold", "PeriodicRelease"])
+    {
+        Ok(j) => j,
+        Err(e) => {
+            tracing::warn!(error = %e, "job policy: cannot read the queue");
+            return;
         }
-    }
+    };
     for r in &jobs {
         match periodic(r, at) {
             Some(Periodic::Release) => {

@@ -27,6 +27,7 @@
 
 mod as_owner;
 pub mod ckpt_store;
+pub mod claim_reuse;
 pub mod dagman;
 mod deliver;
 mod host_caller;
@@ -115,6 +116,8 @@ pub struct Home {
     completing: Mutex<HashSet<JobId>>,
     /// The idle jobs' classes, computed once per job.
     classes: job_classes::ClassCache,
+    /// The claims of the remote jobs, kept for the next job (claim reuse).
+    claims: claim_reuse::ClaimBook,
     /// Counters and histograms for `/metrics`.
     pub meters: meters::HomeMeters,
 }
@@ -157,6 +160,7 @@ impl Home {
             slot_prefix,
             completing: Mutex::new(HashSet::new()),
             classes: job_classes::ClassCache::default(),
+            claims: claim_reuse::ClaimBook::default(),
             meters: meters::HomeMeters::default(),
         })
     }
@@ -229,6 +233,9 @@ impl Home {
             )));
         }
         tasks.push(tokio::spawn(lease::monitor(self.clone(), shutdown.clone())));
+        // Placements a killed home may have lost the answer to.
+        let doubt = recover::in_doubt(self);
+        tasks.push(tokio::spawn(recover::settle_in_doubt(self.clone(), doubt)));
         // The jobs' own periodic_hold / periodic_release.
         tasks.push(tokio::spawn(job_policy::run_loop(
             self.clone(),

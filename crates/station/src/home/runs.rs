@@ -74,6 +74,8 @@ pub(crate) fn require_current_run(
 /// keeps the run's data out (`RemoteJobs::is_remote`), except a report.
 pub(crate) fn retire_run(home: &Home, id: JobId) {
     home.remote.retire_run(id);
+    // Its claim ends with the run on the host (claim reuse).
+    super::claim_reuse::after_departure(home, id);
     if let Err(e) = home.queue().retire_run(id) {
         tracing::warn!(job = %id, error = %e, "cannot record the end of the job's run");
     }
@@ -96,8 +98,22 @@ pub(crate) async fn begin_run(
     run: &RunId,
 ) {
     let _guard = home.spool_lock.lock().await;
+    let run_s = run.to_string();
     home.remote
-        .begin_placing(id, host, address, claim, Some(&run.to_string()));
+        .begin_placing(id, host, address, claim, Some(&run_s));
+    // On disk before the request goes out: a home killed after the host
+    // accepted and before it heard so finds the placement at start and
+    // waits for that run instead of placing the job again (`recover`).
+    if let Err(e) = home.queue().record_placement_run(
+        id,
+        host,
+        address,
+        claim,
+        Some(&run_s),
+        crate::clock::now(),
+    ) {
+        tracing::error!(job = %id, error = %e, "cannot record the placement");
+    }
     reset_spool(home, id);
 }
 

@@ -8,6 +8,9 @@
 //! grant until its claim is used or expires. Preemptions are passed on to
 //! the host as vacate requests; the job is requeued when the host reports
 //! it vacated.
+//!
+//! A grant's claim is kept after its job completes, for the next job of
+//! the same class ([`super::claim_reuse`]): [`place`] serves both.
 
 use super::user_log::{UserEvent, user_log};
 use super::{Home, runs, start_failures};
@@ -25,7 +28,7 @@ impl Home {
     /// Uses the coordinator's grants, in order.
     pub async fn on_grants(self: &Arc<Self>, grants: &[Grant]) {
         for g in grants {
-            place_on_grant(self, g).await;
+            place(self, &Target::of(g)).await;
         }
     }
 
@@ -37,9 +40,38 @@ impl Home {
     }
 }
 
-/// Uses one grant: the next idle job goes to the granted host, once the
-/// placement interval since the last placement is over.
-async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
+/// Where a placement goes: a grant's claim, new or held for reuse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Target {
+    pub(crate) host: String,
+    pub(crate) host_address: String,
+    pub(crate) claim_id: String,
+    /// The claim's nonce (from the grant; `None` from an older
+    /// coordinator: the claim is then used once).
+    pub(crate) nonce: Option<String>,
+    /// The job class the host was matched for (`None`: any idle job).
+    pub(crate) class: Option<String>,
+    /// The placement's number under the claim: 0 for the grant's own.
+    pub(crate) seq: u64,
+}
+
+impl Target {
+    fn of(g: &Grant) -> Self {
+        Target {
+            host: g.host.clone(),
+            host_address: g.host_address.clone(),
+            claim_id: g.claim_id.clone(),
+            nonce: g.nonce.clone(),
+            class: g.class.clone(),
+            seq: 0,
+        }
+    }
+}
+
+/// Uses one claim: the next idle job of its class goes to its host, once
+/// the placement interval since the last placement is over. True when the
+/// host accepted a job.
+pub(crate) async fn place(home: &Arc<Home>, g: &Target) -> bool {
     // At most one placement per interval (Mutka 1988 L839).
     let mut last = home.last_placement.lock().await;
     if let Some(t) = *last {
@@ -63,7 +95,7 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
     };
     let Some(job) = job else {
         tracing::debug!(host = %g.host, class = ?g.class, "no idle job for the grant");
-        return;
+        return false;
     };
     // This placement is a new run of the job, named before anything is
     // sent: from now on only its data is heard (`runs.rs`).
@@ -71,7 +103,7 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
         Ok(r) => r,
         Err(e) => {
             tracing::error!(job = %job.id, error = %e, "cannot name a new run (no randomness)");
-            return;
+            return false;
         }
     };
     *last = Some(Instant::now());
@@ -88,6 +120,7 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
         run_count: job.run_count,
         lease_secs: Some(home.config.lease_secs.ceil() as u64).filter(|l| *l > 0),
         run: Some(run.clone()),
+        claim_seq: g.seq,
     };
     let url = format!("{}/v1/place", g.host_address.trim_end_matches('/'));
     let result = home
@@ -125,20 +158,11 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
                     drop(q);
                     tracing::info!(job = %job.id, host = %g.host, "placed, but its start failed already");
                     home.remote.end_placing(job.id);
-                    return;
+                    return true;
                 }
-                let run_s = run.to_string();
-                if let Err(e) = q.record_placement_run(
-                    job.id,
-                    &g.host,
-                    &g.host_address,
-                    &g.claim_id,
-                    Some(&run_s),
-                    at,
-                ) {
-                    tracing::error!(job = %job.id, error = %e, "cannot record placement");
-                }
-                // The host may already have reported "started" (then the
+                // The placement was recorded before it went out
+                // (`runs::begin_run`). The host may already have reported
+                // "started" (then the
                 // shadow has logged the start).
                 let current = q.get(job.id).ok().flatten();
                 let mut started_here = false;
@@ -162,11 +186,17 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
             };
             // The lease runs from the placement, not from an earlier run.
             home.remote.placed(job.id);
+            if !home.claims.placed(g, job.id) {
+                // The coordinator preempted the claim while this placement
+                // was on its way: the job leaves again.
+                spawn_vacate(home, job.id, "preempted: its claim was given up");
+            }
             if started_here {
                 let host = g.host.clone();
                 user_log(home, job.id, at, UserEvent::Executing { host }).await;
             }
-            tracing::info!(job = %job.id, host = %g.host, "job placed");
+            tracing::info!(job = %job.id, host = %g.host, seq = g.seq, "job placed");
+            return true;
         }
         Ok(PlacementResponse::Rejected {
             reason: RejectReason::Unrunnable,
@@ -189,14 +219,25 @@ async fn place_on_grant(home: &Arc<Home>, g: &Grant) {
         }
         Ok(PlacementResponse::Rejected { reason, message }) => {
             tracing::info!(job = %job.id, host = %g.host, ?reason, message, "placement rejected");
+            // Refused: no run of it exists anywhere.
+            if let Err(e) = home.queue().retire_run(job.id) {
+                tracing::warn!(job = %job.id, error = %e, "cannot record the refusal");
+            }
         }
         Err(e) => tracing::warn!(job = %job.id, host = %g.host, error = %e, "placement failed"),
     }
     home.remote.end_placing(job.id);
+    false
 }
 
-/// Passes a preemption on to the host running our job there.
+/// Passes a preemption on to the host running our job there: a claim held
+/// for reuse is given up with whatever runs on it; otherwise the job named
+/// is vacated.
 fn preempt(home: &Arc<Home>, p: &Preemption) {
+    let why = format!("preempted: {}", p.reason);
+    if super::claim_reuse::retire(home, p.claim.as_deref(), p.job, &why) {
+        return;
+    }
     let jobs: Vec<JobId> = match p.job {
         Some(j) => vec![j],
         None => home

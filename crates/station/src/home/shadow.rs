@@ -509,8 +509,19 @@ async fn status(
     };
     user_log(&home, id, at, event).await;
     if !still_remote {
-        // A host came free or a job came back: tell the coordinator now.
-        home.news.notify_one();
+        // A completion leaves its claim to the next job of its class (claim
+        // reuse); any other end of the run ended the claim on the host.
+        let reused = if matches!(rep.state, JobState::Completed { .. }) {
+            super::claim_reuse::after_completion(&home, id)
+        } else {
+            super::claim_reuse::after_departure(&home, id);
+            false
+        };
+        // A host came free or a job came back: tell the coordinator now
+        // (a reused claim tells it when it goes back).
+        if !reused {
+            home.news.notify_one();
+        }
     }
     tracing::info!(job = %id, host = %rep.host, state = %new.state, "status report applied");
     Ok(Json(StoredResponse { ok: true, detail }))

@@ -16,9 +16,10 @@ use crate::userfs::{PathErrorKind, PathProblem, UserFs, validate_job};
 use gleaner_core::time::Time;
 use gleaner_edge::ApiError;
 use gleaner_proto::job::{JobDescription, JobId};
-use gleaner_proto::submit::ClusterSubmission;
+use gleaner_proto::submit::{ClusterSubmission, ExpandError};
 use gleaner_proto::wire::ErrorCode;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// Times a submission is expanded and checked again when other
 /// submissions took its cluster id meanwhile.
@@ -168,30 +169,79 @@ fn path_key(d: &JobDescription) -> String {
     .to_string()
 }
 
+/// A queued cluster.
+pub(crate) struct Queued {
+    pub(crate) ids: Vec<JobId>,
+    /// Some job of it has a user log.
+    pub(crate) logged: bool,
+}
+
+/// Expands `sub` as cluster `cluster` of `owner`, handing each description
+/// to `each` (initial directories resolved against `submit_dir`).
+fn expand_each(
+    sub: &ClusterSubmission,
+    cluster: u64,
+    owner: &str,
+    submit_dir: Option<&str>,
+    mut each: impl FnMut(JobDescription) -> Result<(), QueueError>,
+) -> Result<(), QueueError> {
+    sub.expand_each(cluster, |mut d| {
+        d.owner = owner.to_string();
+        d.iwd = resolve_iwd(d.iwd.as_deref(), submit_dir);
+        each(d)
+    })
+    .map_err(|e| match e {
+        ExpandError::Submit(e) => QueueError::Submit(e),
+        ExpandError::Sink(e) => e,
+    })
+}
+
 /// Expands, checks and queues a cluster as `fs`'s user; nothing is queued
-/// if any path is refused.
+/// if any path is refused. Streamed (issue 15, item 5): the cluster is
+/// expanded twice, once to check each distinct set of paths and once into
+/// the queue's transaction, and neither pass holds all its descriptions.
 pub(crate) async fn queue_checked(
-    home: &Home,
+    home: &Arc<Home>,
     fs: &UserFs,
     sub: &ClusterSubmission,
     submit_dir: Option<&str>,
     at: Time,
-) -> Result<Vec<JobId>, ApiError> {
+) -> Result<Queued, ApiError> {
     let owner = fs.user().name.clone();
+    let sub = Arc::new(sub.clone());
+    let dir = submit_dir.map(str::to_string);
     for _ in 0..ATTEMPTS {
         let cluster = peek_cluster(home)?;
-        let descs = expand(sub, cluster, &owner, submit_dir)?;
-        check_paths(fs, &descs, Strictness::All, "submission").await?;
-        let mut raced = false;
-        let r = home.queue().submit_with(at, |c| {
-            if c != cluster {
-                raced = true;
-                return Err(QueueError::EmptySubmission);
-            }
-            Ok(descs)
-        });
-        if !raced {
-            return r.map_err(ApiError::from);
+        // Expansion is CPU work: off the async workers.
+        let (s, o, d) = (sub.clone(), owner.clone(), dir.clone());
+        let (unique, logged) = tokio::task::spawn_blocking(move || {
+            let mut seen = BTreeSet::new();
+            let mut unique = Vec::new();
+            let mut logged = false;
+            expand_each(&s, cluster, &o, d.as_deref(), |d| {
+                logged |= d.log.is_some();
+                if seen.insert(path_key(&d)) {
+                    unique.push(d);
+                }
+                Ok(())
+            })
+            .map(|()| (unique, logged))
+        })
+        .await
+        .map_err(|e| ApiError::internal("submission expansion failed", e))??;
+        check_paths(fs, &unique, Strictness::All, "submission").await?;
+        drop(unique);
+        let (h, s, o, d) = (home.clone(), sub.clone(), owner.clone(), dir.clone());
+        let queued = tokio::task::spawn_blocking(move || {
+            h.queue().submit_streamed(at, cluster, |sink| {
+                expand_each(&s, cluster, &o, d.as_deref(), sink)
+            })
+        })
+        .await
+        .map_err(|e| ApiError::internal("submission failed", e))??;
+        // `None`: another submission took the cluster id meanwhile.
+        if let Some(ids) = queued {
+            return Ok(Queued { ids, logged });
         }
     }
     Err(ApiError::new(

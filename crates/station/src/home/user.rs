@@ -42,6 +42,7 @@ pub(crate) fn router() -> Router<Arc<Home>> {
         .route("/v1/jobs/{id}/release", post(release))
         .route("/v1/jobs/{id}/output/{stream}", get(output))
         .route("/v1/history", get(history))
+        .route("/v1/queue/summary", get(summary))
 }
 
 fn query(q: QR) -> Result<HashMap<String, String>, ApiError> {
@@ -123,11 +124,16 @@ async fn submit(
     let fs = home.submitter(&caller)?;
     req.submission.owner = caller.name.clone();
     let at = now();
-    let ids = queue_checked(&home, &fs, &req.submission, req.submit_dir.as_deref(), at).await?;
+    let queued = queue_checked(&home, &fs, &req.submission, req.submit_dir.as_deref(), at).await?;
+    let ids = queued.ids;
     let cluster = ids.first().map_or(0, |j| j.cluster);
-    for id in &ids {
-        let host = home.address.clone();
-        user_log(&home, *id, at, UserEvent::Submitted { host }).await;
+    // Only a cluster with a user log has anything to write (a large one
+    // without would read every job back for nothing).
+    if queued.logged {
+        for id in &ids {
+            let host = home.address.clone();
+            user_log(&home, *id, at, UserEvent::Submitted { host }).await;
+        }
     }
     tracing::info!(owner = %caller.name, cluster, procs = ids.len(), "cluster submitted");
     // A new demand is news for the coordinator: advertise now.
@@ -154,6 +160,17 @@ async fn list(State(home): State<Arc<Home>>, q: QR) -> Result<Json<Vec<JobInfo>>
         ));
     }
     let all = q.get("all").is_some_and(|v| v == "1" || v == "true");
+    if let Some(limit) = q.get("limit") {
+        // One page (issue 15, item 5): `limit` jobs after `offset`.
+        let number = |name: &'static str, v: &str| {
+            v.parse::<u64>()
+                .map_err(|_| ApiError::bad(name, format!("{name} {v:?} is not a count")))
+        };
+        let limit = number("limit", limit)?.min(MAX_PAGE);
+        let offset = q.get("offset").map_or(Ok(0), |o| number("offset", o))?;
+        let rows = home.queue().list_page(&filter, all, offset, limit)?;
+        return Ok(Json(rows.iter().map(info).collect()));
+    }
     let rows = home.queue().list(&filter)?;
     // Like condor_q, the queue shows active jobs; finished ones are in
     // history unless a state filter or `all` asks for them.
@@ -163,6 +180,20 @@ async fn list(State(home): State<Arc<Home>>, q: QR) -> Result<Json<Vec<JobInfo>>
         .map(info)
         .collect();
     Ok(Json(rows))
+}
+
+/// Most jobs one page of `GET /v1/jobs?limit=N` returns.
+pub const MAX_PAGE: u64 = 10_000;
+
+/// `GET /v1/queue/summary?owner=`: the queue by cluster and state
+/// (`condor_q`'s default view), from counts alone.
+async fn summary(
+    State(home): State<Arc<Home>>,
+    q: QR,
+) -> Result<Json<gleaner_proto::api::QueueSummary>, ApiError> {
+    let q = query(q)?;
+    let owner = q.get("owner").filter(|o| !o.is_empty());
+    Ok(Json(home.queue().summary(owner.map(String::as_str))?))
 }
 
 async fn history(State(home): State<Arc<Home>>, q: QR) -> Result<Json<Vec<JobInfo>>, ApiError> {
@@ -315,6 +346,9 @@ async fn act(
             Err(e) => return Err(e.into()),
         }
     }
+    // Acknowledged to the user: every change on disk before the answer
+    // (one sync for a whole cluster, `queue::durability`).
+    home.queue().sync_now();
     if resp.changed.is_empty() && !resp.skipped.is_empty() {
         let why: Vec<String> = resp
             .skipped

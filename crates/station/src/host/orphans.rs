@@ -80,7 +80,30 @@ pub fn kill_and_reap(
     uid: u32,
     timeout: Duration,
 ) -> Result<crate::isolation::ReapReport, crate::isolation::IsolationError> {
-    let r = crate::isolation::kill_uid(uid, timeout);
-    reap_orphans_of(uid);
+    use crate::isolation::{kill_uid_found, scan_uid};
+    if uid == 0 || uid == nix::unistd::geteuid().as_raw() {
+        return crate::isolation::kill_uid(uid, timeout);
+    }
+    // One scan finds both what to kill and the zombies to reap: the usual
+    // end of a guest (nothing left) costs that one pass over /proc.
+    let me = std::process::id() as i32;
+    let scan = scan_uid(uid, Some(me));
+    reap_pids(&scan.zombie_children);
+    let killed = !scan.live.is_empty();
+    let r = kill_uid_found(uid, timeout, scan.live);
+    if killed {
+        // What the kill left as zombies of ours.
+        reap_orphans_of(uid);
+    }
     r
+}
+
+/// Reaps the listed zombie children (found by a scan; another waiter may
+/// have reaped one meanwhile, which is harmless).
+fn reap_pids(pids: &[i32]) {
+    for &pid in pids {
+        let mut st = 0;
+        // SAFETY: waiting for one of our own children, without blocking.
+        unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
+    }
 }

@@ -46,7 +46,9 @@ pub use cgroup::{
 };
 pub use confine::{Confinement, DEFAULT_MAX_PROCESSES, NamespaceMode, namespace_support};
 pub use launch::{GuestLauncher, GuestProcess, GuestSpec, GuestUser};
-pub use reap::{REAP_TIMEOUT, ReapReport, kill_uid, processes_of_uid};
+pub use reap::{
+    REAP_TIMEOUT, ReapReport, UidScan, kill_uid, kill_uid_found, processes_of_uid, scan_uid,
+};
 pub use sandbox::{prepare_execute_dir, prepare_sandbox, unreachable_by};
 pub use settings::{CgroupMode, CgroupSettings, IsolationSettings};
 pub use slot_pool::{SlotLease, SlotPool};

@@ -57,11 +57,19 @@ impl ReapReport {
     }
 }
 
-/// The real, effective and saved uid from a `/proc/<pid>/status` text, and
-/// whether the task is a zombie (or dead).
-fn status_uids(text: &str) -> Option<([u32; 3], bool)> {
+/// What a `/proc/<pid>/status` says: real, effective and saved uid, parent,
+/// and whether the task is a zombie (or dead).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Status {
+    uids: [u32; 3],
+    ppid: i32,
+    dead: bool,
+}
+
+fn status_of(text: &str) -> Option<Status> {
     let mut uids = None;
     let mut dead = false;
+    let mut ppid = 0;
     for l in text.lines() {
         if let Some(v) = l.strip_prefix("Uid:") {
             let mut it = v.split_whitespace().map(|x| x.parse::<u32>().ok());
@@ -69,9 +77,22 @@ fn status_uids(text: &str) -> Option<([u32; 3], bool)> {
         } else if let Some(v) = l.strip_prefix("State:") {
             let s = v.trim_start();
             dead = s.starts_with('Z') || s.starts_with('X');
+        } else if let Some(v) = l.strip_prefix("PPid:") {
+            ppid = v.trim().parse().unwrap_or(0);
         }
     }
-    Some((uids?, dead))
+    Some(Status {
+        uids: uids?,
+        ppid,
+        dead,
+    })
+}
+
+/// The real, effective and saved uid from a `/proc/<pid>/status` text, and
+/// whether the task is a zombie (or dead).
+#[cfg(test)]
+fn status_uids(text: &str) -> Option<([u32; 3], bool)> {
+    status_of(text).map(|s| (s.uids, s.dead))
 }
 
 /// A thread-group leader that exited while other threads of it still run
@@ -83,34 +104,65 @@ fn has_live_task(pid: &Path) -> bool {
     rd.flatten().any(|t| {
         std::fs::read_to_string(t.path().join("status"))
             .ok()
-            .and_then(|s| status_uids(&s))
-            .is_some_and(|(_, dead)| !dead)
+            .and_then(|s| status_of(&s))
+            .is_some_and(|s| !s.dead)
     })
+}
+
+/// One pass over `/proc` for one uid: its live processes, and the zombies
+/// of it that are children of `parent` (for the subreaper to reap).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UidScan {
+    /// Live processes (not zombies) whose real, effective or saved uid is
+    /// the uid, sorted.
+    pub live: Vec<i32>,
+    /// Zombies whose real uid is the uid and whose parent is `parent`.
+    pub zombie_children: Vec<i32>,
+}
+
+/// [`UidScan`] of `uid` from one scan of `/proc`.
+pub fn scan_uid(uid: u32, parent: Option<i32>) -> UidScan {
+    scan_uid_in(Path::new("/proc"), uid, parent)
 }
 
 /// Live processes (not zombies) whose real, effective or saved uid is
 /// `uid`, from a scan of `/proc`, sorted. Processes that vanish during the
 /// scan are skipped.
 pub fn processes_of_uid(uid: u32) -> Vec<i32> {
-    processes_of_uid_in(Path::new("/proc"), uid)
+    scan_uid(uid, None).live
 }
 
+#[cfg(test)]
 pub(crate) fn processes_of_uid_in(proc_root: &Path, uid: u32) -> Vec<i32> {
+    scan_uid_in(proc_root, uid, None).live
+}
+
+fn scan_uid_in(proc_root: &Path, uid: u32, parent: Option<i32>) -> UidScan {
+    let mut out = UidScan::default();
     let Ok(rd) = std::fs::read_dir(proc_root) else {
-        return Vec::new();
+        return out;
     };
-    let mut v: Vec<i32> = rd
-        .flatten()
-        .filter_map(|e| {
-            let pid = e.file_name().to_str()?.parse::<i32>().ok()?;
-            let text = std::fs::read_to_string(e.path().join("status")).ok()?;
-            let (ids, dead) = status_uids(&text)?;
-            let ours = ids.contains(&uid);
-            (ours && (!dead || has_live_task(&e.path()))).then_some(pid)
-        })
-        .collect();
-    v.sort_unstable();
-    v
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Some(st) = std::fs::read_to_string(e.path().join("status"))
+            .ok()
+            .and_then(|t| status_of(&t))
+        else {
+            continue;
+        };
+        if !st.uids.contains(&uid) {
+            continue;
+        }
+        if !st.dead || has_live_task(&e.path()) {
+            out.live.push(pid);
+        } else if st.uids[0] == uid && parent.is_some_and(|p| p == st.ppid) {
+            out.zombie_children.push(pid);
+        }
+    }
+    out.live.sort_unstable();
+    out
 }
 
 /// Why `uid` must never be killed wholesale by this process, if it must not.
@@ -195,8 +247,20 @@ pub fn kill_uid(uid: u32, timeout: Duration) -> Result<ReapReport, IsolationErro
     if let Some(why) = refusal(uid) {
         return Err(IsolationError::RefusedUid { uid, why });
     }
+    kill_uid_found(uid, timeout, processes_of_uid(uid))
+}
+
+/// [`kill_uid`] when a scan just found `found` (so an empty scan costs
+/// no second one).
+pub fn kill_uid_found(
+    uid: u32,
+    timeout: Duration,
+    found: Vec<i32>,
+) -> Result<ReapReport, IsolationError> {
+    if let Some(why) = refusal(uid) {
+        return Err(IsolationError::RefusedUid { uid, why });
+    }
     let start = Instant::now();
-    let found = processes_of_uid(uid);
     if found.is_empty() {
         return Ok(ReapReport::nothing(uid));
     }

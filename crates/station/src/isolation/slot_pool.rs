@@ -43,6 +43,47 @@ enum SlotLock {
     Unavailable,
 }
 
+/// How long a slot that its last release proved empty is leased again
+/// without a scan of `/proc` (see [`SlotPool::lease`]).
+const PROVEN_FOR: Duration = Duration::from_secs(30);
+
+impl SlotLock {
+    /// The lock file's marker: who last leased or released the slot.
+    fn marker(&self) -> Option<String> {
+        use std::io::{Read, Seek};
+        let SlotLock::Held(f) = self else { return None };
+        let mut f = f;
+        let mut s = String::new();
+        f.rewind().ok()?;
+        f.take(128).read_to_string(&mut s).ok()?;
+        Some(s)
+    }
+
+    /// Writes `marker` into the lock file (best effort: a failure only
+    /// costs the next lease a scan).
+    fn set_marker(&self, marker: &str) {
+        use std::io::{Seek, Write};
+        let SlotLock::Held(f) = self else { return };
+        let mut f = f;
+        let ok =
+            f.rewind().is_ok() && f.set_len(0).is_ok() && f.write_all(marker.as_bytes()).is_ok();
+        if !ok {
+            tracing::debug!("cannot write the slot lock's marker");
+        }
+    }
+}
+
+/// Unique per lease and release of this process.
+fn new_marker(what: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{} {} {what}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
 /// Takes `name`'s lock without waiting; `None`: another process holds it.
 fn try_lock(name: &str) -> Option<SlotLock> {
     let dir = Path::new(LOCK_DIR);
@@ -54,6 +95,7 @@ fn try_lock(name: &str) -> Option<SlotLock> {
             std::fs::OpenOptions::new()
                 .create(true)
                 .truncate(false)
+                .read(true)
                 .write(true)
                 .mode(0o600)
                 .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
@@ -83,6 +125,9 @@ struct Inner {
     /// The job holding each slot (same order as `slots`), with the slot's
     /// machine-wide lock.
     leased: Mutex<Vec<Option<(String, SlotLock)>>>,
+    /// Per slot: the marker its last release wrote into the lock file
+    /// after proving the uid had no process left, and when.
+    proven: Mutex<Vec<Option<(String, std::time::Instant)>>>,
 }
 
 impl std::fmt::Debug for SlotLock {
@@ -95,6 +140,10 @@ impl std::fmt::Debug for SlotLock {
 }
 
 impl Inner {
+    fn proven(&self) -> MutexGuard<'_, Vec<Option<(String, std::time::Instant)>>> {
+        self.proven.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn leased(&self) -> MutexGuard<'_, Vec<Option<(String, SlotLock)>>> {
         // A panic while holding the lock leaves the table consistent (each
         // change is one assignment): keep using it.
@@ -113,11 +162,13 @@ impl SlotPool {
     pub fn new(accounts: SlotAccounts) -> Self {
         let slots = accounts.slots().to_vec();
         let leased = Mutex::new(slots.iter().map(|_| None).collect());
+        let proven = Mutex::new(slots.iter().map(|_| None).collect());
         SlotPool {
             inner: Arc::new(Inner {
                 slots,
                 personal: false,
                 leased,
+                proven,
             }),
         }
     }
@@ -130,6 +181,7 @@ impl SlotPool {
                 slots: Vec::new(),
                 personal: true,
                 leased: Mutex::new(Vec::new()),
+                proven: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -212,13 +264,24 @@ impl SlotPool {
                 busy += 1;
                 continue;
             };
-            let procs = processes_of_uid(s.user.uid);
-            if !procs.is_empty() {
-                tracing::warn!(slot = %s.name, uid = s.user.uid, pids = ?procs,
-                    "slot not leased: processes of its uid still run");
-                busy += 1;
-                continue;
+            // The uid must have no process. Its last release here proved
+            // that, and if the lock file still holds the marker it wrote
+            // then, no other station has leased the slot since (each
+            // lessee writes its own): no scan of /proc is needed.
+            let proven = self.inner.proven()[i].take();
+            let still = proven.is_some_and(|(m, at)| {
+                at.elapsed() < PROVEN_FOR && lock.marker().is_some_and(|now| now == m)
+            });
+            if !still {
+                let procs = processes_of_uid(s.user.uid);
+                if !procs.is_empty() {
+                    tracing::warn!(slot = %s.name, uid = s.user.uid, pids = ?procs,
+                        "slot not leased: processes of its uid still run");
+                    busy += 1;
+                    continue;
+                }
             }
+            lock.set_marker(&new_marker("leased"));
             leased[i] = Some((job.to_string(), lock));
             tracing::debug!(slot = %s.name, job, "slot leased");
             return Ok(SlotLease {
@@ -276,8 +339,22 @@ impl SlotPool {
         out
     }
 
-    fn free(&self, index: usize) {
-        if let Some(j) = self.inner.leased().get_mut(index) {
+    /// Frees slot `index`; `proven_empty`: a scan after the guest's end
+    /// found no process of its uid (the next lease may skip its own).
+    fn free(&self, index: usize, proven_empty: bool) {
+        let mut leased = self.inner.leased();
+        if let Some(j) = leased.get_mut(index) {
+            let proof = match (proven_empty, j.as_ref()) {
+                (true, Some((_, lock))) => {
+                    let m = new_marker("empty");
+                    lock.set_marker(&m);
+                    Some((m, std::time::Instant::now()))
+                }
+                _ => None,
+            };
+            if let Some(p) = self.inner.proven().get_mut(index) {
+                *p = proof;
+            }
             *j = None;
         }
     }
@@ -334,22 +411,32 @@ impl SlotLease {
     /// Kill every process of the slot and give the slot back. The slot is
     /// freed even when the kill fails; [`SlotPool::lease`] then skips it
     /// as long as anything of its uid lives.
-    pub fn release(mut self, timeout: Duration) -> Result<ReapReport, IsolationError> {
+    pub fn release(self, timeout: Duration) -> Result<ReapReport, IsolationError> {
         let r = self.kill_all(timeout);
+        self.free_killed(r.is_ok());
+        r
+    }
+
+    /// Gives the slot back once the caller killed every process of its uid
+    /// (`proven_empty`: and a scan found none left).
+    pub fn free_killed(mut self, proven_empty: bool) {
         if let Some(i) = self.index.take() {
-            self.pool.free(i);
+            self.pool.free(i, proven_empty);
             tracing::debug!(job = %self.job, "slot released");
         }
-        r
     }
 }
 
 impl Drop for SlotLease {
     fn drop(&mut self) {
         let Some(i) = self.index else { return };
-        if let Err(e) = self.kill_all(REAP_TIMEOUT) {
-            tracing::warn!(job = %self.job, error = %e, "slot lease dropped: kill by uid failed");
-        }
-        self.pool.free(i);
+        let ok = match self.kill_all(REAP_TIMEOUT) {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::warn!(job = %self.job, error = %e, "slot lease dropped: kill by uid failed");
+                false
+            }
+        };
+        self.pool.free(i, ok);
     }
 }

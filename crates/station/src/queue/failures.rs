@@ -121,6 +121,7 @@ impl JobQueue {
             }
         }
         tx.commit()?;
+        self.committed();
         let record = self.get(id)?.ok_or(QueueError::NotFound(id))?;
         Ok(FailedStart {
             record,
@@ -143,6 +144,7 @@ impl JobQueue {
                 JobStateKind::Held.code()
             ],
         )?;
+        self.committed();
         Ok(())
     }
 
@@ -154,6 +156,7 @@ impl JobQueue {
              WHERE cluster = ?1 AND proc = ?2 AND start_failures <> 0",
             params![to_i64(id.cluster, "cluster id")?, id.proc],
         )?;
+        self.committed();
         Ok(())
     }
 }

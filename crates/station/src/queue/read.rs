@@ -2,6 +2,7 @@
 
 use super::rows::{RawJob, time_from, to_i64};
 use super::{JobEvent, JobFilter, JobQueue, JobRecord, QueueError, Result, RunningJob};
+use gleaner_proto::api::{ClusterSummary, QueueSummary, StateCounts};
 use gleaner_proto::job::{JobEventKind, JobId, JobStateKind};
 use rusqlite::{OptionalExtension, params};
 
@@ -94,6 +95,143 @@ impl JobQueue {
             .collect()
     }
 
+    /// One page of [`JobQueue::list`]: at most `limit` jobs after the
+    /// first `offset`, in job-id order; without a state in `filter` only
+    /// jobs still in the queue unless `terminal` (`glean q` pages through
+    /// 100 000 jobs without reading them all).
+    pub fn list_page(
+        &self,
+        filter: &JobFilter,
+        terminal: bool,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<JobRecord>> {
+        let cols = self.columns;
+        let sql = format!(
+            "SELECT {cols} FROM jobs \
+             WHERE (?1 IS NULL OR owner = ?1) AND (?2 IS NULL OR state = ?2) \
+               AND (?3 IS NULL OR cluster = ?3) \
+               AND (?2 IS NOT NULL OR ?4 OR state NOT IN (?5, ?6)) \
+             ORDER BY cluster, proc LIMIT ?7 OFFSET ?8"
+        );
+        let cluster = filter
+            .cluster
+            .map(|c| to_i64(c, "cluster id"))
+            .transpose()?;
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(
+            params![
+                filter.owner,
+                filter.state.map(JobStateKind::code),
+                cluster,
+                terminal,
+                JobStateKind::Completed.code(),
+                JobStateKind::Removed.code(),
+                i64::try_from(limit).unwrap_or(i64::MAX),
+                i64::try_from(offset).unwrap_or(i64::MAX),
+            ],
+            RawJob::from_row,
+        )?;
+        rows.map(|r| r.map_err(QueueError::from).and_then(RawJob::decode))
+            .collect()
+    }
+
+    /// The queue by cluster: for each cluster that still has a job in the
+    /// queue (of `owner`, if given), its owner, first submission and jobs
+    /// by state; and the jobs still in the queue by state. Only the state
+    /// index and the clusters it names are read, never a description.
+    pub fn summary(&self, owner: Option<&str>) -> Result<QueueSummary> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT cluster, owner, state, COUNT(*), MIN(submitted_at) FROM jobs \
+             WHERE cluster IN (SELECT DISTINCT cluster FROM jobs \
+                               WHERE state IN (?2, ?3, ?4, ?5)) \
+               AND (?1 IS NULL OR owner = ?1) \
+             GROUP BY cluster, state, owner ORDER BY cluster, owner",
+        )?;
+        let rows = stmt.query_map(
+            params![
+                owner,
+                JobStateKind::Idle.code(),
+                JobStateKind::Running.code(),
+                JobStateKind::Suspended.code(),
+                JobStateKind::Held.code()
+            ],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, u8>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, i64>(4)?,
+                ))
+            },
+        )?;
+        let mut out = QueueSummary::default();
+        for row in rows {
+            let (cluster, owner, code, n, at) = row?;
+            let Some(kind) = JobStateKind::from_code(code) else {
+                continue;
+            };
+            let cluster = u64::try_from(cluster).map_err(|_| QueueError::Range("cluster id"))?;
+            let n = u64::try_from(n).unwrap_or(0);
+            let at = time_from(at);
+            let c = match out.clusters.last_mut() {
+                Some(c) if c.cluster == cluster && c.owner == owner => c,
+                _ => {
+                    out.clusters.push(ClusterSummary {
+                        cluster,
+                        owner,
+                        submitted_at: at,
+                        counts: StateCounts::default(),
+                    });
+                    // Just pushed.
+                    let Some(c) = out.clusters.last_mut() else {
+                        continue;
+                    };
+                    c
+                }
+            };
+            c.submitted_at = c.submitted_at.min(at);
+            c.counts.add(kind, n);
+            if !kind.is_terminal() {
+                out.total.add(kind, n);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Jobs still in the queue whose description has one of the custom
+    /// attributes `attrs` (`PeriodicHold`, …): the job policy's pass looks
+    /// at them alone, and the other jobs' descriptions are not decoded.
+    pub fn active_with_attrs(&self, attrs: &[&str]) -> Result<Vec<JobRecord>> {
+        let cols = self.columns;
+        let mut out = Vec::new();
+        for a in attrs {
+            let sql = format!(
+                "SELECT {cols} FROM jobs WHERE state NOT IN (?1, ?2) \
+                 AND json_extract(description, '$.custom_attrs.' || ?3) IS NOT NULL \
+                 ORDER BY cluster, proc"
+            );
+            let mut stmt = self.conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(
+                params![
+                    JobStateKind::Completed.code(),
+                    JobStateKind::Removed.code(),
+                    format!("\"{a}\"")
+                ],
+                RawJob::from_row,
+            )?;
+            for r in rows {
+                let r = RawJob::decode(r?)?;
+                if !out.iter().any(|o: &JobRecord| o.id == r.id) {
+                    out.push(r);
+                }
+            }
+        }
+        out.sort_by_key(|r| r.id);
+        Ok(out)
+    }
+
     /// Completed and removed jobs, most recently finished first
     /// (`glean history`).
     pub fn history(&self, owner: Option<&str>) -> Result<Vec<JobRecord>> {
@@ -183,24 +321,43 @@ impl JobQueue {
     /// recorded ([`JobQueue::record_placement`]): what the home reloads its
     /// table of remote jobs from after a restart.
     pub fn running_placements(&self) -> Result<Vec<RunningJob>> {
-        let mut stmt = self.conn.prepare_cached(
+        self.placements(
             "SELECT cluster, proc, host, host_address, host_claim, run_id FROM jobs \
              WHERE state IN (?1, ?2) \
              ORDER BY cluster, proc",
-        )?;
-        let rows = stmt.query_map(
             params![JobStateKind::Running.code(), JobStateKind::Suspended.code()],
-            |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, u32>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, Option<String>>(5)?,
-                ))
-            },
-        )?;
+        )
+    }
+
+    /// Idle jobs whose last placement may have been accepted: a run is
+    /// recorded (not retired) and nothing happened to the job since its
+    /// `placed` event. A home killed between a host's acceptance and its
+    /// own record of it finds them at start (`home::recover`).
+    pub fn in_doubt_placements(&self) -> Result<Vec<RunningJob>> {
+        self.placements(
+            "SELECT j.cluster, j.proc, j.host, j.host_address, j.host_claim, j.run_id \
+             FROM jobs j WHERE j.state = ?1 AND j.run_id IS NOT NULL AND j.run_id <> '' \
+               AND (SELECT e.kind FROM events e WHERE e.cluster = j.cluster \
+                    AND e.proc = j.proc ORDER BY e.seq DESC LIMIT 1) = ?2 \
+             ORDER BY j.cluster, j.proc",
+            params![JobStateKind::Idle.code(), JobEventKind::Placed.name()],
+        )
+    }
+
+    /// The placements `sql` selects (cluster, proc, host, address, claim,
+    /// run).
+    fn placements(&self, sql: &str, p: impl rusqlite::Params) -> Result<Vec<RunningJob>> {
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let rows = stmt.query_map(p, |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, u32>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, Option<String>>(5)?,
+            ))
+        })?;
         let mut out = Vec::new();
         for row in rows {
             let (cluster, proc, host, host_address, host_claim, run_id) = row?;
@@ -303,5 +460,68 @@ impl JobQueue {
             });
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{JobFilter, JobQueue};
+    use gleaner_core::time::Time;
+    use gleaner_proto::job::{JobDescription, JobState, JobStateKind};
+
+    #[test]
+    fn summary_counts_clusters_by_state_and_pages_walk_the_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut q = JobQueue::open(dir.path().join("q.db")).unwrap();
+        let a = q
+            .submit_streamed(Time::from_secs(1), 1, |sink| {
+                for _ in 0..5 {
+                    sink(JobDescription::new("ann", "/bin/true"))?;
+                }
+                Ok(())
+            })
+            .unwrap()
+            .unwrap();
+        // Not the next cluster id: nothing stored.
+        assert!(
+            q.submit_streamed(Time::from_secs(2), 7, |_| Ok(()))
+                .unwrap()
+                .is_none()
+        );
+        let b = q
+            .submit_with(Time::from_secs(3), |_| {
+                Ok(vec![JobDescription::new("bob", "/bin/true"); 2])
+            })
+            .unwrap();
+        let t = Time::from_secs(4);
+        q.transition(a[0], JobState::Running, "x", t).unwrap();
+        q.transition(a[1], JobState::Running, "x", t).unwrap();
+        q.transition(a[1], JobState::Completed { exit_code: 0 }, "x", t)
+            .unwrap();
+        for id in &b {
+            q.transition(*id, JobState::Removed, "x", t).unwrap();
+        }
+        let s = q.summary(None).unwrap();
+        // Cluster 2 has nothing left in the queue.
+        assert_eq!(s.clusters.len(), 1);
+        let c = &s.clusters[0];
+        assert_eq!((c.cluster, c.owner.as_str()), (1, "ann"));
+        assert_eq!(
+            (c.counts.idle, c.counts.running, c.counts.completed),
+            (3, 1, 1)
+        );
+        assert_eq!((s.total.active(), s.total.completed), (4, 0));
+        assert!(q.summary(Some("bob")).unwrap().clusters.is_empty());
+        // Pages of 3 over the 4 active jobs; a state filter; terminal too.
+        let f = JobFilter::default();
+        let p1: Vec<_> = q.list_page(&f, false, 0, 3).unwrap();
+        let p2: Vec<_> = q.list_page(&f, false, 3, 3).unwrap();
+        assert_eq!(p1.len() + p2.len(), 4);
+        assert_eq!(p1[0].id, a[0]);
+        let idle = q
+            .list_page(&JobFilter::state(JobStateKind::Idle), false, 0, 10)
+            .unwrap();
+        assert_eq!(idle.len(), 3);
+        assert_eq!(q.list_page(&f, true, 0, 100).unwrap().len(), 7);
     }
 }

@@ -56,6 +56,8 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, priority, cluster, proc);
 CREATE INDEX IF NOT EXISTS jobs_by_owner ON jobs (owner, state);
+-- glean q's summary by cluster reads this index alone (issue 15).
+CREATE INDEX IF NOT EXISTS jobs_by_cluster ON jobs (cluster, state, owner, submitted_at);
 CREATE TABLE IF NOT EXISTS events (
     seq     INTEGER PRIMARY KEY AUTOINCREMENT,
     cluster INTEGER NOT NULL,

@@ -37,6 +37,17 @@ impl JobQueue {
         build: impl FnOnce(u64) -> Result<Vec<JobDescription>>,
         also: impl FnOnce(&rusqlite::Transaction<'_>, &[JobId]) -> Result<()>,
     ) -> Result<Vec<JobId>> {
+        // A submission is acknowledged to its user: synced before the
+        // answer, also against power loss (`durability`).
+        self.durably(|q| q.submit_tx(at, build, also))
+    }
+
+    fn submit_tx(
+        &mut self,
+        at: Time,
+        build: impl FnOnce(u64) -> Result<Vec<JobDescription>>,
+        also: impl FnOnce(&rusqlite::Transaction<'_>, &[JobId]) -> Result<()>,
+    ) -> Result<Vec<JobId>> {
         let now = time_sql(at)?;
         let tx = self
             .conn
@@ -62,27 +73,7 @@ impl JobQueue {
             )?;
             for (i, d) in descs.iter().enumerate() {
                 let proc = u32::try_from(i).map_err(|_| QueueError::Range("proc id"))?;
-                let json = serde_json::to_string(d).map_err(|e| QueueError::Corrupt {
-                    job: JobId::new(cluster, proc),
-                    reason: e.to_string(),
-                })?;
-                ins.execute(params![
-                    next,
-                    proc,
-                    d.owner,
-                    json,
-                    JobStateKind::Idle.code(),
-                    d.priority,
-                    now
-                ])?;
-                ev.execute(params![
-                    next,
-                    proc,
-                    now,
-                    JobEventKind::Submitted.name(),
-                    d.owner
-                ])?;
-                ids.push(JobId::new(cluster, proc));
+                ids.push(insert_proc(&mut ins, &mut ev, cluster, proc, d, now)?);
             }
         }
         tx.execute(
@@ -91,8 +82,63 @@ impl JobQueue {
         )?;
         also(&tx, &ids)?;
         tx.commit()?;
+        self.committed();
         tracing::debug!(cluster, procs = ids.len(), "submitted cluster");
         Ok(ids)
+    }
+
+    /// Queues cluster `cluster` (which must be the next cluster id; else
+    /// nothing is stored and `Ok(None)` says so) with the descriptions
+    /// `produce` hands to its sink one by one, each inserted and dropped at
+    /// once, all in one transaction synced before it returns: a 100 000-proc
+    /// cluster never sits in memory whole. `produce`'s error stores nothing.
+    pub fn submit_streamed(
+        &mut self,
+        at: Time,
+        cluster: u64,
+        produce: impl FnOnce(&mut dyn FnMut(JobDescription) -> Result<()>) -> Result<()>,
+    ) -> Result<Option<Vec<JobId>>> {
+        self.durably(|q| {
+            let now = time_sql(at)?;
+            let tx = q
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let next: i64 = tx.query_row(
+                "SELECT value FROM meta WHERE key = 'next_cluster'",
+                [],
+                |r| r.get(0),
+            )?;
+            if u64::try_from(next).ok() != Some(cluster) {
+                return Ok(None);
+            }
+            let mut ids = Vec::new();
+            {
+                let mut ins = tx.prepare_cached(
+                    "INSERT INTO jobs (cluster, proc, owner, description, state, priority, \
+                     submitted_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+                )?;
+                let mut ev = tx.prepare_cached(
+                    "INSERT INTO events (cluster, proc, at, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?;
+                let mut sink = |d: JobDescription| -> Result<()> {
+                    let proc = u32::try_from(ids.len()).map_err(|_| QueueError::Range("proc id"))?;
+                    ids.push(insert_proc(&mut ins, &mut ev, cluster, proc, &d, now)?);
+                    Ok(())
+                };
+                produce(&mut sink)?;
+            }
+            if ids.is_empty() {
+                return Err(QueueError::EmptySubmission);
+            }
+            tx.execute(
+                "UPDATE meta SET value = ?1 WHERE key = 'next_cluster'",
+                params![next.checked_add(1).ok_or(QueueError::Range("cluster id"))?],
+            )?;
+            tx.commit()?;
+            q.committed();
+            tracing::debug!(cluster, procs = ids.len(), "submitted cluster (streamed)");
+            Ok(Some(ids))
+        })
     }
 
     /// Records, before they are written, the outputs about to be staged
@@ -102,6 +148,7 @@ impl JobQueue {
             "UPDATE jobs SET publishing = ?3 WHERE cluster = ?1 AND proc = ?2",
             params![to_i64(id.cluster, "cluster id")?, id.proc, record],
         )?;
+        self.committed();
         Ok(())
     }
 
@@ -111,6 +158,7 @@ impl JobQueue {
             "UPDATE jobs SET publishing = NULL WHERE cluster = ?1 AND proc = ?2",
             params![to_i64(id.cluster, "cluster id")?, id.proc],
         )?;
+        self.committed();
         Ok(())
     }
 
@@ -193,6 +241,7 @@ impl JobQueue {
             params![cluster, id.proc, now, event.name(), detail],
         )?;
         tx.commit()?;
+        self.committed();
         self.get(id)?.ok_or(QueueError::NotFound(id))
     }
 
@@ -255,6 +304,7 @@ impl JobQueue {
             "UPDATE jobs SET run_id = '' WHERE cluster = ?1 AND proc = ?2",
             params![cluster, id.proc],
         )?;
+        self.committed();
         if changed == 0 {
             return Err(QueueError::NotFound(id));
         }
@@ -302,8 +352,44 @@ impl JobQueue {
             params![cluster, id.proc, now, kind.name(), detail],
         )?;
         tx.commit()?;
+        self.committed();
         Ok(())
     }
+}
+
+/// Inserts proc `proc` of `cluster` (described by `d`, submitted at `now`)
+/// and its `submitted` event with the statements of a submission.
+fn insert_proc(
+    ins: &mut rusqlite::CachedStatement<'_>,
+    ev: &mut rusqlite::CachedStatement<'_>,
+    cluster: u64,
+    proc: u32,
+    d: &JobDescription,
+    now: i64,
+) -> Result<JobId> {
+    let id = JobId::new(cluster, proc);
+    let next = to_i64(cluster, "cluster id")?;
+    let json = serde_json::to_string(d).map_err(|e| QueueError::Corrupt {
+        job: id,
+        reason: e.to_string(),
+    })?;
+    ins.execute(params![
+        next,
+        proc,
+        d.owner,
+        json,
+        JobStateKind::Idle.code(),
+        d.priority,
+        now
+    ])?;
+    ev.execute(params![
+        next,
+        proc,
+        now,
+        JobEventKind::Submitted.name(),
+        d.owner
+    ])?;
+    Ok(id)
 }
 
 /// Where a job was placed, as [`JobQueue::record_placement_run`] stores it.

@@ -248,6 +248,7 @@ pub(super) fn update_node(
         params![dag, name, status.name(), failures],
     )?;
     tx.commit()?;
+    q.committed();
     Ok(())
 }
 
@@ -268,6 +269,7 @@ pub(super) fn finish_dag(
         params![dag, state.name(), now, message],
     )?;
     tx.commit()?;
+    q.committed();
     Ok(n == 1)
 }
 
@@ -282,6 +284,7 @@ pub fn record_rescue(q: &mut JobQueue, dag: u64, path: &str) -> Result<(), Queue
         params![dag, path],
     )?;
     tx.commit()?;
+    q.committed();
     Ok(())
 }
 

@@ -118,6 +118,8 @@ pub fn submit(
         .map_err(QueueError::from)?;
     }
     tx.commit().map_err(QueueError::from)?;
+    // Acknowledged to its user: on disk before the answer.
+    q.sync_now();
     Ok(DagSubmitResponse {
         id: u64::try_from(id).unwrap_or(0),
         nodes: dag.len(),

@@ -27,27 +27,34 @@ impl Starter {
     pub fn current_ad(&self) -> StationAd {
         let now_unix = crate::clock::now_secs() as i64;
         let guests = self.lock_guests();
-        let mut ad = self.ad_of(&guests, *self.owner.borrow(), now_unix);
+        let mut ad = self.ad_of(&guests, *self.owner.borrow(), now_unix, None);
         ad.claims_used = self.verifier.recently_spent();
         ad
     }
 
     /// [`Self::current_ad`] for the guest table `guests` (locked by the
-    /// caller).
+    /// caller); `reusing`: a held claim being placed on right now, whose
+    /// node counts as free.
     pub(super) fn ad_of(
         &self,
         guests: &HashMap<JobId, Arc<GuestEntry>>,
         owner: OwnerState,
         now_unix: i64,
+        reusing: Option<&str>,
     ) -> StationAd {
         let c = &self.config;
-        let mut running: Vec<GuestInfo> = guests.values().map(|g| g.listing().info).collect();
+        // A guest whose node went back to its claim is the claim's now.
+        let live = || guests.values().filter(|g| !g.handed_back());
+        let mut running: Vec<GuestInfo> = live().map(|g| g.listing().info).collect();
         running.sort_by_key(|g| g.job);
-        let used_cpus: u32 = guests.values().map(|g| g.cpus).sum();
-        let used_mem: u64 = guests.values().map(|g| g.memory_mb).sum();
-        // The coordinator counts one node per guest: offer the CPUs no
-        // guest uses plus one node per guest, and never more new guests
-        // than free slot accounts.
+        let claims_held = self.held.listing(reusing);
+        let idle = claims_held.iter().filter(|h| !h.running).count() as u32;
+        let (idle_cpus, idle_mem) = self.held.idle_resources(reusing);
+        let used_cpus: u32 = live().map(|g| g.cpus).sum::<u32>() + idle_cpus;
+        let used_mem: u64 = live().map(|g| g.memory_mb).sum::<u64>() + idle_mem;
+        // The coordinator counts one node per guest and per idle held
+        // claim: offer the CPUs nothing uses plus one node for each of
+        // those, and never more new guests than free slot accounts.
         let free = c.cpus.saturating_sub(used_cpus);
         let free = match self.free_slots() {
             Some(slots) => free.min(u32::try_from(slots).unwrap_or(u32::MAX)),
@@ -55,8 +62,11 @@ impl Starter {
         };
         let mut ad = c.machine.clone();
         ad.state = owner;
-        ad.cpus = free.saturating_add(running.len() as u32);
+        ad.cpus = free
+            .saturating_add(running.len() as u32)
+            .saturating_add(idle);
         ad.memory_mb = c.memory_mb.saturating_sub(used_mem);
+        ad.claims_held = claims_held;
         ad.disk_free_kb = crate::host::machine_ad::disk_free_kb(&c.execute_dir)
             .saturating_sub(c.reserved_disk_kb);
         ad.running_guests = running;
@@ -70,9 +80,10 @@ impl Starter {
         &self,
         guests: &HashMap<JobId, Arc<GuestEntry>>,
         job: &JobDescription,
+        reusing: Option<&str>,
     ) -> Result<(), (RejectReason, String)> {
         let now_unix = crate::clock::now_secs() as i64;
-        let ad = self.ad_of(guests, *self.owner.borrow(), now_unix);
+        let ad = self.ad_of(guests, *self.owner.borrow(), now_unix, reusing);
         admit(&ad, self.config.policy.lingers(), job, now_unix).map_err(|r| refusal(&r))
     }
 }

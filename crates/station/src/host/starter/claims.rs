@@ -38,6 +38,12 @@ impl Granted {
         self.nonce.as_ref().map(|(n, _)| n.as_str())
     }
 
+    /// The claim's expiry, UNIX seconds (`None` without a nonce): no
+    /// placement under it after that, reuse included.
+    pub fn expires_at(&self) -> Option<u64> {
+        self.nonce.as_ref().map(|(_, e)| *e)
+    }
+
     /// A grant with no nonce to spend, for verifiers of test pools.
     pub fn unchecked(home_address: impl Into<String>) -> Self {
         Granted {
@@ -201,6 +207,7 @@ mod tests {
             run_count: 0,
             lease_secs: None,
             run: None,
+            claim_seq: 0,
         }
     }
 

@@ -6,6 +6,7 @@ use gleaner_proto::run::RunId;
 use gleaner_proto::wire::GuestInfo;
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::{mpsc, watch};
 
 /// One guest as listed by `GET /v1/guests`.
@@ -53,9 +54,21 @@ pub(crate) struct GuestEntry {
     /// The nonce of the claim that placed it: only that claim (or a token)
     /// speaks for its home here afterwards.
     pub(crate) claim_nonce: Option<String>,
+    /// Its program completed and its node went back to its claim, held
+    /// for the home's next job: no longer in the ad while it is cleaned
+    /// up, and its CPUs and memory are the claim's.
+    pub(crate) handed_back: AtomicBool,
 }
 
 impl GuestEntry {
+    pub(crate) fn handed_back(&self) -> bool {
+        self.handed_back.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn hand_back(&self) {
+        self.handed_back.store(true, Ordering::SeqCst);
+    }
+
     pub(crate) fn set_state(&self, s: &str, pid: Option<u32>) {
         if let Ok(mut g) = self.state.lock() {
             g.0 = s.to_string();

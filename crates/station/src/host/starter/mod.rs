@@ -89,6 +89,7 @@ mod control;
 mod criu;
 mod destinations;
 mod guests;
+mod held_claims;
 mod jic;
 mod outputs;
 mod place;
@@ -143,6 +144,8 @@ pub struct Starter {
     /// Rung when a guest's slot is free again: the station advertises at
     /// once, so the coordinator can grant the node to the next job.
     pub(crate) guest_ended: tokio::sync::Notify,
+    /// Claims held for their homes' next jobs (claim reuse).
+    pub(crate) held: held_claims::HeldClaims,
 }
 
 impl Starter {
@@ -203,6 +206,7 @@ impl Starter {
             rate: RateMeter::default(),
             rate_news: watch::channel(None).0,
             guest_ended: tokio::sync::Notify::new(),
+            held: held_claims::HeldClaims::default(),
         })
     }
 
@@ -260,9 +264,15 @@ impl Starter {
         self.listing().into_iter().map(|l| l.info).collect()
     }
 
-    /// Guests with their ladder state and pid.
+    /// Guests with their ladder state and pid (not those whose program is
+    /// over and whose node went back to their claim).
     pub fn listing(&self) -> Vec<GuestListing> {
-        let mut v: Vec<GuestListing> = self.lock_guests().values().map(|g| g.listing()).collect();
+        let mut v: Vec<GuestListing> = self
+            .lock_guests()
+            .values()
+            .filter(|g| !g.handed_back())
+            .map(|g| g.listing())
+            .collect();
         v.sort_by_key(|l| l.info.job);
         v
     }
@@ -296,6 +306,41 @@ impl Starter {
             Some(g) => g.cmd.send(Command::Vacate(reason.to_string())).is_ok(),
             None => false,
         }
+    }
+
+    /// The home gives up the claim `nonce` (no more jobs for it, or the
+    /// coordinator preempted it): `Ok(true)` when it ended now (its node
+    /// is free, the station advertises at once), `Ok(false)` when it ends
+    /// with its guest.
+    pub fn release_claim(&self, nonce: &str, home: &str) -> Result<bool, String> {
+        let ended = self.held.release(nonce, home)?;
+        if ended {
+            self.guest_ended.notify_one();
+        }
+        Ok(ended)
+    }
+
+    /// The guest of `entry` completed: its claim, if held, waits for its
+    /// home's next job ([`held_claims`]), and the guest's node is the
+    /// claim's from now on (the guest leaves the ad while it is cleaned
+    /// up). The claim ends by itself if no job comes in time.
+    pub(crate) fn completed_on_claim(self: &Arc<Self>, entry: &GuestEntry) {
+        let Some(nonce) = &entry.claim_nonce else {
+            return;
+        };
+        let Some(spell) = self.held.completed(nonce, entry.info.job) else {
+            return;
+        };
+        entry.hand_back();
+        let me = self.clone();
+        let nonce = nonce.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(held_claims::IDLE_FOR).await;
+            if me.held.idle_over(&nonce, spell) {
+                tracing::debug!(claim = %nonce, "held claim idle too long; given back");
+                me.guest_ended.notify_one();
+            }
+        });
     }
 
     /// Vacate every guest (shutdown).

@@ -5,6 +5,7 @@
 
 use super::claims::Granted;
 use super::guests::{Command, GuestEntry};
+use super::held_claims::Placed;
 use super::run::guest_task;
 use super::sandbox::local_name;
 use super::slot::SlotHold;
@@ -102,6 +103,14 @@ impl Starter {
         let mem = req.description.request_memory_mb.unwrap_or(0);
         let mut guests = self.lock_guests();
         if let Some(g) = guests.get(&req.job_id) {
+            // Its run completed (its node went back to its claim): that
+            // placement is over and cannot be made again.
+            if g.handed_back() {
+                return Err(reject(
+                    RejectReason::BadClaim,
+                    "this placement is over: its job completed here",
+                ));
+            }
             // A retried placement of the run already here: same answer. A
             // new run while an earlier one still finishes is refused (the
             // home tries again): answering with the old guest would make
@@ -119,10 +128,28 @@ impl Starter {
             };
             return Err(reject(RejectReason::NoResources, msg));
         }
+        // A later placement under a claim this host holds (claim reuse,
+        // `held_claims.rs`): fresh, for its home, while the claim is idle
+        // and unexpired; its node is the claim's.
+        let reusing = match (req.claim_seq, granted.nonce()) {
+            (0, _) => None,
+            (seq, Some(nonce)) => {
+                self.held
+                    .check_reuse(nonce, &req.home, seq)
+                    .map_err(|e| reject(RejectReason::BadClaim, e))?;
+                Some(nonce)
+            }
+            (_, None) => {
+                return Err(reject(
+                    RejectReason::BadClaim,
+                    "this claim cannot be reused here",
+                ));
+            }
+        };
         // The one fit check, as the matchmaker made it, with this host's
         // numbers of the moment (owner, guests, resources, policy; the
         // job's CRIU requirement is one of its requirements).
-        if let Err((reason, message)) = self.fit(&guests, &req.description) {
+        if let Err((reason, message)) = self.fit(&guests, &req.description, reusing) {
             return Err(reject(reason, message));
         }
         // Unique and durable (issue 14): home, job, run and the run's
@@ -150,10 +177,28 @@ impl Starter {
             .map_err(|e| reject(RejectReason::NoResources, e.to_string()))?;
         // Single use: the claim is spent last, under the guest lock, so a
         // claim is accepted once (`nonces.json`: after a restart too). A
-        // refusal here drops the slot lease again.
-        self.verifier
-            .spend(granted)
-            .map_err(|e| reject(RejectReason::BadClaim, e.0))?;
+        // refusal here drops the slot lease again. A reuse spent it with
+        // its first placement.
+        if reusing.is_none() {
+            self.verifier
+                .spend(granted)
+                .map_err(|e| reject(RejectReason::BadClaim, e.0))?;
+        }
+        if let Some(nonce) = granted.nonce() {
+            let placed = Placed {
+                nonce,
+                home: &req.home,
+                job: req.job_id,
+                cpus,
+                memory_mb: mem,
+                concurrency_limits: &req.description.concurrency_limits,
+            };
+            match (reusing, granted.expires_at()) {
+                (Some(_), _) => self.held.reuse(&placed, req.claim_seq),
+                (None, Some(expires_at)) => self.held.hold(&placed, expires_at),
+                (None, None) => {}
+            }
+        }
         let entry = Arc::new(GuestEntry {
             guest_id,
             run,
@@ -174,6 +219,7 @@ impl Starter {
             slot: SlotHold::new(lease),
             destination: watch::channel(None).0,
             claim_nonce: granted.nonce().map(str::to_string),
+            handed_back: Default::default(),
         });
         guests.insert(req.job_id, entry.clone());
         Ok(entry)

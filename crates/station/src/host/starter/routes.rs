@@ -22,6 +22,7 @@ pub fn router(starter: Arc<Starter>) -> Router {
         .route("/v1/place", post(place_handler))
         .route("/v1/guests", get(guests_handler))
         .route("/v1/guests/{job}/vacate", post(vacate_handler))
+        .route("/v1/claims/release", post(release_handler))
         .with_state(starter)
 }
 
@@ -102,6 +103,29 @@ async fn vacate_handler(
             .into_response())
     } else {
         Err(not_here())
+    }
+}
+
+/// `POST /v1/claims/release`: the home gives up the claim it presents as
+/// its credential (claim reuse, `held_claims.rs`): ended at once when idle,
+/// else with its guest. Only with the claim itself: a station token names
+/// no claim.
+async fn release_handler(
+    State(s): State<Arc<Starter>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, ApiError> {
+    require_station(&caller, DAEMONS_ONLY)?;
+    let Credential::Claim { nonce, .. } = &caller.credential else {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "a claim is given up with the claim itself as the credential",
+        ));
+    };
+    match s.release_claim(nonce, &caller.name) {
+        Ok(ended) => {
+            Ok(Json(serde_json::json!({"released": true, "ended": ended})).into_response())
+        }
+        Err(why) => Err(ApiError::new(ErrorCode::NotFound, why)),
     }
 }
 

@@ -75,11 +75,8 @@ impl SlotHold {
     pub(crate) fn release_now(&self) {
         let lease = self.lock().take();
         if let Some(l) = lease {
-            let uid = l.user().map(|u| u.uid);
             let job = l.job().to_string();
-            let r = l.release(REAP_TIMEOUT);
-            if let Some(uid) = uid {
-                crate::host::orphans::reap_orphans_of(uid);
+            if let Some((uid, r)) = kill_and_free(l) {
                 log_kill(&job, uid, Ok(r), "slot released");
             }
         }
@@ -98,13 +95,23 @@ async fn release_lease(l: SlotLease, job: &str) {
         drop(l);
         return;
     };
-    let r = tokio::task::spawn_blocking(move || {
-        let r = l.release(REAP_TIMEOUT);
-        crate::host::orphans::reap_orphans_of(uid);
-        r
-    })
-    .await;
+    let r = tokio::task::spawn_blocking(move || kill_and_free(l).map(|(_, r)| r)).await;
+    let r = match r {
+        Ok(Some(r)) => Ok(r),
+        Ok(None) => return,
+        Err(e) => Err(e),
+    };
     log_kill(job, uid, r, "slot released");
+}
+
+/// Kills every process of the lease's uid and reaps them (one scan of
+/// /proc when nothing is left), then frees the slot, proven empty if the
+/// kill succeeded. Blocking; `None` in a personal pool.
+fn kill_and_free(l: SlotLease) -> Option<(u32, KillResult)> {
+    let uid = l.user()?.uid;
+    let r = kill_and_reap(uid, REAP_TIMEOUT);
+    l.free_killed(r.is_ok());
+    Some((uid, r))
 }
 
 type KillResult = Result<crate::isolation::ReapReport, crate::isolation::IsolationError>;

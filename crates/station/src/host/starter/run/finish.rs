@@ -36,12 +36,17 @@ impl GuestRun<'_> {
                 return Outcome::Evicted(why);
             }
             match self.upload_outputs(before).await {
-                Ok(()) => self.home.report_usage(
-                    JobEventKind::Completed,
-                    JobState::Completed { exit_code: code },
-                    format!("exit code {code}"),
-                    Some(usage),
-                ),
+                Ok(()) => {
+                    // The node goes back to the claim before the home hears
+                    // of the completion: its next job may come at once.
+                    self.starter.completed_on_claim(self.entry);
+                    self.home.report_usage(
+                        JobEventKind::Completed,
+                        JobState::Completed { exit_code: code },
+                        format!("exit code {code}"),
+                        Some(usage),
+                    )
+                }
                 Err(FetchError::Transient(why)) => return Outcome::Evicted(why),
                 Err(FetchError::Permanent(why)) => return Outcome::Held(why),
             }

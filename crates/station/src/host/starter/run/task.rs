@@ -45,7 +45,9 @@ pub(crate) async fn guest_task(
                 let _ = reporter.await;
                 entry.slot.release(&entry.guest_id).await;
                 starter.lock_guests().remove(&req.job_id);
-                starter.guest_ended.notify_one();
+                if node_freed(&starter, &entry) {
+                    starter.guest_ended.notify_one();
+                }
                 return;
             }
         }
@@ -80,8 +82,11 @@ pub(crate) async fn guest_task(
     entry.slot.release(&entry.guest_id).await;
     remove_leftovers(&starter.config, sandbox, criu_images);
     starter.lock_guests().remove(&req.job_id);
-    // The node is free: the advertise loop tells the coordinator now.
-    starter.guest_ended.notify_one();
+    // The node is free, unless its claim holds it for the home's next job
+    // (`held_claims.rs`): the advertise loop tells the coordinator now.
+    if node_freed(&starter, &entry) {
+        starter.guest_ended.notify_one();
+    }
     // And whatever a dead run left (a crash mid-cleanup, a failed removal).
     if !starter.config.keep_sandboxes {
         let st = starter.clone();
@@ -95,6 +100,15 @@ pub(crate) async fn guest_task(
         })
         .await;
     }
+}
+
+/// Whether the guest's end freed its node: always, unless the claim it
+/// was placed with is held for its home's next job (or already runs it).
+fn node_freed(starter: &Starter, entry: &GuestEntry) -> bool {
+    entry
+        .claim_nonce
+        .as_ref()
+        .is_none_or(|n| starter.held.guest_gone(n, entry.info.job))
 }
 
 /// Releases the guest's slot (blocking kill by uid) if the task ends
