@@ -104,6 +104,7 @@ fn ads(n: usize) -> Vec<StationAd> {
             sequence: 0,
             sent_at: Time::ZERO,
             claims_used: Vec::new(),
+            summary: None,
         });
     }
     // Remote jobs of each home = its guests in the pool.

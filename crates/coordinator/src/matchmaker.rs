@@ -203,6 +203,7 @@ pub(crate) mod tests {
             sequence: 0,
             sent_at: Time::ZERO,
             claims_used: Vec::new(),
+            summary: None,
         }
     }
 

@@ -181,6 +181,7 @@ fn ad(name: &str, state: OwnerState, cpus: u32, idle: u32, guests: &[(JobId, &st
         sequence: 0,
         sent_at: Time::from_secs(1),
         claims_used: Vec::new(),
+        summary: None,
     }
 }
 

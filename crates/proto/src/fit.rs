@@ -513,6 +513,7 @@ mod tests {
             sequence: 0,
             sent_at: Time::ZERO,
             claims_used: Vec::new(),
+            summary: None,
         }
     }
 

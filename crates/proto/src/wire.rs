@@ -139,6 +139,12 @@ pub struct StationAd {
     /// between two ads. Empty from older stations.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claims_used: Vec<String>,
+    /// A bounded summary for the coordinator's dashboard: as a home,
+    /// per-user counts and waits, recent evictions and holds, DAG
+    /// progress; as a host, each guest's ladder state. `None` from older
+    /// stations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<crate::summary::StationSummary>,
 }
 
 /// A host given to a station by the coordinator.

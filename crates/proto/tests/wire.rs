@@ -40,6 +40,7 @@ fn ad() -> StationAd {
         sequence: 9,
         sent_at: Time::from_secs(120),
         claims_used: Vec::new(),
+        summary: None,
     }
 }
 

@@ -43,6 +43,7 @@ fn ad(name: &str) -> StationAd {
         sequence: 0,
         sent_at: Time::ZERO,
         claims_used: Vec::new(),
+        summary: None,
     }
 }
 

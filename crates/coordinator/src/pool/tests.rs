@@ -61,6 +61,7 @@ pub(super) fn ad(name: &str, av: bool, cpus: u32, idle: u32, guests: &[(u64, &st
         sequence: 0,
         sent_at: Time::ZERO,
         claims_used: Vec::new(),
+        summary: None,
     }
 }
 

@@ -133,6 +133,7 @@ impl Production {
             sequence: self.sequence,
             sent_at: m.now(),
             claims_used: Vec::new(),
+            summary: None,
         }
     }
 

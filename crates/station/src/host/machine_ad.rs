@@ -63,6 +63,7 @@ pub fn bare(name: &str) -> StationAd {
         sequence: 0,
         sent_at: Time::ZERO,
         claims_used: Vec::new(),
+        summary: None,
     }
 }
 

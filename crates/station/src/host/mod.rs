@@ -241,6 +241,19 @@ impl Host {
             .unwrap_or_default()
     }
 
+    /// Each guest's ladder state, for the ad's dashboard summary.
+    pub fn guest_ladders(&self) -> Vec<gleaner_proto::summary::GuestLadder> {
+        self.guests()
+            .into_iter()
+            .take(gleaner_proto::summary::MAX_GUESTS)
+            .map(|g| gleaner_proto::summary::GuestLadder {
+                job: g.info.job,
+                home: g.info.home,
+                state: g.state,
+            })
+            .collect()
+    }
+
     /// The owner's state as the execute side sees it now.
     pub fn owner_state(&self) -> OwnerState {
         *self.owner.borrow()

@@ -18,9 +18,11 @@ mod failures;
 mod read;
 mod rows;
 mod schema;
+mod summary;
 mod write;
 
 pub use failures::FailedStart;
+pub use summary::{OwnedEvent, OwnerStateCount};
 use gleaner_core::time::Time;
 use gleaner_proto::job::{
     IllegalTransition, JobDescription, JobEventKind, JobId, JobState, JobStateKind,
