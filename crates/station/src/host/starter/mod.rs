@@ -91,6 +91,7 @@ mod destinations;
 mod guests;
 mod jic;
 mod outputs;
+mod overrides;
 mod place;
 mod routes;
 mod run;
@@ -101,6 +102,7 @@ pub use admission::{admit, refusal};
 pub use claims::{AnyNonEmptyClaim, ClaimRejected, ClaimVerifier, Granted, SignedClaims};
 pub use config::{DEFAULT_CRIU_SANDBOX_DIR, STDERR_FILE, STDOUT_FILE, StarterConfig, StarterError};
 pub use guests::GuestListing;
+pub use overrides::Overrides;
 pub use routes::router;
 
 use crate::checkpoint::{RateMeter, SharedBucket};
@@ -143,6 +145,12 @@ pub struct Starter {
     /// Rung when a guest's slot is free again: the station advertises at
     /// once, so the coordinator can grant the node to the next job.
     pub(crate) guest_ended: tokio::sync::Notify,
+    /// The owner's controls as they apply here (`overrides.rs`).
+    overrides: Mutex<Overrides>,
+    /// The owner's history: guests' reactions to returns, guests' runs.
+    pub(crate) owner_log: Arc<crate::host::owner_log::OwnerLog>,
+    /// Ladder actions carried out, by name (`/metrics`).
+    pub(crate) actions: Mutex<std::collections::BTreeMap<&'static str, u64>>,
 }
 
 impl Starter {
@@ -201,7 +209,24 @@ impl Starter {
             rate: RateMeter::default(),
             rate_news: watch::channel(None).0,
             guest_ended: tokio::sync::Notify::new(),
+            overrides: Mutex::new(Overrides::default()),
+            owner_log: Arc::new(crate::host::owner_log::OwnerLog::in_memory()),
+            actions: Mutex::new(Default::default()),
         })
+    }
+
+    /// Keeps the owner's history in `log` (the host's, saved on disk).
+    pub fn with_owner_log(mut self, log: Arc<crate::host::owner_log::OwnerLog>) -> Self {
+        self.owner_log = log;
+        self
+    }
+
+    /// Ladder actions carried out on guests since start, by name.
+    pub fn action_counts(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        self.actions
+            .lock()
+            .map(|a| a.clone())
+            .unwrap_or_default()
     }
 
     pub fn config(&self) -> &StarterConfig {
