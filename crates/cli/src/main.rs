@@ -18,6 +18,7 @@ mod tail;
 mod token;
 mod up;
 mod watch;
+mod web;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -76,6 +77,11 @@ enum Command {
     /// Create, list and revoke the pool's tokens (where the coordinator's
     /// signing key is).
     Token(token::TokenArgs),
+    /// Open the pool's web dashboard (prints a single-use login link).
+    Dashboard(web::DashboardArgs),
+    /// This machine's lending: the owner's page and controls (stop, resume,
+    /// schedule, policy, memory).
+    Owner(web::OwnerArgs),
 }
 
 fn main() -> ExitCode {
@@ -108,6 +114,8 @@ fn main() -> ExitCode {
         Command::Up(args) => up::up(args),
         Command::Userprio(args) => jobs::userprio(args, out),
         Command::Token(args) => token::run(args, out),
+        Command::Dashboard(args) => web::dashboard(args),
+        Command::Owner(args) => web::owner(args, cli.json),
     };
     match result {
         Ok(code) => code,

@@ -57,7 +57,7 @@ pub struct GuestInfo {
     /// The guest's home station.
     pub home: String,
     pub owner: String,
-    /// When it started on this host.
+    /// When it started on this host (wall clock, UNIX epoch).
     pub since: Time,
     /// Frozen because the owner came back.
     #[serde(default)]

@@ -58,7 +58,7 @@ const G = (() => {
     for (const [a, b] of periods) {
       const x = ((Math.max(a, from) - from) / span) * w;
       const x2 = ((Math.min(b, to) - from) / span) * w;
-      g.append(svg("rect", { x: x.toFixed(2), y: 0, width: Math.max(1.5, x2 - x).toFixed(2), height: h,
+      g.append(svg("rect", { x: x.toFixed(2), y: 0, width: Math.max(3, x2 - x).toFixed(2), height: h,
         fill: (opts && opts.fill) || "#c2410c" }));
     }
     return g;

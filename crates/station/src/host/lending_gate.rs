@@ -94,13 +94,9 @@ impl Gate {
                     was = Some(d);
                 }
                 let s = if d.is_ok() { OwnerState::Av } else { OwnerState::Na };
-                let at = Instant::now();
-                let changed = self.out.send_if_modified(|cur| {
-                    let changed = *cur != s;
-                    *cur = s;
-                    changed
-                });
-                if changed {
+                // Recorded before it is published, so that the guests'
+                // reactions find their return open.
+                if *self.out.borrow() != s {
                     match d {
                         Ok(()) => {
                             self.news.to_av.fetch_add(1, Ordering::Relaxed);
@@ -108,9 +104,10 @@ impl Gate {
                         }
                         Err(why) => {
                             self.news.to_na.fetch_add(1, Ordering::Relaxed);
-                            self.log.returned(cause_name(why), at);
+                            self.log.returned(cause_name(why), Instant::now());
                         }
                     }
+                    self.out.send_replace(s);
                 }
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_secs(1)) => {}

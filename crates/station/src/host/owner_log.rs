@@ -73,12 +73,31 @@ struct Inner {
     saved: Saved,
     /// The return in progress: when it began (for latencies).
     open: Option<Instant>,
+    /// Number of the latest snapshot taken for the disk.
+    serial: u64,
+}
+
+/// Writes snapshot `serial` unless a newer one is on disk already.
+fn save(path: &Path, serial: u64, saved: &Saved, written: &Mutex<u64>) {
+    let mut w = written.lock().unwrap_or_else(|p| p.into_inner());
+    if serial <= *w {
+        return;
+    }
+    match serde_json::to_vec(saved) {
+        Ok(b) => match gleaner_proto::creds::write_atomic(path, &b, 0o600) {
+            Ok(()) => *w = serial,
+            Err(e) => tracing::warn!(path = %path.display(), error = %e, "cannot save the owner history"),
+        },
+        Err(e) => tracing::warn!(error = %e, "cannot encode the owner history"),
+    }
 }
 
 /// The owner's history on this station.
 pub struct OwnerLog {
     path: Option<PathBuf>,
     inner: Mutex<Inner>,
+    /// The serial of the snapshot last written.
+    written: std::sync::Arc<Mutex<u64>>,
 }
 
 impl OwnerLog {
@@ -96,7 +115,12 @@ impl OwnerLog {
         };
         OwnerLog {
             path: Some(path),
-            inner: Mutex::new(Inner { saved, open: None }),
+            inner: Mutex::new(Inner {
+                saved,
+                open: None,
+                serial: 0,
+            }),
+            written: Default::default(),
         }
     }
 
@@ -107,21 +131,34 @@ impl OwnerLog {
             inner: Mutex::new(Inner {
                 saved: Saved::default(),
                 open: None,
+                serial: 0,
             }),
+            written: Default::default(),
         }
     }
 
+    /// Runs `f` on the history; when it says it changed something, a
+    /// snapshot is written after the lock is released (off the async
+    /// workers when there are any), so that a guest recording its reaction
+    /// never waits for the disk.
     fn with<T>(&self, f: impl FnOnce(&mut Inner) -> (T, bool)) -> T {
-        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let (out, dirty) = f(&mut g);
-        if dirty && let Some(p) = &self.path {
-            match serde_json::to_vec(&g.saved) {
-                Ok(b) => {
-                    if let Err(e) = gleaner_proto::creds::write_atomic(p, &b, 0o600) {
-                        tracing::warn!(path = %p.display(), error = %e, "cannot save the owner history");
-                    }
+        let (out, snapshot) = {
+            let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            let (out, dirty) = f(&mut g);
+            let snap = (dirty && self.path.is_some()).then(|| {
+                g.serial += 1;
+                (g.serial, g.saved.clone())
+            });
+            (out, snap)
+        };
+        if let (Some((serial, saved)), Some(path)) = (snapshot, self.path.clone()) {
+            let written = self.written.clone();
+            let write = move || save(&path, serial, &saved, &written);
+            match tokio::runtime::Handle::try_current() {
+                Ok(h) => {
+                    h.spawn_blocking(write);
                 }
-                Err(e) => tracing::warn!(error = %e, "cannot encode the owner history"),
+                Err(_) => write(),
             }
         }
         out

@@ -145,7 +145,7 @@ impl OwnerWeb {
                 .collect(),
             returns: saved.returns.iter().rev().take(RETURNS_SENT).cloned().collect(),
             runs: saved.guests.iter().rev().take(RUNS_SENT).cloned().collect(),
-            guest_cpu_secs: saved.guests.iter().map(|r| r.cpu_secs).sum(),
+            guest_cpu_secs: saved.guests.iter().fold(0.0, |a, r| a + r.cpu_secs),
             to_na: side.news.to_na.load(std::sync::atomic::Ordering::Relaxed),
         })
     }

@@ -6,12 +6,12 @@
   const $ = id => document.getElementById(id);
   let csrf = "", last = null, formsFilled = false;
   const POLICY_WORDS = {
-    immediate_eviction: "kill guests at once (Immediate-Eviction)",
-    pause_and_migrate: "freeze, then move them elsewhere (Pause-and-Migrate)",
-    linger_longer: "let them linger at idle priority, move them if you stay (Linger-Longer)",
-    linger_forever: "let them run on at idle priority (Linger-Forever)",
-    condor1988: "freeze them, vacate after a grace (Condor 1988)",
-    checkpoint_then_kill: "checkpoint, then kill (Checkpoint-then-Kill)",
+    immediate_eviction: "Immediate-Eviction: kill at once",
+    pause_and_migrate: "Pause-and-Migrate: freeze, then move",
+    linger_longer: "Linger-Longer: idle priority, move if you stay",
+    linger_forever: "Linger-Forever: run on at idle priority",
+    condor1988: "Condor 1988: freeze, vacate after a grace",
+    checkpoint_then_kill: "Checkpoint-then-Kill",
   };
 
   function status(o) {
