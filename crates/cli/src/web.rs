@@ -37,7 +37,9 @@ pub fn dashboard(args: DashboardArgs) -> anyhow::Result<ExitCode> {
     let reply: Value = runtime()?
         .block_on(c.post_json("/v1/dashboard/ticket", &serde_json::json!({})))
         .context("asking the coordinator for a login ticket")?;
-    let path = reply["path"].as_str().context("the coordinator sent no login path")?;
+    let path = reply["path"]
+        .as_str()
+        .context("the coordinator sent no login path")?;
     let url = format!("{}{path}", coord.trim_end_matches('/'));
     show(&url, args.open);
     Ok(ExitCode::SUCCESS)
@@ -104,8 +106,13 @@ pub enum OwnerCommand {
 pub fn parse_until(s: &str, now: u64) -> anyhow::Result<u64> {
     let s = s.trim();
     if let Some(rest) = s.strip_prefix('+') {
-        let (num, unit) = rest.split_at(rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len()));
-        let n: u64 = num.parse().with_context(|| format!("{s:?}: expected +N with s, m, h or d"))?;
+        let (num, unit) = rest.split_at(
+            rest.find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len()),
+        );
+        let n: u64 = num
+            .parse()
+            .with_context(|| format!("{s:?}: expected +N with s, m, h or d"))?;
         let mult = match unit {
             "" | "s" => 1,
             "m" => 60,
@@ -117,13 +124,17 @@ pub fn parse_until(s: &str, now: u64) -> anyhow::Result<u64> {
     }
     if let Some((h, m)) = s.split_once(':') {
         let (h, m): (u64, u64) = (
-            h.parse().with_context(|| format!("{s:?}: expected HH:MM"))?,
-            m.parse().with_context(|| format!("{s:?}: expected HH:MM"))?,
+            h.parse()
+                .with_context(|| format!("{s:?}: expected HH:MM"))?,
+            m.parse()
+                .with_context(|| format!("{s:?}: expected HH:MM"))?,
         );
         if h > 23 || m > 59 {
             bail!("{s:?}: not a time of day");
         }
-        let off = i64::from(gleaner_station::host::machine_ad::utc_offset_secs(now as i64));
+        let off = i64::from(gleaner_station::host::machine_ad::utc_offset_secs(
+            now as i64,
+        ));
         let local = now as i64 + off;
         let midnight = local - local.rem_euclid(86400);
         let mut t = midnight + (h * 3600 + m * 60) as i64;
@@ -214,11 +225,20 @@ fn print_state(s: &Value) {
     let windows = c["schedule"]
         .as_array()
         .or(s["schedule_config"].as_array())
-        .map(|w| w.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(", "))
+        .map(|w| {
+            w.iter()
+                .filter_map(|x| x.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
         .unwrap_or_default();
     println!(
         "  schedule: {}",
-        if windows.is_empty() { "always" } else { &windows }
+        if windows.is_empty() {
+            "always"
+        } else {
+            &windows
+        }
     );
     println!("  eviction policy: {}", s["policy"].as_str().unwrap_or("?"));
     println!(

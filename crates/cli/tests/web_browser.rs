@@ -34,7 +34,9 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 /// Why the browser test cannot run here, if it cannot.
 fn browser_missing() -> Option<String> {
     if !Path::new(CHROMIUM).exists() {
-        return Some(format!("no Chromium at {CHROMIUM} (apt-get install chromium)"));
+        return Some(format!(
+            "no Chromium at {CHROMIUM} (apt-get install chromium)"
+        ));
     }
     let ok = Command::new("python3")
         .args(["-c", "import playwright.sync_api"])
@@ -105,7 +107,12 @@ fn dashboard_and_owner_page_in_a_real_browser() {
         );
         owner_files.insert(
             s.to_string(),
-            home.join("stations").join(s).join("owner").display().to_string().into(),
+            home.join("stations")
+                .join(s)
+                .join("owner")
+                .display()
+                .to_string()
+                .into(),
         );
     }
     let shots = std::env::var("GLEANER_SCREENSHOTS")

@@ -401,12 +401,27 @@ mod tests {
     #[test]
     fn lending_needs_no_stop_an_open_window_and_an_absent_owner() {
         assert_eq!(lending(true, true, false, None, 10), Ok(()));
-        assert_eq!(lending(true, true, true, None, 10), Err(NotLending::Stopped));
-        assert_eq!(lending(true, true, true, Some(11), 10), Err(NotLending::Stopped));
+        assert_eq!(
+            lending(true, true, true, None, 10),
+            Err(NotLending::Stopped)
+        );
+        assert_eq!(
+            lending(true, true, true, Some(11), 10),
+            Err(NotLending::Stopped)
+        );
         // A stop until a past time no longer holds.
         assert_eq!(lending(true, true, true, Some(10), 10), Ok(()));
-        assert_eq!(lending(true, false, false, None, 10), Err(NotLending::OutsideSchedule));
-        assert_eq!(lending(false, true, false, None, 10), Err(NotLending::OwnerActive));
-        assert_eq!(lending(false, false, true, None, 10), Err(NotLending::Stopped));
+        assert_eq!(
+            lending(true, false, false, None, 10),
+            Err(NotLending::OutsideSchedule)
+        );
+        assert_eq!(
+            lending(false, true, false, None, 10),
+            Err(NotLending::OwnerActive)
+        );
+        assert_eq!(
+            lending(false, false, true, None, 10),
+            Err(NotLending::Stopped)
+        );
     }
 }

@@ -93,7 +93,8 @@ impl WebSessions {
         })?;
         let now = Instant::now();
         let mut b = self.book();
-        b.tickets.retain(|_, (_, t)| now.duration_since(*t) < TICKET_TTL);
+        b.tickets
+            .retain(|_, (_, t)| now.duration_since(*t) < TICKET_TTL);
         if b.tickets.len() >= MAX_TICKETS
             && let Some(oldest) = b
                 .tickets
@@ -235,7 +236,10 @@ pub fn page_headers(headers: &mut HeaderMap) {
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
 }
 
@@ -268,7 +272,11 @@ mod tests {
         assert!(w.redeem("nonsense").is_none());
         let cookie = w.cookie_for(&id);
         let c = cookie.to_str().unwrap();
-        assert!(c.contains("HttpOnly") && c.contains("SameSite=Strict") && c.contains("Path=/dashboard"));
+        assert!(
+            c.contains("HttpOnly")
+                && c.contains("SameSite=Strict")
+                && c.contains("Path=/dashboard")
+        );
         let h = with_cookie(&format!("other=1; gleaner_dash={id}"));
         assert_eq!(w.caller(&h).unwrap().name, "alice");
         // CSRF: the header must repeat the session's token.
@@ -280,7 +288,9 @@ mod tests {
         assert!(w.check_csrf(&h2).is_err());
         // Unknown or absent sessions are 401; logout ends one.
         assert_eq!(
-            w.caller(&with_cookie("gleaner_dash=ff")).unwrap_err().code(),
+            w.caller(&with_cookie("gleaner_dash=ff"))
+                .unwrap_err()
+                .code(),
             ErrorCode::Unauthorized
         );
         assert!(w.caller(&HeaderMap::new()).is_err());

@@ -95,7 +95,12 @@ impl Dashboard {
     /// One look at the pool: records owner-state changes and (every
     /// `snapshot_gap`) the Up-Down table; publishes the page model when it
     /// changed or the heartbeat is due. Returns whether it published.
-    fn sample(&self, snapshot_gap: Duration, last: &mut Option<view::Dashboard>, force: bool) -> bool {
+    fn sample(
+        &self,
+        snapshot_gap: Duration,
+        last: &mut Option<view::Dashboard>,
+        force: bool,
+    ) -> bool {
         let v = self.source.view();
         let now = now_ms();
         let model = {
@@ -110,7 +115,12 @@ impl Dashboard {
             if due && !v.prio.stations.is_empty() {
                 h.snapshot(Snapshot {
                     at_ms: now,
-                    si: v.prio.stations.iter().map(|r| (r.station.clone(), r.si)).collect(),
+                    si: v
+                        .prio
+                        .stations
+                        .iter()
+                        .map(|r| (r.station.clone(), r.si))
+                        .collect(),
                     held: v
                         .prio
                         .stations
@@ -243,11 +253,8 @@ async fn login(
     match d.sessions.redeem(&ticket) {
         Some((id, s)) => {
             tracing::info!(caller = %s.caller.name, role = ?s.caller.role, "dashboard login");
-            let mut r = (
-                StatusCode::SEE_OTHER,
-                [(header::LOCATION, "/dashboard/")],
-            )
-                .into_response();
+            let mut r =
+                (StatusCode::SEE_OTHER, [(header::LOCATION, "/dashboard/")]).into_response();
             r.headers_mut()
                 .insert(header::SET_COOKIE, d.sessions.cookie_for(&id));
             page_headers(r.headers_mut());
@@ -307,8 +314,10 @@ async fn events(State(d): State<Arc<Dashboard>>, headers: HeaderMap) -> Result<R
     let mut r = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response();
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
     Ok(r)
 }
 
@@ -326,7 +335,10 @@ async fn logout(State(d): State<Arc<Dashboard>>, headers: HeaderMap) -> Result<R
 /// the session cookie themselves; the assets are public).
 pub fn router(d: Arc<Dashboard>) -> Router {
     Router::new()
-        .route("/dashboard", get(|| async { axum::response::Redirect::to("/dashboard/") }))
+        .route(
+            "/dashboard",
+            get(|| async { axum::response::Redirect::to("/dashboard/") }),
+        )
         .route("/dashboard/", get(index))
         .route("/dashboard/login", get(login))
         .route("/dashboard/logout", post(logout))
@@ -338,7 +350,12 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         )
         .route(
             "/dashboard/charts.js",
-            get(|| async { asset("text/javascript; charset=utf-8", gleaner_edge::web::CHARTS_JS) }),
+            get(|| async {
+                asset(
+                    "text/javascript; charset=utf-8",
+                    gleaner_edge::web::CHARTS_JS,
+                )
+            }),
         )
         .route(
             "/dashboard/style.css",

@@ -247,7 +247,10 @@ mod tests {
         }))
         .unwrap();
         a.running_guests = vec![GuestInfo {
-            job: JobId { cluster: 3, proc: 1 },
+            job: JobId {
+                cluster: 3,
+                proc: 1,
+            },
             home: "home1".into(),
             owner: "alice".into(),
             since: Time::from_micros(5_000_000),
@@ -263,7 +266,10 @@ mod tests {
                 ..Default::default()
             }],
             guests: vec![GuestLadder {
-                job: JobId { cluster: 3, proc: 1 },
+                job: JobId {
+                    cluster: 3,
+                    proc: 1,
+                },
                 home: "home1".into(),
                 state: "lingering".into(),
             }],

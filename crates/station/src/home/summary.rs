@@ -64,7 +64,8 @@ impl Home {
             .unwrap_or_default()
             .into_iter()
             .map(|d| {
-                let count = |s: &str| to_u32(d.nodes.iter().filter(|n| n.status == s).count() as u64);
+                let count =
+                    |s: &str| to_u32(d.nodes.iter().filter(|n| n.status == s).count() as u64);
                 DagProgress {
                     id: d.id,
                     owner: d.owner.clone(),

@@ -58,7 +58,10 @@ pub struct Gate {
 impl Gate {
     fn decide(&self, now_unix: u64) -> Result<(), NotLending> {
         let c = self.controls.borrow().clone();
-        let windows = c.schedule.clone().unwrap_or_else(|| self.config_windows.clone());
+        let windows = c
+            .schedule
+            .clone()
+            .unwrap_or_else(|| self.config_windows.clone());
         let now = i64::try_from(now_unix).unwrap_or(i64::MAX);
         let open = windows.is_empty()
             || PolicyAd {
@@ -93,7 +96,11 @@ impl Gate {
                     tracing::info!(lending = d.is_ok(), why = ?d.err(), "lending gate");
                     was = Some(d);
                 }
-                let s = if d.is_ok() { OwnerState::Av } else { OwnerState::Na };
+                let s = if d.is_ok() {
+                    OwnerState::Av
+                } else {
+                    OwnerState::Na
+                };
                 // Recorded before it is published, so that the guests'
                 // reactions find their return open.
                 if *self.out.borrow() != s {
@@ -164,7 +171,12 @@ mod tests {
         wait(OwnerState::Av).await;
         raw_tx.send(OwnerState::Na).unwrap();
         wait(OwnerState::Na).await;
-        let causes: Vec<String> = log.saved().returns.iter().map(|r| r.cause.clone()).collect();
+        let causes: Vec<String> = log
+            .saved()
+            .returns
+            .iter()
+            .map(|r| r.cause.clone())
+            .collect();
         assert_eq!(causes, ["stopped", "owner"]);
         assert_eq!(news.to_na.load(Ordering::Relaxed), 2);
         let _ = rx.borrow_and_update();

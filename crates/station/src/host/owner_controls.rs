@@ -56,11 +56,18 @@ pub enum ControlChange {
 
 impl OwnerControls {
     /// Applies `change` at `now_unix`; the error names the field.
-    pub fn apply(&mut self, change: ControlChange, now_unix: u64) -> Result<(), (&'static str, String)> {
+    pub fn apply(
+        &mut self,
+        change: ControlChange,
+        now_unix: u64,
+    ) -> Result<(), (&'static str, String)> {
         match change {
             ControlChange::Stop { until_unix } => {
                 if until_unix.is_some_and(|u| u <= now_unix) {
-                    return Err(("until_unix", "the time to lend again is not in the future".into()));
+                    return Err((
+                        "until_unix",
+                        "the time to lend again is not in the future".into(),
+                    ));
                 }
                 self.stop = Some(Stop {
                     since_unix: now_unix,
@@ -84,7 +91,10 @@ impl OwnerControls {
             }
             ControlChange::Memory { mb } => {
                 if mb.is_some_and(|m| m < MIN_MEMORY_CAP_MB) {
-                    return Err(("mb", format!("a cap below {MIN_MEMORY_CAP_MB} MiB leaves no room for a guest")));
+                    return Err((
+                        "mb",
+                        format!("a cap below {MIN_MEMORY_CAP_MB} MiB leaves no room for a guest"),
+                    ));
                 }
                 self.guest_memory_mb = mb;
             }
@@ -94,8 +104,9 @@ impl OwnerControls {
 
     /// Whether the stop is in force at `now_unix`.
     pub fn stopped(&self, now_unix: u64) -> bool {
-        self.stop
-            .is_some_and(|s| gleaner_core::owner_rules::lending(true, true, true, s.until_unix, now_unix).is_err())
+        self.stop.is_some_and(|s| {
+            gleaner_core::owner_rules::lending(true, true, true, s.until_unix, now_unix).is_err()
+        })
     }
 }
 
@@ -155,10 +166,15 @@ impl ControlsStore {
 
     /// Applies `change`, writes the file (0600, atomically) and only then
     /// publishes the new controls.
-    pub fn change(&self, change: ControlChange, now_unix: u64) -> Result<OwnerControls, ChangeError> {
+    pub fn change(
+        &self,
+        change: ControlChange,
+        now_unix: u64,
+    ) -> Result<OwnerControls, ChangeError> {
         let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let mut c = self.get();
-        c.apply(change, now_unix).map_err(|(f, m)| ChangeError::Invalid(f, m))?;
+        c.apply(change, now_unix)
+            .map_err(|(f, m)| ChangeError::Invalid(f, m))?;
         let bytes = serde_json::to_vec_pretty(&c).map_err(|e| ChangeError::Io(e.to_string()))?;
         gleaner_proto::creds::write_atomic(&self.path, &bytes, 0o600)
             .map_err(|e| ChangeError::Io(format!("{}: {e}", self.path.display())))?;
@@ -185,15 +201,36 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = ControlsStore::open(dir.path()).unwrap();
         assert_eq!(s.get(), OwnerControls::default());
-        let mut rx = s.subscribe();
-        s.change(ControlChange::Stop { until_unix: Some(200) }, 100).unwrap();
+        let rx = s.subscribe();
+        s.change(
+            ControlChange::Stop {
+                until_unix: Some(200),
+            },
+            100,
+        )
+        .unwrap();
         assert!(rx.has_changed().unwrap());
         assert!(s.get().stopped(150) && !s.get().stopped(200));
         // Bad changes name their field and change nothing.
         for (bad, field) in [
-            (ControlChange::Stop { until_unix: Some(50) }, "until_unix"),
-            (ControlChange::Schedule { windows: Some(vec!["Someday 9-5".into()]) }, "windows"),
-            (ControlChange::Policy { name: Some("nice".into()) }, "name"),
+            (
+                ControlChange::Stop {
+                    until_unix: Some(50),
+                },
+                "until_unix",
+            ),
+            (
+                ControlChange::Schedule {
+                    windows: Some(vec!["Someday 9-5".into()]),
+                },
+                "windows",
+            ),
+            (
+                ControlChange::Policy {
+                    name: Some("nice".into()),
+                },
+                "name",
+            ),
             (ControlChange::Memory { mb: Some(1) }, "mb"),
         ] {
             match s.change(bad, 100) {
@@ -201,12 +238,28 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-        s.change(ControlChange::Policy { name: Some("IE".into()) }, 100).unwrap();
-        s.change(ControlChange::Memory { mb: Some(512) }, 100).unwrap();
-        s.change(ControlChange::Schedule { windows: Some(vec!["Mon-Fri 18:00-08:00".into()]) }, 100).unwrap();
+        s.change(
+            ControlChange::Policy {
+                name: Some("IE".into()),
+            },
+            100,
+        )
+        .unwrap();
+        s.change(ControlChange::Memory { mb: Some(512) }, 100)
+            .unwrap();
+        s.change(
+            ControlChange::Schedule {
+                windows: Some(vec!["Mon-Fri 18:00-08:00".into()]),
+            },
+            100,
+        )
+        .unwrap();
         let path = ControlsStore::path_in(dir.path());
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
         let again = ControlsStore::open(dir.path()).unwrap();
         assert_eq!(again.get(), s.get());
         s.change(ControlChange::Resume, 100).unwrap();
@@ -219,7 +272,8 @@ mod tests {
 
     #[test]
     fn the_wire_form_is_tagged_by_action() {
-        let c: ControlChange = serde_json::from_str(r#"{"action":"stop","until_unix":null}"#).unwrap();
+        let c: ControlChange =
+            serde_json::from_str(r#"{"action":"stop","until_unix":null}"#).unwrap();
         assert_eq!(c, ControlChange::Stop { until_unix: None });
         assert!(serde_json::from_str::<ControlChange>(r#"{"action":"format_disk"}"#).is_err());
     }

@@ -86,7 +86,9 @@ fn save(path: &Path, serial: u64, saved: &Saved, written: &Mutex<u64>) {
     match serde_json::to_vec(saved) {
         Ok(b) => match gleaner_proto::creds::write_atomic(path, &b, 0o600) {
             Ok(()) => *w = serial,
-            Err(e) => tracing::warn!(path = %path.display(), error = %e, "cannot save the owner history"),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot save the owner history")
+            }
         },
         Err(e) => tracing::warn!(error = %e, "cannot encode the owner history"),
     }
@@ -198,7 +200,9 @@ impl OwnerLog {
     pub fn acted(&self, job: &str, home: &str, action: &str) -> Option<f64> {
         let now = Instant::now();
         self.with(|g| {
-            let Some(at) = g.open else { return (None, false) };
+            let Some(at) = g.open else {
+                return (None, false);
+            };
             let Some(r) = g.saved.returns.back_mut() else {
                 return (None, false);
             };

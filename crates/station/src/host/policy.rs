@@ -69,11 +69,11 @@ impl PolicyConfig {
 mod tests {
     use super::*;
     use gleaner_core::detector::OwnerState;
-    use std::time::Duration;
-    use tokio::sync::watch;
     use gleaner_proto::fit;
     use gleaner_proto::job::JobDescription;
     use gleaner_proto::wire::StationAd;
+    use std::time::Duration;
+    use tokio::sync::watch;
 
     fn station() -> StationAd {
         serde_json::from_value(serde_json::json!({
@@ -133,7 +133,12 @@ mod tests {
         g.abort();
         // An open window passes the activity source through.
         let (out_tx, mut out_rx) = watch::channel(OwnerState::Av);
-        let g = gate(vec!["* 00:00-24:00".into()], raw_tx.subscribe(), out_tx, stop);
+        let g = gate(
+            vec!["* 00:00-24:00".into()],
+            raw_tx.subscribe(),
+            out_tx,
+            stop,
+        );
         raw_tx.send(OwnerState::Na).unwrap();
         reaches(&mut out_rx, OwnerState::Na).await;
         raw_tx.send(OwnerState::Av).unwrap();

@@ -50,7 +50,12 @@ pub struct OwnerWeb {
 }
 
 impl OwnerWeb {
-    pub fn new(config: Arc<StationConfig>, host: Arc<Host>, name: String, listen: SocketAddr) -> Arc<Self> {
+    pub fn new(
+        config: Arc<StationConfig>,
+        host: Arc<Host>,
+        name: String,
+        listen: SocketAddr,
+    ) -> Arc<Self> {
         Arc::new(OwnerWeb {
             config,
             host,
@@ -114,7 +119,10 @@ impl OwnerWeb {
         let saved = side.log.saved();
         let starter = self.host.starter();
         let controls = side.controls.get();
-        let policy = starter.map_or_else(|| self.config.eviction_policy.clone(), |s| s.policy().name().to_string());
+        let policy = starter.map_or_else(
+            || self.config.eviction_policy.clone(),
+            |s| s.policy().name().to_string(),
+        );
         let state = self.host.owner_state();
         Ok(OwnerView {
             station: self.name.clone(),
@@ -143,7 +151,13 @@ impl OwnerWeb {
                     since_ms: g.info.since.as_micros() / 1000,
                 })
                 .collect(),
-            returns: saved.returns.iter().rev().take(RETURNS_SENT).cloned().collect(),
+            returns: saved
+                .returns
+                .iter()
+                .rev()
+                .take(RETURNS_SENT)
+                .cloned()
+                .collect(),
             runs: saved.guests.iter().rev().take(RUNS_SENT).cloned().collect(),
             guest_cpu_secs: saved.guests.iter().fold(0.0, |a, r| a + r.cpu_secs),
             to_na: side.news.to_na.load(std::sync::atomic::Ordering::Relaxed),
@@ -214,7 +228,12 @@ pub struct OwnerView {
 async fn read_body(body: Body) -> Result<axum::body::Bytes, ApiError> {
     axum::body::to_bytes(body, MAX_CHANGE_BYTES)
         .await
-        .map_err(|e| ApiError::bad("body", format!("cannot read the request body (over {MAX_CHANGE_BYTES} bytes?): {e}")))
+        .map_err(|e| {
+            ApiError::bad(
+                "body",
+                format!("cannot read the request body (over {MAX_CHANGE_BYTES} bytes?): {e}"),
+            )
+        })
 }
 
 /// Loopback peers only: the owner's page is for the machine it runs on.
@@ -295,7 +314,9 @@ fn login_needed(why: &str) -> Response {
          <link rel=stylesheet href=/owner/style.css><main class=login>\
          <h1>This machine's lending</h1><p>{}</p><p>Run <code>glean owner</code> \
          on this machine to open the page with a fresh login link.</p></main>",
-        why.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+        why.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
     );
     let mut r = (
         StatusCode::UNAUTHORIZED,
@@ -399,7 +420,10 @@ async fn loopback_asset(
     require_loopback(&peer)?;
     Ok(match which {
         "js" => asset("text/javascript; charset=utf-8", OWNER_JS),
-        "charts" => asset("text/javascript; charset=utf-8", gleaner_edge::web::CHARTS_JS),
+        "charts" => asset(
+            "text/javascript; charset=utf-8",
+            gleaner_edge::web::CHARTS_JS,
+        ),
         _ => asset("text/css; charset=utf-8", gleaner_edge::web::STYLE_CSS),
     })
 }
@@ -408,7 +432,10 @@ async fn loopback_asset(
 /// authentication (they check the peer and the session themselves).
 pub fn page_router(w: Arc<OwnerWeb>) -> Router {
     Router::new()
-        .route("/owner", get(|| async { axum::response::Redirect::to("/owner/") }))
+        .route(
+            "/owner",
+            get(|| async { axum::response::Redirect::to("/owner/") }),
+        )
         .route("/owner/", get(page_index))
         .route("/owner/login", get(page_login))
         .route("/owner/logout", post(page_logout))

@@ -22,7 +22,6 @@ mod summary;
 mod write;
 
 pub use failures::FailedStart;
-pub use summary::{OwnedEvent, OwnerStateCount};
 use gleaner_core::time::Time;
 use gleaner_proto::job::{
     IllegalTransition, JobDescription, JobEventKind, JobId, JobState, JobStateKind,
@@ -33,6 +32,7 @@ use schema::SCHEMA_VERSION;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
+pub use summary::{OwnedEvent, OwnerStateCount};
 
 /// How long a writer waits for another process's transaction to finish.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -223,10 +223,7 @@ impl Starter {
 
     /// Ladder actions carried out on guests since start, by name.
     pub fn action_counts(&self) -> std::collections::BTreeMap<&'static str, u64> {
-        self.actions
-            .lock()
-            .map(|a| a.clone())
-            .unwrap_or_default()
+        self.actions.lock().map(|a| a.clone()).unwrap_or_default()
     }
 
     pub fn config(&self) -> &StarterConfig {
