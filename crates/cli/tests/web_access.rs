@@ -305,6 +305,6 @@ fn station_pid(config: &Path) -> Option<i32> {
             .split(|b| *b == 0)
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect();
-        (args.iter().any(|a| a == "station") && args.iter().any(|a| *a == want)).then_some(pid)
+        (args.iter().any(|a| a == "station") && args.contains(&want)).then_some(pid)
     })
 }

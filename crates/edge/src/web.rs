@@ -23,7 +23,8 @@
 //! them: log in again) and are bounded in number.
 
 use crate::{ApiError, Caller};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use gleaner_proto::wire::ErrorCode;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -208,6 +209,19 @@ impl WebSessions {
         }
     }
 
+    /// `GET …/login?ticket=T`: spends the ticket and answers with the
+    /// session cookie and a redirect to `landing`; `None` for an unknown,
+    /// used or expired ticket.
+    pub fn login(&self, ticket: &str, landing: &'static str) -> Option<Response> {
+        let (id, s) = self.redeem(ticket)?;
+        tracing::info!(caller = %s.caller.name, role = ?s.caller.role, page = landing, "web login");
+        let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, landing)]).into_response();
+        r.headers_mut()
+            .insert(header::SET_COOKIE, self.cookie_for(&id));
+        page_headers(r.headers_mut());
+        Some(r)
+    }
+
     /// Ends the request's session, if any.
     pub fn logout(&self, headers: &HeaderMap) {
         if let Some(id) = self.session_id(headers) {
@@ -219,6 +233,41 @@ impl WebSessions {
 /// Compares secrets without stopping at the first difference.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A page or asset compiled into the binary, with [`page_headers`].
+pub fn asset(content_type: &'static str, body: &'static str) -> Response {
+    let mut r = ([(header::CONTENT_TYPE, content_type)], body).into_response();
+    page_headers(r.headers_mut());
+    r
+}
+
+/// The 401 page for a browser without a session: `why`, and the command
+/// that prints a fresh login link. `css` is the page's style sheet.
+pub fn login_needed(title: &str, css: &str, why: &str, command: &str) -> Response {
+    let esc = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    let body = format!(
+        "<!doctype html><meta charset=utf-8><title>{t}</title><link rel=icon href=\"data:,\">\
+         <link rel=stylesheet href=\"{c}\"><main class=login><h1>{t}</h1><p>{w}</p>\
+         <p>Run <code>{m}</code> to open it with a fresh login link.</p></main>",
+        t = esc(title),
+        c = esc(css),
+        w = esc(why),
+        m = esc(command)
+    );
+    let mut r = (
+        StatusCode::UNAUTHORIZED,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response();
+    page_headers(r.headers_mut());
+    r
 }
 
 /// Headers every page and its assets are served with: no framing by

@@ -30,7 +30,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use gleaner_edge::web::{WebSessions, page_headers};
+use gleaner_edge::web::{WebSessions, asset, page_headers};
 use gleaner_edge::{ApiError, Caller};
 use history::{History, Snapshot};
 use std::path::PathBuf;
@@ -206,36 +206,14 @@ impl Dashboard {
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const DASHBOARD_JS: &str = include_str!("assets/dashboard.js");
 
-fn asset(content_type: &'static str, body: &'static str) -> Response {
-    let mut r = ([(header::CONTENT_TYPE, content_type)], body).into_response();
-    page_headers(r.headers_mut());
-    r
-}
-
-/// A plain page for a browser without a session: how to get one.
+/// The 401 page for a browser without a session.
 fn login_needed(why: &str) -> Response {
-    let body = format!(
-        "<!doctype html><meta charset=utf-8><title>Gleaner dashboard</title>\
-         <link rel=stylesheet href=/dashboard/style.css><main class=login>\
-         <h1>Gleaner dashboard</h1><p>{}</p><p>Run <code>glean dashboard</code> \
-         to open it with a fresh login link.</p></main>",
-        html_escape(why)
-    );
-    let mut r = (
-        StatusCode::UNAUTHORIZED,
-        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-        body,
+    gleaner_edge::web::login_needed(
+        "Gleaner dashboard",
+        "/dashboard/style.css",
+        why,
+        "glean dashboard",
     )
-        .into_response();
-    page_headers(r.headers_mut());
-    r
-}
-
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[derive(serde::Deserialize)]
@@ -250,18 +228,9 @@ async fn login(
     q: Result<Query<LoginQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let ticket = q.ok().and_then(|Query(q)| q.ticket).unwrap_or_default();
-    match d.sessions.redeem(&ticket) {
-        Some((id, s)) => {
-            tracing::info!(caller = %s.caller.name, role = ?s.caller.role, "dashboard login");
-            let mut r =
-                (StatusCode::SEE_OTHER, [(header::LOCATION, "/dashboard/")]).into_response();
-            r.headers_mut()
-                .insert(header::SET_COOKIE, d.sessions.cookie_for(&id));
-            page_headers(r.headers_mut());
-            r
-        }
-        None => login_needed("This login link is unknown, used or expired."),
-    }
+    d.sessions
+        .login(&ticket, "/dashboard/")
+        .unwrap_or_else(|| login_needed("This login link is unknown, used or expired."))
 }
 
 async fn index(State(d): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {

@@ -73,17 +73,12 @@ pub struct Recent {
     pub at_ms: u64,
 }
 
+/// One DAG's progress, with its home.
 #[derive(Serialize, PartialEq)]
 pub struct Dag {
     pub station: String,
-    pub id: u64,
-    pub owner: String,
-    pub name: String,
-    pub state: String,
-    pub nodes: u32,
-    pub done: u32,
-    pub running: u32,
-    pub failed: u32,
+    #[serde(flatten)]
+    pub progress: gleaner_proto::summary::DagProgress,
 }
 
 /// The page's model of the pool.
@@ -178,14 +173,7 @@ pub fn build(v: &PoolView, h: &History, now_ms: u64) -> Dashboard {
         }));
         dags.extend(summary.dags.iter().map(|d| Dag {
             station: ad.name.clone(),
-            id: d.id,
-            owner: d.owner.clone(),
-            name: d.name.clone(),
-            state: d.state.clone(),
-            nodes: d.nodes,
-            done: d.done,
-            running: d.running,
-            failed: d.failed,
+            progress: d.clone(),
         }));
     }
     stations.sort_by(|a, b| a.name.cmp(&b.name));

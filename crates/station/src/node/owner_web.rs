@@ -25,7 +25,7 @@ use axum::routing::{get, post};
 use axum::{Extension, Json};
 use gleaner_core::detector::OwnerState;
 use gleaner_core::eviction::EvictionPolicy;
-use gleaner_edge::web::{WebSessions, page_headers};
+use gleaner_edge::web::{WebSessions, asset, page_headers};
 use gleaner_edge::{ApiError, Caller, Credential};
 use gleaner_proto::wire::ErrorCode;
 use serde::Serialize;
@@ -302,30 +302,14 @@ pub fn socket_router(w: Arc<OwnerWeb>) -> Router {
 const OWNER_HTML: &str = include_str!("owner_assets/owner.html");
 const OWNER_JS: &str = include_str!("owner_assets/owner.js");
 
-fn asset(content_type: &'static str, body: &'static str) -> Response {
-    let mut r = ([(header::CONTENT_TYPE, content_type)], body).into_response();
-    page_headers(r.headers_mut());
-    r
-}
-
+/// The 401 page for a browser without a session.
 fn login_needed(why: &str) -> Response {
-    let body = format!(
-        "<!doctype html><meta charset=utf-8><title>Gleaner: this machine</title>\
-         <link rel=stylesheet href=/owner/style.css><main class=login>\
-         <h1>This machine's lending</h1><p>{}</p><p>Run <code>glean owner</code> \
-         on this machine to open the page with a fresh login link.</p></main>",
-        why.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-    );
-    let mut r = (
-        StatusCode::UNAUTHORIZED,
-        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-        body,
+    gleaner_edge::web::login_needed(
+        "This machine's lending",
+        "/owner/style.css",
+        why,
+        "glean owner",
     )
-        .into_response();
-    page_headers(r.headers_mut());
-    r
 }
 
 #[derive(serde::Deserialize)]
@@ -340,17 +324,9 @@ async fn page_login(
 ) -> Result<Response, ApiError> {
     require_loopback(&peer)?;
     let ticket = q.ok().and_then(|Query(q)| q.ticket).unwrap_or_default();
-    Ok(match w.sessions.redeem(&ticket) {
-        Some((id, s)) => {
-            tracing::info!(caller = %s.caller.name, "owner's page login");
-            let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, "/owner/")]).into_response();
-            r.headers_mut()
-                .insert(header::SET_COOKIE, w.sessions.cookie_for(&id));
-            page_headers(r.headers_mut());
-            r
-        }
-        None => login_needed("This login link is unknown, used or expired."),
-    })
+    Ok(w.sessions
+        .login(&ticket, "/owner/")
+        .unwrap_or_else(|| login_needed("This login link is unknown, used or expired.")))
 }
 
 async fn page_index(
