@@ -56,9 +56,11 @@ const G = (() => {
       role: "img", "aria-label": (opts && opts.label) || "owner-active periods" });
     g.append(svg("rect", { x: 0, y: 0, width: w, height: h, rx: 3, fill: "#e3f6ea" }));
     for (const [a, b] of periods) {
-      const x = ((Math.max(a, from) - from) / span) * w;
       const x2 = ((Math.min(b, to) - from) / span) * w;
-      g.append(svg("rect", { x: x.toFixed(2), y: 0, width: Math.max(3, x2 - x).toFixed(2), height: h,
+      // A period too short to see still gets 3 units, kept inside the strip.
+      const width = Math.max(3, x2 - ((Math.max(a, from) - from) / span) * w);
+      const x = Math.min(((Math.max(a, from) - from) / span) * w, w - width);
+      g.append(svg("rect", { x: x.toFixed(2), y: 0, width: width.toFixed(2), height: h,
         fill: (opts && opts.fill) || "#c2410c" }));
     }
     return g;
