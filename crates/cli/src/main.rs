@@ -20,6 +20,7 @@ mod tail;
 mod token;
 mod up;
 mod watch;
+mod web;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
@@ -82,6 +83,11 @@ enum Command {
     /// Debian package (scripts/build-deb.sh).
     #[command(hide = true)]
     Generate(generate::GenerateArgs),
+    /// Open the pool's web dashboard (prints a single-use login link).
+    Dashboard(web::DashboardArgs),
+    /// This machine's lending: the owner's page and controls (stop, resume,
+    /// schedule, policy, memory).
+    Owner(web::OwnerArgs),
 }
 
 fn main() -> ExitCode {
@@ -118,6 +124,8 @@ fn main() -> ExitCode {
         Command::Userprio(args) => jobs::userprio(args, out),
         Command::Token(args) => token::run(args, out),
         Command::Generate(args) => generate::run(args, Cli::command()),
+        Command::Dashboard(args) => web::dashboard(args),
+        Command::Owner(args) => web::owner(args, cli.json),
     };
     match result {
         Ok(code) => code,

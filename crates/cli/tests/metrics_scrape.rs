@@ -361,6 +361,25 @@ fn metrics_agree_with_status_userprio_and_q_while_jobs_run_and_parse() {
             started >= running as f64,
             "{started} starts observed, {running} running"
         );
+        // Every start is a queue wait too (issue 18, item 1).
+        let waits = value(&s, "gleaner_queue_wait_seconds_count", &[]).unwrap();
+        assert!(
+            waits >= started,
+            "{waits} queue waits, {started} first starts"
+        );
+        for who in ["guests", "owner"] {
+            let cpu = value(&s, "gleaner_host_cpu_seconds_total", &[("who", who)]);
+            assert!(cpu.is_some_and(|c| c >= 0.0), "{who} CPU: {cpu:?}");
+        }
+        assert!(value(&s, "gleaner_owner_transitions_total", &[("to", "NA")]).is_some());
+        assert!(
+            value(
+                &s,
+                "gleaner_guest_actions_total",
+                &[("action", "suspended")]
+            )
+            .is_some()
+        );
         let guests_here: f64 = s
             .iter()
             .filter(|(n, _, _)| n == "gleaner_guests")

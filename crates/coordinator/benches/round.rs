@@ -105,6 +105,7 @@ fn ads(n: usize) -> Vec<StationAd> {
             sent_at: Time::ZERO,
             claims_used: Vec::new(),
             claims_held: Vec::new(),
+            summary: None,
         });
     }
     // Remote jobs of each home = its guests in the pool.

@@ -29,6 +29,7 @@
 #![forbid(unsafe_code)]
 
 mod config;
+pub mod dashboard;
 mod mailbox;
 pub mod matchmaker;
 mod metrics;

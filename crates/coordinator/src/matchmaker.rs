@@ -204,6 +204,7 @@ pub(crate) mod tests {
             sent_at: Time::ZERO,
             claims_used: Vec::new(),
             claims_held: Vec::new(),
+            summary: None,
         }
     }
 

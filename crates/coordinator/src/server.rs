@@ -221,6 +221,9 @@ fn validate(ad: &StationAd) -> Result<(), ApiError> {
     if ad.classes.len() > MAX_CLASSES {
         return bad("classes", "too many job classes in one ad");
     }
+    if let Some(field) = ad.summary.as_ref().and_then(|s| s.within_bounds().err()) {
+        return bad(field, "dashboard summary over its bounds");
+    }
     if let Some(i) = ad.running_guests.iter().position(|g| !name_ok(&g.home)) {
         return bad(
             &format!("running_guests[{i}].home"),
@@ -377,12 +380,34 @@ async fn health(State(shared): State<Arc<Shared>>) -> Response {
     .into_response()
 }
 
+impl crate::dashboard::Source for Shared {
+    fn view(&self) -> crate::dashboard::PoolView {
+        let pool = self.pool();
+        let now = now();
+        crate::dashboard::PoolView {
+            ads: pool.ads(now),
+            status: pool.status(now),
+            prio: pool.userprio(),
+        }
+    }
+}
+
 /// Every route behind the edge's authentication: a token signed with the
 /// pool's key and not revoked (401 otherwise); the reads are open to every
-/// role, advertising to stations for themselves.
-fn router(shared: Arc<Shared>, verifier: Arc<CoordinatorVerifier>) -> Router {
+/// role, advertising to stations for themselves. The dashboard's pages sit
+/// outside it: they check their session cookie themselves.
+fn router(
+    shared: Arc<Shared>,
+    verifier: Arc<CoordinatorVerifier>,
+    dashboard: Arc<crate::dashboard::Dashboard>,
+) -> Router {
+    let dash = dashboard.clone();
+    let ticket = post(move |Extension(caller): Extension<Caller>| async move {
+        crate::dashboard::ticket_reply(&dash, caller)
+    });
     Router::new()
         .route("/v1/advertise", post(advertise))
+        .route("/v1/dashboard/ticket", ticket)
         .route("/v1/events", get(events))
         .route("/v1/pool", get(pool_status))
         .route("/v1/ads", get(ads))
@@ -395,6 +420,7 @@ fn router(shared: Arc<Shared>, verifier: Arc<CoordinatorVerifier>) -> Router {
             verifier,
             authenticate::<CoordinatorVerifier>,
         ))
+        .merge(crate::dashboard::router(dashboard))
 }
 
 /// A coordinator running in the background (see [`spawn`]).
@@ -496,7 +522,9 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
 
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let (halt_tx, mut halt_rx) = tokio::sync::watch::channel(false);
-    let app = router(shared.clone(), verifier);
+    let dashboard = crate::dashboard::Dashboard::new(shared.clone(), config.state_dir.clone());
+    let dash_sampler = dashboard.spawn_sampler(interval, halt_rx.clone());
+    let app = router(shared.clone(), verifier, dashboard);
     let dir = config.state_dir.clone();
     let task = tokio::spawn(async move {
         let mut server_halt = halt_rx.clone();
@@ -579,6 +607,7 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
         let _ = stop_rx.await;
         let _ = halt_tx.send(true);
         let _ = scheduler.await;
+        let _ = dash_sampler.await;
         let served = server.await;
         let (state, serial, claims) = {
             let pool = shared.pool();

@@ -182,6 +182,7 @@ fn ad(name: &str, state: OwnerState, cpus: u32, idle: u32, guests: &[(JobId, &st
         sent_at: Time::from_secs(1),
         claims_used: Vec::new(),
         claims_held: Vec::new(),
+        summary: None,
     }
 }
 

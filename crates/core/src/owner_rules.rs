@@ -215,6 +215,42 @@ impl UserFilter {
     }
 }
 
+/// Why a station does not lend right now, in the order the rule checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotLending {
+    /// The owner stopped lending (now, or until a time not yet reached).
+    Stopped,
+    /// The operating windows (the owner's weekly schedule) are closed.
+    OutsideSchedule,
+    /// The owner is at the machine (the detector says NA).
+    OwnerActive,
+}
+
+/// The owner's controls over lending, as the gate applies them: the owner
+/// may stop lending until a time (`Some(u)`: until UNIX second `u`) or
+/// until they resume (`None` in `stopped_until` with `stopped` set), and
+/// the schedule's windows may be closed. A station lends only when none of
+/// this holds and the detector says AV (BOINC's "suspend until", "use at
+/// most during these hours"; Neeracher 1998 L1281 for the windows).
+pub fn lending(
+    detector_available: bool,
+    window_open: bool,
+    stopped: bool,
+    stopped_until: Option<u64>,
+    now_unix: u64,
+) -> Result<(), NotLending> {
+    if stopped && stopped_until.is_none_or(|u| now_unix < u) {
+        return Err(NotLending::Stopped);
+    }
+    if !window_open {
+        return Err(NotLending::OutsideSchedule);
+    }
+    if !detector_available {
+        return Err(NotLending::OwnerActive);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,5 +396,32 @@ mod tests {
         assert!(f.admits("alice"));
         assert!(!f.admits("bob"), "deny wins");
         assert!(!f.admits("carol"));
+    }
+
+    #[test]
+    fn lending_needs_no_stop_an_open_window_and_an_absent_owner() {
+        assert_eq!(lending(true, true, false, None, 10), Ok(()));
+        assert_eq!(
+            lending(true, true, true, None, 10),
+            Err(NotLending::Stopped)
+        );
+        assert_eq!(
+            lending(true, true, true, Some(11), 10),
+            Err(NotLending::Stopped)
+        );
+        // A stop until a past time no longer holds.
+        assert_eq!(lending(true, true, true, Some(10), 10), Ok(()));
+        assert_eq!(
+            lending(true, false, false, None, 10),
+            Err(NotLending::OutsideSchedule)
+        );
+        assert_eq!(
+            lending(false, true, false, None, 10),
+            Err(NotLending::OwnerActive)
+        );
+        assert_eq!(
+            lending(false, false, true, None, 10),
+            Err(NotLending::Stopped)
+        );
     }
 }

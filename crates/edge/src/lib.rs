@@ -20,6 +20,8 @@
 //! - [`roles`]: what a caller may do: [`require_station`],
 //!   [`require_station_named`] (a station speaks only for itself),
 //!   [`require_admin`], [`may_act_on`].
+//! - [`web`]: browser sessions for the daemons' pages: single-use login
+//!   tickets, HttpOnly SameSite=Strict session cookies, CSRF tokens.
 //!
 //! [`ErrorBody`]: gleaner_proto::wire::ErrorBody
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -31,6 +33,7 @@ pub mod metrics;
 pub mod peer;
 pub mod roles;
 pub mod tokens;
+pub mod web;
 
 pub use auth::{Caller, Credential, PeerCred, Role, Verifier, authenticate};
 pub use body::{body_bytes, not_found, parse_json};

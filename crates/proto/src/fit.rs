@@ -515,6 +515,7 @@ mod tests {
             sent_at: Time::ZERO,
             claims_used: Vec::new(),
             claims_held: Vec::new(),
+            summary: None,
         }
     }
 

@@ -21,4 +21,5 @@ pub mod limits;
 pub mod matchmaking;
 pub mod run;
 pub mod submit;
+pub mod summary;
 pub mod wire;

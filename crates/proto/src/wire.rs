@@ -57,7 +57,7 @@ pub struct GuestInfo {
     /// The guest's home station.
     pub home: String,
     pub owner: String,
-    /// When it started on this host.
+    /// When it started on this host (wall clock, UNIX epoch).
     pub since: Time,
     /// Frozen because the owner came back.
     #[serde(default)]
@@ -146,6 +146,12 @@ pub struct StationAd {
     /// stations that hold no claim.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claims_held: Vec<HeldClaim>,
+    /// A bounded summary for the coordinator's dashboard: as a home,
+    /// per-user counts and waits, recent evictions and holds, DAG
+    /// progress; as a host, each guest's ladder state. `None` from older
+    /// stations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<crate::summary::StationSummary>,
 }
 
 impl StationAd {

@@ -41,6 +41,7 @@ fn ad() -> StationAd {
         sent_at: Time::from_secs(120),
         claims_used: Vec::new(),
         claims_held: Vec::new(),
+        summary: None,
     }
 }
 

@@ -44,6 +44,7 @@ fn ad(name: &str) -> StationAd {
         sent_at: Time::ZERO,
         claims_used: Vec::new(),
         claims_held: Vec::new(),
+        summary: None,
     }
 }
 

@@ -486,6 +486,15 @@ impl StationClient {
     pub async fn get_json<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
         self.json(self.http.get(self.url(path))).await
     }
+
+    /// `POST {path}` with `body` as JSON, the answer decoded as JSON.
+    pub async fn post_json<B: serde::Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ClientError> {
+        self.json(self.http.post(self.url(path)).json(body)).await
+    }
 }
 
 #[cfg(test)]

@@ -177,15 +177,98 @@ pub fn register_home(r: &mut Registry, view: &QueueView, meters: &crate::home::m
         Unit::Seconds,
         meters.submit_to_running.clone(),
     );
+    r.register_with_unit(
+        "queue_wait",
+        "Wait in the queue before each start, from the job's last turn to idle (submission or requeue)",
+        Unit::Seconds,
+        meters.queue_wait.clone(),
+    );
+    r.register_with_unit(
+        "checkpoint_duration",
+        "Time to receive each checkpoint this station stored",
+        Unit::Seconds,
+        meters.checkpoint_duration.clone(),
+    );
 }
 
-/// The host side's metrics: guests by ladder state, the owner's state.
-pub fn register_host(r: &mut Registry, guest_states: &[String], available: bool) {
+/// What one scrape reads from the host side.
+#[derive(Debug, Default)]
+pub struct HostView {
+    /// Each guest's ladder state.
+    pub guest_states: Vec<String>,
+    /// The owner is away and the station lends.
+    pub available: bool,
+    /// Ladder actions carried out since start, by name.
+    pub actions: BTreeMap<&'static str, u64>,
+    /// Changes of the lent state since start: (to AV, to NA).
+    pub transitions: (u64, u64),
+    /// CPU seconds since boot: the whole machine's busy time and the
+    /// guests' (their cgroups'), when known.
+    pub machine_busy_secs: Option<f64>,
+    pub guest_cpu_secs: Option<f64>,
+    /// Each recorded guest reaction to an owner's return, seconds.
+    pub return_latencies: Vec<f64>,
+}
+
+impl HostView {
+    fn read(host: &Host) -> HostView {
+        let mut v = HostView {
+            guest_states: host.guests().into_iter().map(|g| g.state).collect(),
+            available: host.owner_state().is_available(),
+            ..Default::default()
+        };
+        if let Some(s) = host.starter() {
+            v.actions = s.action_counts();
+            v.guest_cpu_secs = s
+                .cgroups()
+                .and_then(|m| m.total_guest_usage().ok())
+                .map(|d| d.as_secs_f64());
+        }
+        if let Some(o) = host.owner_side() {
+            use std::sync::atomic::Ordering::Relaxed;
+            v.transitions = (o.news.to_av.load(Relaxed), o.news.to_na.load(Relaxed));
+            let saved = o.log.saved();
+            v.return_latencies = saved
+                .returns
+                .iter()
+                .flat_map(|r| r.guests.iter().map(|g| g.latency_ms / 1000.0))
+                .collect();
+            if v.guest_cpu_secs.is_none() {
+                v.guest_cpu_secs = Some(o.log.guest_cpu_secs());
+            }
+        }
+        v.machine_busy_secs = crate::owner::read_proc_stat(std::path::Path::new("/proc"))
+            .ok()
+            .map(|(t, _)| {
+                // SAFETY: sysconf has no preconditions; it reads a constant.
+                let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+                t.busy() as f64 / (hz.max(1) as f64)
+            });
+        v
+    }
+}
+
+/// Names of the ladder actions counted (zero series for the others).
+const ACTIONS: [&str; 8] = [
+    "run",
+    "lowered",
+    "suspended",
+    "resumed",
+    "checkpoint",
+    "migrated",
+    "vacated",
+    "killed",
+];
+
+/// The host side's metrics: guests by ladder state and by ladder action,
+/// the owner's state and its changes, the owner's and the guests' CPU, and
+/// how quickly guests got out of the owner's way.
+pub fn register_host(r: &mut Registry, v: &HostView) {
     let guests = Family::<Labels, Gauge>::default();
     for s in ["starting", "running", "lingering", "suspended", "migrating"] {
         let _ = guests.get_or_create(&labels(&[("state", s)]));
     }
-    for s in guest_states {
+    for s in &v.guest_states {
         guests.get_or_create(&labels(&[("state", s)])).inc();
     }
     r.register(
@@ -193,10 +276,58 @@ pub fn register_host(r: &mut Registry, guest_states: &[String], available: bool)
         "Guests on this station (as host) by eviction-ladder state",
         guests,
     );
+    let actions = Family::<Labels, Counter>::default();
+    for a in ACTIONS {
+        actions
+            .get_or_create(&labels(&[("action", a)]))
+            .inc_by(v.actions.get(a).copied().unwrap_or(0));
+    }
+    r.register(
+        "guest_actions",
+        "Eviction-ladder actions carried out on guests here since the station started",
+        actions,
+    );
     r.register(
         "owner_available",
         "1 if the owner is away and the station lends (AV), 0 if not (NA)",
-        gauge(i64::from(available)),
+        gauge(i64::from(v.available)),
+    );
+    let transitions = Family::<Labels, Counter>::default();
+    transitions
+        .get_or_create(&labels(&[("to", "AV")]))
+        .inc_by(v.transitions.0);
+    transitions
+        .get_or_create(&labels(&[("to", "NA")]))
+        .inc_by(v.transitions.1);
+    r.register(
+        "owner_transitions",
+        "Changes of this station's lent state (AV/NA, after the owner's stops and schedule) since it started",
+        transitions,
+    );
+    if let (Some(busy), Some(guests)) = (v.machine_busy_secs, v.guest_cpu_secs) {
+        let cpu = Family::<Labels, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+        cpu.get_or_create(&labels(&[("who", "guests")]))
+            .inc_by(guests);
+        cpu.get_or_create(&labels(&[("who", "owner")]))
+            .inc_by((busy - guests).max(0.0));
+        r.register_with_unit(
+            "host_cpu",
+            "CPU time used on this machine: by guests (their cgroups, else finished runs) and by everything else (the owner's, daemons included), since boot",
+            Unit::Seconds,
+            cpu,
+        );
+    }
+    let latency = prometheus_client::metrics::histogram::Histogram::new(
+        prometheus_client::metrics::histogram::exponential_buckets(0.001, 2.0, 14),
+    );
+    for l in &v.return_latencies {
+        latency.observe(*l);
+    }
+    r.register_with_unit(
+        "owner_return_reaction",
+        "From the station turning NA to each guest's first ladder action (frozen, killed, vacate begun, lowered), over the kept history",
+        Unit::Seconds,
+        latency,
     );
 }
 
@@ -205,8 +336,7 @@ pub fn registry(home: &Home, host: &Host) -> Registry {
     let mut r = Registry::with_prefix("gleaner");
     let view = QueueView::read(home);
     register_home(&mut r, &view, &home.meters);
-    let states: Vec<String> = host.guests().into_iter().map(|g| g.state).collect();
-    register_host(&mut r, &states, host.owner_state().is_available());
+    register_host(&mut r, &HostView::read(host));
     if let Some(p) = ProcessStats::current() {
         p.register(&mut r);
     }
@@ -279,7 +409,18 @@ mod tests {
         meters.submit_to_running.observe(0.05);
         meters.checkpoint_bytes.inc_by(1000);
         register_home(&mut r, &view, &meters);
-        register_host(&mut r, &["lingering".to_string()], false);
+        register_host(
+            &mut r,
+            &HostView {
+                guest_states: vec!["lingering".to_string()],
+                actions: [("suspended", 2)].into_iter().collect(),
+                transitions: (1, 2),
+                machine_busy_secs: Some(10.0),
+                guest_cpu_secs: Some(4.0),
+                return_latencies: vec![0.05],
+                ..Default::default()
+            },
+        );
         let mut out = String::new();
         encode(&mut out, &r).unwrap();
         for line in [
@@ -292,6 +433,14 @@ mod tests {
             "gleaner_submit_to_running_seconds_count 1",
             "gleaner_guests{state=\"lingering\"} 1",
             "gleaner_owner_available 0",
+            "gleaner_guest_actions_total{action=\"suspended\"} 2",
+            "gleaner_guest_actions_total{action=\"killed\"} 0",
+            "gleaner_owner_transitions_total{to=\"NA\"} 2",
+            "gleaner_host_cpu_seconds_total{who=\"guests\"} 4.0",
+            "gleaner_host_cpu_seconds_total{who=\"owner\"} 6.0",
+            "gleaner_owner_return_reaction_seconds_count 1",
+            "gleaner_queue_wait_seconds_count 0",
+            "gleaner_checkpoint_duration_seconds_count 0",
         ] {
             assert!(out.contains(line), "missing {line} in\n{out}");
         }

@@ -62,6 +62,7 @@ pub(super) fn ad(name: &str, av: bool, cpus: u32, idle: u32, guests: &[(u64, &st
         sent_at: Time::ZERO,
         claims_used: Vec::new(),
         claims_held: Vec::new(),
+        summary: None,
     }
 }
 

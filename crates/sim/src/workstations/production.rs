@@ -134,6 +134,7 @@ impl Production {
             sent_at: m.now(),
             claims_used: Vec::new(),
             claims_held: Vec::new(),
+            summary: None,
         }
     }
 

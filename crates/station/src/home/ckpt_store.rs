@@ -186,6 +186,9 @@ async fn store_checkpoint(
     home.meters.checkpoints_stored.inc();
     home.meters.checkpoint_bytes.inc_by(bytes);
     home.meters.checkpoint_seconds.inc_by(elapsed.as_secs_f64());
+    home.meters
+        .checkpoint_duration
+        .observe(elapsed.as_secs_f64());
     let detail = format!(
         "{} checkpoint #{}: {} file(s), {bytes} bytes in {:.3} s",
         manifest.backend,

@@ -29,6 +29,12 @@ pub struct HomeMeters {
     pub checkpoint_seconds: Counter<f64, AtomicU64>,
     /// Checkpoints refused (corrupt, partial, too large).
     pub checkpoints_rejected: Counter,
+    /// Time each start waited in the queue: from the job's last turn to
+    /// idle (its submission, or its requeue after an eviction) to the
+    /// start, seconds. Unlike submit→running, every start counts.
+    pub queue_wait: Histogram,
+    /// Time to receive each stored checkpoint, seconds.
+    pub checkpoint_duration: Histogram,
 }
 
 impl HomeMeters {
@@ -39,6 +45,9 @@ impl HomeMeters {
             self.submit_to_running
                 .observe(at.since(before.submitted_at).as_secs_f64());
         }
+        // The idle record was last changed when the job turned idle.
+        self.queue_wait
+            .observe(at.since(before.updated_at).as_secs_f64());
     }
 }
 
@@ -50,6 +59,11 @@ impl Default for HomeMeters {
             checkpoint_bytes: Counter::default(),
             checkpoint_seconds: Counter::default(),
             checkpoints_rejected: Counter::default(),
+            queue_wait: Histogram::new(wait_buckets()),
+            // 1 ms to about 4.6 h, a factor of 4 per bucket.
+            checkpoint_duration: Histogram::new(
+                prometheus_client::metrics::histogram::exponential_buckets(0.001, 4.0, 12),
+            ),
         }
     }
 }

@@ -45,6 +45,7 @@ pub mod schedd;
 pub mod shadow;
 mod start_failures;
 mod submit_check;
+pub mod summary;
 pub mod user;
 pub mod user_log;
 

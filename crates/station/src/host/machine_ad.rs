@@ -64,6 +64,7 @@ pub fn bare(name: &str) -> StationAd {
         sent_at: Time::ZERO,
         claims_used: Vec::new(),
         claims_held: Vec::new(),
+        summary: None,
     }
 }
 

@@ -22,8 +22,11 @@
 
 pub mod guest_records;
 pub mod leftovers;
+pub mod lending_gate;
 pub mod machine_ad;
 pub mod orphans;
+pub mod owner_controls;
+pub mod owner_log;
 pub mod owner_watch;
 pub mod policy;
 pub mod procs;
@@ -61,6 +64,10 @@ pub enum HostError {
     /// them would accept each of them again.
     #[error(transparent)]
     Nonces(#[from] NonceFileError),
+    /// The owner's controls cannot be read: starting without them could
+    /// lend a machine its owner stopped.
+    #[error(transparent)]
+    Controls(#[from] owner_controls::ControlsError),
 }
 
 /// The host's record of the claims it accepted (`<state_dir>/nonces.json`).
@@ -101,6 +108,17 @@ pub struct Host {
     owner: watch::Sender<OwnerState>,
     /// `None` on a submit-only station, which never hosts.
     starter: Option<Arc<Starter>>,
+    /// The owner's side: controls, history, the lending gate's news and
+    /// the detector's own state (before stops and schedules).
+    owner_side: Option<OwnerSide>,
+}
+
+/// What the owner's page and `glean owner` work with.
+pub struct OwnerSide {
+    pub controls: Arc<owner_controls::ControlsStore>,
+    pub log: Arc<owner_log::OwnerLog>,
+    pub news: Arc<lending_gate::GateNews>,
+    pub detector: watch::Receiver<OwnerState>,
 }
 
 impl Host {
@@ -132,6 +150,7 @@ impl Host {
                 template,
                 owner,
                 starter: None,
+                owner_side: None,
             };
             return Ok((host, tasks));
         }
@@ -164,20 +183,24 @@ impl Host {
         // Without cgroups too: the guests recorded by a previous run.
         leftovers::kill_all(&config.state_dir, cgroups.as_ref());
         sc.guest_records = Some(guest_records::dir(&config.state_dir));
-        // With operating windows the activity source feeds a gate that
-        // forces NA while the windows are closed (policy.rs).
-        let activity_tx = if config.policy.windows.is_empty() {
-            owner.clone()
-        } else {
-            let (raw_tx, raw_rx) = watch::channel(initial);
-            tasks.push(policy::spawn_window_gate(
-                config.policy.windows.clone(),
-                raw_rx,
-                owner.clone(),
-                shutdown.clone(),
-            ));
-            raw_tx
-        };
+        // The activity source feeds the lending gate, which forces NA while
+        // the owner stopped lending or the schedule is closed
+        // (lending_gate.rs).
+        let controls = Arc::new(owner_controls::ControlsStore::open(&config.state_dir)?);
+        let log = Arc::new(owner_log::OwnerLog::open(&config.state_dir));
+        let news = Arc::new(lending_gate::GateNews::default());
+        let (activity_tx, raw_rx) = watch::channel(initial);
+        tasks.push(
+            lending_gate::Gate {
+                config_windows: config.policy.windows.clone(),
+                raw: raw_rx.clone(),
+                controls: controls.subscribe(),
+                out: owner.clone(),
+                log: log.clone(),
+                news: news.clone(),
+            }
+            .spawn(shutdown.clone()),
+        );
         if let Some(t) =
             owner_watch::spawn_activity(&config, cgroups.clone(), activity_tx, shutdown.clone())
         {
@@ -200,7 +223,15 @@ impl Host {
         // advertises, with the same fit check as the matchmaker's.
         sc.machine = template.clone();
         sc.guest_policy = config.policy.clone();
-        let starter = Starter::new(sc, Box::new(claims), owner_rx, cgroups)?;
+        let starter =
+            Starter::new(sc, Box::new(claims), owner_rx, cgroups)?.with_owner_log(log.clone());
+        let starter = Arc::new(starter);
+        tasks.push(follow_controls(
+            controls.subscribe(),
+            starter.clone(),
+            config.isolation.bound_memory,
+            shutdown.clone(),
+        ));
         if !starter.slot_pool().is_personal() {
             state_seal::seal_execute_parent(&config.state_dir, &config.execute_dir());
         }
@@ -208,7 +239,13 @@ impl Host {
             config,
             template,
             owner,
-            starter: Some(Arc::new(starter)),
+            starter: Some(starter),
+            owner_side: Some(OwnerSide {
+                controls,
+                log,
+                news,
+                detector: raw_rx,
+            }),
         };
         Ok((host, tasks))
     }
@@ -217,6 +254,16 @@ impl Host {
     /// station hosts.
     pub fn router(&self) -> Option<Router> {
         self.starter.as_ref().map(|s| starter::router(s.clone()))
+    }
+
+    /// The owner's side (`None` on a station that never hosts).
+    pub fn owner_side(&self) -> Option<&OwnerSide> {
+        self.owner_side.as_ref()
+    }
+
+    /// The starter, if this station hosts.
+    pub fn starter(&self) -> Option<&Arc<Starter>> {
+        self.starter.as_ref()
     }
 
     /// Changes of the owner's state (the coordinator must hear of them at
@@ -241,6 +288,19 @@ impl Host {
             .as_ref()
             .map(|s| s.listing())
             .unwrap_or_default()
+    }
+
+    /// Each guest's ladder state, for the ad's dashboard summary.
+    pub fn guest_ladders(&self) -> Vec<gleaner_proto::summary::GuestLadder> {
+        self.guests()
+            .into_iter()
+            .take(gleaner_proto::summary::MAX_GUESTS)
+            .map(|g| gleaner_proto::summary::GuestLadder {
+                job: g.info.job,
+                home: g.info.home,
+                state: g.state,
+            })
+            .collect()
     }
 
     /// The owner's state as the execute side sees it now.
@@ -317,4 +377,55 @@ impl Host {
             tracing::debug!(error = %e, "guest cgroup parent not removed");
         }
     }
+}
+
+/// Applies the owner's controls to the starter as they change: the policy
+/// for new guests, the schedule it advertises, the memory it offers, and
+/// the cap on the guests' cgroup subtree (when there is one and the
+/// station bounds memory).
+fn follow_controls(
+    mut rx: watch::Receiver<owner_controls::OwnerControls>,
+    starter: Arc<Starter>,
+    bound_memory: bool,
+    mut shutdown: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let c = rx.borrow_and_update().clone();
+            let overrides = starter::Overrides {
+                policy: c
+                    .eviction_policy
+                    .as_deref()
+                    .and_then(EvictionPolicy::from_name),
+                windows: c.schedule.clone(),
+                memory_cap_mb: c.guest_memory_mb,
+            };
+            starter.set_overrides(overrides);
+            if let Some(m) = starter.cgroups()
+                && (bound_memory || c.guest_memory_mb.is_some())
+            {
+                let bytes = starter.offered_memory_mb().saturating_mul(1024 * 1024);
+                // The owner's cap is a hard one; the station's own bound
+                // leaves a quarter of slack above its soft limit
+                // (isolation/settings.rs).
+                let bounds = match c.guest_memory_mb {
+                    Some(_) => crate::isolation::MemoryBounds {
+                        high: Some(bytes / 10 * 9),
+                        max: Some(bytes),
+                    },
+                    None => crate::isolation::MemoryBounds {
+                        high: Some(bytes),
+                        max: Some(bytes.saturating_add(bytes / 4)),
+                    },
+                };
+                if let Err(e) = m.set_parent_memory(bounds) {
+                    tracing::warn!(error = %e, "cannot set the guests' memory cap");
+                }
+            }
+            tokio::select! {
+                r = rx.changed() => if r.is_err() { return },
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+        }
+    })
 }

@@ -6,17 +6,13 @@
 //! and enforced here too: the starter refuses a placement that violates it
 //! (the fit check of `gleaner_proto::fit`, as the matchmaker's),
 //! and when an operating window closes while guests run the station acts
-//! as if the owner had come back, so the configured eviction ladder
+//! as if the owner had come back (the lending gate, `lending_gate.rs`), so the configured eviction ladder
 //! (suspend, linger, vacate …) applies. The window rule itself is pure code
 //! in `gleaner_core::owner_rules`.
 
-use gleaner_core::detector::OwnerState;
 use gleaner_core::owner_rules::Windows;
 use gleaner_proto::matchmaking::PolicyAd;
 use serde::{Deserialize, Serialize};
-use std::time::Duration;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 /// `[policy]` of `station.toml`.
 ///
@@ -69,53 +65,15 @@ impl PolicyConfig {
     }
 }
 
-/// Forwards the owner state from `raw` to `out`, forcing NA while the
-/// operating windows are closed, so a closing window evicts guests like a
-/// returning owner. Checks every second and on every change of `raw`.
-pub fn spawn_window_gate(
-    windows: Vec<String>,
-    mut raw: watch::Receiver<OwnerState>,
-    out: watch::Sender<OwnerState>,
-    mut shutdown: watch::Receiver<bool>,
-) -> JoinHandle<()> {
-    let policy = PolicyAd {
-        windows,
-        ..PolicyAd::default()
-    };
-    tokio::spawn(async move {
-        let mut was_open = None;
-        loop {
-            let now = crate::clock::now_secs() as i64;
-            let open = PolicyAd {
-                utc_offset_secs: super::machine_ad::utc_offset_secs(now),
-                ..policy.clone()
-            }
-            .window_open(now);
-            if was_open != Some(open) {
-                tracing::info!(open, "operating window");
-                was_open = Some(open);
-            }
-            let s = if open { *raw.borrow() } else { OwnerState::Na };
-            out.send_if_modified(|cur| {
-                let changed = *cur != s;
-                *cur = s;
-                changed
-            });
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                r = raw.changed() => if r.is_err() { return },
-                _ = shutdown.wait_for(|s| *s) => return,
-            }
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gleaner_core::detector::OwnerState;
     use gleaner_proto::fit;
     use gleaner_proto::job::JobDescription;
     use gleaner_proto::wire::StationAd;
+    use std::time::Duration;
+    use tokio::sync::watch;
 
     fn station() -> StationAd {
         serde_json::from_value(serde_json::json!({
@@ -146,17 +104,36 @@ mod tests {
             .unwrap();
     }
 
+    /// The lending gate over `windows` and the detector's `raw` state.
+    fn gate(
+        windows: Vec<String>,
+        raw: watch::Receiver<OwnerState>,
+        out: watch::Sender<OwnerState>,
+        stop: watch::Receiver<bool>,
+    ) -> tokio::task::JoinHandle<()> {
+        use crate::host::{lending_gate, owner_controls::OwnerControls, owner_log::OwnerLog};
+        lending_gate::Gate {
+            config_windows: windows,
+            raw,
+            controls: watch::channel(OwnerControls::default()).1,
+            out,
+            log: std::sync::Arc::new(OwnerLog::in_memory()),
+            news: Default::default(),
+        }
+        .spawn(stop)
+    }
+
     #[tokio::test]
     async fn a_closed_window_reads_as_the_owner_being_back() {
         let (_stop_tx, stop) = watch::channel(false);
         let (raw_tx, raw_rx) = watch::channel(OwnerState::Av);
         let (out_tx, mut out_rx) = watch::channel(OwnerState::Av);
-        let gate = spawn_window_gate(vec![closed_window()], raw_rx, out_tx, stop.clone());
+        let g = gate(vec![closed_window()], raw_rx, out_tx, stop.clone());
         reaches(&mut out_rx, OwnerState::Na).await;
-        gate.abort();
+        g.abort();
         // An open window passes the activity source through.
         let (out_tx, mut out_rx) = watch::channel(OwnerState::Av);
-        let gate = spawn_window_gate(
+        let g = gate(
             vec!["* 00:00-24:00".into()],
             raw_tx.subscribe(),
             out_tx,
@@ -166,7 +143,7 @@ mod tests {
         reaches(&mut out_rx, OwnerState::Na).await;
         raw_tx.send(OwnerState::Av).unwrap();
         reaches(&mut out_rx, OwnerState::Av).await;
-        gate.abort();
+        g.abort();
     }
 
     #[test]

@@ -264,14 +264,22 @@ impl CgroupManager {
         };
         let cpu = pick("cpu", &v1.cpu);
         let memory = pick("memory", &v1.memory);
-        // Core v2 files (cpu.stat usage_usec) work without the cpu
-        // controller, so any v2 hierarchy serves usage.
-        let usage = match &unified {
-            Some(u) => Some(Backend {
+        // The v2 hierarchy counts CPU (cpu.stat usage_usec) for sure only
+        // with the cpu controller: on a hybrid layout whose cpu controller
+        // is v1's, its usage_usec stays near zero while a guest burns CPU
+        // (seen on a 6.x kernel), so v1's cpuacct counts there. Without
+        // cpuacct, the v2 core files are the best there is.
+        let usage = match (&unified, v1dir(&v1.cpuacct)) {
+            (Some(u), _) if v2_has_controller(u, "cpu") => Some(Backend {
                 root: u.clone(),
                 v2: true,
             }),
-            None => v1dir(&v1.cpuacct).map(|root| Backend { root, v2: false }),
+            (_, Some(root)) => Some(Backend { root, v2: false }),
+            (Some(u), None) => Some(Backend {
+                root: u.clone(),
+                v2: true,
+            }),
+            (None, None) => None,
         };
         let freezer = match (config.freeze, &unified, v1dir(&v1.freezer)) {
             (FreezeMethod::Signals, _, _) => Freezer::Signals,

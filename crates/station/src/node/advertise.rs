@@ -38,6 +38,9 @@ pub fn build_ad(home: &Home, host: &Host, address: &str, sequence: u64) -> Stati
     ad.demand = home_part.demand;
     ad.sequence = sequence;
     ad.sent_at = now();
+    let mut summary = home.summary();
+    summary.guests = host.guest_ladders();
+    ad.summary = Some(summary);
     let rate = transfer_rate::own_rate(host_part.transfer_rate, home_part.transfer_rate);
     transfer_rate::add_to_ad(rate, &mut ad);
     ad

@@ -29,6 +29,7 @@
 pub mod advertise;
 pub mod credentials;
 pub mod events;
+pub mod owner_web;
 pub mod private_state;
 pub mod revocations;
 pub mod user_socket;
@@ -161,6 +162,7 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
         app = app.merge(r);
     }
     app = app.merge(crate::metrics::router(home.clone(), host.clone()));
+    let owner_web = owner_web::OwnerWeb::new(config.clone(), host.clone(), name.clone(), addr);
     // Between stations the claim is the credential: this station takes
     // claims naming it, and sends its own token to the coordinator alone.
     let verifier = Arc::new(LocalPeers(
@@ -172,9 +174,12 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
             verifier.clone(),
             authenticate::<StationVerifier>,
         ))
-        .layer(DefaultBodyLimit::max(config.max_body_bytes));
+        .layer(DefaultBodyLimit::max(config.max_body_bytes))
+        // The owner's page checks its peer and session itself.
+        .merge(owner_web::page_router(owner_web.clone()));
     let socket_app = home
         .user_router()
+        .merge(owner_web::socket_router(owner_web))
         .fallback(gleaner_edge::not_found)
         .layer(middleware::from_fn_with_state(
             verifier,

@@ -22,6 +22,7 @@ mod failures;
 mod read;
 mod rows;
 mod schema;
+mod summary;
 mod write;
 
 pub use durability::GROUP_WINDOW;
@@ -36,6 +37,7 @@ use schema::SCHEMA_VERSION;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
+pub use summary::{OwnedEvent, OwnerStateCount};
 
 /// How long a writer waits for another process's transaction to finish.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -63,6 +63,10 @@ pub struct OwnerWatchConfig {
     /// Uids whose sessions are the owner's own (for `sessions`); root and
     /// the daemon's uid are always ignored.
     pub owner_uids: Vec<u32>,
+    /// The machine's owner: the account allowed on the owner's page and
+    /// `glean owner` (root always is; a station run by an ordinary user
+    /// takes that user as the owner).
+    pub account: Option<String>,
     /// procfs and sysfs roots (tests point them at fakes).
     pub procfs: PathBuf,
     pub sysfs: PathBuf,
@@ -90,6 +94,7 @@ impl Default for OwnerWatchConfig {
             tty_patterns: None,
             activity_file: None,
             owner_uids: Vec::new(),
+            account: None,
             procfs: PathBuf::from("/proc"),
             sysfs: PathBuf::from("/sys"),
         }

@@ -65,12 +65,13 @@ impl Starter {
         ad.cpus = free
             .saturating_add(running.len() as u32)
             .saturating_add(idle);
-        ad.memory_mb = c.memory_mb.saturating_sub(used_mem);
+        ad.memory_mb = self.offered_memory_mb().saturating_sub(used_mem);
         ad.claims_held = claims_held;
         ad.disk_free_kb = crate::host::machine_ad::disk_free_kb(&c.execute_dir)
             .saturating_sub(c.reserved_disk_kb);
         ad.running_guests = running;
         ad.policy = c.guest_policy.to_ad(now_unix);
+        ad.policy.windows = self.windows();
         ad
     }
 
@@ -84,7 +85,7 @@ impl Starter {
     ) -> Result<(), (RejectReason, String)> {
         let now_unix = crate::clock::now_secs() as i64;
         let ad = self.ad_of(guests, *self.owner.borrow(), now_unix, reusing);
-        admit(&ad, self.config.policy.lingers(), job, now_unix).map_err(|r| refusal(&r))
+        admit(&ad, self.policy().lingers(), job, now_unix).map_err(|r| refusal(&r))
     }
 }
 

@@ -92,6 +92,7 @@ mod guests;
 mod held_claims;
 mod jic;
 mod outputs;
+mod overrides;
 mod place;
 mod routes;
 mod run;
@@ -102,6 +103,7 @@ pub use admission::{admit, refusal};
 pub use claims::{AnyNonEmptyClaim, ClaimRejected, ClaimVerifier, Granted, SignedClaims};
 pub use config::{DEFAULT_CRIU_SANDBOX_DIR, STDERR_FILE, STDOUT_FILE, StarterConfig, StarterError};
 pub use guests::GuestListing;
+pub use overrides::Overrides;
 pub use routes::router;
 
 use crate::checkpoint::{RateMeter, SharedBucket};
@@ -146,6 +148,12 @@ pub struct Starter {
     pub(crate) guest_ended: tokio::sync::Notify,
     /// Claims held for their homes' next jobs (claim reuse).
     pub(crate) held: held_claims::HeldClaims,
+    /// The owner's controls as they apply here (`overrides.rs`).
+    overrides: Mutex<Overrides>,
+    /// The owner's history: guests' reactions to returns, guests' runs.
+    pub(crate) owner_log: Arc<crate::host::owner_log::OwnerLog>,
+    /// Ladder actions carried out, by name (`/metrics`).
+    pub(crate) actions: Mutex<std::collections::BTreeMap<&'static str, u64>>,
 }
 
 impl Starter {
@@ -207,7 +215,21 @@ impl Starter {
             rate_news: watch::channel(None).0,
             guest_ended: tokio::sync::Notify::new(),
             held: held_claims::HeldClaims::default(),
+            overrides: Mutex::new(Overrides::default()),
+            owner_log: Arc::new(crate::host::owner_log::OwnerLog::in_memory()),
+            actions: Mutex::new(Default::default()),
         })
+    }
+
+    /// Keeps the owner's history in `log` (the host's, saved on disk).
+    pub fn with_owner_log(mut self, log: Arc<crate::host::owner_log::OwnerLog>) -> Self {
+        self.owner_log = log;
+        self
+    }
+
+    /// Ladder actions carried out on guests since start, by name.
+    pub fn action_counts(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        self.actions.lock().map(|a| a.clone()).unwrap_or_default()
     }
 
     pub fn config(&self) -> &StarterConfig {

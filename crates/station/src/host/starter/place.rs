@@ -206,7 +206,8 @@ impl Starter {
                 job: req.job_id,
                 home: req.home.clone(),
                 owner: req.description.owner.clone(),
-                since: self.now(),
+                // Wall clock (UNIX epoch): the ad and the owner's page show it.
+                since: crate::clock::now(),
                 suspended: false,
                 concurrency_limits: req.description.concurrency_limits.clone(),
                 // What the coordinator needs to find it a destination.

@@ -20,6 +20,9 @@ impl GuestRun<'_> {
     ) -> Option<String> {
         for a in acts {
             tracing::debug!(job = %self.req.job_id, action = ?a, "ladder action");
+            if let Ok(mut n) = self.starter.actions.lock() {
+                *n.entry(action_name(a)).or_default() += 1;
+            }
             match a {
                 // Guests run at idle priority at all times, not only while
                 // the owner is active (issue 12): "run normally" means
@@ -64,7 +67,7 @@ impl GuestRun<'_> {
     /// migration to a free node (Linger-Longer's after `T_lingr`), or an
     /// eviction with nowhere known to go.
     pub(super) fn leave_reason(&self, ladder: &EvictionLadder) -> String {
-        let policy = self.starter.config.policy;
+        let policy = *ladder.policy();
         match (ladder.state(), policy) {
             (GuestState::Migrating, EvictionPolicy::LingerLonger(_)) => format!(
                 "migrating ({} policy): owner active for T_lingr = {:.1} s \
@@ -127,5 +130,19 @@ impl GuestRun<'_> {
         // tree) dies by its uid.
         self.entry.slot.kill_all(&self.entry.guest_id).await;
         false
+    }
+}
+
+/// An action's name for `/metrics` and the owner's history.
+pub(super) fn action_name(a: &Action) -> &'static str {
+    match a {
+        Action::RunNormal => "run",
+        Action::LowerPriority => "lowered",
+        Action::Suspend => "suspended",
+        Action::Resume => "resumed",
+        Action::Checkpoint => "checkpoint",
+        Action::Migrate { .. } => "migrated",
+        Action::Vacate { .. } => "vacated",
+        Action::Kill => "killed",
     }
 }

@@ -116,6 +116,8 @@ pub(crate) struct GuestRun<'a> {
     /// stdout/stderr lengths at the restored checkpoint: this run's
     /// output continues from there.
     pub(crate) base_lens: Mutex<(u64, u64)>,
+    /// CPU seconds the run used (set when its last pass ends).
+    pub(crate) cpu_secs: Mutex<f64>,
 }
 
 impl GuestRun<'_> {
@@ -142,18 +144,24 @@ impl GuestRun<'_> {
     }
 
     /// Runs the guest and reports how it ended (`completed` is reported by
-    /// `finish`, after the uploads).
-    pub(crate) async fn run(&self, rx: &mut mpsc::UnboundedReceiver<Command>) {
+    /// `finish`, after the uploads); returns the end in words for the
+    /// owner's history.
+    pub(crate) async fn run(&self, rx: &mut mpsc::UnboundedReceiver<Command>) -> String {
         match self.execute(rx).await {
             Ok(Outcome::Exited(code)) => {
                 tracing::debug!(job = %self.req.job_id, code, "guest done");
+                format!("completed (exit {code})")
             }
             Ok(Outcome::Evicted(why)) => {
-                self.home.report(JobEventKind::Evicted, JobState::Idle, why);
+                self.home
+                    .report(JobEventKind::Evicted, JobState::Idle, why.clone());
+                format!("evicted: {why}")
             }
             Ok(Outcome::StartFailed(f)) => {
                 tracing::warn!(job = %self.req.job_id, code = f.code, errno = f.subcode, message = %f.message, "guest failed to start");
+                let words = format!("failed to start: {}", f.message);
                 self.home.report_start_failure(f);
+                words
             }
             Ok(Outcome::Held(why)) => {
                 self.home.report(
@@ -161,8 +169,9 @@ impl GuestRun<'_> {
                     JobState::Held {
                         reason: why.clone(),
                     },
-                    why,
+                    why.clone(),
                 );
+                format!("held: {why}")
             }
             // A host-side failure is not the job's fault: back to the queue.
             Err(e) => {
@@ -172,6 +181,7 @@ impl GuestRun<'_> {
                     JobState::Idle,
                     format!("host error: {e}"),
                 );
+                format!("host error: {e}")
             }
         }
     }
@@ -206,6 +216,9 @@ impl GuestRun<'_> {
                 } => break (outcome, usage, ctl),
             }
         };
+        if let Ok(mut c) = self.cpu_secs.lock() {
+            *c = usage.cpu_secs;
+        }
         Ok(self
             .finish(pad, ctl, outcome, usage, &restored.before)
             .await)

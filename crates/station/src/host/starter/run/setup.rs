@@ -172,7 +172,7 @@ impl GuestRun<'_> {
         let mut owner = self.starter.owner.clone();
         let owner_active = *owner.borrow_and_update() == OwnerState::Na;
         let now = self.starter.now();
-        let mut ladder = EvictionLadder::new(self.starter.config.policy, now);
+        let mut ladder = EvictionLadder::new(self.starter.policy(), now);
         let mut pool = PoolNews {
             destination: self.entry.destination.subscribe(),
             destination_open: true,

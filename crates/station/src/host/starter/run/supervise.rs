@@ -102,16 +102,30 @@ impl GuestRun<'_> {
     /// or vacate only).
     fn on_owner(&self, alive: bool, pad: &mut Launchpad, pass: &mut Pass, w: &mut Watch) {
         let now = self.starter.now();
-        let acts = if !alive {
+        let (acts, back) = if !alive {
             w.owner_gone = true;
-            pad.ladder.on_owner_active(now)
+            (pad.ladder.on_owner_active(now), true)
         } else {
             match *pad.owner.borrow_and_update() {
-                OwnerState::Na => pad.ladder.on_owner_active(now),
-                OwnerState::Av => pad.ladder.on_owner_idle(now),
+                OwnerState::Na => (pad.ladder.on_owner_active(now), true),
+                OwnerState::Av => (pad.ladder.on_owner_idle(now), false),
             }
         };
         w.leave = self.apply(&mut pass.ctl, &acts, &pad.ladder);
+        // How quickly the guest got out of the way: its first action after
+        // the owner's return, carried out now (owner_log.rs).
+        if back
+            && let Some(a) = acts
+                .iter()
+                .find(|a| !matches!(a, gleaner_core::eviction::Action::RunNormal))
+        {
+            let latency = self.starter.owner_log.acted(
+                &self.req.job_id.to_string(),
+                &self.req.home,
+                super::actions::action_name(a),
+            );
+            tracing::info!(job = %self.req.job_id, action = ?a, latency_ms = ?latency, "guest out of the owner's way");
+        }
     }
 
     /// The coordinator said whether a free node would take the guest: the

@@ -68,9 +68,22 @@ pub(crate) async fn guest_task(
         criu_images: criu_images.clone(),
         lease: lease_rx,
         base_lens: Mutex::new((0, 0)),
+        cpu_secs: Mutex::new(0.0),
     };
-    run.run(&mut rx).await;
+    let outcome = run.run(&mut rx).await;
+    let cpu_secs = run.cpu_secs.lock().map_or(0.0, |c| *c);
     drop(run);
+    starter
+        .owner_log
+        .guest_ended(crate::host::owner_log::GuestRun {
+            job: req.job_id.to_string(),
+            owner: entry.info.owner.clone(),
+            home: req.home.clone(),
+            started_ms: entry.info.since.as_micros() / 1000,
+            ended_ms: crate::clock::now().as_micros() / 1000,
+            cpu_secs,
+            outcome: gleaner_proto::summary::cut(&outcome, 300),
+        });
     if let Some(l) = lease {
         l.abort();
     }

@@ -1,0 +1,136 @@
+// The pool dashboard: renders the coordinator's model of the pool and
+// re-renders on every server-sent event (no reload).
+"use strict";
+(() => {
+  const { el, replace, dur, when, clock, color, strip, lines, bars, live, post } = G;
+  const $ = id => document.getElementById(id);
+  let model = null, csrf = "", openJob = null;
+
+  function stationCard(s, now) {
+    const dayStart = now - 24 * 3600 * 1000;
+    const guests = s.guests.length === 0
+      ? el("li", { class: "empty" }, s.submit_only ? "submit only" : "no guests")
+      : s.guests.map(g => el("li", { class: "chip " + g.state, "data-job": g.job, "data-home": g.home,
+          "data-guest-state": g.state, title: `${g.owner}@${g.home}, since ${clock(g.since_ms)}` },
+          el("a", { href: `#job/${g.home}/${g.job}`, onclick: () => showJob(g.home, g.job) }, g.job + "@" + g.home),
+          el("span", { class: "st" }, g.state)));
+    const si = s.si === null || s.si === undefined ? "–" : s.si.toFixed(1);
+    return el("div", { class: "card " + s.state, "data-station": s.name, "data-state": s.state },
+      el("h3", {}, s.name, el("span", { class: "badge " + s.state, "data-role": "state" },
+        s.state === "AV" ? "AV · lending" : "NA · owner active")),
+      el("div", { class: "meta" },
+        `${s.cpus} CPU · ${(s.memory_mb / 1024).toFixed(1)} GiB · SI ${si} · holds ${s.nodes_held}` +
+        ` · ${s.idle_jobs} idle here · ${s.changes_today} owner changes today`),
+      el("ul", { class: "guests" }, guests),
+      el("div", { class: "timeline" },
+        strip(s.owner_periods, dayStart, now, { label: `owner-active periods of ${s.name}` }),
+        el("div", { class: "lbl" }, el("span", {}, "24 h ago"), el("span", {}, "now"))));
+  }
+
+  function userTable(users, now) {
+    const head = el("tr", {}, el("th", {}, "User"), el("th", {}, "Home"), el("th", { class: "num" }, "Idle"),
+      el("th", { class: "num" }, "Running"), el("th", { class: "num" }, "Suspended"),
+      el("th", { class: "num" }, "Held"), el("th", { class: "num" }, "Longest wait"));
+    const rows = users.length === 0 ? [el("tr", {}, el("td", { colspan: 7, class: "empty" }, "no jobs queued"))]
+      : users.map(u => el("tr", { "data-user": u.user },
+          el("td", {}, u.user), el("td", {}, u.station), el("td", { class: "num" }, u.idle),
+          el("td", { class: "num" }, u.running), el("td", { class: "num" }, u.suspended),
+          el("td", { class: "num" }, u.held), el("td", { class: "num" }, u.idle ? dur(u.oldest_wait_secs) : "–")));
+    return [el("thead", {}, head), el("tbody", {}, rows)];
+  }
+
+  function dagTable(dags) {
+    const head = el("tr", {}, el("th", {}, "DAG"), el("th", {}, "Owner"), el("th", {}, "State"), el("th", {}, "Progress"));
+    const rows = dags.length === 0 ? [el("tr", {}, el("td", { colspan: 4, class: "empty" }, "no DAGs"))]
+      : dags.map(d => {
+        const pct = d.nodes ? (100 * d.done) / d.nodes : 0;
+        return el("tr", {},
+          el("td", {}, `${d.name} (${d.station} #${d.id})`), el("td", {}, d.owner), el("td", {}, d.state),
+          el("td", {}, `${d.done}/${d.nodes} done, ${d.running} running, ${d.failed} failed`,
+            el("div", { class: "bar" }, el("i", { style: `width:${pct.toFixed(1)}%` }))));
+      });
+    return [el("thead", {}, head), el("tbody", {}, rows)];
+  }
+
+  function recentTable(recent) {
+    const head = el("tr", {}, el("th", {}, "When"), el("th", {}, "Job"), el("th", {}, "User"),
+      el("th", {}, "What"), el("th", {}, "Reason"));
+    const rows = recent.length === 0 ? [el("tr", {}, el("td", { colspan: 5, class: "empty" }, "none lately"))]
+      : recent.map(r => el("tr", {},
+          el("td", {}, when(r.at_ms)),
+          el("td", {}, el("a", { href: `#job/${r.station}/${r.job}`, onclick: () => showJob(r.station, r.job) },
+            `${r.job}@${r.station}`)),
+          el("td", {}, r.user), el("td", { class: "kind-" + r.kind }, r.kind),
+          el("td", { class: "reason" }, r.reason)));
+    return [el("thead", {}, head), el("tbody", {}, rows)];
+  }
+
+  function updownCharts(p) {
+    const names = [...new Set(p.updown.flatMap(s => Object.keys(s.si)))].sort();
+    const series = names.map((n, i) => ({ name: n, color: color(i),
+      points: p.updown.filter(s => n in s.si).map(s => [s.at_ms, s.si[n]]) }));
+    const held = names.map((n, i) => ({ name: n, color: color(i),
+      points: p.updown.filter(s => n in (s.held || {})).map(s => [s.at_ms, s.held[n]]) }));
+    const legend = () => el("div", { class: "legend" }, names.map((n, i) => el("span", { style: `--c:${color(i)}` }, n)));
+    replace($("updown"), lines(series, { label: "Up-Down index per station over time",
+      empty: "the first snapshot comes after one scheduling interval" }), legend());
+    replace($("held"), lines(held, { label: "nodes held per station over time", height: 220 }), legend());
+  }
+
+  // What the coordinator knows of a job: where it runs, its evictions and
+  // holds; its full history is on its home (glean history / glean q -l).
+  function showJob(home, job) {
+    openJob = [home, job];
+    renderJob();
+  }
+  function renderJob() {
+    const panel = $("job");
+    if (!openJob || !model) { panel.hidden = true; return; }
+    const [home, job] = openJob;
+    const p = model.pool;
+    const running = p.stations.flatMap(s => s.guests.filter(g => g.job === job && g.home === home)
+      .map(g => ({ host: s.name, g })));
+    const events = p.recent.filter(r => r.station === home && r.job === job);
+    replace(panel,
+      el("button", { class: "close", onclick: () => { openJob = null; panel.hidden = true; }, "aria-label": "close" }, "×"),
+      el("h3", {}, `Job ${job} of ${home}`),
+      running.length ? running.map(({ host, g }) => el("p", {}, `Runs on ${host} as ${g.owner}, ${g.state}, since ${when(g.since_ms)}.`))
+        : el("p", { class: "note" }, "Not running on any host now."),
+      el("h4", {}, "Evictions and holds seen lately"),
+      events.length ? el("ul", {}, events.map(e => el("li", {}, `${when(e.at_ms)} ${e.kind}: ${e.reason}`)))
+        : el("p", { class: "note" }, "none in the home's recent list"),
+      el("p", { class: "note" }, "Its whole history is kept on its home: ",
+        el("code", {}, `glean q -l ${job}`), " or ", el("code", {}, `glean history`), ` on ${home}.`));
+    panel.hidden = false;
+  }
+
+  function render(data) {
+    model = data;
+    csrf = data.viewer.csrf;
+    const p = data.pool, now = p.now_ms || Date.now();
+    const av = p.stations.filter(s => s.state === "AV").length;
+    const guests = p.stations.reduce((n, s) => n + s.guests.length, 0);
+    $("summary").textContent = `${p.stations.length} stations · ${av} lending · ${guests} guests running · ` +
+      `allocator ${p.allocator || "–"} · updated ${clock(now)}`;
+    $("viewer").textContent = `${data.viewer.name} (${data.viewer.role})`;
+    replace($("stations"), p.stations.length ? p.stations.map(s => stationCard(s, now))
+      : el("p", { class: "empty" }, "no station has advertised yet"));
+    replace($("users"), userTable(p.users, now));
+    replace($("dags"), dagTable(p.dags));
+    replace($("recent"), recentTable(p.recent));
+    updownCharts(p);
+    renderJob();
+  }
+
+  async function start() {
+    const m = /^#job\/([^/]+)\/(.+)$/.exec(location.hash);
+    if (m) openJob = [decodeURIComponent(m[1]), decodeURIComponent(m[2])];
+    const r = await fetch("/dashboard/api/state", { credentials: "same-origin" });
+    if (r.ok) render(await r.json());
+    live("/dashboard/api/events", "pool", render, $("live"));
+    $("logout").addEventListener("click", async () => {
+      try { await post("/dashboard/logout", csrf); } finally { location.reload(); }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", start);
+})();

@@ -1,0 +1,360 @@
+//! Browser sessions for the daemons' web pages (the coordinator's
+//! dashboard, a station's owner page): a pool token or a socket peer never
+//! goes into a URL or into the browser.
+//!
+//! 1. A caller already authenticated the usual way (a bearer token on TCP,
+//!    peer credentials on a station's user socket) asks for a **login
+//!    ticket** ([`WebSessions::issue_ticket`]): 256 random bits, good for
+//!    [`TICKET_TTL`] and for one use.
+//! 2. The browser opens `…/login?ticket=T`. The page's handler
+//!    [redeems](WebSessions::redeem) it (it is gone from then on, so a URL
+//!    found in a log later is worth nothing) and answers with a session
+//!    cookie: `HttpOnly` (no script reads it), `SameSite=Strict` (no other
+//!    site's page sends it), `Path` limited to the pages.
+//! 3. Each request of the page carries the cookie; [`WebSessions::caller`]
+//!    gives the [`Caller`] the ticket was issued to, until the session
+//!    expires ([`SESSION_TTL`]) or is logged out.
+//! 4. Requests that change something also carry the session's CSRF token
+//!    in the `X-Gleaner-CSRF` header ([`WebSessions::check_csrf`]): the
+//!    page reads it from its state JSON, which only a same-origin script
+//!    can read.
+//!
+//! Tickets and sessions live in memory only (a restarted daemon forgets
+//! them: log in again) and are bounded in number.
+
+use crate::{ApiError, Caller};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use gleaner_proto::wire::ErrorCode;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The pages' shared style sheet (served by each daemon from its binary).
+pub const STYLE_CSS: &str = include_str!("web_assets/style.css");
+/// The pages' shared script: DOM and SVG helpers, charts, live updates.
+pub const CHARTS_JS: &str = include_str!("web_assets/charts.js");
+
+/// How long a login ticket may wait to be redeemed.
+pub const TICKET_TTL: Duration = Duration::from_secs(60);
+/// How long a session lasts from login.
+pub const SESSION_TTL: Duration = Duration::from_secs(8 * 3600);
+/// Tickets not yet redeemed, at most (the oldest is dropped past it).
+const MAX_TICKETS: usize = 256;
+/// Sessions at once, at most (the oldest is dropped past it).
+const MAX_SESSIONS: usize = 1024;
+/// The header a state-changing request carries the CSRF token in.
+pub const CSRF_HEADER: &str = "x-gleaner-csrf";
+
+/// One logged-in browser.
+#[derive(Clone, Debug)]
+pub struct Session {
+    pub caller: Caller,
+    /// The token state-changing requests must repeat in [`CSRF_HEADER`].
+    pub csrf: String,
+    expires: Instant,
+}
+
+#[derive(Default)]
+struct Book {
+    tickets: HashMap<String, (Caller, Instant)>,
+    sessions: HashMap<String, Session>,
+}
+
+/// The tickets and sessions of one daemon's pages.
+pub struct WebSessions {
+    cookie: &'static str,
+    path: &'static str,
+    book: Mutex<Book>,
+}
+
+/// 256 random bits, hex; `None` when the kernel's CSPRNG cannot be read.
+fn secret() -> Option<String> {
+    gleaner_proto::creds::random_hex(32).ok()
+}
+
+impl WebSessions {
+    /// Sessions whose cookie is named `cookie` and sent only below `path`.
+    pub fn new(cookie: &'static str, path: &'static str) -> Self {
+        WebSessions {
+            cookie,
+            path,
+            book: Mutex::new(Book::default()),
+        }
+    }
+
+    fn book(&self) -> std::sync::MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A single-use login ticket for `caller`.
+    pub fn issue_ticket(&self, caller: Caller) -> Result<String, ApiError> {
+        let ticket = secret().ok_or_else(|| {
+            ApiError::new(ErrorCode::Internal, "no random bytes for a login ticket")
+        })?;
+        let now = Instant::now();
+        let mut b = self.book();
+        b.tickets
+            .retain(|_, (_, t)| now.duration_since(*t) < TICKET_TTL);
+        if b.tickets.len() >= MAX_TICKETS
+            && let Some(oldest) = b
+                .tickets
+                .iter()
+                .min_by_key(|(_, (_, t))| *t)
+                .map(|(k, _)| k.clone())
+        {
+            b.tickets.remove(&oldest);
+        }
+        b.tickets.insert(ticket.clone(), (caller, now));
+        Ok(ticket)
+    }
+
+    /// Spends `ticket`: the new session's id and the session, or `None`
+    /// for an unknown, used or expired ticket.
+    pub fn redeem(&self, ticket: &str) -> Option<(String, Session)> {
+        let now = Instant::now();
+        let mut b = self.book();
+        let (caller, issued) = b.tickets.remove(ticket)?;
+        if now.duration_since(issued) >= TICKET_TTL {
+            return None;
+        }
+        let (id, csrf) = (secret()?, secret()?);
+        b.sessions.retain(|_, s| s.expires > now);
+        if b.sessions.len() >= MAX_SESSIONS
+            && let Some(oldest) = b
+                .sessions
+                .iter()
+                .min_by_key(|(_, s)| s.expires)
+                .map(|(k, _)| k.clone())
+        {
+            b.sessions.remove(&oldest);
+        }
+        let s = Session {
+            caller,
+            csrf,
+            expires: now + SESSION_TTL,
+        };
+        b.sessions.insert(id.clone(), s.clone());
+        Some((id, s))
+    }
+
+    /// The `Set-Cookie` value that gives the browser session `id`.
+    pub fn cookie_for(&self, id: &str) -> HeaderValue {
+        let v = format!(
+            "{}={id}; Path={}; HttpOnly; SameSite=Strict; Max-Age={}",
+            self.cookie,
+            self.path,
+            SESSION_TTL.as_secs()
+        );
+        HeaderValue::from_str(&v).unwrap_or_else(|_| HeaderValue::from_static(""))
+    }
+
+    /// The `Set-Cookie` value that removes the cookie.
+    pub fn clear_cookie(&self) -> HeaderValue {
+        let v = format!(
+            "{}=; Path={}; HttpOnly; SameSite=Strict; Max-Age=0",
+            self.cookie, self.path
+        );
+        HeaderValue::from_str(&v).unwrap_or_else(|_| HeaderValue::from_static(""))
+    }
+
+    /// The session id the request's cookie names, if any.
+    fn session_id<'h>(&self, headers: &'h HeaderMap) -> Option<&'h str> {
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|kv| kv.trim().split_once('='))
+            .find(|(k, _)| *k == self.cookie)
+            .map(|(_, v)| v)
+    }
+
+    /// The live session the request's cookie names; 401 otherwise.
+    pub fn session(&self, headers: &HeaderMap) -> Result<Session, ApiError> {
+        let unauth = |m: &str| ApiError::new(ErrorCode::Unauthorized, m);
+        let id = self
+            .session_id(headers)
+            .ok_or_else(|| unauth("no session: log in with a ticket first"))?;
+        let now = Instant::now();
+        let mut b = self.book();
+        match b.sessions.get(id) {
+            Some(s) if s.expires > now => Ok(s.clone()),
+            Some(_) => {
+                b.sessions.remove(id);
+                Err(unauth("the session has expired: log in again"))
+            }
+            None => Err(unauth("unknown session: log in again")),
+        }
+    }
+
+    /// The caller of the request's session; 401 otherwise.
+    pub fn caller(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
+        self.session(headers).map(|s| s.caller)
+    }
+
+    /// For a request that changes something: its session, which must also
+    /// show the session's CSRF token in [`CSRF_HEADER`] (403 otherwise).
+    pub fn check_csrf(&self, headers: &HeaderMap) -> Result<Session, ApiError> {
+        let s = self.session(headers)?;
+        let sent = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
+        if sent.is_some_and(|t| constant_time_eq(t.as_bytes(), s.csrf.as_bytes())) {
+            Ok(s)
+        } else {
+            tracing::warn!(caller = %s.caller.name, "web request without the session's CSRF token refused");
+            Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "missing or wrong CSRF token (X-Gleaner-CSRF)",
+            ))
+        }
+    }
+
+    /// `GET …/login?ticket=T`: spends the ticket and answers with the
+    /// session cookie and a redirect to `landing`; `None` for an unknown,
+    /// used or expired ticket.
+    pub fn login(&self, ticket: &str, landing: &'static str) -> Option<Response> {
+        let (id, s) = self.redeem(ticket)?;
+        tracing::info!(caller = %s.caller.name, role = ?s.caller.role, page = landing, "web login");
+        let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, landing)]).into_response();
+        r.headers_mut()
+            .insert(header::SET_COOKIE, self.cookie_for(&id));
+        page_headers(r.headers_mut());
+        Some(r)
+    }
+
+    /// Ends the request's session, if any.
+    pub fn logout(&self, headers: &HeaderMap) {
+        if let Some(id) = self.session_id(headers) {
+            self.book().sessions.remove(id);
+        }
+    }
+}
+
+/// Compares secrets without stopping at the first difference.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A page or asset compiled into the binary, with [`page_headers`].
+pub fn asset(content_type: &'static str, body: &'static str) -> Response {
+    let mut r = ([(header::CONTENT_TYPE, content_type)], body).into_response();
+    page_headers(r.headers_mut());
+    r
+}
+
+/// The 401 page for a browser without a session: `why`, and the command
+/// that prints a fresh login link. `css` is the page's style sheet.
+pub fn login_needed(title: &str, css: &str, why: &str, command: &str) -> Response {
+    let esc = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    let body = format!(
+        "<!doctype html><meta charset=utf-8><title>{t}</title><link rel=icon href=\"data:,\">\
+         <link rel=stylesheet href=\"{c}\"><main class=login><h1>{t}</h1><p>{w}</p>\
+         <p>Run <code>{m}</code> to open it with a fresh login link.</p></main>",
+        t = esc(title),
+        c = esc(css),
+        w = esc(why),
+        m = esc(command)
+    );
+    let mut r = (
+        StatusCode::UNAUTHORIZED,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response();
+    page_headers(r.headers_mut());
+    r
+}
+
+/// Headers every page and its assets are served with: no framing by
+/// other sites, no content sniffing, scripts and styles from this origin
+/// only (no CDN), no referrer that could carry a URL elsewhere.
+pub fn page_headers(headers: &mut HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; \
+             connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+        ),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Credential, Role};
+
+    fn alice() -> Caller {
+        Caller {
+            name: "alice".into(),
+            role: Role::User,
+            credential: Credential::Peer { uid: 1000 },
+        }
+    }
+
+    fn with_cookie(v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::COOKIE, HeaderValue::from_str(v).unwrap());
+        h
+    }
+
+    #[test]
+    fn a_ticket_is_spent_once_and_the_cookie_names_the_caller() {
+        let w = WebSessions::new("gleaner_dash", "/dashboard");
+        let t = w.issue_ticket(alice()).unwrap();
+        assert_eq!(t.len(), 64);
+        let (id, s) = w.redeem(&t).unwrap();
+        assert!(w.redeem(&t).is_none(), "single use");
+        assert!(w.redeem("nonsense").is_none());
+        let cookie = w.cookie_for(&id);
+        let c = cookie.to_str().unwrap();
+        assert!(
+            c.contains("HttpOnly")
+                && c.contains("SameSite=Strict")
+                && c.contains("Path=/dashboard")
+        );
+        let h = with_cookie(&format!("other=1; gleaner_dash={id}"));
+        assert_eq!(w.caller(&h).unwrap().name, "alice");
+        // CSRF: the header must repeat the session's token.
+        assert_eq!(w.check_csrf(&h).unwrap_err().code(), ErrorCode::Forbidden);
+        let mut h2 = h.clone();
+        h2.insert(CSRF_HEADER, HeaderValue::from_str(&s.csrf).unwrap());
+        assert!(w.check_csrf(&h2).is_ok());
+        h2.insert(CSRF_HEADER, HeaderValue::from_static("00"));
+        assert!(w.check_csrf(&h2).is_err());
+        // Unknown or absent sessions are 401; logout ends one.
+        assert_eq!(
+            w.caller(&with_cookie("gleaner_dash=ff"))
+                .unwrap_err()
+                .code(),
+            ErrorCode::Unauthorized
+        );
+        assert!(w.caller(&HeaderMap::new()).is_err());
+        w.logout(&h);
+        assert!(w.caller(&h).is_err());
+    }
+
+    #[test]
+    fn tickets_are_bounded() {
+        let w = WebSessions::new("c", "/");
+        let first = w.issue_ticket(alice()).unwrap();
+        for _ in 0..MAX_TICKETS {
+            w.issue_ticket(alice()).unwrap();
+        }
+        assert!(w.book().tickets.len() <= MAX_TICKETS);
+        assert!(w.redeem(&first).is_none(), "the oldest went first");
+    }
+}
