@@ -97,7 +97,7 @@ impl Market {
     }
     /// Is `t` on a slot boundary?
     pub fn is_slot_aligned(&self, t: Time) -> bool {
-        t.0 % self.params.slot.0 == 0
+        t.0.is_multiple_of(self.params.slot.0)
     }
 
     // ----- the System Table and the Accounting List ---------------------

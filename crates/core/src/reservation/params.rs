@@ -315,10 +315,10 @@ impl Default for MarketParams {
 impl MarketParams {
     /// Checks that the parameters make sense; names the field otherwise.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
-        if self.slot.is_zero() || self.slot.0 % 1_000_000 != 0 {
+        if self.slot.is_zero() || !self.slot.0.is_multiple_of(1_000_000) {
             return Err(("slot", "must be a positive whole number of seconds".into()));
         }
-        if 86_400_000_000 % self.slot.0 != 0 {
+        if !86_400_000_000u64.is_multiple_of(self.slot.0) {
             return Err(("slot", "must divide one day".into()));
         }
         let times = [
