@@ -8,6 +8,8 @@ pub mod linger;
 pub mod migration;
 pub mod pool;
 pub mod profile;
+mod report;
+pub mod reservations;
 pub mod updown;
 
 use crate::SimError;
@@ -142,6 +144,10 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         "migration",
         "One 50 s foreign job, owner returns at 20 %: LL vs IE across episode lengths (Fig. 8)",
     ),
+    (
+        "reservations",
+        "B10: reserved partitions of 0–40 % of 23 stations, Longest-Free vs Random replacement (Mutka 1988 Figs 6.3–6.5)",
+    ),
 ];
 
 /// Runs experiment `name`.
@@ -154,6 +160,7 @@ pub fn run(name: &str, opts: &ExperimentOpts) -> Result<ExperimentReport, SimErr
         "linger" => linger::run(opts),
         "migration" => migration::run(opts),
         "dmw" => dmw::run(opts),
+        "reservations" => reservations::run(opts),
         other => Err(SimError::UnknownExperiment(
             other.to_string(),
             EXPERIMENTS
