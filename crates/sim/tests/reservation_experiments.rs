@@ -22,3 +22,8 @@ fn quick(name: &str) -> experiments::ExperimentReport {
 fn reservations_quick() {
     quick("reservations");
 }
+
+#[test]
+fn market_quick() {
+    quick("market");
+}

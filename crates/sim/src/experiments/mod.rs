@@ -5,6 +5,7 @@
 
 pub mod dmw;
 pub mod linger;
+pub mod market;
 pub mod migration;
 pub mod pool;
 pub mod profile;
@@ -145,6 +146,10 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         "One 50 s foreign job, owner returns at 20 %: LL vs IE across episode lengths (Fig. 8)",
     ),
     (
+        "market",
+        "B11: one heavy and six light reservers under the free market, FCFS and Pre-Allocated Capacity (Mutka 1988 §6.3.1)",
+    ),
+    (
         "reservations",
         "B10: reserved partitions of 0–40 % of 23 stations, Longest-Free vs Random replacement (Mutka 1988 Figs 6.3–6.5)",
     ),
@@ -161,6 +166,7 @@ pub fn run(name: &str, opts: &ExperimentOpts) -> Result<ExperimentReport, SimErr
         "migration" => migration::run(opts),
         "dmw" => dmw::run(opts),
         "reservations" => reservations::run(opts),
+        "market" => market::run(opts),
         other => Err(SimError::UnknownExperiment(
             other.to_string(),
             EXPERIMENTS
