@@ -27,3 +27,8 @@ fn reservations_quick() {
 fn market_quick() {
     quick("market");
 }
+
+#[test]
+fn gang_quick() {
+    quick("gang");
+}

@@ -4,6 +4,7 @@
 //! pass/fail checks (the acceptance criteria) and its speed.
 
 pub mod dmw;
+pub mod gang;
 pub mod linger;
 pub mod market;
 pub mod migration;
@@ -146,6 +147,10 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         "One 50 s foreign job, owner returns at 20 %: LL vs IE across episode lengths (Fig. 8)",
     ),
     (
+        "gang",
+        "Parallel jobs on 32 nodes: LL-8/16/32 vs reconfiguration by idle nodes at 20 % and 40 % local utilisation (Ryu & Hollingsworth Fig. 13)",
+    ),
+    (
         "market",
         "B11: one heavy and six light reservers under the free market, FCFS and Pre-Allocated Capacity (Mutka 1988 §6.3.1)",
     ),
@@ -167,6 +172,7 @@ pub fn run(name: &str, opts: &ExperimentOpts) -> Result<ExperimentReport, SimErr
         "dmw" => dmw::run(opts),
         "reservations" => reservations::run(opts),
         "market" => market::run(opts),
+        "gang" => gang::run(opts),
         other => Err(SimError::UnknownExperiment(
             other.to_string(),
             EXPERIMENTS
