@@ -25,7 +25,7 @@ use gleaner_core::reservation::{
     AdmissionPolicy, Calendar, Class, Market, MarketError, MarketParams, Request,
 };
 use gleaner_core::rng::{Rng, substream};
-use gleaner_core::time::{Dur, Time};
+use gleaner_core::time::Time;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

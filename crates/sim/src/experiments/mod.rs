@@ -3,6 +3,7 @@
 //! `summary.md` that puts our numbers beside the paper's, and reports its
 //! pass/fail checks (the acceptance criteria) and its speed.
 
+pub mod condor_month;
 pub mod dmw;
 pub mod gang;
 pub mod linger;
@@ -147,6 +148,10 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         "One 50 s foreign job, owner returns at 20 %: LL vs IE across episode lengths (Fig. 8)",
     ),
     (
+        "condor_month",
+        "B6: Table 5.1's heavy and light users on 23 hosts for a month under Up-Down (Mutka 1988 Ch. 5)",
+    ),
+    (
         "gang",
         "Parallel jobs on 32 nodes: LL-8/16/32 vs reconfiguration by idle nodes at 20 % and 40 % local utilisation (Ryu & Hollingsworth Fig. 13)",
     ),
@@ -173,6 +178,7 @@ pub fn run(name: &str, opts: &ExperimentOpts) -> Result<ExperimentReport, SimErr
         "reservations" => reservations::run(opts),
         "market" => market::run(opts),
         "gang" => gang::run(opts),
+        "condor_month" => condor_month::run(opts),
         other => Err(SimError::UnknownExperiment(
             other.to_string(),
             EXPERIMENTS
