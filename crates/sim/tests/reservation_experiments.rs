@@ -44,6 +44,15 @@ fn condor_month_quick_runs() {
         ..ExperimentOpts::new(dir.path(), 1, 1)
     };
     let r = experiments::run("condor_month", &opts).unwrap();
+    eprintln!(
+        "{}",
+        std::fs::read_to_string(dir.path().join("summary.md")).unwrap()
+    );
     assert_eq!(r.checks.len(), 2);
     assert!(dir.path().join("condor_month.csv").exists());
+}
+
+#[test]
+fn ps_toy_quick() {
+    quick("ps_toy");
 }

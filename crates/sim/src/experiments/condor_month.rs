@@ -88,6 +88,10 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
         // light user's batch is placed at once, as Condor placed it.
         if let AllocatorConfig::UpDown(u) = &mut cfg.allocator {
             u.per_pass = PerPass::UntilSatisfied;
+            // A2: a light user already holding a node may preempt the heavy
+            // user for its next job too ("Up-Down preempted the heavy user
+            // for light users' jobs", L789).
+            u.preempt_with_nodes = true;
         }
         cfg.workloads = (0..HOSTS as usize)
             .map(|i| match TABLE_5_1.get(i) {

@@ -11,6 +11,7 @@ pub mod market;
 pub mod migration;
 pub mod pool;
 pub mod profile;
+pub mod ps_toy;
 mod report;
 pub mod reservations;
 pub mod updown;
@@ -152,6 +153,10 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         "B6: Table 5.1's heavy and light users on 23 hosts for a month under Up-Down (Mutka 1988 Ch. 5)",
     ),
     (
+        "ps_toy",
+        "B5: the processor-sharing counter-example, RCWR 3 vs 1, and Up-Down, Random, Round-Robin on the same toy pool (Mutka 1988 L637)",
+    ),
+    (
         "gang",
         "Parallel jobs on 32 nodes: LL-8/16/32 vs reconfiguration by idle nodes at 20 % and 40 % local utilisation (Ryu & Hollingsworth Fig. 13)",
     ),
@@ -179,6 +184,7 @@ pub fn run(name: &str, opts: &ExperimentOpts) -> Result<ExperimentReport, SimErr
         "market" => market::run(opts),
         "gang" => gang::run(opts),
         "condor_month" => condor_month::run(opts),
+        "ps_toy" => ps_toy::run(opts),
         other => Err(SimError::UnknownExperiment(
             other.to_string(),
             EXPERIMENTS
