@@ -10,7 +10,7 @@
 //! - **heavy** (station s0): every midnight books all of day d+3 in 4-hour
 //!   blocks for 1..=9 machines with 2nd class while its P lasts; every hour
 //!   it books the leftovers of the next slot with 3rd class;
-//! - **six light users** (s1–s6): each makes a request every 2 days on
+//! - **six light users** (s1–s6): each makes a request every 4 days on
 //!   average (Poisson), 26–72 h ahead, for 2–4 working hours, 1..=2 or 3
 //!   machines, 2nd class (1st class one time in five).
 //!
@@ -64,9 +64,9 @@ fn light_plan(seed: u64, days: u64) -> Vec<Planned> {
         let mut rng = substream(seed, 100 + u as u64);
         let mut t = 0.0f64;
         loop {
-            // Exponential gaps, mean 48 h.
+            // Exponential gaps, mean 4 days: light users reserve rarely.
             let x: f64 = rng.random::<f64>().max(1e-12);
-            t += -48.0 * x.ln();
+            t += -96.0 * x.ln();
             let at = t as u64;
             if at + 80 >= days * 24 {
                 break;
@@ -259,7 +259,7 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
          23 stations, 40 % reservable (9 machines an hour), Table 6.4 parameters, {days} days × \
          {} seeds from {}. One heavy user books all of day d+3 every midnight (2nd class while \
          its P lasts) and every hour the leftovers of the next slot (3rd class); six light users \
-         each ask every 2 days on average, 26–72 h ahead, for 2–4 working hours of 2–3 \
+         each ask every 4 days on average, 26–72 h ahead, for 2–4 working hours of 2–3 \
          machines (1st class one time in five, else 2nd). Measured from day 3 on, machine-slots \
          held when each slot began (after every preemption). **The thesis has no numbers for \
          this experiment** (L261, L1257): these are ours.\n",
