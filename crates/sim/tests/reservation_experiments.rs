@@ -56,3 +56,8 @@ fn condor_month_quick_runs() {
 fn ps_toy_quick() {
     quick("ps_toy");
 }
+
+#[test]
+fn owner_quick() {
+    quick("owner");
+}

@@ -9,6 +9,7 @@ pub mod gang;
 pub mod linger;
 pub mod market;
 pub mod migration;
+pub mod owner;
 pub mod pool;
 pub mod profile;
 pub mod ps_toy;
@@ -153,6 +154,10 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         "B6: Table 5.1's heavy and light users on 23 hosts for a month under Up-Down (Mutka 1988 Ch. 5)",
     ),
     (
+        "owner",
+        "B2 and B9: the detector's 5-minute wait (NA >= 7 min, ~4 points of availability) and Condor-1988 vs immediate vs checkpoint-and-kill vacating (Mutka 1988 L353-361, L841)",
+    ),
+    (
         "ps_toy",
         "B5: the processor-sharing counter-example, RCWR 3 vs 1, and Up-Down, Random, Round-Robin on the same toy pool (Mutka 1988 L637)",
     ),
@@ -185,6 +190,7 @@ pub fn run(name: &str, opts: &ExperimentOpts) -> Result<ExperimentReport, SimErr
         "gang" => gang::run(opts),
         "condor_month" => condor_month::run(opts),
         "ps_toy" => ps_toy::run(opts),
+        "owner" => owner::run(opts),
         other => Err(SimError::UnknownExperiment(
             other.to_string(),
             EXPERIMENTS
