@@ -15,6 +15,7 @@
 //! - [`alloc`]: node allocators: Up-Down, Random, Round-Robin (Mutka 1988 Ch. 4).
 //! - [`dmw`]: DMW placement: UMol and β·n/max(n, λ+1) scores, the rules shared with the coordinator (embargo, job limits, progress guarantee), the arbiter, the uncoordinated baseline (Neeracher 1998 §4.4–4.5).
 //! - [`owner_rules`]: the owner's rules for guests: operating windows, allowed/denied users.
+//! - [`placement_throttle`]: at most one placement per interval (Mutka 1988 L839).
 //! - [`start_failures`]: poison jobs: back-off after a failed start, hold after too many in a row.
 //! - [`reservation`]: hourly reservations of machines: the free-market algorithm with its tables, money and classes, FCFS and Pre-Allocated Capacity baselines, Longest-Free/Random replacement (Mutka 1988 Ch. 6).
 //! - [`gang`]: parallel jobs of k machines: Linger-Longer LL-k and reconfiguration (Ryu & Hollingsworth §7).
@@ -30,6 +31,7 @@ pub mod eviction;
 pub mod gang;
 pub mod linger;
 pub mod owner_rules;
+pub mod placement_throttle;
 pub mod reservation;
 pub mod rng;
 pub mod start_failures;

@@ -61,3 +61,8 @@ fn ps_toy_quick() {
 fn owner_quick() {
     quick("owner");
 }
+
+#[test]
+fn throttle_quick() {
+    quick("throttle");
+}

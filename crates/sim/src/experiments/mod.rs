@@ -15,6 +15,7 @@ pub mod profile;
 pub mod ps_toy;
 mod report;
 pub mod reservations;
+pub mod throttle;
 pub mod updown;
 
 use crate::SimError;
@@ -158,6 +159,10 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         "B2 and B9: the detector's 5-minute wait (NA >= 7 min, ~4 points of availability) and Condor-1988 vs immediate vs checkpoint-and-kill vacating (Mutka 1988 L353-361, L841)",
     ),
     (
+        "throttle",
+        "B8: placing on 20 idle hosts at once vs one placement per 10 s, 30 s, 2 min: the owner's freeze against idle host time (Mutka 1988 L839)",
+    ),
+    (
         "ps_toy",
         "B5: the processor-sharing counter-example, RCWR 3 vs 1, and Up-Down, Random, Round-Robin on the same toy pool (Mutka 1988 L637)",
     ),
@@ -191,6 +196,7 @@ pub fn run(name: &str, opts: &ExperimentOpts) -> Result<ExperimentReport, SimErr
         "condor_month" => condor_month::run(opts),
         "ps_toy" => ps_toy::run(opts),
         "owner" => owner::run(opts),
+        "throttle" => throttle::run(opts),
         other => Err(SimError::UnknownExperiment(
             other.to_string(),
             EXPERIMENTS
