@@ -118,6 +118,39 @@ struct VacateTally {
     wall: f64,
 }
 
+/// Carries out the ladder's actions on the simulated guest.
+fn apply(
+    actions: &[Action],
+    running: &mut bool,
+    left: &mut bool,
+    since_ckpt: &mut f64,
+    tally: &mut VacateTally,
+) {
+    for a in actions {
+        match *a {
+            Action::RunNormal | Action::Resume | Action::LowerPriority => *running = true,
+            Action::Suspend => *running = false,
+            Action::Checkpoint => *since_ckpt = 0.0,
+            Action::Migrate { checkpoint_first } | Action::Vacate { checkpoint_first } => {
+                if !checkpoint_first {
+                    tally.lost += *since_ckpt;
+                }
+                *since_ckpt = 0.0;
+                tally.moves += 1;
+                *left = true;
+                *running = false;
+            }
+            Action::Kill => {
+                tally.lost += *since_ckpt;
+                *since_ckpt = 0.0;
+                tally.moves += 1;
+                *left = true;
+                *running = false;
+            }
+        }
+    }
+}
+
 /// One endless guest under `policy` for `horizon` seconds.
 fn vacate(policy: EvictionPolicy, hosts: &[Vec<(f64, f64)>], horizon: f64) -> VacateTally {
     let mut tally = VacateTally::default();
@@ -152,10 +185,10 @@ fn vacate(policy: EvictionPolicy, hosts: &[Vec<(f64, f64)>], horizon: f64) -> Va
         t += 60.0;
         let mut lad = EvictionLadder::new(policy, Time::from_secs_f64(t));
         lad.on_destination(Time::from_secs_f64(t), true);
-        let mut running = lad
-            .on_placed(Time::from_secs_f64(t), busy_at(host, t).is_some())
-            .contains(&Action::RunNormal);
+        let first = lad.on_placed(Time::from_secs_f64(t), busy_at(host, t).is_some());
+        let mut running = false;
         let mut left = false;
+        apply(&first, &mut running, &mut left, &mut since_ckpt, &mut tally);
         while !left && t < horizon {
             // Next event: owner burst start/end, or the ladder's deadline.
             let burst = next_busy(host, t);
@@ -188,27 +221,13 @@ fn vacate(policy: EvictionPolicy, hosts: &[Vec<(f64, f64)>], horizon: f64) -> Va
                 2 => lad.on_timer(now),
                 _ => Vec::new(),
             };
-            for a in actions {
-                match a {
-                    Action::RunNormal | Action::Resume => running = true,
-                    Action::Suspend | Action::LowerPriority => running = a == Action::LowerPriority,
-                    Action::Checkpoint => since_ckpt = 0.0,
-                    Action::Migrate { checkpoint_first } | Action::Vacate { checkpoint_first } => {
-                        if !checkpoint_first {
-                            tally.lost += since_ckpt;
-                        }
-                        since_ckpt = 0.0;
-                        tally.moves += 1;
-                        left = true;
-                    }
-                    Action::Kill => {
-                        tally.lost += since_ckpt;
-                        since_ckpt = 0.0;
-                        tally.moves += 1;
-                        left = true;
-                    }
-                }
-            }
+            apply(
+                &actions,
+                &mut running,
+                &mut left,
+                &mut since_ckpt,
+                &mut tally,
+            );
         }
     }
     tally.wall = horizon;
