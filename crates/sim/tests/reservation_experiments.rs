@@ -48,7 +48,7 @@ fn condor_month_quick_runs() {
         "{}",
         std::fs::read_to_string(dir.path().join("summary.md")).unwrap()
     );
-    assert_eq!(r.checks.len(), 2);
+    assert_eq!(r.checks.len(), 3);
     assert!(dir.path().join("condor_month.csv").exists());
 }
 
@@ -65,4 +65,41 @@ fn owner_quick() {
 #[test]
 fn throttle_quick() {
     quick("throttle");
+}
+
+/// Same seed ⇒ byte-identical CSV and SVG files (summary.md holds the wall
+/// time, so it is left out).
+#[test]
+fn same_seed_same_files() {
+    for name in [
+        "reservations",
+        "market",
+        "gang",
+        "condor_month",
+        "ps_toy",
+        "owner",
+    ] {
+        let runs: Vec<Vec<(String, Vec<u8>)>> = (0..2)
+            .map(|_| {
+                let dir = tempfile::tempdir().unwrap();
+                let opts = ExperimentOpts {
+                    quick: true,
+                    ..ExperimentOpts::new(dir.path(), 1, 7)
+                };
+                let r = experiments::run(name, &opts).unwrap();
+                r.files
+                    .iter()
+                    .filter(|f| !f.ends_with("summary.md"))
+                    .map(|f| {
+                        (
+                            f.display().to_string(),
+                            std::fs::read(dir.path().join(f)).unwrap(),
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        assert!(!runs[0].is_empty());
+        assert_eq!(runs[0], runs[1], "{name}");
+    }
 }

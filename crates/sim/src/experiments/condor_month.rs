@@ -139,7 +139,12 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
                 a.jobs.iter().filter(|j| j.finish <= horizon).count(),
                 a.remote_cpu / 3600.0
             );
-            per_user.push((wr, cpu, a.jobs.len()));
+            let waited_not = a
+                .jobs
+                .iter()
+                .filter(|j| j.queued.as_secs_f64() < 0.05 * j.demand.as_secs_f64())
+                .count();
+            per_user.push((wr, cpu, a.jobs.len(), waited_not));
         }
         rows.push((per_user, used_h, av_h));
         opts.progress.advance(1);
@@ -187,6 +192,24 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
         f(consumption, 1)
     );
     let light = (1..5).map(mean_wr).fold(0.0f64, f64::max);
+    let (mut no_wait, mut light_jobs) = (0usize, 0usize);
+    for r in &rows {
+        for u in 1..5 {
+            no_wait += r.0[u].3;
+            light_jobs += r.0[u].2;
+        }
+    }
+    let most = 100.0 * no_wait as f64 / light_jobs.max(1) as f64;
+    let _ = writeln!(
+        rep.md,
+        "Light users' jobs that waited less than 5 % of their demand: {} % (\"in most cases … did not wait at all\", L789). The mean ratio is pulled up by jobs vacated when an owner returns: the pool simulator vacates at once and requeues (the thesis's model, T:L631), where the 1988 daemon suspended for 5 minutes first (L841).\n",
+        f(most, 1)
+    );
+    rep.check(
+        "most light users' jobs did not wait (> 50 % waited under 5 % of their demand)",
+        most > 50.0,
+        format!("{} % of {light_jobs} light jobs", f(most, 1)),
+    );
     rep.check(
         "light users' job wait ratio ≈ 0 (each ≤ 0.1)",
         light <= 0.1,
