@@ -650,30 +650,9 @@ impl Market {
             r.specific.values_mut().for_each(Vec::clear);
         }
         let removed = before - r.slots_held();
-        let value = Accounts {
-            p_g: r.escrow.p_g.share(removed, before),
-            p_d: r.escrow.p_d.share(removed, before),
-            np: r.escrow.np.share(removed, before),
-        };
-        r.escrow.p_g -= value.p_g;
-        r.escrow.p_d -= value.p_d;
-        r.escrow.np -= value.np;
-        if whole {
-            // Rounding leftovers go with the rest.
-            let rest = r.escrow;
-            r.escrow = Accounts::default();
-            r.withdrawn = true;
-            return self.finish_take(
-                vid,
-                removed,
-                rest_plus(value, rest),
-                fee,
-                by,
-                true,
-                refund_preempted,
-            );
-        }
-        self.finish_take(vid, removed, value, fee, by, false, refund_preempted)
+        let value = r.take_escrow(removed, before, whole);
+        r.withdrawn = whole;
+        self.finish_take(vid, removed, value, fee, by, whole, refund_preempted)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -718,13 +697,5 @@ impl Market {
             } + value.np,
             fee,
         })
-    }
-}
-
-fn rest_plus(a: Accounts, b: Accounts) -> Accounts {
-    Accounts {
-        p_d: a.p_d + b.p_d,
-        p_g: a.p_g + b.p_g,
-        np: a.np + b.np,
     }
 }

@@ -5,7 +5,7 @@ use super::market::Market;
 use super::money::{Money, Rate};
 use super::params::{AdmissionPolicy, NpCancellation};
 use super::refund::refund_rate;
-use super::tables::{Accounts, ReservationId};
+use super::tables::ReservationId;
 use super::{Cancelled, MarketError, ResaleCredit};
 use crate::time::Time;
 
@@ -68,18 +68,7 @@ impl Market {
             r.lower = r.lower.min(r.machines());
         }
         let removed = before - r.slots_held();
-        let value = if whole {
-            r.escrow
-        } else {
-            Accounts {
-                p_g: r.escrow.p_g.share(removed, before),
-                p_d: r.escrow.p_d.share(removed, before),
-                np: r.escrow.np.share(removed, before),
-            }
-        };
-        r.escrow.p_g -= value.p_g;
-        r.escrow.p_d -= value.p_d;
-        r.escrow.np -= value.np;
+        let value = r.take_escrow(removed, before, whole);
         let p_refund = value.p().scale(rate);
         let np_refund = match np_rule {
             NpCancellation::FullRefund => value.np,

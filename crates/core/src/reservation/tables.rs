@@ -208,6 +208,25 @@ impl Reservation {
             .map(|s| u64::from(self.held(s)))
             .sum()
     }
+    /// Takes out of the escrow the money of `removed` of the `before`
+    /// machine-slots it held (all of it when `all`, so rounding leftovers
+    /// go too) and returns it.
+    pub fn take_escrow(&mut self, removed: u64, before: u64, all: bool) -> Accounts {
+        let value = if all {
+            self.escrow
+        } else {
+            Accounts {
+                p_g: self.escrow.p_g.share(removed, before),
+                p_d: self.escrow.p_d.share(removed, before),
+                np: self.escrow.np.share(removed, before),
+            }
+        };
+        self.escrow.p_g -= value.p_g;
+        self.escrow.p_d -= value.p_d;
+        self.escrow.np -= value.np;
+        value
+    }
+
     /// Fewest machines held in any of its slots (Table 6.9's "Num Machines").
     pub fn machines(&self) -> u32 {
         (self.start..self.stop)
