@@ -53,6 +53,8 @@ struct Tally {
     users_hit: u64,
     /// Weekday [period] → (hours, preemptions, users, users hit).
     weekday: [(u64, u64, u64, u64); 3],
+    /// Hour of day (all days) → (hours, preemptions, error hours).
+    by_hour: [(u64, u64, u64); 24],
 }
 
 /// One hour of one partition size under one rule. Returns (preemptions,
@@ -182,6 +184,10 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
                     t.below_level += u64::from(below);
                     t.users += users;
                     t.users_hit += hit;
+                    let bh = &mut t.by_hour[hod as usize];
+                    bh.0 += 1;
+                    bh.1 += pre;
+                    bh.2 += u64::from(err);
                     if weekday {
                         let w = &mut t.weekday[period(hod)];
                         w.0 += 1;
@@ -230,6 +236,41 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
         }
     }
     rep.write("reservations.csv", &csv)?;
+    let mut hours =
+        String::from("rule,share_pct,hour_of_day,hours,preemptions_per_hour,error_prob_pct\n");
+    for (ri, rule) in rules.iter().enumerate() {
+        for (si, share) in SHARES.iter().enumerate() {
+            for (h, (n, p, e)) in tallies[ri][si].by_hour.iter().enumerate() {
+                let _ = writeln!(
+                    hours,
+                    "{rule:?},{share},{h},{n},{:.4},{:.3}",
+                    *p as f64 / (*n).max(1) as f64,
+                    pct(*e, *n)
+                );
+            }
+        }
+    }
+    rep.write("reservations_by_hour.csv", &hours)?;
+    let p = rep.path("preemption_rate_by_hour.svg");
+    let last = SHARES.len() - 1;
+    let by_hour = |ri: usize| -> Vec<(f64, f64)> {
+        tallies[ri][last]
+            .by_hour
+            .iter()
+            .enumerate()
+            .map(|(h, (n, p, _))| (h as f64, *p as f64 / (*n).max(1) as f64))
+            .collect()
+    };
+    line_chart(
+        &p,
+        "Preemption rate by hour of day, 40 % reserved",
+        "hour of day",
+        "replacements per hour",
+        &[
+            Series::new("Longest-Free", by_hour(0)),
+            Series::new("Random", by_hour(1)),
+        ],
+    )?;
 
     // Figures.
     let xs = |g: &dyn Fn(&Tally) -> f64, ri: usize| -> Vec<(f64, f64)> {
