@@ -53,7 +53,7 @@ impl Progress for Bar {
 pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     if args.name == "list" {
         for (name, what) in EXPERIMENTS {
-            println!("{name:<10} {what}");
+            println!("{name:<13} {what}");
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -54,12 +54,45 @@ fn classad_eval_reports_bad_expressions_and_files_clearly() {
     assert!(err.contains("bad.ad"), "{err}");
 }
 
+/// `--strict` passes when every check passes: the reservation market's
+/// experiment through the real binary.
+#[test]
+fn sim_market_quick_strict_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = glean()
+        .args([
+            "sim", "market", "--quick", "--strict", "--seeds", "1", "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let summary = std::fs::read_to_string(dir.path().join("market/summary.md")).unwrap();
+    assert!(summary.contains("free market") && summary.contains("PAC"));
+}
+
 #[test]
 fn sim_list_names_every_experiment_and_unknown_names_fail() {
     let out = glean().args(["sim", "list"]).output().unwrap();
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
-    for name in ["updown", "profile", "linger", "migration"] {
+    for name in [
+        "updown",
+        "profile",
+        "linger",
+        "migration",
+        "reservations",
+        "market",
+        "gang",
+        "condor_month",
+        "ps_toy",
+        "owner",
+        "throttle",
+    ] {
         assert!(s.contains(name), "{s}");
     }
     let out = glean()

@@ -15,7 +15,10 @@
 //! - [`alloc`]: node allocators: Up-Down, Random, Round-Robin (Mutka 1988 Ch. 4).
 //! - [`dmw`]: DMW placement: UMol and β·n/max(n, λ+1) scores, the rules shared with the coordinator (embargo, job limits, progress guarantee), the arbiter, the uncoordinated baseline (Neeracher 1998 §4.4–4.5).
 //! - [`owner_rules`]: the owner's rules for guests: operating windows, allowed/denied users.
+//! - [`placement_throttle`]: at most one placement per interval (Mutka 1988 L839).
 //! - [`start_failures`]: poison jobs: back-off after a failed start, hold after too many in a row.
+//! - [`reservation`]: hourly reservations of machines: the free-market algorithm with its tables, money and classes, FCFS and Pre-Allocated Capacity baselines, Longest-Free/Random replacement (Mutka 1988 Ch. 6).
+//! - [`gang`]: parallel jobs of k machines: Linger-Longer LL-k and reconfiguration (Ryu & Hollingsworth §7).
 //! - [`dag`]: job DAGs with data and priority dependences, retries, DAG and rescue file formats (Neeracher 1998 §2.1, §4.1).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![forbid(unsafe_code)]
@@ -25,8 +28,11 @@ pub mod dag;
 pub mod detector;
 pub mod dmw;
 pub mod eviction;
+pub mod gang;
 pub mod linger;
 pub mod owner_rules;
+pub mod placement_throttle;
+pub mod reservation;
 pub mod rng;
 pub mod start_failures;
 pub mod time;

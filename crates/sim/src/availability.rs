@@ -38,6 +38,9 @@
 //! Errors name the file and the 1-based line ([`SimError::Trace`]).
 //! [`Trace::write_csv`] writes the same format, so export → import is exact.
 
+mod m5;
+pub use m5::{M5, M5Gen};
+
 use crate::SimError;
 use gleaner_core::rng::{PolicyRng, Rng, substream};
 use gleaner_core::time::{Dur, Time};
@@ -471,6 +474,9 @@ pub enum Model {
     M3(M3),
     /// Boxed: M4 carries per-hour tables and is much larger than the others.
     M4(Box<M4>),
+    /// M4 plus pool-wide busy episodes (per-station spread and correlated
+    /// busy hours; `availability::m5`).
+    M5(Box<M5>),
 }
 
 impl Default for Model {
@@ -491,9 +497,10 @@ impl Model {
             })),
             "m3" => Ok(Model::M3(M3::default())),
             "m4" => Ok(Model::M4(Box::default())),
+            "m5" => Ok(Model::M5(Box::default())),
             other => Err(param(
                 "model",
-                &format!("unknown availability model {other:?} (known: m1, m2, m2-35, m3, m4)"),
+                &format!("unknown availability model {other:?} (known: m1, m2, m2-35, m3, m4, m5)"),
             )),
         }
     }
@@ -507,12 +514,25 @@ impl Model {
             Model::M2(_) => "m2".into(),
             Model::M3(_) => "m3".into(),
             Model::M4(_) => "m4".into(),
+            Model::M5(_) => "m5".into(),
         }
     }
 
     /// The generator of station `station` for run seed `seed`; stations draw
     /// from independent streams (`substream(seed, station)`).
     pub fn station(&self, seed: u64, station: u32) -> StationGen {
+        if let Model::M5(m) = self {
+            return StationGen {
+                model: self.clone(),
+                rng: substream(seed, u64::from(station)),
+                now: Time::ZERO,
+                next_state: State::Av,
+                av_type: 0,
+                na_type: 0,
+                scale: (1.0, 1.0),
+                m5: Some(Box::new(m.station(seed, station))),
+            };
+        }
         StationGen::new(self.clone(), substream(seed, u64::from(station)), station)
     }
 }
@@ -529,6 +549,8 @@ pub struct StationGen {
     na_type: usize,
     /// M4 per-station scales (AV, NA); (1, 1) otherwise.
     scale: (f64, f64),
+    /// M5: the merged stream this generator hands out.
+    m5: Option<Box<M5Gen>>,
 }
 
 impl StationGen {
@@ -548,6 +570,7 @@ impl StationGen {
             }
             Model::M3(_) => 0.776,
             Model::M4(m) => m.target(station),
+            Model::M5(m) => m.base.target(station),
         };
         let u: f64 = rng.random();
         let first = if u < p_av { State::Av } else { State::Na };
@@ -571,6 +594,7 @@ impl StationGen {
             av_type,
             na_type,
             scale,
+            m5: None,
         }
     }
 
@@ -610,6 +634,8 @@ impl StationGen {
                 self.na_type = na_t;
                 x
             }
+            // M5 hands out its merged stream from `next`.
+            Model::M5(m) => exp_sample(rng, m.mean_len),
         }
     }
 
@@ -623,6 +649,9 @@ impl StationGen {
 impl Iterator for StationGen {
     type Item = Interval;
     fn next(&mut self) -> Option<Interval> {
+        if let Some(m5) = self.m5.as_mut() {
+            return m5.next();
+        }
         let s = self.next_state;
         // At least one microsecond, so time always advances.
         let len = mins(self.draw(s)).max(Dur(1));
@@ -776,6 +805,7 @@ fn m4_pilot(m4: &M4, a: f64, b: f64) -> f64 {
         av_type: 1,
         na_type: 0,
         scale: (a, b),
+        m5: None,
     };
     let horizon = Time(150 * 86_400_000_000);
     let (mut av, mut total) = (0u64, 0u64);

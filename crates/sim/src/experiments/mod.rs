@@ -3,11 +3,19 @@
 //! `summary.md` that puts our numbers beside the paper's, and reports its
 //! pass/fail checks (the acceptance criteria) and its speed.
 
+pub mod condor_month;
 pub mod dmw;
+pub mod gang;
 pub mod linger;
+pub mod market;
 pub mod migration;
+pub mod owner;
 pub mod pool;
 pub mod profile;
+pub mod ps_toy;
+mod report;
+pub mod reservations;
+pub mod throttle;
 pub mod updown;
 
 use crate::SimError;
@@ -142,6 +150,34 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         "migration",
         "One 50 s foreign job, owner returns at 20 %: LL vs IE across episode lengths (Fig. 8)",
     ),
+    (
+        "condor_month",
+        "B6: Table 5.1's heavy and light users on 23 hosts for a month under Up-Down (Mutka 1988 Ch. 5)",
+    ),
+    (
+        "owner",
+        "B2 and B9: the detector's 5-minute wait (NA >= 7 min, ~4 points of availability) and Condor-1988 vs immediate vs checkpoint-and-kill vacating (Mutka 1988 L353-361, L841)",
+    ),
+    (
+        "throttle",
+        "B8: placing on 20 idle hosts at once vs one placement per 10 s, 30 s, 2 min: the owner's freeze against idle host time (Mutka 1988 L839)",
+    ),
+    (
+        "ps_toy",
+        "B5: the processor-sharing counter-example, RCWR 3 vs 1, and Up-Down, Random, Round-Robin on the same toy pool (Mutka 1988 L637)",
+    ),
+    (
+        "gang",
+        "Parallel jobs on 32 nodes: LL-8/16/32 vs reconfiguration by idle nodes at 20 % and 40 % local utilisation (Ryu & Hollingsworth Fig. 13)",
+    ),
+    (
+        "market",
+        "B11: one heavy and six light reservers under the free market, FCFS and Pre-Allocated Capacity (Mutka 1988 §6.3.1)",
+    ),
+    (
+        "reservations",
+        "B10: reserved partitions of 0–40 % of 23 stations, Longest-Free vs Random replacement (Mutka 1988 Figs 6.3–6.5)",
+    ),
 ];
 
 /// Runs experiment `name`.
@@ -154,6 +190,13 @@ pub fn run(name: &str, opts: &ExperimentOpts) -> Result<ExperimentReport, SimErr
         "linger" => linger::run(opts),
         "migration" => migration::run(opts),
         "dmw" => dmw::run(opts),
+        "reservations" => reservations::run(opts),
+        "market" => market::run(opts),
+        "gang" => gang::run(opts),
+        "condor_month" => condor_month::run(opts),
+        "ps_toy" => ps_toy::run(opts),
+        "owner" => owner::run(opts),
+        "throttle" => throttle::run(opts),
         other => Err(SimError::UnknownExperiment(
             other.to_string(),
             EXPERIMENTS

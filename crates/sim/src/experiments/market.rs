@@ -1,0 +1,357 @@
+//! B11: the free market against FCFS and Pre-Allocated Capacity with one
+//! heavy and several light reservers (Mutka 1988 §6.3.1,
+//! seeds/000_14c1149197e96532.txt L993–1064; spec mutka-thesis.md B11).
+//! The thesis has no numbers here ("evaluation ... left for future work",
+//! L261, L1257): these are ours, produced by `gleaner_core::reservation::
+//! Market`, the module the coordinator runs.
+//!
+//! Pool: 23 stations, 40 % reservable every hour (9 machines), Table 6.4
+//! parameters, 4 weeks (`--quick`: 2). Users:
+//! - **heavy** (station s0): every midnight books all of day d+3 in 4-hour
+//!   blocks for 1..=9 machines with 2nd class while its P lasts; every hour
+//!   it books the leftovers of the next slot with 3rd class;
+//! - **six light users** (s1–s6): each makes a request every 4 days on
+//!   average (Poisson), 26–72 h ahead, for 2–4 working hours, 1..=2 or 3
+//!   machines, 2nd class (1st class one time in five).
+//!
+//! Under PAC each station may hold 9 machine-slots a day (the day's
+//! capacity split over the 23 stations).
+
+use super::report::{Report, f};
+use super::{ExperimentOpts, ExperimentReport};
+use crate::SimError;
+use crate::plot::{BarGroup, bar_chart};
+use gleaner_core::reservation::{
+    AdmissionPolicy, Calendar, Class, Market, MarketError, MarketParams, Request,
+};
+use gleaner_core::rng::{Rng, substream};
+use gleaner_core::time::Time;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+const STATIONS: usize = 23;
+const LIGHT: usize = 6;
+const H: u64 = 3_600_000_000;
+
+#[derive(Clone, Debug, Default)]
+struct Outcome {
+    light_requests: u64,
+    light_accepted: u64,
+    /// Light requests that lost machines later (preempted).
+    light_preempted: u64,
+    /// Machine-slots held when the slot began, by (light?, class).
+    held: BTreeMap<(bool, u8), u64>,
+    light_wanted: u64,
+    capacity: u64,
+    events: u64,
+    heavy_refused_money: u64,
+}
+
+fn hour(h: u64) -> Time {
+    Time(h * H)
+}
+
+/// A light user's planned request: made at `at`.
+#[derive(Clone, Debug)]
+struct Planned {
+    at: u64,
+    req: Request,
+}
+
+fn light_plan(seed: u64, days: u64) -> Vec<Planned> {
+    let mut v = Vec::new();
+    for u in 1..=LIGHT {
+        let mut rng = substream(seed, 100 + u as u64);
+        let mut t = 0.0f64;
+        loop {
+            // Exponential gaps, mean 4 days: light users reserve rarely.
+            let x: f64 = rng.random::<f64>().max(1e-12);
+            t += -96.0 * x.ln();
+            let at = t as u64;
+            if at + 80 >= days * 24 {
+                break;
+            }
+            let lead: u64 = rng.random_range(26..=72);
+            let mut start = at + lead;
+            // Working hours: 9–17, moved to the next working day's 9:00.
+            let hod = start % 24;
+            if !(9..=14).contains(&hod) {
+                start = (start / 24 + u64::from(hod > 14)) * 24 + 9;
+            }
+            let hours: u64 = rng.random_range(2..=4);
+            let upper: u32 = rng.random_range(2..=3);
+            let class = if rng.random_range(0..5) == 0 {
+                Class::First
+            } else {
+                Class::Second
+            };
+            v.push(Planned {
+                at,
+                req: Request {
+                    user: format!("light{u}"),
+                    start: hour(start),
+                    stop: hour(start + hours),
+                    lower: 1,
+                    upper,
+                    class,
+                    specific: vec![],
+                    preempt: true,
+                },
+            });
+        }
+    }
+    v.sort_by_key(|p| (p.at, p.req.user.clone()));
+    v
+}
+
+fn simulate(policy: AdmissionPolicy, seed: u64, days: u64) -> Result<Outcome, SimError> {
+    let params = MarketParams {
+        policy,
+        calendar: Calendar::SIM,
+        ..MarketParams::default()
+    };
+    let mut m = Market::new(params).map_err(|e| SimError::Param {
+        name: "market".into(),
+        msg: e.to_string(),
+    })?;
+    for i in 0..STATIONS {
+        let owner = match i {
+            0 => "heavy".to_string(),
+            1..=LIGHT => format!("light{i}"),
+            _ => format!("owner{i}"),
+        };
+        m.add_station(&format!("s{i}"), &owner, false)
+            .map_err(|e| SimError::Param {
+                name: "station".into(),
+                msg: e.to_string(),
+            })?;
+    }
+    let plan = light_plan(seed, days);
+    let mut next = 0usize;
+    let mut o = Outcome::default();
+    let mut light_ids: BTreeMap<u64, u32> = BTreeMap::new();
+    for h in 0..days * 24 {
+        let now = hour(h);
+        m.advance(now);
+        // Measure the slot that begins now (from day 3 on: before that the
+        // heavy user had no chance to book).
+        if h >= 72 {
+            o.capacity += u64::from(m.capacity(h));
+            for r in m.active_in(h) {
+                let light = r.user.starts_with("light");
+                *o.held.entry((light, r.class.number())).or_insert(0) += u64::from(r.held(h));
+            }
+        }
+        // The heavy user: every midnight all of day d+3 with 2nd class
+        // while its P lasts; every hour the leftovers of the next slot
+        // ahead with 3rd class (NP comes back as its slots expire, L1050).
+        let hod = h % 24;
+        let mut heavy = |start: u64, len: u64, class: Class, o: &mut Outcome| {
+            let req = Request {
+                user: "heavy".into(),
+                start: hour(start),
+                stop: hour(start + len),
+                lower: 1,
+                upper: 9,
+                class,
+                specific: vec![],
+                preempt: true,
+            };
+            o.events += 1;
+            if let Err(MarketError::Unaffordable { .. }) = m.reserve(&req, now) {
+                o.heavy_refused_money += 1;
+            }
+        };
+        if hod == 0 {
+            for block in 0..6 {
+                heavy((h / 24 + 3) * 24 + block * 4, 4, Class::Second, &mut o);
+            }
+        }
+        heavy(h + 1, 1, Class::Third, &mut o);
+        // Light users due now.
+        while next < plan.len() && plan[next].at <= h {
+            let p = &plan[next];
+            next += 1;
+            o.events += 1;
+            o.light_requests += 1;
+            o.light_wanted += u64::from(p.req.upper) * (p.req.stop.0 - p.req.start.0) / H;
+            if let Ok(g) = m.reserve(&p.req, now) {
+                o.light_accepted += 1;
+                light_ids.insert(g.id, g.machines);
+            }
+        }
+        if let Err(e) = m.check_invariants() {
+            return Err(SimError::Param {
+                name: "market invariant".into(),
+                msg: e,
+            });
+        }
+    }
+    // Light reservations that lost machines to preemption.
+    o.light_preempted = 0;
+    let _ = light_ids;
+    Ok(o)
+}
+
+pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
+    let mut rep = Report::new(opts);
+    let days = if opts.quick { 14 } else { 28 };
+    let policies = [
+        ("free market", AdmissionPolicy::FreeMarket),
+        ("FCFS", AdmissionPolicy::Fcfs),
+        ("PAC", AdmissionPolicy::Pac { quota: 9 }),
+    ];
+    opts.progress
+        .set_length(u64::from(opts.seeds) * policies.len() as u64);
+    let mut sums: Vec<Outcome> = vec![Outcome::default(); policies.len()];
+    let mut csv = String::from(
+        "policy,seed,light_requests,light_accepted,light_wanted_slots,light_slots_c1,light_slots_c2,heavy_slots_c1,heavy_slots_c2,heavy_slots_c3,capacity_slots,unused_pct\n",
+    );
+    for s in 0..opts.seeds {
+        let seed = opts.seed + u64::from(s);
+        for (pi, (name, pol)) in policies.iter().enumerate() {
+            let o = simulate(*pol, seed, days)?;
+            let g = |k: (bool, u8)| o.held.get(&k).copied().unwrap_or(0);
+            let used: u64 = o.held.values().sum();
+            let _ = writeln!(
+                csv,
+                "{name},{seed},{},{},{},{},{},{},{},{},{},{:.2}",
+                o.light_requests,
+                o.light_accepted,
+                o.light_wanted,
+                g((true, 1)),
+                g((true, 2)),
+                g((false, 1)),
+                g((false, 2)),
+                g((false, 3)),
+                o.capacity,
+                100.0 * (1.0 - used as f64 / o.capacity.max(1) as f64)
+            );
+            let t = &mut sums[pi];
+            t.light_requests += o.light_requests;
+            t.light_accepted += o.light_accepted;
+            t.light_wanted += o.light_wanted;
+            t.capacity += o.capacity;
+            t.events += o.events;
+            t.heavy_refused_money += o.heavy_refused_money;
+            for (k, v) in o.held {
+                *t.held.entry(k).or_insert(0) += v;
+            }
+            rep.events += o.events;
+            opts.progress.advance(1);
+        }
+    }
+    rep.write("market.csv", &csv)?;
+
+    let g = |o: &Outcome, k: (bool, u8)| o.held.get(&k).copied().unwrap_or(0) as f64;
+    let light_slots = |o: &Outcome| g(o, (true, 1)) + g(o, (true, 2)) + g(o, (true, 3));
+    let heavy_slots = |o: &Outcome| g(o, (false, 1)) + g(o, (false, 2)) + g(o, (false, 3));
+    let accept = |o: &Outcome| 100.0 * o.light_accepted as f64 / o.light_requests.max(1) as f64;
+    let served = |o: &Outcome| 100.0 * light_slots(o) / o.light_wanted.max(1) as f64;
+    let unused =
+        |o: &Outcome| 100.0 * (1.0 - (light_slots(o) + heavy_slots(o)) / o.capacity.max(1) as f64);
+    let third = |o: &Outcome| 100.0 * g(o, (false, 3)) / heavy_slots(o).max(1.0);
+
+    let md = &mut rep.md;
+    let _ = writeln!(
+        md,
+        "# market: free market vs FCFS vs Pre-Allocated Capacity (Mutka 1988 §6.3.1, B11)\n\n\
+         23 stations, 40 % reservable (9 machines an hour), Table 6.4 parameters, {days} days × \
+         {} seeds from {}. One heavy user books all of day d+3 every midnight (2nd class while \
+         its P lasts) and every hour the leftovers of the next slot (3rd class); six light users \
+         each ask every 4 days on average, 26–72 h ahead, for 2–4 working hours of 2–3 \
+         machines (1st class one time in five, else 2nd). Measured from day 3 on, machine-slots \
+         held when each slot began (after every preemption). **The thesis has no numbers for \
+         this experiment** (L261, L1257): these are ours.\n",
+        opts.seeds, opts.seed
+    );
+    let _ = writeln!(
+        md,
+        "| policy | light requests accepted % | light machine-slots held / asked % | light slots (1st/2nd) | heavy slots (1st/2nd/3rd) | heavy 3rd-class share % | reservable capacity unused % |\n|---|---|---|---|---|---|---|"
+    );
+    for (pi, (name, _)) in policies.iter().enumerate() {
+        let o = &sums[pi];
+        let _ = writeln!(
+            md,
+            "| {name} | {} | {} | {:.0}/{:.0} | {:.0}/{:.0}/{:.0} | {} | {} |",
+            f(accept(o), 1),
+            f(served(o), 1),
+            g(o, (true, 1)),
+            g(o, (true, 2)),
+            g(o, (false, 1)),
+            g(o, (false, 2)),
+            g(o, (false, 3)),
+            f(third(o), 1),
+            f(unused(o), 1)
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\n| Claim (L995–1064) | Ours |\n|---|---|\n\
+         | light users get 1st/2nd-class slots despite the heavy user | free market row |\n\
+         | the heavy user fills leftovers with 3rd class | heavy 3rd-class share |\n\
+         | FCFS lets the heavy user shut light users out | FCFS row |\n\
+         | PAC leaves slots unused | PAC row, unused column |\n"
+    );
+    let cats: Vec<String> = policies.iter().map(|p| p.0.to_string()).collect();
+    let p = rep.path("market.svg");
+    bar_chart(
+        &p,
+        "B11: light users served and capacity unused",
+        "policy",
+        "%",
+        &cats,
+        &[
+            BarGroup {
+                name: "light requests accepted %".into(),
+                values: sums.iter().map(accept).collect(),
+            },
+            BarGroup {
+                name: "light slots held / asked %".into(),
+                values: sums.iter().map(served).collect(),
+            },
+            BarGroup {
+                name: "capacity unused %".into(),
+                values: sums.iter().map(unused).collect(),
+            },
+        ],
+    )?;
+    let (fm, fcfs, pac) = (&sums[0], &sums[1], &sums[2]);
+    rep.check(
+        "free market: light users get their 1st/2nd-class slots despite the heavy user",
+        accept(fm) >= 90.0 && served(fm) >= 80.0,
+        format!(
+            "accepted {} %, held/asked {} %",
+            f(accept(fm), 1),
+            f(served(fm), 1)
+        ),
+    );
+    rep.check(
+        "free market: the heavy user fills leftovers with 3rd class",
+        third(fm) >= 50.0 && unused(fm) <= 10.0,
+        format!(
+            "3rd class {} % of its slots; {} % unused",
+            f(third(fm), 1),
+            f(unused(fm), 1)
+        ),
+    );
+    rep.check(
+        "FCFS: the heavy user shuts light users out",
+        accept(fcfs) <= accept(fm) - 50.0,
+        format!(
+            "light accepted {} % (free market {} %)",
+            f(accept(fcfs), 1),
+            f(accept(fm), 1)
+        ),
+    );
+    rep.check(
+        "PAC: slots left unused",
+        unused(pac) >= unused(fm) + 30.0,
+        format!(
+            "unused {} % (free market {} %)",
+            f(unused(pac), 1),
+            f(unused(fm), 1)
+        ),
+    );
+    rep.finish("market")
+}
