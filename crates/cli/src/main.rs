@@ -11,12 +11,15 @@ mod demo;
 mod demo_users;
 mod job_select;
 mod jobs;
+mod join;
 mod output;
+mod pool;
 mod sim;
 mod supervise;
 mod tail;
 mod token;
 mod up;
+mod user;
 mod watch;
 
 use clap::{Parser, Subcommand};
@@ -76,6 +79,10 @@ enum Command {
     /// Create, list and revoke the pool's tokens (where the coordinator's
     /// signing key is).
     Token(token::TokenArgs),
+    /// Set up a pool: its keys, CA and the coordinator's configuration.
+    Pool(pool::PoolArgs),
+    /// Users of the pool from other machines: a token and a client file.
+    User(user::UserArgs),
 }
 
 fn main() -> ExitCode {
@@ -108,6 +115,8 @@ fn main() -> ExitCode {
         Command::Up(args) => up::up(args),
         Command::Userprio(args) => jobs::userprio(args, out),
         Command::Token(args) => token::run(args, out),
+        Command::Pool(args) => pool::run(args),
+        Command::User(args) => user::run(args),
     };
     match result {
         Ok(code) => code,

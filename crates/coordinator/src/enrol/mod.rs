@@ -77,7 +77,10 @@ pub fn init(o: &InitOptions) -> Result<InitOutcome, PkiError> {
     if new_certificate {
         let (c, k) = ca_signer.coordinator_cert(&o.addresses)?;
         creds::write_atomic(&key, k.as_bytes(), 0o600).map_err(io(&key))?;
-        creds::write_atomic(&cert, c.as_bytes(), 0o644).map_err(io(&cert))?;
+        // The chain with the CA: a joining station that knows only the
+        // CA's hash finds it there (`gleaner_edge::tls::pinned_client`).
+        let chain = format!("{c}{}", ca_signer.ca_pem());
+        creds::write_atomic(&cert, chain.as_bytes(), 0o644).map_err(io(&cert))?;
     }
     let fp = gleaner_edge::tls::PoolCa::load(&o.pool, &ca)
         .map_err(|e| PkiError::Invalid(e.to_string()))?

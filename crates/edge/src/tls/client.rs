@@ -204,3 +204,108 @@ impl PeerClients {
         super::check_url(what, url, self.tls.is_none())
     }
 }
+
+/// Trust on a pin: the server's chain must hold a certificate whose
+/// SHA-256 is `pin` (a join token's CA hash), and its leaf must chain to
+/// it and name the URL's host. For the first contact of a joining station,
+/// before it has the pool CA; daemons send their chain with the CA.
+#[derive(Debug)]
+struct PinnedCaVerifier {
+    pin: String,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl PinnedCaVerifier {
+    fn webpki_for(
+        &self,
+        chain: &[CertificateDer<'_>],
+    ) -> Result<Arc<WebPkiServerVerifier>, rustls::Error> {
+        let ca = chain
+            .iter()
+            .find(|c| super::fingerprint_hex(c) == self.pin)
+            .ok_or_else(|| {
+                rustls::Error::General(format!(
+                    "the server's certificates do not include the pool CA {} of the join token",
+                    self.pin
+                ))
+            })?;
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(ca.clone().into_owned())
+            .map_err(|e| rustls::Error::General(e.to_string()))?;
+        WebPkiServerVerifier::builder_with_provider(Arc::new(roots), self.provider.clone())
+            .build()
+            .map_err(|e| rustls::Error::General(e.to_string()))
+    }
+}
+
+impl ServerCertVerifier for PinnedCaVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let inner = self.webpki_for(intermediates)?;
+        inner.verify_server_cert(end_entity, &[], server_name, ocsp, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// An HTTPS-only client that trusts the CA whose SHA-256 is `pin`
+/// (`sha256:HEX`) and nothing else, before the CA itself is on disk.
+pub fn pinned_client(
+    builder: reqwest::ClientBuilder,
+    pin: &str,
+) -> Result<reqwest::Client, TlsError> {
+    let provider = super::provider();
+    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsError::Config(e.to_string()))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(PinnedCaVerifier {
+            pin: pin.to_string(),
+            provider,
+        }))
+        .with_no_client_auth();
+    builder
+        .use_preconfigured_tls(config)
+        .https_only(true)
+        .build()
+        .map_err(|e| TlsError::Config(e.to_string()))
+}

@@ -27,7 +27,7 @@ pub mod client;
 pub mod material;
 pub mod server;
 
-pub use client::{Expect, PeerClients, client_config, https_client};
+pub use client::{Expect, PeerClients, client_config, https_client, pinned_client};
 pub use material::{Identity, PoolCa, TlsError, fingerprint_hex};
 pub use server::{Bound, NetPeer, TlsListener, serve};
 
