@@ -82,9 +82,15 @@ pub fn run(args: JoinArgs) -> anyhow::Result<ExitCode> {
     let j = join(&args)?;
     println!("joined pool {:?} as station {}", j.pool, j.name);
     println!("  address     {}", j.address);
-    println!("  credentials {}/{{pool-ca.pem,station.crt,station.key,pool.pub,station.token}}", j.dir.display());
+    println!(
+        "  credentials {}/{{pool-ca.pem,station.crt,station.key,pool.pub,station.token}}",
+        j.dir.display()
+    );
     println!("  config      {}", j.config.display());
-    println!("next: systemctl enable --now gleaner-station   (or: glean station --config {})", j.config.display());
+    println!(
+        "next: systemctl enable --now gleaner-station   (or: glean station --config {})",
+        j.config.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -99,7 +105,11 @@ fn host_name() -> String {
 /// The local address this machine reaches `url`'s host from.
 fn local_address_towards(url: &str) -> Option<std::net::IpAddr> {
     let u = reqwest::Url::parse(url).ok()?;
-    let host = u.host_str()?.trim_start_matches('[').trim_end_matches(']').to_string();
+    let host = u
+        .host_str()?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
     let port = u.port_or_known_default()?;
     let target = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
         .ok()?
@@ -132,9 +142,14 @@ pub fn join(a: &JoinArgs) -> anyhow::Result<Joined> {
     let address = match &a.address {
         Some(x) => x.trim_end_matches('/').to_string(),
         None => {
-            let ip = local_address_towards(&url)
-                .with_context(|| format!("cannot tell this machine's address towards {url}; pass --address"))?;
-            let host = if ip.is_ipv6() { format!("[{ip}]") } else { ip.to_string() };
+            let ip = local_address_towards(&url).with_context(|| {
+                format!("cannot tell this machine's address towards {url}; pass --address")
+            })?;
+            let host = if ip.is_ipv6() {
+                format!("[{ip}]")
+            } else {
+                ip.to_string()
+            };
             format!("https://{host}:{}", a.listen.port())
         }
     };
@@ -153,9 +168,16 @@ pub fn join(a: &JoinArgs) -> anyhow::Result<Joined> {
         .build()?;
     let reply = rt.block_on(exchange(&url, &token, &request))?;
     let pin = token.ca_fingerprint();
-    let ca = gleaner_edge::tls::PoolCa::from_pem(&reply.pool, reply.ca.as_bytes(), Path::new("the join reply"))?;
+    let ca = gleaner_edge::tls::PoolCa::from_pem(
+        &reply.pool,
+        reply.ca.as_bytes(),
+        Path::new("the join reply"),
+    )?;
     if ca.fingerprint() != pin {
-        bail!("the coordinator's reply carries another CA ({}) than the join token's {pin}", ca.fingerprint());
+        bail!(
+            "the coordinator's reply carries another CA ({}) than the join token's {pin}",
+            ca.fingerprint()
+        );
     }
     if reply.station != name {
         bail!("the coordinator enrolled {:?}, not {name:?}", reply.station);
@@ -189,12 +211,20 @@ async fn exchange(url: &str, token: &JoinToken, req: &JoinRequest) -> anyhow::Re
         .get(format!("{url}/v1/pool/ca"))
         .send()
         .await
-        .with_context(|| format!("cannot reach the coordinator at {url} (or it is not the pool of this join token)"))?;
+        .with_context(|| {
+            format!(
+                "cannot reach the coordinator at {url} (or it is not the pool of this join token)"
+            )
+        })?;
     if !ca.status().is_success() {
-        bail!("{url}/v1/pool/ca answered {}: not a Gleaner coordinator with TLS?", ca.status());
+        bail!(
+            "{url}/v1/pool/ca answered {}: not a Gleaner coordinator with TLS?",
+            ca.status()
+        );
     }
     let pem = ca.text().await?;
-    let got = gleaner_edge::tls::PoolCa::from_pem("", pem.as_bytes(), Path::new("GET /v1/pool/ca"))?;
+    let got =
+        gleaner_edge::tls::PoolCa::from_pem("", pem.as_bytes(), Path::new("GET /v1/pool/ca"))?;
     if got.fingerprint() != token.ca_fingerprint() {
         bail!(
             "the coordinator's CA is {}, the join token's {}: refusing to trust it",
@@ -217,7 +247,10 @@ async fn exchange(url: &str, token: &JoinToken, req: &JoinRequest) -> anyhow::Re
             .unwrap_or(text);
         bail!("the coordinator refused the join ({status}): {why}");
     }
-    Ok(resp.json::<JoinReply>().await.context("reading the join reply")?)
+    Ok(resp
+        .json::<JoinReply>()
+        .await
+        .context("reading the join reply")?)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -234,15 +267,24 @@ fn write_files(
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let w = |file: &str, text: &str, mode: u32| {
         let p = dir.join(file);
-        write_atomic(&p, text.as_bytes(), mode).with_context(|| format!("writing {}", p.display()))?;
+        write_atomic(&p, text.as_bytes(), mode)
+            .with_context(|| format!("writing {}", p.display()))?;
         Ok::<PathBuf, anyhow::Error>(p)
     };
     let key_p = w("station.key", key, 0o600)?;
     let ca_p = w("pool-ca.pem", &reply.ca, 0o644)?;
     // The chain with the CA, as the coordinator's.
-    let cert_p = w("station.crt", &format!("{}{}", reply.certificate, reply.ca), 0o644)?;
+    let cert_p = w(
+        "station.crt",
+        &format!("{}{}", reply.certificate, reply.ca),
+        0o644,
+    )?;
     let pub_p = w("pool.pub", &reply.public_key, 0o644)?;
-    let tok_p = w("station.token", &format!("{}\n", reply.station_token), 0o600)?;
+    let tok_p = w(
+        "station.token",
+        &format!("{}\n", reply.station_token),
+        0o600,
+    )?;
     let text = format!(
         "# Written by `glean station join` (docs/deploy.md, docs/configuration.md).\n\
          name = {}\nlisten = {}\naddress = {}\nstate_dir = {}\ncoordinator = {}\n\

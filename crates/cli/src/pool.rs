@@ -120,7 +120,10 @@ fn print_init(a: &InitArgs, out: &gleaner_coordinator::enrol::InitOutcome) {
         if out.new_ca { "new" } else { "kept" }
     );
     println!("  CA hash     {}", out.ca_fingerprint);
-    println!("  CA key      {} (0600; back it up, never copy it to a station)", out.ca_key.display());
+    println!(
+        "  CA key      {} (0600; back it up, never copy it to a station)",
+        out.ca_key.display()
+    );
     println!(
         "  certificate {} ({})",
         out.cert.display(),
@@ -129,6 +132,12 @@ fn print_init(a: &InitArgs, out: &gleaner_coordinator::enrol::InitOutcome) {
     println!("  pool.pub    {}", out.public_key.display());
     println!("  config      {}", a.config.display());
     println!("next:");
-    println!("  systemctl enable --now gleaner-coordinator   (or: glean coordinator --config {})", a.config.display());
-    println!("  glean token create --config {} --station NAME   (a one-time join token per station)", a.config.display());
+    println!(
+        "  systemctl enable --now gleaner-coordinator   (or: glean coordinator --config {})",
+        a.config.display()
+    );
+    println!(
+        "  glean token create --config {} --station NAME   (a one-time join token per station)",
+        a.config.display()
+    );
 }

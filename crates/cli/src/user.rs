@@ -70,7 +70,9 @@ fn add(a: AddArgs) -> anyhow::Result<ExitCode> {
         },
         crate::token::now_secs(),
     )?;
-    let out = a.out.unwrap_or_else(|| PathBuf::from(format!("{}.glean", a.name)));
+    let out = a
+        .out
+        .unwrap_or_else(|| PathBuf::from(format!("{}.glean", a.name)));
     gleaner_proto::creds::create_private_dir(&out)
         .with_context(|| format!("creating {}", out.display()))?;
     let w = |file: &str, text: &str, mode: u32| {
@@ -95,7 +97,10 @@ fn add(a: AddArgs) -> anyhow::Result<ExitCode> {
         "user {}: token {} (expires {}), client directory {}",
         a.name,
         issued.record.token_id,
-        issued.record.expires_at.map_or("never".into(), |e| e.to_string()),
+        issued
+            .record
+            .expires_at
+            .map_or("never".into(), |e| e.to_string()),
         out.display()
     );
     println!(

@@ -95,7 +95,10 @@ fn cleanup(made_dirs: &[PathBuf]) {
         if !name.starts_with(&format!("{PREFIX}-")) {
             continue;
         }
-        let pids = Command::new("ip").args(["netns", "pids", name]).output().unwrap();
+        let pids = Command::new("ip")
+            .args(["netns", "pids", name])
+            .output()
+            .unwrap();
         for pid in String::from_utf8_lossy(&pids.stdout).split_whitespace() {
             let _ = Command::new("kill").args(["-9", pid]).status();
         }
@@ -153,7 +156,15 @@ impl Net {
             ip(&["link", "set", &b, "netns", &sw]);
             ip(&["-n", &sw, "link", "set", &b, "master", "br0", "up"]);
             ip(&["-n", &n, "link", "set", "lo", "up"]);
-            ip(&["-n", &n, "addr", "add", &format!("{}/24", ip_of(host)), "dev", &a]);
+            ip(&[
+                "-n",
+                &n,
+                "addr",
+                "add",
+                &format!("{}/24", ip_of(host)),
+                "dev",
+                &a,
+            ]);
             ip(&["-n", &n, "link", "set", &a, "up"]);
             for (sub, _) in PRIVATE {
                 let d = net.dir(host).join(sub);
@@ -181,10 +192,18 @@ impl Net {
         }
         script.push_str("exec \"$@\"");
         let mut c = Command::new("ip");
-        c.args(["netns", "exec", &ns(host), "unshare", "--mount", "--propagation", "private"])
-            .args(["sh", "-c", &script, "sh"])
-            .arg(program)
-            .args(args);
+        c.args([
+            "netns",
+            "exec",
+            &ns(host),
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+        ])
+        .args(["sh", "-c", &script, "sh"])
+        .arg(program)
+        .args(args);
         c
     }
 
@@ -208,7 +227,14 @@ impl Net {
     /// Cuts or heals `host`'s link to the switch.
     fn link(&self, host: &str, up: bool) {
         let b = format!("{PREFIX}-{host}b");
-        ip(&["-n", &ns("sw"), "link", "set", &b, if up { "up" } else { "down" }]);
+        ip(&[
+            "-n",
+            &ns("sw"),
+            "link",
+            "set",
+            &b,
+            if up { "up" } else { "down" },
+        ]);
     }
 
     fn logs(&self) -> String {
@@ -240,7 +266,11 @@ fn text(o: &Output) -> String {
 fn wait_for(what: &str, secs: u64, net: &Net, mut cond: impl FnMut() -> bool) {
     let end = Instant::now() + Duration::from_secs(secs);
     while !cond() {
-        assert!(Instant::now() < end, "timed out waiting for {what}\n{}", net.logs());
+        assert!(
+            Instant::now() < end,
+            "timed out waiting for {what}\n{}",
+            net.logs()
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -271,7 +301,8 @@ fn details(rt: &tokio::runtime::Runtime, c: &StationClient) -> Vec<JobDetail> {
     })
 }
 
-const JOB_SH: &str = "#!/bin/sh\nset -e\nsleep 1\ntr a-z A-Z < in_$1.txt > out_$1.txt\necho \"done $1\"\n";
+const JOB_SH: &str =
+    "#!/bin/sh\nset -e\nsleep 1\ntr a-z A-Z < in_$1.txt > out_$1.txt\necho \"done $1\"\n";
 
 /// A user's work directory with the job and its 15 inputs.
 fn work_dir(user: &TestUser, tag: &str) -> PathBuf {
@@ -289,7 +320,9 @@ fn work_dir(user: &TestUser, tag: &str) -> PathBuf {
          error = stderr_$(Process).txt\nlog = jobs.log\nqueue 15\n",
     )
     .unwrap();
-    run(Command::new("chown").args(["-R", &format!("{}:{}", user.uid(), user.gid())]).arg(&w));
+    run(Command::new("chown")
+        .args(["-R", &format!("{}:{}", user.uid(), user.gid())])
+        .arg(&w));
     w
 }
 
@@ -303,7 +336,10 @@ fn a_pool_on_separate_hosts_with_tls() {
     let mut net = Net::build();
 
     // The coordinator's host: pool init, tokens, users.
-    let init = net.glean("c", &["pool", "init", "--name", "lab", "--address", &ip_of("c")]);
+    let init = net.glean(
+        "c",
+        &["pool", "init", "--name", "lab", "--address", &ip_of("c")],
+    );
     println!("{}", text(&init));
     let ccfg = net.dir("c").join("etc/coordinator.toml");
     let body = std::fs::read_to_string(&ccfg).unwrap();
@@ -314,13 +350,23 @@ fn a_pool_on_separate_hosts_with_tls() {
         ),
     )
     .unwrap();
-    net.spawn("c", &["coordinator", "--config", "/etc/gleaner/coordinator.toml"]);
+    net.spawn(
+        "c",
+        &["coordinator", "--config", "/etc/gleaner/coordinator.toml"],
+    );
     let url = format!("https://{}:9618", ip_of("c"));
     let mut join_tokens = BTreeMap::new();
     for h in HOSTS {
         let t = net.glean(
             "c",
-            &["token", "create", "--config", "/etc/gleaner/coordinator.toml", "--station", h],
+            &[
+                "token",
+                "create",
+                "--config",
+                "/etc/gleaner/coordinator.toml",
+                "--station",
+                h,
+            ],
         );
         join_tokens.insert(h, text(&t));
     }
@@ -337,16 +383,45 @@ fn a_pool_on_separate_hosts_with_tls() {
         );
         let out = net.glean(
             h,
-            &["station", "join", &url, "--token", &join_tokens[h], "--name", h, "--extra", &extra, "--tables", &tables],
+            &[
+                "station",
+                "join",
+                &url,
+                "--token",
+                &join_tokens[h],
+                "--name",
+                h,
+                "--extra",
+                &extra,
+                "--tables",
+                &tables,
+            ],
         );
         println!("{}", text(&out));
         // The same token again: refused, nothing written.
         let again = net
-            .on(h, &glean_bin(), &["station", "join", &url, "--token", &join_tokens[h], "--name", h, "--config", "/etc/gleaner/again.toml"])
+            .on(
+                h,
+                &glean_bin(),
+                &[
+                    "station",
+                    "join",
+                    &url,
+                    "--token",
+                    &join_tokens[h],
+                    "--name",
+                    h,
+                    "--config",
+                    "/etc/gleaner/again.toml",
+                ],
+            )
             .output()
             .unwrap();
         assert!(!again.status.success());
-        assert!(String::from_utf8_lossy(&again.stderr).contains("used already"), "{again:?}");
+        assert!(
+            String::from_utf8_lossy(&again.stderr).contains("used already"),
+            "{again:?}"
+        );
         assert!(!net.dir(h).join("etc/again.toml").exists());
         net.spawn(h, &["station", "--config", "/etc/gleaner/station.toml"]);
     }
@@ -359,26 +434,41 @@ fn a_pool_on_separate_hosts_with_tls() {
     let client_dir = format!("/etc/gleaner/{}.glean", alice.name());
     net.glean(
         "c",
-        &["user", "add", alice.name(), "--station", &format!("https://{}:9620", ip_of("h1")),
-          "--config", "/etc/gleaner/coordinator.toml", "--out", &client_dir],
+        &[
+            "user",
+            "add",
+            alice.name(),
+            "--station",
+            &format!("https://{}:9620", ip_of("h1")),
+            "--config",
+            "/etc/gleaner/coordinator.toml",
+            "--out",
+            &client_dir,
+        ],
     );
     let alice_home = alice.home().join(".glean");
     std::fs::create_dir_all(&alice_home).unwrap();
     for f in ["pool.toml", "pool-ca.pem", "token"] {
         std::fs::copy(
-            net.dir("c").join("etc").join(format!("{}.glean", alice.name())).join(f),
+            net.dir("c")
+                .join("etc")
+                .join(format!("{}.glean", alice.name()))
+                .join(f),
             alice_home.join(f),
         )
         .unwrap();
     }
-    run(Command::new("chown").args(["-R", &format!("{}:{}", alice.uid(), alice.gid())]).arg(&alice_home));
+    run(Command::new("chown")
+        .args(["-R", &format!("{}:{}", alice.uid(), alice.gid())])
+        .arg(&alice_home));
     let alice_work = work_dir(&alice, "alice");
     let bob_work = work_dir(&bob, "bob");
     let h1 = StationClient::unix(net.socket("h1")).unwrap();
     let h2 = StationClient::unix(net.socket("h2")).unwrap();
     let rt = rt();
     wait_for("the stations to answer on their sockets", 30, &net, || {
-        rt.block_on(h1.jobs(&Default::default())).is_ok() && rt.block_on(h2.jobs(&Default::default())).is_ok()
+        rt.block_on(h1.jobs(&Default::default())).is_ok()
+            && rt.block_on(h2.jobs(&Default::default())).is_ok()
     });
     // alice: `glean submit` run as alice on h1, over TLS.
     let mut sub = Command::new("ip");
@@ -393,24 +483,57 @@ fn a_pool_on_separate_hosts_with_tls() {
         .current_dir(&alice_work);
     println!("alice: {}", text(&run(&mut sub)));
     // bob: on h2's user socket.
-    let out = run(
-        bob.command(glean_bin())
-            .args(["submit", "job.sub", "--station"])
-            .arg(format!("unix:{}", net.socket("h2").display()))
-            .current_dir(&bob_work),
-    );
+    let out = run(bob
+        .command(glean_bin())
+        .args(["submit", "job.sub", "--station"])
+        .arg(format!("unix:{}", net.socket("h2").display()))
+        .current_dir(&bob_work));
     println!("bob: {}", text(&out));
     let submitted = Instant::now();
     let mut done = Vec::new();
-    wait_for("30 jobs to complete", 150, &net, || {
+    let end = Instant::now() + Duration::from_secs(150);
+    loop {
         done = details(&rt, &h1);
         done.extend(details(&rt, &h2));
-        done.len() == 30 && done.iter().all(|d| matches!(d.job.state, JobState::Completed { .. }))
-    });
+        if done.len() == 30
+            && done
+                .iter()
+                .all(|d| matches!(d.job.state, JobState::Completed { .. }))
+        {
+            break;
+        }
+        if Instant::now() > end {
+            let mut why = String::new();
+            for d in done
+                .iter()
+                .filter(|d| !matches!(d.job.state, JobState::Completed { .. }))
+            {
+                why.push_str(&format!(
+                    "{} {} {:?}: {:#?}\n",
+                    d.job.owner, d.job.id, d.job.state, d.events
+                ));
+                for w in [&alice_work, &bob_work] {
+                    let p = w.join(format!("stderr_{}.txt", d.job.id.proc));
+                    why.push_str(&format!(
+                        "{}: {:?}\n",
+                        p.display(),
+                        std::fs::read_to_string(&p)
+                    ));
+                }
+            }
+            panic!("30 jobs did not complete:\n{why}\n{}", net.logs());
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
     let jobs_secs = submitted.elapsed().as_secs_f64();
     let mut hosts_used = BTreeSet::new();
     for d in &done {
-        assert_eq!(d.job.state, JobState::Completed { exit_code: 0 }, "{:#?}", d.events);
+        assert_eq!(
+            d.job.state,
+            JobState::Completed { exit_code: 0 },
+            "{:#?}",
+            d.events
+        );
         hosts_used.insert(d.job.host.clone().unwrap_or_default());
     }
     for (user, work, tag) in [(&alice, &alice_work, "alice"), (&bob, &bob_work, "bob")] {
@@ -443,19 +566,39 @@ fn a_pool_on_separate_hosts_with_tls() {
             ])
             .output()
             .unwrap();
-        raw = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        raw = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
         if raw.starts_with("HTTP/1.1 400") {
             break;
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    assert!(raw.starts_with("HTTP/1.1 400") && raw.contains("HTTPS only"), "{raw}");
+    assert!(
+        raw.starts_with("HTTP/1.1 400") && raw.contains("HTTPS only"),
+        "{raw}"
+    );
     let plain = net
-        .on("h1", &glean_bin(), &["q", "--station", &format!("http://{}:9618", ip_of("c")), "--token", "/etc/gleaner/station.token"])
+        .on(
+            "h1",
+            &glean_bin(),
+            &[
+                "q",
+                "--station",
+                &format!("http://{}:9618", ip_of("c")),
+                "--token",
+                "/etc/gleaner/station.token",
+            ],
+        )
         .output()
         .unwrap();
     assert!(!plain.status.success());
-    assert!(String::from_utf8_lossy(&plain.stderr).contains("only on loopback"), "{plain:?}");
+    assert!(
+        String::from_utf8_lossy(&plain.stderr).contains("only on loopback"),
+        "{plain:?}"
+    );
     assert_eq!(details(&rt, &h1).len(), before);
 
     // Partitions, with a self-checkpointing job of alice's on h2 or h3.
@@ -465,8 +608,14 @@ fn a_pool_on_separate_hosts_with_tls() {
     std::fs::create_dir_all(&shared).unwrap();
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
     let progress = shared.join("progress.log");
-    std::fs::copy(fault_pool::repo_root().join("examples/jobs/selfckpt.sh"), alice_work.join("selfckpt.sh")).unwrap();
-    run(Command::new("chown").arg(format!("{}:{}", alice.uid(), alice.gid())).arg(alice_work.join("selfckpt.sh")));
+    std::fs::copy(
+        fault_pool::repo_root().join("examples/jobs/selfckpt.sh"),
+        alice_work.join("selfckpt.sh"),
+    )
+    .unwrap();
+    run(Command::new("chown")
+        .arg(format!("{}:{}", alice.uid(), alice.gid()))
+        .arg(alice_work.join("selfckpt.sh")));
     let (ref_out, ref_result) = reference_run();
     let mut outcomes = Vec::new();
     for (k, cut_secs) in [(0, LEASE / 2), (1, 2 * LEASE + 2)] {
@@ -481,13 +630,11 @@ fn a_pool_on_separate_hosts_with_tls() {
             progress.display()
         );
         std::fs::write(alice_work.join(format!("p{k}.sub")), sub).unwrap();
-        let out = run(
-            alice
-                .command(glean_bin())
-                .args(["submit", &format!("p{k}.sub"), "--station"])
-                .arg(format!("unix:{}", net.socket("h1").display()))
-                .current_dir(&alice_work),
-        );
+        let out = run(alice
+            .command(glean_bin())
+            .args(["submit", &format!("p{k}.sub"), "--station"])
+            .arg(format!("unix:{}", net.socket("h1").display()))
+            .current_dir(&alice_work));
         // "1 job(s) submitted to cluster N."
         let id = text(&out)
             .rsplit(' ')
@@ -498,11 +645,17 @@ fn a_pool_on_separate_hosts_with_tls() {
         let mut host = String::new();
         wait_for("the partition job to run", 60, &net, || {
             let d = rt.block_on(h1.job(&id));
-            if let Ok(d) = d && d.job.state == JobState::Running && let Some(h) = d.job.host {
+            if let Ok(d) = d
+                && d.job.state == JobState::Running
+                && let Some(h) = d.job.host
+            {
                 host = h;
             }
             !host.is_empty()
-                && std::fs::read_to_string(&progress).unwrap_or_default().lines().count()
+                && std::fs::read_to_string(&progress)
+                    .unwrap_or_default()
+                    .lines()
+                    .count()
                     >= (EVERY + EVERY / 2) as usize
         });
         net.link(&host, false);
@@ -510,14 +663,32 @@ fn a_pool_on_separate_hosts_with_tls() {
         net.link(&host, true);
         let mut d = None;
         wait_for("the partition job to finish", 90, &net, || {
-            d = rt.block_on(h1.job(&id)).ok().filter(|d| matches!(d.job.state, JobState::Completed { .. }));
+            d = rt
+                .block_on(h1.job(&id))
+                .ok()
+                .filter(|d| matches!(d.job.state, JobState::Completed { .. }));
             d.is_some()
         });
         let d = d.unwrap();
-        assert_eq!(d.job.state, JobState::Completed { exit_code: 0 }, "{:#?}", d.events);
-        assert_eq!(std::fs::read_to_string(alice_work.join(format!("p{k}.out"))).unwrap(), ref_out);
-        assert_eq!(std::fs::read_to_string(alice_work.join("selfckpt.result")).unwrap(), ref_result);
-        let evicted = d.events.iter().filter(|e| e.kind == JobEventKind::Evicted).count();
+        assert_eq!(
+            d.job.state,
+            JobState::Completed { exit_code: 0 },
+            "{:#?}",
+            d.events
+        );
+        assert_eq!(
+            std::fs::read_to_string(alice_work.join(format!("p{k}.out"))).unwrap(),
+            ref_out
+        );
+        assert_eq!(
+            std::fs::read_to_string(alice_work.join("selfckpt.result")).unwrap(),
+            ref_result
+        );
+        let evicted = d
+            .events
+            .iter()
+            .filter(|e| e.kind == JobEventKind::Evicted)
+            .count();
         let steps: Vec<(u32, u32)> = std::fs::read_to_string(&progress)
             .unwrap_or_default()
             .lines()
@@ -536,11 +707,16 @@ fn a_pool_on_separate_hosts_with_tls() {
             // Longer: restarted elsewhere from its last checkpoint.
             assert_ne!(ended, host, "{:#?}", d.events);
             assert!(
-                d.events.iter().any(|e| e.kind == JobEventKind::Evicted && e.detail.contains("lease expired")),
+                d.events
+                    .iter()
+                    .any(|e| e.kind == JobEventKind::Evicted && e.detail.contains("lease expired")),
                 "{:#?}",
                 d.events
             );
-            assert!(redone_steps(&steps).iter().all(|r| *r <= EVERY), "{steps:?}");
+            assert!(
+                redone_steps(&steps).iter().all(|r| *r <= EVERY),
+                "{steps:?}"
+            );
         }
         outcomes.push(format!(
             "cut {cut_secs} s of {host}: ended on {ended}, evictions {evicted}, steps redone {:?}",

@@ -29,7 +29,11 @@ fn glean(args: &[&str]) -> Output {
 
 fn ok(args: &[&str]) -> String {
     let o = glean(args);
-    assert!(o.status.success(), "glean {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "glean {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
@@ -60,19 +64,41 @@ impl Pool {
     }
 
     fn join_token(&self, name: &str) -> String {
-        ok(&["token", "create", "--config", &self.coordinator_config(), "--station", name])
+        ok(&[
+            "token",
+            "create",
+            "--config",
+            &self.coordinator_config(),
+            "--station",
+            name,
+        ])
     }
 
     fn join(&self, token: &str, name: &str, port: u16) -> Output {
         let sdir = self.dir.join(name);
         glean(&[
-            "station", "join", &self.url(), "--token", token, "--name", name,
-            "--listen", &format!("127.0.0.1:{port}"),
-            "--address", &format!("https://127.0.0.1:{port}"),
-            "--config", &s(&sdir.join("station.toml")),
-            "--state-dir", &s(&sdir.join("state")),
-            "--extra", &format!("user_socket = \"{}\"\nadvertise_secs = 1\n", s(&sdir.join("user.sock"))),
-            "--tables", &common::isolation_toml(),
+            "station",
+            "join",
+            &self.url(),
+            "--token",
+            token,
+            "--name",
+            name,
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--address",
+            &format!("https://127.0.0.1:{port}"),
+            "--config",
+            &s(&sdir.join("station.toml")),
+            "--state-dir",
+            &s(&sdir.join("state")),
+            "--extra",
+            &format!(
+                "user_socket = \"{}\"\nadvertise_secs = 1\n",
+                s(&sdir.join("user.sock"))
+            ),
+            "--tables",
+            &common::isolation_toml(),
         ])
     }
 
@@ -101,16 +127,40 @@ impl Pool {
     }
 
     fn start(dir: &Path, pool: &str, names: &[&str]) -> Pool {
+        use std::os::unix::fs::PermissionsExt;
+        // Guests (slot accounts) must reach the stations' sandboxes below.
+        std::fs::create_dir_all(dir).unwrap();
+        for d in [dir, dir.parent().unwrap()] {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
         let cport = free_port();
         let cfg = dir.join("coordinator.toml");
         ok(&[
-            "pool", "init", "--name", pool, "--address", "127.0.0.1",
-            "--listen", &format!("127.0.0.1:{cport}"),
-            "--state-dir", &s(&dir.join("coord")), "--config", &s(&cfg),
+            "pool",
+            "init",
+            "--name",
+            pool,
+            "--address",
+            "127.0.0.1",
+            "--listen",
+            &format!("127.0.0.1:{cport}"),
+            "--state-dir",
+            &s(&dir.join("coord")),
+            "--config",
+            &s(&cfg),
         ]);
         let text = std::fs::read_to_string(&cfg).unwrap();
-        std::fs::write(&cfg, format!("advertise_period_secs = 1\nscheduling_interval_secs = 0.5\n{text}")).unwrap();
-        let mut daemons = Daemons(vec![spawn("coordinator", &cfg, &dir.join("coord.log"), cport)]);
+        std::fs::write(
+            &cfg,
+            format!("advertise_period_secs = 1\nscheduling_interval_secs = 0.5\n{text}"),
+        )
+        .unwrap();
+        let mut daemons = Daemons(vec![spawn(
+            "coordinator",
+            &cfg,
+            &dir.join("coord.log"),
+            cport,
+        )]);
         let mut pool = Pool {
             dir: dir.to_path_buf(),
             pool: pool.into(),
@@ -122,7 +172,11 @@ impl Pool {
             let port = free_port();
             let t = pool.join_token(n);
             let o = pool.join(&t, n, port);
-            assert!(o.status.success(), "join {n}: {}", String::from_utf8_lossy(&o.stderr));
+            assert!(
+                o.status.success(),
+                "join {n}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
             daemons.0.push(spawn(
                 "station",
                 &dir.join(n).join("station.toml"),
@@ -137,7 +191,10 @@ impl Pool {
 }
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// A raw plain-text request; the whole answer.
@@ -173,7 +230,10 @@ fn client(ca: &PoolCa, me: Option<&Identity>, expect: Expect) -> reqwest::Client
 }
 
 fn station_token(pool: &Pool, name: &str) -> String {
-    std::fs::read_to_string(pool.dir.join(name).join("station.token")).unwrap().trim().to_string()
+    std::fs::read_to_string(pool.dir.join(name).join("station.token"))
+        .unwrap()
+        .trim()
+        .to_string()
 }
 
 #[test]
@@ -189,7 +249,11 @@ fn tls_and_enrolment_attacks_are_refused_and_change_nothing() {
     // The honest path works: s1's own certificate and token at the
     // coordinator (the station's own ads prove it too).
     let me1 = pool.identity("s1");
-    let honest = client(&ca, Some(&me1), Expect::Named(gleaner_edge::tls::coordinator_dns("lab")));
+    let honest = client(
+        &ca,
+        Some(&me1),
+        Expect::Named(gleaner_edge::tls::coordinator_dns("lab")),
+    );
     assert_eq!(get(&honest, pool.cport, "/v1/pool", &tok1), Ok(200));
 
     // 1. Plain text against TLS daemons: a plain 400 naming HTTPS, no
@@ -200,14 +264,20 @@ fn tls_and_enrolment_attacks_are_refused_and_change_nothing() {
             port,
             "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
         );
-        assert!(answer.starts_with("HTTP/1.1 400") && answer.contains("HTTPS only"), "{answer}");
+        assert!(
+            answer.starts_with("HTTP/1.1 400") && answer.contains("HTTPS only"),
+            "{answer}"
+        );
     }
 
     // 2. A client certificate from another pool's CA: the handshake fails.
     let evil = other.identity("evil");
     let foreign = client(&ca, Some(&evil), Expect::UrlHost);
     let e = get(&foreign, s1, "/v1/whoami", &tok1).unwrap_err();
-    assert!(e.contains("Certificate") || e.contains("certificate") || e.contains("alert"), "{e}");
+    assert!(
+        e.contains("UnknownCA") || e.to_lowercase().contains("certificate"),
+        "{e}"
+    );
     let e = get(&foreign, pool.cport, "/v1/pool", &tok1).unwrap_err();
     assert!(!e.is_empty());
 
@@ -252,11 +322,18 @@ fn tls_and_enrolment_attacks_are_refused_and_change_nothing() {
     let wrong = pool.join(&t4, "s5", free_port());
     assert!(!wrong.status.success());
     let err = String::from_utf8_lossy(&wrong.stderr);
-    assert!(err.contains("403") && err.contains("for station \"s4\""), "{err}");
+    assert!(
+        err.contains("403") && err.contains("for station \"s4\""),
+        "{err}"
+    );
     assert_eq!(pool.registry(), before);
     assert!(!pool.dir.join("s5").join("station.toml").exists());
     let right = pool.join(&t4, "s4", free_port());
-    assert!(right.status.success(), "{}", String::from_utf8_lossy(&right.stderr));
+    assert!(
+        right.status.success(),
+        "{}",
+        String::from_utf8_lossy(&right.stderr)
+    );
     // A join token is no bearer token anywhere else.
     let t6 = pool.join_token("s6");
     assert_eq!(get(&bare, pool.cport, "/v1/pool", &t6), Ok(401));
@@ -290,7 +367,10 @@ fn tls_and_enrolment_attacks_are_refused_and_change_nothing() {
         })
     };
     let e = at(s2).unwrap_err();
-    assert!(e.contains("NotValidForName") || e.contains("not valid for"), "{e}");
+    assert!(
+        e.contains("NotValidForName") || e.contains("not valid for"),
+        "{e}"
+    );
     assert!(at(other.port("evil")).is_err());
     // The real s1 answers (401: no credential sent, but the handshake
     // with the right name went through).
@@ -315,18 +395,33 @@ fn plain_http_is_refused_off_loopback() {
     let o = glean(&["station", "--config", &s(&cfg)]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("listen") && err.contains("only on loopback"), "{err}");
+    assert!(
+        err.contains("listen") && err.contains("only on loopback"),
+        "{err}"
+    );
     assert!(!dir.path().join("state").join("queue.db").exists());
 
     let c = dir.path().join("c.toml");
     std::fs::write(&c, "listen = \"0.0.0.0:0\"\n").unwrap();
-    let o = glean(&["coordinator", "--config", &s(&c), "--state-dir", &s(&dir.path().join("cs"))]);
+    let o = glean(&[
+        "coordinator",
+        "--config",
+        &s(&c),
+        "--state-dir",
+        &s(&dir.path().join("cs")),
+    ]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("only on loopback"));
 
     let tok = dir.path().join("token");
     std::fs::write(&tok, "x.y").unwrap();
-    let o = glean(&["q", "--station", "http://192.0.2.1:9620", "--token", &s(&tok)]);
+    let o = glean(&[
+        "q",
+        "--station",
+        "http://192.0.2.1:9620",
+        "--token",
+        &s(&tok),
+    ]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("only on loopback"));
 }

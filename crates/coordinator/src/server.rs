@@ -511,7 +511,8 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
     };
     let listener = gleaner_edge::tls::Bound::bind(
         config.listen,
-        tls.as_ref().map(|(sc, _, pool)| (sc.clone(), pool.as_str())),
+        tls.as_ref()
+            .map(|(sc, _, pool)| (sc.clone(), pool.as_str())),
     )
     .await
     .map_err(CoordinatorError::Tls)?;

@@ -9,7 +9,9 @@
 use axum::Router;
 use axum::routing::get;
 use gleaner_edge::tls::{Bound, Expect, Identity, PoolCa, client_config, serve, server};
-use rcgen::{BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, SanType};
+use rcgen::{
+    BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, SanType,
+};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -26,9 +28,15 @@ fn pki(dir: &Path) -> (PoolCa, Identity, Identity) {
             SanType::DnsName(name.try_into().unwrap()),
             SanType::IpAddress("127.0.0.1".parse().unwrap()),
         ];
-        p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+        p.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
         let cert = p.signed_by(&key, &issuer).unwrap();
-        let (c, k) = (dir.join(format!("{file}.crt")), dir.join(format!("{file}.key")));
+        let (c, k) = (
+            dir.join(format!("{file}.crt")),
+            dir.join(format!("{file}.key")),
+        );
         std::fs::write(&c, cert.pem()).unwrap();
         std::fs::write(&k, key.serialize_pem()).unwrap();
 
@@ -60,25 +68,37 @@ async fn measure(client: &reqwest::Client, url: &str, n: usize) -> (f64, f64) {
 }
 
 fn main() {
-    let n: usize = std::env::var("TLS_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(500);
+    let n: usize = std::env::var("TLS_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500);
     let dir = tempfile::tempdir().unwrap();
     let (ca, srv, cli) = pki(dir.path());
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let app = || Router::new().route("/v1/health", get(|| async { "ok" }));
-        let plain = Bound::bind("127.0.0.1:0".parse().unwrap(), None).await.unwrap();
+        let plain = Bound::bind("127.0.0.1:0".parse().unwrap(), None)
+            .await
+            .unwrap();
         let plain_port = plain.local_addr().unwrap().port();
         tokio::spawn(serve(plain, app(), std::future::pending()));
         let sc = server::server_config(&ca, &srv).unwrap();
-        let tls = Bound::bind("127.0.0.1:0".parse().unwrap(), Some((sc, "bench"))).await.unwrap();
+        let tls = Bound::bind("127.0.0.1:0".parse().unwrap(), Some((sc, "bench")))
+            .await
+            .unwrap();
         let tls_port = tls.local_addr().unwrap().port();
         tokio::spawn(serve(tls, app(), std::future::pending()));
         let plain_url = format!("http://127.0.0.1:{plain_port}/v1/health");
         let tls_url = format!("https://127.0.0.1:{tls_port}/v1/health");
         let fresh = |b: reqwest::ClientBuilder| b.pool_max_idle_per_host(0);
         let mk_tls = |fresh_conn: bool| {
-            let b = reqwest::Client::builder()
-                .use_preconfigured_tls(client_config(&ca, Some(&cli), Expect::Named("s1.station.bench".into())).unwrap());
+            let b = reqwest::Client::builder().use_preconfigured_tls(
+                client_config(&ca, Some(&cli), Expect::Named("s1.station.bench".into())).unwrap(),
+            );
             if fresh_conn { fresh(b) } else { b }.build().unwrap()
         };
         let plain_new = fresh(reqwest::Client::builder()).build().unwrap();
@@ -90,7 +110,11 @@ fn main() {
         println!("tls_handshake: {n} requests each, loopback, median / p90 in µs");
         for (what, c, url) in [
             ("plain HTTP, new connection each", &plain_new, &plain_url),
-            ("TLS 1.3 + client cert, new connection each", &tls_new, &tls_url),
+            (
+                "TLS 1.3 + client cert, new connection each",
+                &tls_new,
+                &tls_url,
+            ),
             ("plain HTTP, kept alive", &plain_keep, &plain_url),
             ("TLS 1.3, kept alive", &tls_keep, &tls_url),
         ] {

@@ -38,7 +38,9 @@ impl std::fmt::Debug for JoinToken {
 }
 
 fn hex_of_len(s: &str, n: usize) -> bool {
-    s.len() == n && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == n
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 impl JoinToken {
@@ -58,7 +60,9 @@ impl JoinToken {
             ));
         };
         if prefix != JOIN_PREFIX {
-            return Err(format!("not a join token: it does not start with {JOIN_PREFIX}."));
+            return Err(format!(
+                "not a join token: it does not start with {JOIN_PREFIX}."
+            ));
         }
         if !hex_of_len(id, 32) || !hex_of_len(secret, 32) || !hex_of_len(ca, 64) {
             return Err("malformed join token (wrong length or not lower-case hex)".into());
@@ -78,7 +82,11 @@ impl JoinToken {
 
 impl std::fmt::Display for JoinToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{JOIN_PREFIX}.{}.{}.{}", self.id, self.secret, self.ca_sha256)
+        write!(
+            f,
+            "{JOIN_PREFIX}.{}.{}.{}",
+            self.id, self.secret, self.ca_sha256
+        )
     }
 }
 
@@ -129,7 +137,11 @@ mod tests {
         };
         assert_eq!(JoinToken::parse(&t.to_string()).unwrap(), t);
         assert!(!format!("{t:?}").contains(&"a".repeat(32)));
-        assert!(JoinToken::parse("gleaner-join1.x.y").unwrap_err().contains("expected"));
+        assert!(
+            JoinToken::parse("gleaner-join1.x.y")
+                .unwrap_err()
+                .contains("expected")
+        );
         assert!(JoinToken::parse(&t.to_string().replace("join1", "join2")).is_err());
         assert!(JoinToken::parse(&t.to_string().to_uppercase()).is_err());
     }

@@ -181,12 +181,15 @@ impl ClientSettings {
         let ca = match &pool.ca {
             None => None,
             Some(p) => {
-                let path = if p.is_absolute() { p.clone() } else { home.join(p) };
+                let path = if p.is_absolute() {
+                    p.clone()
+                } else {
+                    home.join(p)
+                };
                 let name = pool.pool.as_deref().unwrap_or("gleaner");
-                Some(
-                    gleaner_edge::tls::PoolCa::load(name, &path)
-                        .map_err(|e| ClientError::Config(format!("ca in {}: {e}", pool_path.display())))?,
-                )
+                Some(gleaner_edge::tls::PoolCa::load(name, &path).map_err(|e| {
+                    ClientError::Config(format!("ca in {}: {e}", pool_path.display()))
+                })?)
             }
         };
         Ok(ClientSettings {

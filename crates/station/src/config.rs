@@ -318,7 +318,10 @@ impl StationConfig {
                  (glean station join) or listen on 127.0.0.1",
             );
         }
-        for (field, url) in [("coordinator", &self.coordinator), ("address", &self.address)] {
+        for (field, url) in [
+            ("coordinator", &self.coordinator),
+            ("address", &self.address),
+        ] {
             if !url.is_empty()
                 && let Err(e) = gleaner_edge::tls::check_url(field, url, plain)
             {

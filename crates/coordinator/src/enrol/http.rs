@@ -58,7 +58,10 @@ fn refused(e: TokenRegistryError) -> ApiError {
         TokenRegistryError::Join(_) => ApiError::new(ErrorCode::Unauthorized, e.to_string()),
         other => {
             tracing::error!(error = %other, "join failed");
-            ApiError::new(ErrorCode::Internal, "the coordinator could not record the join")
+            ApiError::new(
+                ErrorCode::Internal,
+                "the coordinator could not record the join",
+            )
         }
     }
 }
@@ -71,9 +74,7 @@ async fn join(State(s): State<Arc<EnrolState>>, req: Request) -> Result<Response
         .unwrap_or_default();
     let token = gleaner_edge::auth::bearer(req.headers())
         .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "missing bearer join token"))
-        .and_then(|t| {
-            JoinToken::parse(t).map_err(|e| ApiError::new(ErrorCode::Unauthorized, e))
-        })?;
+        .and_then(|t| JoinToken::parse(t).map_err(|e| ApiError::new(ErrorCode::Unauthorized, e)))?;
     // Who is calling, before the body is read.
     let now = wall_secs();
     let (s2, t2) = (s.clone(), token.clone());
@@ -87,8 +88,11 @@ async fn join(State(s): State<Arc<EnrolState>>, req: Request) -> Result<Response
     let bytes = axum::body::to_bytes(req.into_body(), MAX_JOIN_BODY)
         .await
         .map_err(|e| {
-            ApiError::new(ErrorCode::BadRequest, format!("join request over {MAX_JOIN_BODY} bytes or unreadable: {e}"))
-                .with_status(StatusCode::PAYLOAD_TOO_LARGE)
+            ApiError::new(
+                ErrorCode::BadRequest,
+                format!("join request over {MAX_JOIN_BODY} bytes or unreadable: {e}"),
+            )
+            .with_status(StatusCode::PAYLOAD_TOO_LARGE)
         })?;
     let body: JoinRequest = gleaner_edge::parse_json(&bytes)?;
     check_version(body.protocol).map_err(ApiError::from)?;

@@ -65,7 +65,11 @@ fn sha256_hex(s: &str) -> String {
 
 /// Equal in time independent of where they differ.
 fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 /// A new join token for station `station`, usable for `hours`, carrying the
@@ -133,7 +137,11 @@ pub struct Enrolment {
 
 /// Checks the join token without writing: for the answer before the body
 /// is read. The join itself checks again under the lock.
-pub fn check(registry: &TokenRegistry, token: &JoinToken, now: u64) -> Result<String, TokenRegistryError> {
+pub fn check(
+    registry: &TokenRegistry,
+    token: &JoinToken,
+    now: u64,
+) -> Result<String, TokenRegistryError> {
     let list = registry.list()?;
     let rec = list
         .iter()

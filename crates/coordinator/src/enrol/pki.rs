@@ -10,8 +10,7 @@
 use gleaner_edge::tls::{coordinator_dns, station_dns};
 use rcgen::{
     BasicConstraints, CertificateParams, CertificateSigningRequestParams, DistinguishedName,
-    DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
-    SerialNumber,
+    DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
 };
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -127,7 +126,9 @@ pub struct PoolCaKey {
 
 impl std::fmt::Debug for PoolCaKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PoolCaKey").field("pool", &self.pool).finish_non_exhaustive()
+        f.debug_struct("PoolCaKey")
+            .field("pool", &self.pool)
+            .finish_non_exhaustive()
     }
 }
 
@@ -150,7 +151,10 @@ impl PoolCaKey {
         if mode & 0o077 != 0 {
             return Err(bad(
                 ca_key,
-                format!("the CA key is readable by group or others (mode {:o}); chmod 600 it", mode & 0o777),
+                format!(
+                    "the CA key is readable by group or others (mode {:o}); chmod 600 it",
+                    mode & 0o777
+                ),
             ));
         }
         let ca_pem = std::fs::read_to_string(ca).map_err(io(ca))?;
@@ -273,8 +277,12 @@ mod tests {
         std::fs::write(dir.path().join("ca.pem"), &ca).unwrap();
         gleaner_proto::creds::write_atomic(&dir.path().join("ca.key"), key.as_bytes(), 0o600)
             .unwrap();
-        let ca_key = PoolCaKey::load("lab", &dir.path().join("ca.pem"), &dir.path().join("ca.key"))
-            .unwrap();
+        let ca_key = PoolCaKey::load(
+            "lab",
+            &dir.path().join("ca.pem"),
+            &dir.path().join("ca.key"),
+        )
+        .unwrap();
         let (csr, _skey) = new_request().unwrap();
         let cert = ca_key
             .station_cert("ws1", &csr, &["https://10.0.0.1:9620".into()])
@@ -288,8 +296,12 @@ mod tests {
             std::os::unix::fs::PermissionsExt::from_mode(0o640),
         )
         .unwrap();
-        let e = PoolCaKey::load("lab", &dir.path().join("ca.pem"), &dir.path().join("ca.key"))
-            .unwrap_err();
+        let e = PoolCaKey::load(
+            "lab",
+            &dir.path().join("ca.pem"),
+            &dir.path().join("ca.key"),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("chmod 600"), "{e}");
     }
 

@@ -41,7 +41,11 @@ pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 /// The DNS name in the certificate of station `name` of pool `pool`.
 pub fn station_dns(pool: &str, name: &str) -> String {
-    format!("{}.station.{}", name.to_ascii_lowercase(), pool.to_ascii_lowercase())
+    format!(
+        "{}.station.{}",
+        name.to_ascii_lowercase(),
+        pool.to_ascii_lowercase()
+    )
 }
 
 /// The DNS name in the coordinator's certificate of pool `pool`.
@@ -92,7 +96,10 @@ mod tests {
         assert!(check_url("coordinator", "http://[::1]:9618/", true).is_ok());
         assert!(check_url("coordinator", "http://localhost:9618", true).is_ok());
         let e = check_url("coordinator", "http://10.1.2.3:9618", true).unwrap_err();
-        assert!(e.contains("only on loopback") && e.contains("coordinator"), "{e}");
+        assert!(
+            e.contains("only on loopback") && e.contains("coordinator"),
+            "{e}"
+        );
         assert!(check_url("x", "http://127.0.0.1:1", false).is_err());
         assert!(check_url("x", "https://10.1.2.3:9618", false).is_ok());
         assert!(check_url("x", "ftp://a", true).is_err());

@@ -119,9 +119,11 @@ impl TlsListener {
                 };
                 let (acceptor, tx, pool) = (acceptor.clone(), tx.clone(), pool.clone());
                 tokio::spawn(async move {
-                    let done =
-                        tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(acceptor, tcp, addr, &pool))
-                            .await;
+                    let done = tokio::time::timeout(
+                        HANDSHAKE_TIMEOUT,
+                        handshake(acceptor, tcp, addr, &pool),
+                    )
+                    .await;
                     drop(permit);
                     match done {
                         Ok(Some(conn)) => {

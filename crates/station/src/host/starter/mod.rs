@@ -179,7 +179,10 @@ impl Starter {
         if let Some(m) = &cgroups {
             m.ensure_parent()?;
         }
-        let (timeout, agent) = (config.http_timeout, format!("gleaner-starter/{}", config.host));
+        let (timeout, agent) = (
+            config.http_timeout,
+            format!("gleaner-starter/{}", config.host),
+        );
         let base: gleaner_edge::tls::client::BaseBuilder = Arc::new(move || {
             reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(5))
@@ -189,7 +192,9 @@ impl Starter {
                 .user_agent(agent.clone())
         });
         let peers = match &config.tls {
-            Some((ca, me)) => gleaner_edge::tls::PeerClients::tls(base, ca.clone(), Some(me.clone())),
+            Some((ca, me)) => {
+                gleaner_edge::tls::PeerClients::tls(base, ca.clone(), Some(me.clone()))
+            }
             None => gleaner_edge::tls::PeerClients::plain(base),
         }
         .map_err(|e| StarterError::Http(e.to_string()))?;
