@@ -18,11 +18,19 @@
 //! $GLEAN_HOME/token, admin.token       bearer tokens for this user (0600)
 //! $GLEAN_HOME/pool.toml                station0's socket and URL, the coordinator's URL
 //! $GLEAN_HOME/coordinator/             config, log
-//! $GLEAN_HOME/coordinator/state/       signing.key (0600, the coordinator's only),
-//!                                      pool.pub, tokens.json, fairness state
-//! $GLEAN_HOME/stations/stationK/       config, station.token (0600), queue, spool,
-//!                                      log, `owner` file
+//! $GLEAN_HOME/pool-ca.pem              the pool CA, for the CLI (TLS)
+//! $GLEAN_HOME/coordinator/state/       signing.key, ca.key (0600, the coordinator's
+//!                                      only), pool.pub, ca.pem, coordinator.crt/.key,
+//!                                      tokens.json, fairness state
+//! $GLEAN_HOME/stations/stationK/       config, station.key (0600), station.crt,
+//!                                      station.token (0600), queue, spool, log,
+//!                                      `owner` file
 //! ```
+//!
+//! The pool is made as any pool is (`docs/deploy.md`): `glean pool init`
+//! for the pool `up` (the CA, the coordinator's certificate for 127.0.0.1),
+//! then for each station a one-time join token and `glean station join`.
+//! Every daemon speaks TLS on loopback; `--plain-http` keeps plain HTTP.
 //! Each station's owner activity comes from its `owner` file (write
 //! `active` or `idle` into it), so owner returns can be replayed by hand
 //! or by scripts.
