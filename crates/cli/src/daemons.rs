@@ -115,7 +115,7 @@ pub enum StationAction {
     /// Enrol this machine in a pool: fetch and pin the pool CA, make this
     /// station's key, get its certificate and station token with a
     /// one-time join token, write its configuration.
-    Join(crate::join::JoinArgs),
+    Join(Box<crate::join::JoinArgs>),
 }
 
 /// `glean station`: run a station daemon (owner monitor, job queue, local
@@ -123,7 +123,7 @@ pub enum StationAction {
 pub fn station(args: StationArgs) -> anyhow::Result<ExitCode> {
     use gleaner_station::{config::StationConfig, node::run};
     if let Some(StationAction::Join(j)) = args.action {
-        return crate::join::run(j);
+        return crate::join::run(*j);
     }
     let mut config = match &args.config {
         Some(path) => StationConfig::load(path)

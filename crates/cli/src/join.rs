@@ -247,10 +247,9 @@ async fn exchange(url: &str, token: &JoinToken, req: &JoinRequest) -> anyhow::Re
             .unwrap_or(text);
         bail!("the coordinator refused the join ({status}): {why}");
     }
-    Ok(resp
-        .json::<JoinReply>()
+    resp.json::<JoinReply>()
         .await
-        .context("reading the join reply")?)
+        .context("reading the join reply")
 }
 
 #[allow(clippy::too_many_arguments)]

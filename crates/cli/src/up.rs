@@ -375,40 +375,20 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
             })
             .with_context(|| format!("{name} joining the pool"))?;
         } else {
+            // Plain HTTP: the station token written here, as before.
             let token_file = sdir.join("station.token");
             write_private(&token_file, &creds.token(Role::Station, &name)?)?;
             std::fs::write(
                 &scfg,
                 format!(
                     "name = {}\nlisten = {}\nstate_dir = {}\ncoordinator = {}\npublic_key = {}\n\
-                 token_file = {}\n\
-                 advertise_secs = {advertise}\nplacement_interval_secs = 0\ncpus = 1\n\
-                 user_socket = {}\n\
-                 activity = {{ source = \"file\", path = {} }}\n{execute_line}{}",
+                     token_file = {}\n{extra}{tables}",
                     q(&name),
                     q(&addr.to_string()),
                     q(&sdir.join("state").display().to_string()),
                     q(&coord_url),
                     q(&creds.public_key.display().to_string()),
                     q(&token_file.display().to_string()),
-                    q(&socket.display().to_string()),
-                    q(&owner.display().to_string()),
-                    if args.demo {
-                        let p = crate::demo::POLICIES[k as usize % crate::demo::POLICIES.len()];
-                        format!("eviction_policy = {}\n", q(p))
-                    } else {
-                        String::new()
-                    },
-                ) + &format!(
-                    // Guests in real cgroups where this user may create them
-                    // (root, or a delegated subtree); otherwise the station warns
-                    // and falls back to per-task SCHED_IDLE. One parent per
-                    // station port, so pools side by side never share groups.
-                    // Slot accounts of its own per station (as on separate
-                    // machines): stations of one machine sharing the default
-                    // accounts would leave only that many guests machine-wide.
-                    "[isolation]\ncgroups = \"auto\"\nparent = \"gleaner-{port}\"\n\
-                 slot_prefix = \"gleaner-s{k}-\"\n"
                 ),
             )?;
         }

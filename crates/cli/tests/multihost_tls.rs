@@ -490,17 +490,16 @@ fn a_pool_on_separate_hosts_with_tls() {
         .current_dir(&bob_work));
     println!("bob: {}", text(&out));
     let submitted = Instant::now();
-    let mut done = Vec::new();
     let end = Instant::now() + Duration::from_secs(150);
-    loop {
-        done = details(&rt, &h1);
+    let done = loop {
+        let mut done = details(&rt, &h1);
         done.extend(details(&rt, &h2));
         if done.len() == 30
             && done
                 .iter()
                 .all(|d| matches!(d.job.state, JobState::Completed { .. }))
         {
-            break;
+            break done;
         }
         if Instant::now() > end {
             let mut why = String::new();
@@ -524,7 +523,7 @@ fn a_pool_on_separate_hosts_with_tls() {
             panic!("30 jobs did not complete:\n{why}\n{}", net.logs());
         }
         std::thread::sleep(Duration::from_millis(300));
-    }
+    };
     let jobs_secs = submitted.elapsed().as_secs_f64();
     let mut hosts_used = BTreeSet::new();
     for d in &done {
@@ -689,14 +688,7 @@ fn a_pool_on_separate_hosts_with_tls() {
             .iter()
             .filter(|e| e.kind == JobEventKind::Evicted)
             .count();
-        let steps: Vec<(u32, u32)> = std::fs::read_to_string(&progress)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| {
-                let mut it = l.split_whitespace();
-                Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
-            })
-            .collect();
+        let steps = fault_pool::progress_of(&progress);
         let ended = d.job.host.clone().unwrap_or_default();
         if k == 0 {
             // Shorter than the lease: rode it out where it was.
