@@ -81,7 +81,10 @@ pub fn coordinator(args: CoordinatorArgs) -> anyhow::Result<ExitCode> {
 }
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct StationArgs {
+    #[command(subcommand)]
+    pub action: Option<StationAction>,
     /// TOML configuration file (see docs/configuration.md).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -112,10 +115,21 @@ pub struct StationArgs {
     pub check_config: bool,
 }
 
+#[derive(clap::Subcommand, Debug)]
+pub enum StationAction {
+    /// Enrol this machine in a pool: fetch and pin the pool CA, make this
+    /// station's key, get its certificate and station token with a
+    /// one-time join token, write its configuration.
+    Join(Box<crate::join::JoinArgs>),
+}
+
 /// `glean station`: run a station daemon (owner monitor, job queue, local
 /// scheduler, shadow and starter) in the foreground.
 pub fn station(args: StationArgs) -> anyhow::Result<ExitCode> {
     use gleaner_station::{config::StationConfig, node::run};
+    if let Some(StationAction::Join(j)) = args.action {
+        return crate::join::run(*j);
+    }
     let mut config = match &args.config {
         Some(path) => StationConfig::load(path)
             .with_context(|| format!("configuration {}", path.display()))?,

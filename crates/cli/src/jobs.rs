@@ -245,7 +245,7 @@ fn analyze(job: &str, args: &QArgs, out: &dyn Output) -> anyhow::Result<ExitCode
     let detail = rt
         .block_on(client.job(job))
         .with_context(|| format!("cannot read job {job}"))?;
-    let c = StationClient::new(coord, settings.token()?)?;
+    let c = settings.coordinator_client(&coord)?;
     let view: AdsView = rt
         .block_on(c.get_json("/v1/ads"))
         .context("cannot read the coordinator's machine ads")?;
@@ -351,7 +351,7 @@ pub fn status(args: StatusArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     let settings = args.connect.settings()?;
     let rt = runtime()?;
     if let Some(coord) = args.coordinator.clone().or(settings.coordinator.clone()) {
-        let c = StationClient::new(coord, settings.token()?)?;
+        let c = settings.coordinator_client(&coord)?;
         if args.long {
             let view: gleaner_coordinator::matchmaker::AdsView =
                 rt.block_on(c.get_json("/v1/ads"))?;
@@ -381,7 +381,7 @@ pub fn userprio(args: StatusArgs, out: &dyn Output) -> anyhow::Result<ExitCode> 
     let Some(coord) = args.coordinator.clone().or(settings.coordinator.clone()) else {
         anyhow::bail!("no coordinator: pass --coordinator URL or set `coordinator` in pool.toml");
     };
-    let c = StationClient::new(coord, settings.token()?)?;
+    let c = settings.coordinator_client(&coord)?;
     let up: gleaner_proto::wire::UserPrio = runtime()?.block_on(c.get_json("/v1/userprio"))?;
     out.userprio(&up);
     Ok(ExitCode::SUCCESS)

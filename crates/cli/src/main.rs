@@ -12,13 +12,16 @@ mod demo_users;
 mod generate;
 mod job_select;
 mod jobs;
+mod join;
 mod output;
+mod pool;
 mod sim;
 mod station_check;
 mod supervise;
 mod tail;
 mod token;
 mod up;
+mod user;
 mod watch;
 mod web;
 
@@ -88,6 +91,10 @@ enum Command {
     /// This machine's lending: the owner's page and controls (stop, resume,
     /// schedule, policy, memory).
     Owner(web::OwnerArgs),
+    /// Set up a pool: its keys, CA and the coordinator's configuration.
+    Pool(pool::PoolArgs),
+    /// Users of the pool from other machines: a token and a client file.
+    User(user::UserArgs),
 }
 
 fn main() -> ExitCode {
@@ -126,6 +133,8 @@ fn main() -> ExitCode {
         Command::Generate(args) => generate::run(args, Cli::command()),
         Command::Dashboard(args) => web::dashboard(args),
         Command::Owner(args) => web::owner(args, cli.json),
+        Command::Pool(args) => pool::run(args),
+        Command::User(args) => user::run(args),
     };
     match result {
         Ok(code) => code,

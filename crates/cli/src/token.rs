@@ -29,7 +29,7 @@ enum TokenCommand {
 
 /// Where the coordinator's state directory is.
 #[derive(Args, Debug)]
-struct Place {
+pub struct Place {
     /// The coordinator's state directory (holding signing.key and
     /// tokens.json).
     #[arg(long, value_name = "DIR", conflicts_with = "config")]
@@ -49,9 +49,19 @@ struct CreateArgs {
     /// An administrator token (may act on every job and station).
     #[arg(long, value_name = "NAME")]
     admin: Option<String>,
-    /// The token of the station named NAME (it may speak only for itself).
+    /// For the station named NAME: in a pool with a CA (`glean pool
+    /// init`), a one-time join token for `glean station join`; the station
+    /// gets its certificate and its own station token when it joins. In a
+    /// pool without one, or with --direct, the station token itself.
     #[arg(long, value_name = "NAME")]
     station: Option<String>,
+    /// With --station: print the station token itself, not a join token
+    /// (for a station set up by hand, without TLS).
+    #[arg(long, requires = "station")]
+    direct: bool,
+    /// With --station: how long the join token may be used, hours.
+    #[arg(long, value_name = "HOURS", default_value_t = gleaner_coordinator::enrol::joins::DEFAULT_JOIN_HOURS)]
+    join_hours: u64,
     /// Lifetime in days. Default 30 for user and admin tokens (which always
     /// expire), 365 for station tokens; 0 (never) for station tokens only.
     #[arg(long, value_name = "DAYS")]
@@ -84,17 +94,24 @@ pub fn run(args: TokenArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
 
 /// The coordinator's state directory (for `tokens.json`) and its signing
 /// key file, as the coordinator itself finds them.
-struct Where {
-    state_dir: PathBuf,
-    key: PathBuf,
+pub struct Where {
+    pub state_dir: PathBuf,
+    pub key: PathBuf,
+    /// The pool CA (pool name, certificate), when the pool has one.
+    pub ca: Option<(String, PathBuf)>,
+    /// The coordinator's URL, when configured.
+    pub address: String,
 }
 
 impl Place {
-    fn resolve(&self) -> anyhow::Result<Where> {
+    pub fn resolve(&self) -> anyhow::Result<Where> {
         if let Some(d) = &self.state_dir {
+            let ca = d.join("ca.pem");
             return Ok(Where {
                 key: signing_key_path(d),
                 state_dir: d.clone(),
+                ca: ca.exists().then(|| (String::new(), ca)),
+                address: String::new(),
             });
         }
         let config = match &self.config {
@@ -104,6 +121,8 @@ impl Place {
         };
         Ok(Where {
             key: config.signing_key_path(),
+            ca: config.tls_paths().map(|t| (t.pool, t.ca)),
+            address: config.address.clone(),
             state_dir: config.state_dir,
         })
     }
@@ -120,7 +139,7 @@ fn no_key_here(path: &Path) -> anyhow::Error {
     )
 }
 
-fn signer_at(place: &Where) -> anyhow::Result<PoolSigner> {
+pub fn signer_at(place: &Where) -> anyhow::Result<PoolSigner> {
     let path = &place.key;
     match load_signing_key(path) {
         Ok(s) => Ok(s),
@@ -149,14 +168,14 @@ fn registry_at(place: &Where) -> anyhow::Result<TokenRegistry> {
     }
 }
 
-fn now_secs() -> u64 {
+pub fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
 
 fn create(a: CreateArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
-    let (role, subject) = match (a.user, a.admin, a.station) {
+    let (role, subject) = match (a.user.clone(), a.admin.clone(), a.station.clone()) {
         (Some(n), None, None) => (Role::User, n),
         (None, Some(n), None) => (Role::Admin, n),
         (None, None, Some(n)) => (Role::Station, n),
@@ -166,12 +185,54 @@ fn create(a: CreateArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     let place = a.place.resolve()?;
     let signer = signer_at(&place)?;
     let registry = TokenRegistry::in_state_dir(&place.state_dir);
+    if role == Role::Station
+        && !a.direct
+        && let Some((pool, ca)) = &place.ca
+    {
+        return create_join(&registry, &place, pool, ca, &subject, &a, out);
+    }
     let request = TokenRequest {
         role,
         subject,
         expires_days: a.expires,
     };
     out.token_issued(&registry.create(&signer, &request, now_secs())?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A one-time join token for station `name`, pinning the pool CA.
+fn create_join(
+    registry: &TokenRegistry,
+    place: &Where,
+    pool: &str,
+    ca: &Path,
+    name: &str,
+    a: &CreateArgs,
+    out: &dyn Output,
+) -> anyhow::Result<ExitCode> {
+    let ca = gleaner_edge::tls::PoolCa::load(pool, ca)?;
+    let (token, record) = gleaner_coordinator::enrol::joins::create(
+        registry,
+        name,
+        a.join_hours,
+        a.expires,
+        &ca.fingerprint(),
+        now_secs(),
+    )?;
+    let url = if place.address.is_empty() {
+        "https://COORDINATOR:9618"
+    } else {
+        place.address.as_str()
+    };
+    eprintln!(
+        "one-time join token for station {name}, usable for {} h; on {name}, as root:
+           glean station join {url} --name {name} --token TOKEN",
+        a.join_hours
+    );
+    out.token_issued(&gleaner_coordinator::tokens::IssuedToken {
+        token: token.to_string(),
+        record,
+    });
     Ok(ExitCode::SUCCESS)
 }
 

@@ -18,11 +18,19 @@
 //! $GLEAN_HOME/token, admin.token       bearer tokens for this user (0600)
 //! $GLEAN_HOME/pool.toml                station0's socket and URL, the coordinator's URL
 //! $GLEAN_HOME/coordinator/             config, log
-//! $GLEAN_HOME/coordinator/state/       signing.key (0600, the coordinator's only),
-//!                                      pool.pub, tokens.json, fairness state
-//! $GLEAN_HOME/stations/stationK/       config, station.token (0600), queue, spool,
-//!                                      log, `owner` file
+//! $GLEAN_HOME/pool-ca.pem              the pool CA, for the CLI (TLS)
+//! $GLEAN_HOME/coordinator/state/       signing.key, ca.key (0600, the coordinator's
+//!                                      only), pool.pub, ca.pem, coordinator.crt/.key,
+//!                                      tokens.json, fairness state
+//! $GLEAN_HOME/stations/stationK/       config, station.key (0600), station.crt,
+//!                                      station.token (0600), queue, spool, log,
+//!                                      `owner` file
 //! ```
+//!
+//! The pool is made as any pool is (`docs/deploy.md`): `glean pool init`
+//! for the pool `up` (the CA, the coordinator's certificate for 127.0.0.1),
+//! then for each station a one-time join token and `glean station join`.
+//! Every daemon speaks TLS on loopback; `--plain-http` keeps plain HTTP.
 //! Each station's owner activity comes from its `owner` file (write
 //! `active` or `idle` into it), so owner returns can be replayed by hand
 //! or by scripts.
@@ -56,7 +64,15 @@ pub struct UpArgs {
     /// back to their desks), print a summary and stop the pool.
     #[arg(long)]
     pub demo: bool,
+    /// Plain HTTP on loopback instead of TLS (by default the pool is made
+    /// as a real one: `glean pool init`, and each station joins with a
+    /// one-time token and gets its certificate).
+    #[arg(long)]
+    pub plain_http: bool,
 }
+
+/// The personal pool's name in its certificates.
+const UP_POOL: &str = "up";
 
 pub fn glean_home(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     if let Some(h) = explicit {
@@ -126,6 +142,24 @@ impl PoolCreds {
             .create(&self.signer, &request, now_secs())
             .with_context(|| format!("issuing a {role} token for {subject}"))?;
         Ok(issued.token)
+    }
+
+    /// A one-time join token for station `name` (the pool has a CA).
+    fn join_token(&self, name: &str) -> anyhow::Result<String> {
+        let state = self
+            .public_key
+            .parent()
+            .context("the coordinator's state directory")?;
+        let ca = gleaner_edge::tls::PoolCa::load(UP_POOL, &state.join("ca.pem"))?;
+        let (token, _) = gleaner_coordinator::enrol::joins::create(
+            &self.registry,
+            name,
+            1,
+            Some(0),
+            &ca.fingerprint(),
+            now_secs(),
+        )?;
+        Ok(token.to_string())
     }
 }
 
@@ -217,7 +251,21 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
 
     let exe = std::env::current_exe().context("locating the glean binary")?;
     let coord_addr = SocketAddr::from(([127, 0, 0, 1], args.port));
-    let coord_url = format!("http://{coord_addr}");
+    let scheme = if args.plain_http { "http" } else { "https" };
+    let coord_url = format!("{scheme}://{coord_addr}");
+    // TLS as in any pool: the CA and the coordinator's certificate as
+    // `glean pool init` makes them.
+    let tls = if args.plain_http {
+        None
+    } else {
+        let out = gleaner_coordinator::enrol::init(&gleaner_coordinator::enrol::InitOptions {
+            state_dir: cdir.join("state"),
+            pool: UP_POOL.into(),
+            addresses: vec!["127.0.0.1".into(), "localhost".into()],
+            renew_certificate: false,
+        })?;
+        Some((gleaner_edge::tls::PoolCa::load(UP_POOL, &out.ca)?, out.ca))
+    };
     let advertise = (args.interval / 2.0).clamp(1.0, 60.0).round() as u64;
 
     let mut children = Children(Vec::new());
@@ -226,10 +274,16 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
         &ccfg,
         format!(
             "listen = {}\nstate_dir = {}\nscheduling_interval_secs = {}\n\
-             advertise_period_secs = {advertise}\n",
+             advertise_period_secs = {advertise}\naddress = {}\n{}",
             q(&coord_addr.to_string()),
             q(&cdir.join("state").display().to_string()),
-            args.interval
+            args.interval,
+            q(&coord_url),
+            if tls.is_some() {
+                format!("[tls]\npool = {}\n", q(UP_POOL))
+            } else {
+                String::new()
+            }
         ),
     )?;
     let spec = DaemonSpec {
@@ -277,43 +331,67 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
         // (Mutka 1988 L839) spared 1988 networks and owners; on one
         // machine it only leaves free nodes idle while jobs wait.
         // Each station speaks for itself only, with its own token.
-        let token_file = sdir.join("station.token");
-        write_private(&token_file, &creds.token(Role::Station, &name)?)?;
         let scfg = sdir.join("station.toml");
-        std::fs::write(
-            &scfg,
-            format!(
-                "name = {}\nlisten = {}\nstate_dir = {}\ncoordinator = {}\npublic_key = {}\n\
-                 token_file = {}\n\
-                 advertise_secs = {advertise}\nplacement_interval_secs = 0\ncpus = 1\n\
-                 user_socket = {}\n\
-                 activity = {{ source = \"file\", path = {} }}\n{execute_line}{}",
-                q(&name),
-                q(&addr.to_string()),
-                q(&sdir.join("state").display().to_string()),
-                q(&coord_url),
-                q(&creds.public_key.display().to_string()),
-                q(&token_file.display().to_string()),
-                q(&socket.display().to_string()),
-                q(&owner.display().to_string()),
-                if args.demo {
-                    let p = crate::demo::POLICIES[k as usize % crate::demo::POLICIES.len()];
-                    format!("eviction_policy = {}\n", q(p))
-                } else {
-                    String::new()
-                },
-            ) + &format!(
-                // Guests in real cgroups where this user may create them
-                // (root, or a delegated subtree); otherwise the station warns
-                // and falls back to per-task SCHED_IDLE. One parent per
-                // station port, so pools side by side never share groups.
-                // Slot accounts of its own per station (as on separate
-                // machines): stations of one machine sharing the default
-                // accounts would leave only that many guests machine-wide.
-                "[isolation]\ncgroups = \"auto\"\nparent = \"gleaner-{port}\"\n\
-                 slot_prefix = \"gleaner-s{k}-\"\n"
-            ),
-        )?;
+        let extra = format!(
+            "advertise_secs = {advertise}\nplacement_interval_secs = 0\ncpus = 1\n\
+             user_socket = {}\nactivity = {{ source = \"file\", path = {} }}\n{execute_line}{}",
+            q(&socket.display().to_string()),
+            q(&owner.display().to_string()),
+            if args.demo {
+                let p = crate::demo::POLICIES[k as usize % crate::demo::POLICIES.len()];
+                format!("eviction_policy = {}\n", q(p))
+            } else {
+                String::new()
+            },
+        );
+        // Guests in real cgroups where this user may create them (root, or
+        // a delegated subtree); otherwise the station warns and falls back
+        // to per-task SCHED_IDLE. One parent per station port, so pools
+        // side by side never share groups. Slot accounts of its own per
+        // station (as on separate machines): stations of one machine
+        // sharing the default accounts would leave only that many guests
+        // machine-wide.
+        let tables = format!(
+            "[isolation]\ncgroups = \"auto\"\nparent = \"gleaner-{port}\"\n\
+             slot_prefix = \"gleaner-s{k}-\"\n"
+        );
+        if tls.is_some() {
+            // As on any machine: a one-time join token, then `glean
+            // station join` (its own key, a certificate naming it).
+            let token = creds.join_token(&name)?;
+            crate::join::join(&crate::join::JoinArgs {
+                url: coord_url.clone(),
+                token,
+                name: Some(name.clone()),
+                listen: addr,
+                address: Some(format!("https://{addr}")),
+                sans: vec!["localhost".into()],
+                config: scfg.clone(),
+                dir: Some(sdir.clone()),
+                state_dir: sdir.join("state"),
+                extra,
+                tables,
+                force: true,
+            })
+            .with_context(|| format!("{name} joining the pool"))?;
+        } else {
+            // Plain HTTP: the station token written here, as before.
+            let token_file = sdir.join("station.token");
+            write_private(&token_file, &creds.token(Role::Station, &name)?)?;
+            std::fs::write(
+                &scfg,
+                format!(
+                    "name = {}\nlisten = {}\nstate_dir = {}\ncoordinator = {}\npublic_key = {}\n\
+                     token_file = {}\n{extra}{tables}",
+                    q(&name),
+                    q(&addr.to_string()),
+                    q(&sdir.join("state").display().to_string()),
+                    q(&coord_url),
+                    q(&creds.public_key.display().to_string()),
+                    q(&token_file.display().to_string()),
+                ),
+            )?;
+        }
         let spec = DaemonSpec {
             name: name.clone(),
             exe: exe.clone(),
@@ -328,15 +406,28 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     }
     let (first, first_socket) = stations
         .first()
-        .map(|(_, a, s)| (format!("http://{a}"), s.clone()))
+        .map(|(_, a, s)| (format!("{scheme}://{a}"), s.clone()))
         .context("no station")?;
     std::fs::write(
         home.join("pool.toml"),
         format!(
-            "socket = {}\nstation = {}\ncoordinator = {}\n",
+            "socket = {}\nstation = {}\ncoordinator = {}\n{}",
             q(&first_socket.display().to_string()),
             q(&first),
-            q(&coord_url)
+            q(&coord_url),
+            match &tls {
+                // The CA where users can read it (the coordinator's state
+                // directory is private).
+                Some((ca, _)) => {
+                    gleaner_proto::creds::write_atomic(
+                        &home.join("pool-ca.pem"),
+                        ca.pem().as_bytes(),
+                        0o644,
+                    )?;
+                    format!("ca = \"pool-ca.pem\"\npool = {}\n", q(UP_POOL))
+                }
+                None => String::new(),
+            }
         ),
     )?;
 
@@ -344,13 +435,14 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     println!("  coordinator  {coord_url}");
     for (name, addr, socket) in &stations {
         println!(
-            "  {name:<12} http://{addr}  unix:{}  (owner activity: {})",
+            "  {name:<12} {scheme}://{addr}  unix:{}  (owner activity: {})",
             socket.display(),
             home.join("stations").join(name).join("owner").display()
         );
     }
     if args.demo {
-        let result = run_demo(&home, &args, &creds, &user, &stations, &coord_url);
+        let ca = tls.as_ref().map(|(ca, _)| ca);
+        let result = run_demo(&home, &args, &creds, &user, &stations, &coord_url, ca);
         // Pool files stay for inspection (glean q/history with --station).
         println!("stopping the pool");
         drop(children);
@@ -407,7 +499,9 @@ fn run_demo(
     me: &str,
     stations: &[(String, SocketAddr, PathBuf)],
     coord_url: &str,
+    ca: Option<&gleaner_edge::tls::PoolCa>,
 ) -> anyhow::Result<()> {
+    let scheme = if ca.is_some() { "https" } else { "http" };
     let root = nix::unistd::geteuid().is_root();
     let base = if root {
         // Reachable by the demo accounts (root's home is not).
@@ -429,9 +523,10 @@ fn run_demo(
         // Root is no user: the demo accounts come with tokens. An ordinary
         // user is known on the socket.
         let client = if root {
-            gleaner_station::client::StationClient::new(
-                format!("http://{addr}"),
+            gleaner_station::client::StationClient::with_ca(
+                &format!("{scheme}://{addr}"),
                 creds.token(Role::User, &a.name)?,
+                ca,
             )?
         } else {
             gleaner_station::client::StationClient::unix(socket)?
@@ -443,9 +538,10 @@ fn run_demo(
             client,
         });
     }
-    let coordinator = gleaner_station::client::StationClient::new(
-        coord_url.to_string(),
+    let coordinator = gleaner_station::client::StationClient::with_ca(
+        coord_url,
         creds.token(Role::Admin, me)?,
+        ca,
     )?;
     let light = users.pop().context("no light user")?;
     let heavy = users.pop().context("no heavy user")?;

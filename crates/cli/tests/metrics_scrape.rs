@@ -11,8 +11,7 @@ mod common;
 use common::{TestOwner, free_base_port, glean_as, glean_in, up, wait_pool_up};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -20,44 +19,68 @@ use std::time::{Duration, Instant};
 /// One sample: name, labels, value.
 type Sample = (String, BTreeMap<String, String>, f64);
 
-/// `GET url/metrics` with the bearer `token`; the body (status 200 checked).
-fn scrape(base: &str, token: &str) -> String {
-    let addr = base.trim_start_matches("http://").trim_end_matches('/');
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert!(
-        head.to_ascii_lowercase()
-            .contains("content-type: application/openmetrics-text"),
-        "{head}"
-    );
-    assert!(
-        !head.to_ascii_lowercase().contains("transfer-encoding"),
-        "{head}"
-    );
-    body.to_string()
+/// A client of the pool at `home` (`glean up` makes it TLS on loopback:
+/// the pool CA is `home/pool-ca.pem`).
+fn client(home: &Path) -> reqwest::Client {
+    let builder = reqwest::Client::builder().timeout(Duration::from_secs(30));
+    match gleaner_edge::tls::PoolCa::load("up", &home.join("pool-ca.pem")) {
+        Ok(ca) => {
+            gleaner_edge::tls::https_client(builder, &ca, None, gleaner_edge::tls::Expect::UrlHost)
+                .unwrap()
+        }
+        Err(_) => builder.build().unwrap(),
+    }
 }
 
-/// Without a token: 401 (the endpoint is behind the pool's tokens).
-fn scrape_status_without_token(base: &str) -> String {
-    let addr = base.trim_start_matches("http://").trim_end_matches('/');
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    raw.lines().next().unwrap_or_default().to_string()
+/// `GET url/metrics` with the bearer `token`; the body (status 200 checked,
+/// and its headers).
+fn scrape(home: &Path, base: &str, token: &str) -> String {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let r = client(home)
+            .get(format!("{}/metrics", base.trim_end_matches('/')))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        let ct = r
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap_or("").to_ascii_lowercase());
+        assert!(
+            ct.as_deref()
+                .unwrap_or("")
+                .starts_with("application/openmetrics-text"),
+            "{ct:?}"
+        );
+        assert!(
+            r.headers().get("transfer-encoding").is_none(),
+            "{:?}",
+            r.headers()
+        );
+        r.text().await.unwrap()
+    })
+}
+
+/// Without a token: the status line's code (401: the endpoint is behind
+/// the pool's tokens).
+fn scrape_status_without_token(home: &Path, base: &str) -> String {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let r = client(home)
+            .get(format!("{}/metrics", base.trim_end_matches('/')))
+            .send()
+            .await
+            .unwrap();
+        format!("HTTP/1.1 {}", r.status().as_u16())
+    })
 }
 
 /// The samples of an OpenMetrics body, read line by line (the values the
@@ -229,8 +252,8 @@ fn metrics_agree_with_status_userprio_and_q_while_jobs_run_and_parse() {
             .to_string()
     };
     let (coordinator, station0) = (url_of("coordinator"), url_of("station"));
-    assert!(scrape_status_without_token(&coordinator).contains(" 401"));
-    assert!(scrape_status_without_token(&station0).contains(" 401"));
+    assert!(scrape_status_without_token(&home, &coordinator).contains(" 401"));
+    assert!(scrape_status_without_token(&home, &station0).contains(" 401"));
 
     // More jobs than the pool's CPUs, long enough to be running throughout.
     std::fs::write(
@@ -253,8 +276,8 @@ fn metrics_agree_with_status_userprio_and_q_while_jobs_run_and_parse() {
             json(glean_in(&home, &work, &["--json", "status"])),
             json(glean_in(&home, &work, &["--json", "userprio"])),
         );
-        let coord_body = scrape(&coordinator, &token);
-        let station_body = scrape(&station0, &token);
+        let coord_body = scrape(&home, &coordinator, &token);
+        let station_body = scrape(&home, &station0, &token);
         let (q_after, status_after, prio_after) = (
             q_counts(&owner, &home, &work),
             json(glean_in(&home, &work, &["--json", "status"])),

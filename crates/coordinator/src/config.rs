@@ -95,6 +95,61 @@ pub struct CoordinatorConfig {
     /// Event-triggered passes run at most this often, seconds; an event
     /// within the gap is served by one pass at its end. Default 0.02.
     pub event_pass_gap_secs: f64,
+    /// The base URL stations and users reach the coordinator at
+    /// (`https://HOST:9618`), as `glean pool init` wrote it: printed with
+    /// join tokens and written into users' client files. Optional.
+    pub address: String,
+    /// TLS (`[tls]`, written by `glean pool init`): without it the
+    /// coordinator serves plain HTTP, and only on a loopback address.
+    pub tls: Option<CoordinatorTls>,
+}
+
+/// The coordinator's `[tls]` table: the pool's name, the pool CA and its
+/// key (the coordinator alone holds it: it signs stations' certificates
+/// at join), and the coordinator's own certificate and key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoordinatorTls {
+    /// The pool's name: stations are `NAME.station.POOL` in their
+    /// certificates, the coordinator `coordinator.POOL`.
+    pub pool: String,
+    /// The pool CA's certificate. Default `<state_dir>/ca.pem`.
+    #[serde(default)]
+    pub ca: Option<PathBuf>,
+    /// The pool CA's private key, mode 0600. Default `<state_dir>/ca.key`.
+    #[serde(default)]
+    pub ca_key: Option<PathBuf>,
+    /// The coordinator's certificate. Default `<state_dir>/coordinator.crt`.
+    #[serde(default)]
+    pub cert: Option<PathBuf>,
+    /// Its private key, mode 0600. Default `<state_dir>/coordinator.key`.
+    #[serde(default)]
+    pub key: Option<PathBuf>,
+}
+
+/// The four TLS files of a coordinator, defaults filled in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsPaths {
+    pub pool: String,
+    pub ca: PathBuf,
+    pub ca_key: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl CoordinatorConfig {
+    /// The TLS files, when `[tls]` is set.
+    pub fn tls_paths(&self) -> Option<TlsPaths> {
+        let t = self.tls.as_ref()?;
+        let d = &self.state_dir;
+        Some(TlsPaths {
+            pool: t.pool.clone(),
+            ca: t.ca.clone().unwrap_or_else(|| d.join("ca.pem")),
+            ca_key: t.ca_key.clone().unwrap_or_else(|| d.join("ca.key")),
+            cert: t.cert.clone().unwrap_or_else(|| d.join("coordinator.crt")),
+            key: t.key.clone().unwrap_or_else(|| d.join("coordinator.key")),
+        })
+    }
 }
 
 impl Default for CoordinatorConfig {
@@ -118,6 +173,8 @@ impl Default for CoordinatorConfig {
             progress_guarantee: ProgressGuarantee::default(),
             pass_on_demand: true,
             event_pass_gap_secs: 0.02,
+            address: String::new(),
+            tls: None,
         }
     }
 }

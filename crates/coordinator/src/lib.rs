@@ -18,6 +18,8 @@
 //!   `Authorization: Bearer <token>` checked by the HTTP edge
 //!   ([`gleaner_edge`]) with the pool's public key and the revocations of
 //!   [`tokens`]. Only a station's own token advertises it.
+//! - [`enrol`]: the pool CA, join tokens and `POST /v1/join` (TLS and
+//!   enrolment, issue 13).
 //! - [`tokens`]: the token registry behind `glean token`; the coordinator
 //!   alone holds the signing key (`signing.key`) and writes `pool.pub`.
 //!
@@ -30,6 +32,7 @@
 
 mod config;
 pub mod dashboard;
+pub mod enrol;
 mod mailbox;
 pub mod matchmaker;
 mod metrics;
@@ -39,7 +42,7 @@ mod server;
 pub mod tokens;
 mod transfer_rate;
 
-pub use config::CoordinatorConfig;
+pub use config::{CoordinatorConfig, CoordinatorTls, TlsPaths};
 pub use persist::{ClaimsState, FairnessState, SavedClaim, StationEntry};
 pub use pool::{ClaimMinter, Outbox, Pool, UnsignedClaims};
 pub use server::{RunningCoordinator, run, spawn, spawn_for_test};
@@ -70,4 +73,6 @@ pub enum CoordinatorError {
     },
     #[error("server: {0}")]
     Server(String),
+    #[error("TLS: {0}")]
+    Tls(String),
 }

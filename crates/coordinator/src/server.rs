@@ -423,6 +423,45 @@ fn router(
         .merge(crate::dashboard::router(dashboard))
 }
 
+/// The coordinator's TLS: its server configuration, the enrolment state
+/// (the CA key signs stations' certificates at join), the pool's name.
+fn load_tls(
+    p: &crate::config::TlsPaths,
+    config: &CoordinatorConfig,
+) -> Result<
+    (
+        Arc<rustls::ServerConfig>,
+        Arc<crate::enrol::http::EnrolState>,
+        String,
+    ),
+    CoordinatorError,
+> {
+    use gleaner_edge::tls::{Identity, PoolCa, server};
+    let tls = |e: String| CoordinatorError::Tls(e);
+    let ca = PoolCa::load(&p.pool, &p.ca).map_err(|e| tls(e.to_string()))?;
+    let me = Identity::load(&p.cert, &p.key).map_err(|e| tls(e.to_string()))?;
+    let want = gleaner_edge::tls::coordinator_dns(&p.pool);
+    if !me.dns_names.contains(&want) {
+        return Err(tls(format!(
+            "{} does not name {want}: not this pool's coordinator certificate",
+            p.cert.display()
+        )));
+    }
+    let sc = server::server_config(&ca, &me).map_err(|e| tls(e.to_string()))?;
+    let ca_key = crate::enrol::pki::PoolCaKey::load(&p.pool, &p.ca, &p.ca_key)
+        .map_err(|e| tls(e.to_string()))?;
+    let signer = gleaner_proto::creds::load_signing_key(&config.signing_key_path())?;
+    let enrol = crate::enrol::http::EnrolState {
+        registry: TokenRegistry::in_state_dir(&config.state_dir),
+        public_key: signer.verifier().to_file_string(),
+        signer,
+        ca: ca_key,
+    };
+    tracing::info!(pool = %p.pool, ca = %ca.fingerprint(),
+        cert_expires = me.not_after, "TLS on");
+    Ok((sc, Arc::new(enrol), p.pool.clone()))
+}
+
 /// A coordinator running in the background (see [`spawn`]).
 pub struct RunningCoordinator {
     addr: SocketAddr,
@@ -505,12 +544,17 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
         claims_written: Mutex::new(0),
         pass_waiting: tokio::sync::Notify::new(),
     });
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| CoordinatorError::Bind {
-            addr: config.listen,
-            source,
-        })?;
+    let tls = match config.tls_paths() {
+        Some(p) => Some(load_tls(&p, &config)?),
+        None => None,
+    };
+    let listener = gleaner_edge::tls::Bound::bind(
+        config.listen,
+        tls.as_ref()
+            .map(|(sc, _, pool)| (sc.clone(), pool.as_str())),
+    )
+    .await
+    .map_err(CoordinatorError::Tls)?;
     let addr = listener
         .local_addr()
         .map_err(|source| CoordinatorError::Bind {
@@ -518,22 +562,22 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
             source,
         })?;
     tracing::info!(%addr, stations = restored.stations.len(), key = %public.fingerprint(),
-        revoked, "coordinator listening");
+        tls = listener.is_tls(), revoked, "coordinator listening");
 
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let (halt_tx, mut halt_rx) = tokio::sync::watch::channel(false);
     let dashboard = crate::dashboard::Dashboard::new(shared.clone(), config.state_dir.clone());
     let dash_sampler = dashboard.spawn_sampler(interval, halt_rx.clone());
-    let app = router(shared.clone(), verifier, dashboard);
+    let mut app = router(shared.clone(), verifier, dashboard);
+    if let Some((_, enrol, _)) = tls {
+        app = app.merge(crate::enrol::http::router(enrol));
+    }
+
     let dir = config.state_dir.clone();
     let task = tokio::spawn(async move {
         let mut server_halt = halt_rx.clone();
         let server = tokio::spawn(async move {
-            axum::serve(
-                listener,
-                app.into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .with_graceful_shutdown(async move {
+            gleaner_edge::tls::serve(listener, app, async move {
                 let _ = server_halt.wait_for(|h| *h).await;
             })
             .await

@@ -61,15 +61,20 @@ pub struct TokenRecord {
     /// When it was revoked, seconds since the UNIX epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revoked_at: Option<u64>,
+    /// Set for a one-time join token (`glean token create --station`):
+    /// `subject` is the station it may join as, `expires_at` the end of
+    /// its use (`crate::enrol::joins`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub join: Option<crate::enrol::joins::JoinRecord>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RegistryFile {
+pub(crate) struct RegistryFile {
     version: u32,
     /// Incremented on every write.
     generation: u64,
-    tokens: Vec<TokenRecord>,
+    pub(crate) tokens: Vec<TokenRecord>,
 }
 
 /// What to issue.
@@ -113,6 +118,9 @@ pub enum TokenRegistryError {
     Lifetime(String),
     #[error(transparent)]
     Token(#[from] TokenError),
+    /// A join refused (`crate::enrol::joins`); nothing was written.
+    #[error("join refused: {0}")]
+    Join(crate::enrol::joins::JoinRefused),
 }
 
 /// The expiry of a new token of `role` issued at `now` with a lifetime of
@@ -203,7 +211,7 @@ impl TokenRegistry {
 
     /// Runs `edit` on the registry under the exclusive lock and writes the
     /// result back atomically. Nothing is written if `edit` fails.
-    fn update<T>(
+    pub(crate) fn update<T>(
         &self,
         edit: impl FnOnce(&mut RegistryFile) -> Result<T, TokenRegistryError>,
     ) -> Result<T, TokenRegistryError> {
@@ -245,17 +253,33 @@ impl TokenRegistry {
         request: &TokenRequest,
         now: u64,
     ) -> Result<IssuedToken, TokenRegistryError> {
+        self.update(|file| self.issue_into(file, signer, request, now))
+    }
+
+    /// A fresh token id, unique in `file`.
+    pub(crate) fn new_id(&self, file: &RegistryFile) -> Result<String, TokenRegistryError> {
+        loop {
+            let id = creds::new_token_id().map_err(self.io())?;
+            // 128 random bits never collide in practice; checking costs
+            // nothing and keeps ids unique by construction.
+            if !file.tokens.iter().any(|t| t.token_id == id) {
+                return Ok(id);
+            }
+        }
+    }
+
+    /// [`TokenRegistry::create`] inside an update already holding the lock.
+    pub(crate) fn issue_into(
+        &self,
+        file: &mut RegistryFile,
+        signer: &PoolSigner,
+        request: &TokenRequest,
+        now: u64,
+    ) -> Result<IssuedToken, TokenRegistryError> {
         check_subject(request.role, &request.subject).map_err(TokenError::Subject)?;
         let expires_at = expiry_for(request.role, request.expires_days, now)?;
-        self.update(|file| {
-            let token_id = loop {
-                let id = creds::new_token_id().map_err(self.io())?;
-                // 128 random bits never collide in practice; checking
-                // costs nothing and keeps ids unique by construction.
-                if !file.tokens.iter().any(|t| t.token_id == id) {
-                    break id;
-                }
-            };
+        {
+            let token_id = self.new_id(file)?;
             let claims = Claims {
                 subject: request.subject.clone(),
                 role: request.role,
@@ -272,10 +296,11 @@ impl TokenRegistry {
                 expires_at,
                 revoked: false,
                 revoked_at: None,
+                join: None,
             };
             file.tokens.push(record.clone());
             Ok(IssuedToken { token, record })
-        })
+        }
     }
 
     /// Marks token `token_id` revoked (exact id, as `list` shows it).

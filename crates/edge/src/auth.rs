@@ -10,6 +10,8 @@
 //! verifier ([`crate::LocalPeers`]) maps the uid to a user.
 
 use crate::ApiError;
+use crate::tls::NetPeer;
+use crate::tls::server::TlsPeer;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
@@ -124,10 +126,18 @@ pub async fn authenticate<V: Verifier>(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let peer = req
+    let net = req
         .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.to_string())
+        .get::<ConnectInfo<NetPeer>>()
+        .map(|c| c.0.clone());
+    let peer = net
+        .as_ref()
+        .map(|n| n.addr.to_string())
+        .or_else(|| {
+            req.extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0.to_string())
+        })
         .unwrap_or_default();
     let path = req.uri().path().to_string();
     let verified = if let Some(ConnectInfo(p)) = req.extensions().get::<ConnectInfo<PeerCred>>() {
@@ -143,6 +153,10 @@ pub async fn authenticate<V: Verifier>(
             .verify_token(token)
             .map_err(|e| format!("invalid token: {e}"))
     };
+    let verified = verified.and_then(|caller| match net.as_ref().and_then(|n| n.tls.as_ref()) {
+        Some(tls) => bind_to_certificate(caller, tls),
+        None => Ok(caller),
+    });
     match verified {
         Ok(caller) => {
             req.extensions_mut().insert(caller);
@@ -152,6 +166,30 @@ pub async fn authenticate<V: Verifier>(
             tracing::warn!(%peer, %path, error = %e, "rejected credential");
             ApiError::new(ErrorCode::Unauthorized, e).into_response()
         }
+    }
+}
+
+/// Over TLS a station speaks only with its own certificate: a station
+/// credential (its token, or a claim that speaks for it) must come on a
+/// connection whose client certificate names that station. A token or
+/// claim read somewhere is thus worth nothing without the station's
+/// private key. Users and administrators need no certificate.
+fn bind_to_certificate(caller: Caller, tls: &TlsPeer) -> Result<Caller, String> {
+    if caller.role != Role::Station {
+        return Ok(caller);
+    }
+    match &tls.station {
+        Some(name) if *name == caller.name.to_ascii_lowercase() => Ok(caller),
+        Some(name) => Err(format!(
+            "the credential speaks for station {} but the TLS client certificate names \
+             station {name}",
+            caller.name
+        )),
+        None => Err(format!(
+            "the credential speaks for station {} but the connection has no station \
+             certificate of this pool",
+            caller.name
+        )),
     }
 }
 

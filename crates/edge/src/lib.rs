@@ -17,6 +17,9 @@
 //!   public key only, then revocations).
 //! - [`metrics`]: `GET /metrics` shared parts (the daemon's own CPU and
 //!   memory, the OpenMetrics response).
+//! - [`tls`]: TLS with the pool's own CA: servers that refuse plain
+//!   HTTP off loopback, clients that trust only the pool CA and check the
+//!   name of the daemon they call.
 //! - [`roles`]: what a caller may do: [`require_station`],
 //!   [`require_station_named`] (a station speaks only for itself),
 //!   [`require_admin`], [`may_act_on`].
@@ -32,6 +35,7 @@ pub mod error;
 pub mod metrics;
 pub mod peer;
 pub mod roles;
+pub mod tls;
 pub mod tokens;
 pub mod web;
 

@@ -6,6 +6,7 @@
 //! - [`matchmaking`]: matchmaking data: the owner's policy as advertised, job classes, licences, machine and job ClassAds.
 //! - [`fit`]: does this job fit this host now? The one typed check (matchmaker, host admission, `glean q --analyze`) and its rendering into words.
 //! - [`creds`]: the pool's credentials: Ed25519 tokens, claim tickets, single-use nonces, revocations; only the coordinator holds the signing key.
+//! - [`enrol`]: join tokens and the join messages (a station enrolling in a pool).
 //! - [`run`]: the identity of one run of a job, carried by everything a host sends about it.
 //! - [`wire`]: versioned HTTP/JSON messages between daemons and from the CLI.
 //! - [`api`]: bodies of the station's user and shadow APIs.
@@ -14,6 +15,7 @@
 
 pub mod api;
 pub mod creds;
+pub mod enrol;
 pub mod fit;
 pub mod job;
 pub mod job_ad;

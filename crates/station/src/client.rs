@@ -13,6 +13,8 @@
 //!                station = "http://127.0.0.1:9620"     # or its URL (one of the two)
 //!                coordinator = "http://central:9618"   # optional (glean status)
 //!                token_file = "token"                  # optional, relative to $GLEAN_HOME
+//!                ca = "pool-ca.pem"                    # the pool CA, for https:// URLs
+//!                pool = "lab"                          # the pool's name (with ca)
 //!   token        the user's bearer token (one line), mode 0600: needed
 //!                for the station's URL and for the coordinator
 //! ```
@@ -62,6 +64,11 @@ pub struct PoolFile {
     pub socket: Option<PathBuf>,
     pub coordinator: Option<String>,
     pub token_file: Option<PathBuf>,
+    /// The pool CA (PEM), relative to `$GLEAN_HOME`: the one root trusted
+    /// for `https://` URLs (`glean user add` writes it).
+    pub ca: Option<PathBuf>,
+    /// The pool's name.
+    pub pool: Option<String>,
 }
 
 /// How to reach the station.
@@ -100,6 +107,8 @@ pub struct ClientSettings {
     /// socket (still used for the coordinator).
     pub token: Option<String>,
     pub coordinator: Option<String>,
+    /// The pool CA, for `https://` URLs.
+    pub ca: Option<gleaner_edge::tls::PoolCa>,
 }
 
 /// `$GLEAN_HOME`, or `~/.glean`.
@@ -169,11 +178,32 @@ impl ClientSettings {
             StationAddr::Socket(_) if token_file.is_some() => Some(read_token(&token_path)?),
             StationAddr::Socket(_) => read_token(&token_path).ok(),
         };
+        let ca = match &pool.ca {
+            None => None,
+            Some(p) => {
+                let path = if p.is_absolute() {
+                    p.clone()
+                } else {
+                    home.join(p)
+                };
+                let name = pool.pool.as_deref().unwrap_or("gleaner");
+                Some(gleaner_edge::tls::PoolCa::load(name, &path).map_err(|e| {
+                    ClientError::Config(format!("ca in {}: {e}", pool_path.display()))
+                })?)
+            }
+        };
         Ok(ClientSettings {
             station,
             token,
             coordinator: pool.coordinator,
+            ca,
         })
+    }
+
+    /// A client of the coordinator at `url` with the user's token (and the
+    /// pool CA for https).
+    pub fn coordinator_client(&self, url: &str) -> Result<StationClient, ClientError> {
+        StationClient::with_ca(url, self.token()?, self.ca.as_ref())
     }
 
     /// The token, for calls that need one (the coordinator's).
@@ -228,10 +258,38 @@ impl StationClient {
     /// A client of the station (or coordinator) at `base_url`, sending
     /// `token`.
     pub fn new(base_url: impl Into<String>, token: impl Into<String>) -> Result<Self, ClientError> {
-        let http = Self::builder()
-            .build()
-            .map_err(|e| ClientError::Config(format!("HTTP client: {e}")))?;
-        let base = base_url.into().trim_end_matches('/').to_string();
+        Self::with_ca(&base_url.into(), token, None)
+    }
+
+    /// A client of `base_url` sending `token`; `https://` URLs are checked
+    /// against the pool CA `ca` alone (the URL's host must be in the
+    /// daemon's certificate), `http://` is allowed only to loopback.
+    pub fn with_ca(
+        base_url: &str,
+        token: impl Into<String>,
+        ca: Option<&gleaner_edge::tls::PoolCa>,
+    ) -> Result<Self, ClientError> {
+        let https = base_url.to_ascii_lowercase().starts_with("https://");
+        gleaner_edge::tls::check_url("URL", base_url, true).map_err(ClientError::Config)?;
+        let http = match (https, ca) {
+            (true, Some(ca)) => gleaner_edge::tls::https_client(
+                Self::builder(),
+                ca,
+                None,
+                gleaner_edge::tls::Expect::UrlHost,
+            )
+            .map_err(|e| ClientError::Config(format!("HTTP client: {e}")))?,
+            (true, None) => {
+                return Err(ClientError::Config(format!(
+                    "{base_url} is https: the client needs the pool CA (`ca` in \
+                     $GLEAN_HOME/pool.toml, from `glean user add`)"
+                )));
+            }
+            (false, _) => Self::builder()
+                .build()
+                .map_err(|e| ClientError::Config(format!("HTTP client: {e}")))?,
+        };
+        let base = base_url.trim_end_matches('/').to_string();
         Ok(StationClient {
             shown: base.clone(),
             base,
@@ -266,7 +324,7 @@ impl StationClient {
     pub fn from_settings(s: &ClientSettings) -> Result<Self, ClientError> {
         match &s.station {
             StationAddr::Socket(p) => Self::unix(p),
-            StationAddr::Url(u) => Self::new(u, s.token()?),
+            StationAddr::Url(u) => Self::with_ca(u, s.token()?, s.ca.as_ref()),
         }
     }
 

@@ -159,6 +159,37 @@ pub struct StationConfig {
     /// `/run/gleaner/<name>.sock` when the daemon runs as root,
     /// `<state_dir>/user.sock` otherwise ([`Self::user_socket_path`]).
     pub user_socket: Option<PathBuf>,
+    /// TLS with the pool's CA (`[tls]`, written by `glean station join`).
+    /// Without it the station serves plain HTTP, on a loopback address
+    /// only, and calls only loopback peers.
+    pub tls: Option<StationTls>,
+}
+
+/// The station's `[tls]` table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StationTls {
+    /// The pool's name (`NAME.station.POOL` in certificates).
+    pub pool: String,
+    /// The pool CA's certificate, as the join fetched and checked it.
+    #[serde(default = "default_ca")]
+    pub ca: PathBuf,
+    /// This station's certificate (issued at join).
+    #[serde(default = "default_cert")]
+    pub cert: PathBuf,
+    /// Its private key (made at join, never sent anywhere), mode 0600.
+    #[serde(default = "default_key")]
+    pub key: PathBuf,
+}
+
+fn default_ca() -> PathBuf {
+    PathBuf::from("/etc/gleaner/pool-ca.pem")
+}
+fn default_cert() -> PathBuf {
+    PathBuf::from("/etc/gleaner/station.crt")
+}
+fn default_key() -> PathBuf {
+    PathBuf::from("/etc/gleaner/station.key")
 }
 
 impl Default for StationConfig {
@@ -200,6 +231,7 @@ impl Default for StationConfig {
             execute_dir: None,
             criu_sandbox_dir: PathBuf::from(crate::host::starter::DEFAULT_CRIU_SANDBOX_DIR),
             user_socket: None,
+            tls: None,
         }
     }
 }
@@ -276,6 +308,25 @@ impl StationConfig {
         };
         if self.advertise_secs == 0 {
             return bad("advertise_secs", "must be at least 1");
+        }
+        // Plain HTTP only on loopback, and only without [tls].
+        let plain = self.tls.is_none();
+        if plain && !self.listen.ip().is_loopback() {
+            return bad(
+                "listen",
+                "plain HTTP is served only on loopback: give the station its [tls] \
+                 (glean station join) or listen on 127.0.0.1",
+            );
+        }
+        for (field, url) in [
+            ("coordinator", &self.coordinator),
+            ("address", &self.address),
+        ] {
+            if !url.is_empty()
+                && let Err(e) = gleaner_edge::tls::check_url(field, url, plain)
+            {
+                return bad(field, &e);
+            }
         }
         if gleaner_core::eviction::EvictionPolicy::from_name(&self.eviction_policy).is_none() {
             return bad(

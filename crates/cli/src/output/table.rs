@@ -372,7 +372,7 @@ impl Output for TableOutput {
         let r = &issued.record;
         eprintln!(
             "glean: {} token {} for {:?}, expires {}",
-            r.role,
+            role_of(r),
             r.token_id,
             r.subject,
             r.expires_at.map_or("never".into(), epoch_date)
@@ -393,10 +393,14 @@ impl Output for TableOutput {
                 (true, None) => "yes".into(),
                 (false, _) => "no".into(),
             };
+            let mut role = role_of(r);
+            if let Some(at) = r.join.as_ref().and_then(|j| j.used_at) {
+                role.push_str(&format!(" (used {})", epoch_date(at)));
+            }
             t.add_row(vec![
                 r.token_id.clone(),
                 r.subject.clone(),
-                r.role.to_string(),
+                role,
                 epoch_date(r.issued_at),
                 expires,
                 revoked,
@@ -415,6 +419,15 @@ impl Output for TableOutput {
                 println!("token {} was already revoked", r.token_id)
             }
         }
+    }
+}
+
+/// A record's role as listed: a one-time join token is "join".
+fn role_of(r: &TokenRecord) -> String {
+    if r.join.is_some() {
+        "join".into()
+    } else {
+        r.role.to_string()
     }
 }
 

@@ -399,14 +399,7 @@ impl Pool {
 
     /// Steps executed so far (lines of the progress log).
     pub fn progress(&self) -> Vec<(u32, u32)> {
-        std::fs::read_to_string(self.progress_path())
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| {
-                let mut it = l.split_whitespace();
-                Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
-            })
-            .collect()
+        progress_of(&self.progress_path())
     }
 
     pub async fn wait_progress(&self, steps: usize) {
@@ -552,6 +545,18 @@ impl Pool {
             d.events
         );
     }
+}
+
+/// The (pid, step) lines of the example job's progress log at `path`.
+pub fn progress_of(path: &Path) -> Vec<(u32, u32)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+        })
+        .collect()
 }
 
 /// For each restart that redid work: how many steps were redone. A run

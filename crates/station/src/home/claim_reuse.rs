@@ -184,7 +184,9 @@ pub(crate) fn retire(home: &Arc<Home>, nonce: Option<&str>, job: Option<JobId>, 
 /// credential): an idle claim ends at once, a busy one with its guest.
 async fn release(home: &Home, h: &Held) {
     let url = format!("{}/v1/claims/release", h.host_address.trim_end_matches('/'));
-    match home.http.post(&url).bearer_auth(&h.claim_id).send().await {
+    // The host's own name is checked on its certificate (TLS pools).
+    let http = home.peers.station(&h.host);
+    match http.post(&url).bearer_auth(&h.claim_id).send().await {
         Ok(r) if r.status().is_success() => {
             tracing::debug!(host = %h.host, claim = %h.nonce, "claim given back");
         }

@@ -82,7 +82,9 @@ pub struct HomeSetup {
     pub name: String,
     /// Base URL others use to reach this station (the shadow URL).
     pub address: String,
-    pub http: reqwest::Client,
+    /// Clients of the hosts (over TLS, one per host, each taking only that
+    /// host's certificate).
+    pub peers: Arc<gleaner_edge::tls::PeerClients>,
 }
 
 /// The home side's state, shared by its handlers and loops.
@@ -90,7 +92,7 @@ pub struct Home {
     config: Arc<StationConfig>,
     name: String,
     address: String,
-    http: reqwest::Client,
+    peers: Arc<gleaner_edge::tls::PeerClients>,
     queue: Mutex<JobQueue>,
     spool: PathBuf,
     /// Serialises spool writes, so that appends at an offset are atomic.
@@ -131,7 +133,7 @@ impl Home {
             config,
             name,
             address,
-            http,
+            peers,
         } = setup;
         dagman::init(&mut queue)?;
         let slot_prefix = config.isolation.slot_prefix.clone();
@@ -149,7 +151,7 @@ impl Home {
             config,
             name,
             address,
-            http,
+            peers,
             queue: Mutex::new(queue),
             spool_lock: tokio::sync::Mutex::new(()),
             news: Notify::new(),

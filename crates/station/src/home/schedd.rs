@@ -123,21 +123,28 @@ pub(crate) async fn place(home: &Arc<Home>, g: &Target) -> bool {
         claim_seq: g.seq,
     };
     let url = format!("{}/v1/place", g.host_address.trim_end_matches('/'));
-    let result = home
-        .http
-        .post(&url)
-        // The claim is this home's credential at the host.
-        .bearer_auth(&g.claim_id)
-        .json(&req)
-        .send()
-        .await;
-    let outcome = match result {
-        Ok(resp) if resp.status().is_success() => resp
-            .json::<PlacementResponse>()
-            .await
-            .map_err(|e| e.to_string()),
-        Ok(resp) => Err(format!("host answered {}", resp.status())),
-        Err(e) => Err(e.to_string()),
+    let outcome = match home.peers.check_url("host address", &g.host_address) {
+        // Plain HTTP only to a loopback host, in a pool without TLS.
+        Err(why) => Err(why),
+        Ok(()) => {
+            let result = home
+                .peers
+                .station(&g.host)
+                .post(&url)
+                // The claim is this home's credential at the host.
+                .bearer_auth(&g.claim_id)
+                .json(&req)
+                .send()
+                .await;
+            match result {
+                Ok(resp) if resp.status().is_success() => resp
+                    .json::<PlacementResponse>()
+                    .await
+                    .map_err(|e| e.to_string()),
+                Ok(resp) => Err(format!("host answered {}", resp.status())),
+                Err(e) => Err(e.to_string()),
+            }
+        }
     };
     match outcome {
         Ok(PlacementResponse::Accepted { guest_id }) => {
@@ -257,10 +264,10 @@ fn preempt(home: &Arc<Home>, p: &Preemption) {
 /// Asks the host running `job` to vacate it, in the background. The job is
 /// requeued when the host reports it evicted, not here.
 pub(crate) fn spawn_vacate(home: &Arc<Home>, job: JobId, why: &str) {
-    let Some((host, claim)) = home
+    let Some((host_name, host, claim)) = home
         .remote
         .placement(job)
-        .and_then(|p| Some((p.address?, p.claim?)))
+        .and_then(|p| Some((p.host, p.address?, p.claim?)))
     else {
         // The lease ends such a job: the host's next renewal is refused.
         tracing::warn!(job = %job, "vacate: host address or claim unknown (placed by an older home?)");
@@ -270,7 +277,8 @@ pub(crate) fn spawn_vacate(home: &Arc<Home>, job: JobId, why: &str) {
     let why = why.to_string();
     tokio::spawn(async move {
         let url = format!("{}/v1/guests/{job}/vacate", host.trim_end_matches('/'));
-        match home.http.post(&url).bearer_auth(&claim).send().await {
+        let http = home.peers.station(&host_name);
+        match http.post(&url).bearer_auth(&claim).send().await {
             Ok(r) if r.status().is_success() => {
                 tracing::info!(%job, %host, why, "vacate requested");
             }

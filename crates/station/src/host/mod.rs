@@ -95,6 +95,8 @@ pub struct HostSetup {
     /// The pool's public key: verifies the coordinator's claims on
     /// placements.
     pub key: PoolVerifier,
+    /// The pool's TLS: its CA and this station's certificate.
+    pub tls: Option<(gleaner_edge::tls::PoolCa, gleaner_edge::tls::Identity)>,
 }
 
 /// The host side's state.
@@ -133,6 +135,7 @@ impl Host {
             name,
             address,
             key,
+            tls,
         } = setup;
         let mut tasks = Vec::new();
         let executes = config.role.executes();
@@ -160,6 +163,7 @@ impl Host {
         let nonces = NonceFile::open(&nonce_path(&config.state_dir))?;
         let claims = SignedClaims::new(key, nonces);
         let mut sc = StarterConfig::new(name, config.execute_dir());
+        sc.tls = tls;
         if let Some(c) = config.cpus {
             sc.cpus = c;
         }

@@ -32,6 +32,7 @@ pub mod events;
 pub mod owner_web;
 pub mod private_state;
 pub mod revocations;
+pub mod tls;
 pub mod user_socket;
 
 use crate::clock::{now, now_secs};
@@ -115,25 +116,51 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
     let creds = credentials::load(&config, &name, &revocations.snapshot(), now_secs())?;
     private_state::secure(&config)?;
     let mut queue = JobQueue::open(config.queue_path())?;
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .map_err(io(format!("bind {}", config.listen)))?;
+    let tls = tls::load(&config, &name)?;
+    let server_tls = match &tls {
+        Some((ca, me)) => Some(
+            gleaner_edge::tls::server::server_config(ca, me)
+                .map_err(|e| DaemonError::Credentials(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let listener = gleaner_edge::tls::Bound::bind(
+        config.listen,
+        server_tls
+            .zip(tls.as_ref())
+            .map(|(sc, (ca, _))| (sc, ca.pool())),
+    )
+    .await
+    .map_err(DaemonError::Http)?;
     let addr = listener.local_addr().map_err(io("local address".into()))?;
+    let scheme = if listener.is_tls() { "https" } else { "http" };
     let (socket_listener, socket) = user_socket::bind(&config.user_socket_path())?;
     if config.role.executes() {
         crate::home::recover::requeue_own_guests(&mut queue, &name, now());
     }
     let address = if config.address.is_empty() {
-        format!("http://{addr}")
+        format!("{scheme}://{addr}")
     } else {
         config.address.trim_end_matches('/').to_string()
     };
     let token = creds.token.clone();
-    let http = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(5))
-        .timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|e| DaemonError::Http(e.to_string()))?;
+    let base: gleaner_edge::tls::client::BaseBuilder = Arc::new(|| {
+        reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(30))
+    });
+    // Over TLS one client per peer, each taking only the certificate of
+    // the station (or coordinator) it means, and showing this station's.
+    let peers = Arc::new(
+        match &tls {
+            Some((ca, me)) => {
+                gleaner_edge::tls::PeerClients::tls(base, ca.clone(), Some(me.clone()))
+            }
+            None => gleaner_edge::tls::PeerClients::plain(base),
+        }
+        .map_err(|e| DaemonError::Http(e.to_string()))?,
+    );
+    let http = peers.coordinator();
     let config = Arc::new(config);
 
     let (shutdown, shutdown_rx) = watch::channel(false);
@@ -143,6 +170,7 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
             name: name.clone(),
             address: address.clone(),
             key: creds.verifier.clone(),
+            tls: tls.clone(),
         },
         &shutdown_rx,
     )?;
@@ -152,7 +180,7 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
             config: config.clone(),
             name: name.clone(),
             address: address.clone(),
-            http: http.clone(),
+            peers: peers.clone(),
         },
         queue,
     )?);
@@ -187,11 +215,7 @@ pub async fn start(config: StationConfig) -> Result<Running, DaemonError> {
         ))
         .layer(DefaultBodyLimit::max(config.max_body_bytes));
     let mut rx = shutdown_rx.clone();
-    let server = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
+    let server = gleaner_edge::tls::serve(listener, app, async move {
         let _ = rx.wait_for(|s| *s).await;
     });
     tasks.push(tokio::spawn(async move {

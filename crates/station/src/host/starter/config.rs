@@ -76,6 +76,10 @@ pub struct StarterConfig {
     /// Where running guests are recorded so that a crash leaves none
     /// unfound (guest_records.rs); `None`: not recorded.
     pub guest_records: Option<PathBuf>,
+    /// The pool's TLS (its CA and this station's certificate): guests'
+    /// homes are called over TLS, each checked to be the home the
+    /// placement's claim names. `None`: plain HTTP on loopback.
+    pub tls: Option<(gleaner_edge::tls::PoolCa, gleaner_edge::tls::Identity)>,
 }
 
 impl StarterConfig {
@@ -103,6 +107,7 @@ impl StarterConfig {
             http_timeout: Duration::from_secs(30),
             criu_sandbox_dir: PathBuf::from(DEFAULT_CRIU_SANDBOX_DIR),
             guest_records: None,
+            tls: None,
         }
     }
 }

@@ -132,7 +132,9 @@ pub struct Starter {
     /// How every guest is launched: idle at all times, own namespaces
     /// where the kernel allows.
     confinement: Confinement,
-    http: reqwest::Client,
+    /// Clients of the guests' homes (over TLS one per home, which must
+    /// present that home's certificate).
+    peers: gleaner_edge::tls::PeerClients,
     guests: Mutex<HashMap<JobId, Arc<GuestEntry>>>,
     epoch: Instant,
     draining: AtomicBool,
@@ -190,14 +192,25 @@ impl Starter {
         if let Some(m) = &cgroups {
             m.ensure_parent()?;
         }
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(config.http_timeout)
-            // Names the host in the home's logs (and lets fault-injection
-            // tests tell hosts apart behind one proxy).
-            .user_agent(format!("gleaner-starter/{}", config.host))
-            .build()
-            .map_err(|e| StarterError::Http(e.to_string()))?;
+        let (timeout, agent) = (
+            config.http_timeout,
+            format!("gleaner-starter/{}", config.host),
+        );
+        let base: gleaner_edge::tls::client::BaseBuilder = Arc::new(move || {
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(5))
+                .timeout(timeout)
+                // Names the host in the home's logs (and lets fault-injection
+                // tests tell hosts apart behind one proxy).
+                .user_agent(agent.clone())
+        });
+        let peers = match &config.tls {
+            Some((ca, me)) => {
+                gleaner_edge::tls::PeerClients::tls(base, ca.clone(), Some(me.clone()))
+            }
+            None => gleaner_edge::tls::PeerClients::plain(base),
+        }
+        .map_err(|e| StarterError::Http(e.to_string()))?;
         let bucket = SharedBucket::new(config.checkpoint_bytes_per_sec);
         Ok(Starter {
             config,
@@ -206,7 +219,7 @@ impl Starter {
             cgroups,
             pool,
             confinement,
-            http,
+            peers,
             guests: Mutex::new(HashMap::new()),
             epoch: Instant::now(),
             draining: AtomicBool::new(false),
@@ -234,6 +247,18 @@ impl Starter {
 
     pub fn config(&self) -> &StarterConfig {
         &self.config
+    }
+
+    /// The client for calls to the home station `home` (over TLS it takes
+    /// only that station's certificate).
+    pub(crate) fn http_to(&self, home: &str) -> reqwest::Client {
+        self.peers.station(home)
+    }
+
+    /// Whether `url` is a shadow address this host may call (https, or
+    /// plain HTTP on loopback in a pool without TLS).
+    pub(crate) fn check_shadow_url(&self, url: &str) -> Result<(), String> {
+        self.peers.check_url("shadow", url)
     }
 
     /// The guests' cgroups, when the station has them.

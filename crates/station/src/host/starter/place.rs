@@ -29,6 +29,10 @@ impl Starter {
         // Every call to the shadow goes to the claim's home address, the
         // one the coordinator has on record, never to one a placement names.
         req.shadow = granted.home_address.clone();
+        // Plain HTTP only to a loopback home, in a pool without TLS.
+        if let Err(why) = self.check_shadow_url(&req.shadow) {
+            return self.given_back(&granted, reject(RejectReason::RequirementsUnmet, why));
+        }
         if let Some(refused) = self.refusal(&req) {
             return self.given_back(&granted, refused);
         }

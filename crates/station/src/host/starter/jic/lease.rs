@@ -21,7 +21,7 @@ pub(crate) fn start_lease(
 ) -> Option<JoinHandle<()>> {
     req.lease_secs.filter(|l| *l > 0).map(|l| {
         tokio::spawn(lease_loop(
-            starter.http.clone(),
+            starter.http_to(&req.home),
             // The claim is the host's credential at this home (never the
             // station's own token: that goes to the coordinator alone).
             req.claim_id.clone(),

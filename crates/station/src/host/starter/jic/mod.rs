@@ -45,6 +45,9 @@ pub(crate) struct Home {
     credential: String,
     lease_secs: Option<u64>,
     reports: mpsc::UnboundedSender<JobStatusReport>,
+    /// The client for this guest's home (over TLS: that home's
+    /// certificate only).
+    http: reqwest::Client,
 }
 
 impl Home {
@@ -55,8 +58,9 @@ impl Home {
     pub(crate) fn open(starter: &Arc<Starter>, req: &PlacementRequest) -> (Home, JoinHandle<()>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let stale = Arc::new(watch::channel(None).0);
+        let http = starter.http_to(&req.home);
         let reporter = tokio::spawn(reports::report_loop(
-            starter.http.clone(),
+            http.clone(),
             req.claim_id.clone(),
             req.shadow.clone(),
             req.job_id,
@@ -73,6 +77,7 @@ impl Home {
             credential: req.claim_id.clone(),
             lease_secs: req.lease_secs,
             reports: tx,
+            http,
         };
         (home, reporter)
     }

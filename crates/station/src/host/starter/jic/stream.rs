@@ -81,7 +81,7 @@ impl Streaming {
     pub(crate) fn start(&mut self, home: &Home) {
         if let Some(s) = self.pending.take() {
             self.task = Some(tokio::spawn(stream_loop(
-                home.starter.http.clone(),
+                home.http.clone(),
                 home.credential.clone(),
                 s,
                 home.starter.config.output_poll,

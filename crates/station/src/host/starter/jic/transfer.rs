@@ -24,7 +24,6 @@ impl Home {
             .url(&["input", name])
             .map_err(|e| FetchError::Permanent(e.to_string()))?;
         let resp = self
-            .starter
             .http
             .get(url)
             .bearer_auth(&self.credential)
@@ -53,7 +52,6 @@ impl Home {
         let url = self.url(&["checkpoint"]).map_err(|e| e.to_string())?;
         let t0 = Instant::now();
         let mut resp = self
-            .starter
             .http
             .get(url)
             .bearer_auth(&self.credential)
@@ -165,8 +163,7 @@ impl Home {
                 let st = st.clone();
                 async move { st.bucket.take(n).await }
             }));
-        self.starter
-            .http
+        self.http
             .put(url)
             .bearer_auth(&self.credential)
             .header("content-type", "application/octet-stream")
@@ -188,7 +185,6 @@ impl Home {
         let mut last = String::new();
         for _ in 0..6 {
             match self
-                .starter
                 .http
                 .put(url.clone())
                 .bearer_auth(&self.credential)
