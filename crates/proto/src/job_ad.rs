@@ -96,6 +96,22 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
     ad.insert_int("JobUniverse", 5);
     ad.insert_str("Cmd", &desc.executable);
     ad.insert_str("Args", &desc.arguments.join(" "));
+    // HTCondor's V2 forms, which keep every argument and value whole.
+    let v2 = crate::job::format_arguments(&desc.arguments);
+    ad.insert_str("Arguments", v2.trim_matches('"'));
+    if !desc.environment.is_empty() {
+        let env: Vec<String> = desc
+            .environment
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let v2 = crate::job::format_arguments(&env);
+        ad.insert_str("Environment", v2.trim_matches('"'));
+    }
+    ad.insert_int("NumJobCompletions", i64::from(j.completions));
+    if let Some(t) = j.not_before {
+        ad.insert_int("DeferralTime", secs(t));
+    }
     if let Some(v) = &desc.iwd {
         ad.insert_str("Iwd", v);
     }
@@ -133,10 +149,13 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
         ad.insert_str("ConcurrencyLimits", &desc.concurrency_limits.join(","));
     }
     if let Some(c) = desc.checkpoint_exit_code {
-        ad.insert_int("CheckpointExitCode", i64::from(c));
+        ad.insert_int("SuccessCheckpointExitCode", i64::from(c));
     }
     if let Some(m) = desc.max_retries {
-        ad.insert_int("MaxRetries", i64::from(m));
+        ad.insert_int("JobMaxRetries", i64::from(m));
+    }
+    for (name, amount) in &desc.custom_requests {
+        insert_expr_or_string(&mut ad, &format!("Request{name}"), amount);
     }
     ad
 }
@@ -169,6 +188,8 @@ mod tests {
                 start_failures: 0,
                 hold_code: None,
                 hold_subcode: None,
+                completions: 0,
+                not_before: None,
             },
             description,
             events: Vec::new(),

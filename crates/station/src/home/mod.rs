@@ -44,6 +44,7 @@ pub mod schedd;
 pub mod shadow;
 mod start_failures;
 mod submit_check;
+mod timing;
 pub mod user;
 pub mod user_log;
 
@@ -231,6 +232,12 @@ impl Home {
         tasks.push(tokio::spawn(lease::monitor(self.clone(), shutdown.clone())));
         // The jobs' own periodic_hold / periodic_release.
         tasks.push(tokio::spawn(job_policy::run_loop(
+            self.clone(),
+            shutdown.clone(),
+        )));
+        // Deferred and cron jobs: when they may be matched, and missed
+        // windows.
+        tasks.push(tokio::spawn(timing::run_loop(
             self.clone(),
             shutdown.clone(),
         )));

@@ -74,6 +74,8 @@ pub(crate) fn info(r: &JobRecord) -> JobInfo {
         start_failures: r.start_failures,
         hold_code: r.hold_code,
         hold_subcode: r.hold_subcode,
+        completions: r.completions,
+        not_before: r.not_before,
     }
 }
 
@@ -303,7 +305,12 @@ async fn act(
                 resp.changed.push(j.id);
                 user_log(&home, j.id, at, event.clone()).await;
                 if was_remote {
-                    schedd::spawn_vacate(&home, j.id, &detail);
+                    let kind = match action {
+                        Action::Rm => "remove",
+                        Action::Hold => "hold",
+                        Action::Release => "vacate",
+                    };
+                    schedd::spawn_vacate_as(&home, j.id, &detail, kind);
                     // Nothing more of this run is heard: not its output,
                     // nor its eviction report (which would undo a hold).
                     super::runs::retire_run(&home, j.id);

@@ -68,6 +68,12 @@ impl Control {
         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(self.pgid), sig);
     }
 
+    /// Sends `sig` to every process of the guest (its `kill_sig` when it
+    /// must leave).
+    pub(crate) fn send_signal(&self, sig: i32) {
+        self.signal_all(sig);
+    }
+
     /// Strict low priority (Ryu & Hollingsworth L54), at all times (issue
     /// 12): the guest's group idle, and `SCHED_IDLE` on every task it has
     /// (which it cannot leave: the launcher pinned it, `confine.rs`). There

@@ -1,7 +1,7 @@
 //! The starter's HTTP endpoints: place, list and vacate guests.
 
 use super::{GuestListing, Starter};
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -56,6 +56,7 @@ async fn vacate_handler(
     State(s): State<Arc<Starter>>,
     Extension(caller): Extension<Caller>,
     UrlPath(job): UrlPath<String>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     require_station(&caller, DAEMONS_ONLY)?;
     let id: JobId = job
@@ -80,7 +81,13 @@ async fn vacate_handler(
             ),
         ));
     }
-    if s.vacate(id, "vacated on request") {
+    let kind = super::guests::VacateKind::parse(q.get("kind").map(String::as_str));
+    let why = match kind {
+        super::guests::VacateKind::Hold => "held by its home",
+        super::guests::VacateKind::Remove => "removed by its home",
+        super::guests::VacateKind::Vacate => "vacated on request",
+    };
+    if s.vacate_as(id, why, kind) {
         Ok((
             StatusCode::ACCEPTED,
             Json(serde_json::json!({"vacating": id})),

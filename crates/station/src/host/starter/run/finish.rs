@@ -43,7 +43,7 @@ impl GuestRun<'_> {
                     Some(usage),
                 ),
                 Err(FetchError::Transient(why)) => return Outcome::Evicted(why),
-                Err(FetchError::Permanent(why)) => return Outcome::Held(why),
+                Err(FetchError::Permanent(why)) => return Outcome::Held(why, None),
             }
         }
         outcome
