@@ -160,6 +160,60 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
     ad
 }
 
+/// The job ads a submission would queue as cluster `cluster` at `qdate`
+/// (`glean submit --dry-run`, HTCondor's `condor_submit -dry-run`): each
+/// proc's, idle or held as its `hold` says, with its initial directory
+/// resolved against `submit_dir` as the station resolves it.
+pub fn submission_ads(
+    sub: &crate::submit::ClusterSubmission,
+    cluster: u64,
+    qdate: Time,
+    submit_dir: Option<&str>,
+) -> Result<Vec<Ad>, crate::submit::SubmitErrors> {
+    let descs = sub.expand(cluster)?;
+    let mut ads = Vec::with_capacity(descs.len());
+    for (proc, mut d) in descs.into_iter().enumerate() {
+        d.owner = sub.owner.clone();
+        d.iwd = match (d.iwd.take(), submit_dir) {
+            (Some(i), Some(base)) if !i.starts_with('/') => Some(format!(
+                "{}/{i}",
+                base.trim_end_matches('/')
+            )),
+            (Some(i), _) => Some(i),
+            (None, base) => base.map(str::to_string),
+        };
+        let (state, hold_code) = if d.hold {
+            (
+                JobState::Held {
+                    reason: "submitted on hold at user's request".into(),
+                },
+                Some(crate::wire::hold_code::SUBMITTED_ON_HOLD),
+            )
+        } else {
+            (JobState::Idle, None)
+        };
+        let info = JobInfo {
+            id: crate::job::JobId::new(cluster, u32::try_from(proc).unwrap_or(u32::MAX)),
+            owner: sub.owner.clone(),
+            state,
+            submitted_at: qdate,
+            updated_at: qdate,
+            started_at: None,
+            finished_at: None,
+            run_count: 0,
+            host: None,
+            cmd: d.executable.clone(),
+            start_failures: 0,
+            hold_code,
+            hold_subcode: hold_code.map(|_| 0),
+            completions: 0,
+            not_before: None,
+        };
+        ads.push(job_ad(&info, &d, &[]));
+    }
+    Ok(ads)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -155,6 +155,28 @@ pub fn required_attrs(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// `text` with each `$$(attr)` written as the machine's attribute
+/// (`TARGET.attr`, or with a default `ifThenElse(isUndefined(TARGET.attr),
+/// default, TARGET.attr)`), so that a `requirements` or `rank` that uses
+/// them is evaluated against each candidate machine. `$$([expr])`
+/// becomes `(expr)` with the machine as target.
+pub fn as_target_refs(text: &str) -> String {
+    replace(text, |r| {
+        Ok(if r.expression {
+            format!("({})", r.what)
+        } else {
+            match &r.default {
+                Some(d) => format!(
+                    "ifThenElse(isUndefined(TARGET.{n}), {d}, TARGET.{n})",
+                    n = r.what
+                ),
+                None => format!("TARGET.{}", r.what),
+            }
+        })
+    })
+    .unwrap_or_else(|_| text.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,5 +213,6 @@ mod tests {
         assert_eq!(required_attrs(t), ["memory", "machine"]);
         assert!(references("$$(open").is_err());
         assert_eq!(neutral("Arch == $$(Arch)").unwrap(), "Arch == undefined");
+        assert_eq!(as_target_refs("Arch == $$(Arch)"), "Arch == TARGET.Arch");
     }
 }
