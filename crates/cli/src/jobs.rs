@@ -99,6 +99,10 @@ pub struct SubmitArgs {
     /// (`condor_submit -dry-run`); needs no station.
     #[arg(long = "dry-run", alias = "dry_run")]
     pub dry_run: bool,
+    /// A `queue` statement to append to the file (`condor_submit -queue`),
+    /// e.g. `--queue "3"` or `--queue "in (a b)"`.
+    #[arg(long = "queue", value_name = "ARGS")]
+    pub queue: Option<String>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -140,7 +144,12 @@ pub fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     let (path, defines) = file_and_defines(&args.items)?;
     let shown = path.display().to_string();
     let text = match read_submit_file(&path, &shown)? {
-        Ok(t) => t,
+        Ok(mut t) => {
+            if let Some(q) = &args.queue {
+                t.push_str(&format!("\nqueue {q}\n"));
+            }
+            t
+        }
         Err(e) => {
             eprintln!("{e}");
             eprintln!("glean submit: 1 error(s); no jobs were submitted");

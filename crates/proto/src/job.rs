@@ -269,6 +269,27 @@ impl JobDescription {
     }
 }
 
+/// Resolves a job's paths as `condor_submit` does, against `submit_dir`,
+/// the directory of the submit file: a relative `initialdir` from there
+/// (none: there), and a relative executable that is transferred from
+/// there too, not from `initialdir`; the job's other files stay relative
+/// to its initial directory.
+pub fn resolve_submit_paths(d: &mut JobDescription, submit_dir: Option<&str>) {
+    let join = |base: &str, p: &str| format!("{}/{p}", base.trim_end_matches('/'));
+    d.iwd = match (d.iwd.take(), submit_dir) {
+        (Some(i), Some(base)) if !i.starts_with('/') => Some(join(base, &i)),
+        (Some(i), _) => Some(i),
+        (None, base) => base.map(str::to_string),
+    };
+    if let Some(base) = submit_dir
+        && d.transfer_executable
+        && !d.executable.is_empty()
+        && !d.executable.starts_with('/')
+    {
+        d.executable = join(base, d.executable.trim_start_matches("./"));
+    }
+}
+
 /// Why an argument or environment string cannot be split.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ArgsError {
@@ -405,8 +426,10 @@ pub fn parse_environment(value: &str) -> Result<BTreeMap<String, String>, ArgsEr
     let entries: Vec<String> = if let Some(rest) = v.strip_prefix('"') {
         split_new_style(&new_style_body(rest)?)?
     } else {
+        // Names start at the first non-blank; values are kept whole (a tab
+        // is a value), as HTCondor's V1 environment keeps them.
         v.split(';')
-            .map(str::trim)
+            .map(str::trim_start)
             .filter(|e| !e.is_empty())
             .map(str::to_string)
             .collect()

@@ -9,7 +9,9 @@
 //! since the UNIX epoch; `RequestMemory` MiB, `RequestDisk` KiB).
 
 use crate::api::{EventInfo, JobDetail, JobInfo};
-use crate::job::{JobDescription, JobEventKind, JobState};
+use crate::job::{
+    JobDescription, JobEventKind, JobState, ShouldTransferFiles, WhenToTransferOutput,
+};
 use gleaner_classad::Ad;
 use gleaner_core::time::Time;
 
@@ -127,6 +129,36 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
             ad.insert_str(name, v);
         }
     }
+    // File transfer, as HTCondor names it (Gleaner always transfers by
+    // default: stations share no file system).
+    ad.insert_str(
+        "ShouldTransferFiles",
+        match desc.should_transfer_files {
+            ShouldTransferFiles::Yes => "YES",
+            ShouldTransferFiles::No => "NO",
+            ShouldTransferFiles::IfNeeded => "IF_NEEDED",
+        },
+    );
+    ad.insert_str(
+        "WhenToTransferOutput",
+        match desc.when_to_transfer_output {
+            WhenToTransferOutput::OnExit => "ON_EXIT",
+            WhenToTransferOutput::OnExitOrEvict => "ON_EXIT_OR_EVICT",
+            WhenToTransferOutput::OnSuccess => "ON_SUCCESS",
+        },
+    );
+    if !desc.transfer_input_files.is_empty() {
+        ad.insert_str("TransferInput", &desc.transfer_input_files.join(","));
+    }
+    if let Some(out) = &desc.transfer_output_files {
+        ad.insert_str("TransferOutput", &out.join(","));
+    }
+    if !desc.transfer_checkpoint_files.is_empty() {
+        ad.insert_str("TransferCheckpoint", &desc.transfer_checkpoint_files.join(","));
+    }
+    if !desc.transfer_executable {
+        ad.insert_bool("TransferExecutable", false);
+    }
     ad.insert_int("RequestCpus", i64::from(desc.request_cpus.max(1)));
     ad.insert_int("RequestGpus", i64::from(desc.request_gpus));
     if let Some(m) = desc.request_memory_mb {
@@ -174,14 +206,7 @@ pub fn submission_ads(
     let mut ads = Vec::with_capacity(descs.len());
     for (proc, mut d) in descs.into_iter().enumerate() {
         d.owner = sub.owner.clone();
-        d.iwd = match (d.iwd.take(), submit_dir) {
-            (Some(i), Some(base)) if !i.starts_with('/') => Some(format!(
-                "{}/{i}",
-                base.trim_end_matches('/')
-            )),
-            (Some(i), _) => Some(i),
-            (None, base) => base.map(str::to_string),
-        };
+        crate::job::resolve_submit_paths(&mut d, submit_dir);
         let (state, hold_code) = if d.hold {
             (
                 JobState::Held {

@@ -9,9 +9,11 @@ from `Submit.itemdata()`. `htcondor2.Submit` stops at the first `queue`; a file 
 several is read as condor_submit reads it: the k-th cluster of procs from the text up
 to the k-th `queue`, the earlier `queue` statements (and their item lists) left out.
 
-stdin: {"file": PATH, "defines": ["KEY=VALUE", ...], "cluster": N, "qdate": T,
-        "owner": NAME}
-        (the file is read from its own directory, as condor_submit reads it there)
+stdin: {"file": PATH, "defines": ["KEY=VALUE", ...], "queue": ARGS or null,
+        "cluster": N, "qdate": T, "owner": NAME}
+        (the file is read from its own directory, as condor_submit reads it there;
+        `defines` come before its first line and `queue` is appended, as
+        `condor_submit KEY=VALUE -queue ARGS FILE` does)
 stdout: {"procs": [{ATTR: "expression as HTCondor unparses it", ...}, ...]}
         or {"error": "what HTCondor's submit code said"}
 Exit 3 when htcondor2 cannot be imported or its submit code cannot be reached.
@@ -132,6 +134,8 @@ def main():
     path = os.path.abspath(req["file"])
     os.chdir(os.path.dirname(path))
     text = open(path, encoding="utf-8").read()
+    if req.get("queue") is not None:
+        text += "\nqueue " + req["queue"] + "\n"
     defines = "".join(d + "\n" for d in req.get("defines", []))
     try:
         api = bind()
@@ -168,13 +172,23 @@ def main():
             print(json.dumps({"error": f"queue items: {e}"}))
             return
         items = [None] if items is None else list(items)
+        # The slice of the queue statement (itemdata() gives every item).
+        chosen = range(len(items))
+        m = re.search(r"\s(?:in|from|matching)\s+(?:files\s+|dirs\s+|any\s+)?\[([^\]]*)\]",
+                      " " + s.getQArgs(), re.IGNORECASE)
+        if m and items != [None]:
+            parts = [int(p) if p.strip() else None for p in m.group(1).split(":")]
+            parts += [None] * (3 - len(parts))
+            chosen = range(len(items))[slice(*parts)]
         for index, item in enumerate(items):
+            if index not in chosen:
+                continue
             if isinstance(item, dict):
                 for var, value in item.items():
                     s[var] = value
             elif item is not None:
                 s["Item"] = item
-            for step in range(max(count, 1) if items != [None] or count else 1):
+            for step in range(count):
                 proc = len(procs)
                 jid = (int(req.get("cluster", 1)) & 0xFFFFFFFF) | (proc << 32)
                 ad = api["make_job_ad"](sb, jid, index if item is not None else 0, step,

@@ -190,9 +190,29 @@ pub(super) fn build_description(
     let mut d = JobDescription::new(owner, "");
     let mut g = Gathered::default();
 
+    // A queue variable named like a command sets it (`queue input in A,
+    // B`), over what the file assigned, as in HTCondor.
+    let from_items: Vec<Assignment> = ex
+        .builtins
+        .as_ref()
+        .map(|b| {
+            b.binding
+                .items
+                .keys()
+                .filter(|k| keys::lookup(k).is_some())
+                .map(|k| Assignment {
+                    name: k.clone(),
+                    value: format!("$({k})"),
+                    line: queue_at.1,
+                    file: queue_at.0.map(str::to_string),
+                    seq: u32::MAX,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     // Each command once: under aliases, the assignment made last counts.
     let mut effective: BTreeMap<String, &Assignment> = BTreeMap::new();
-    for a in ex.vars.values() {
+    for a in ex.vars.values().chain(from_items.iter()) {
         let key = if custom_attr_name(&a.name).is_some() {
             format!("+{}", a.name.to_ascii_lowercase())
         } else {

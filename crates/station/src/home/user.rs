@@ -26,7 +26,6 @@ use gleaner_proto::api::{
 use gleaner_proto::job::{JobId, JobState, JobStateKind};
 use gleaner_proto::wire::{ErrorCode, SubmitResponse, check_version};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 type Q = Query<HashMap<String, String>>;
@@ -76,19 +75,6 @@ pub(crate) fn info(r: &JobRecord) -> JobInfo {
         hold_subcode: r.hold_subcode,
         completions: r.completions,
         not_before: r.not_before,
-    }
-}
-
-/// Resolves the jobs' initial directory against the submit file's
-/// directory, as `condor_submit` does (a relative `initialdir` is relative
-/// to where the submit file was).
-pub(crate) fn resolve_iwd(iwd: Option<&str>, submit_dir: Option<&str>) -> Option<String> {
-    match (iwd, submit_dir) {
-        (Some(i), Some(base)) if !i.starts_with('/') => {
-            Some(PathBuf::from(base).join(i).to_string_lossy().into_owned())
-        }
-        (Some(i), _) => Some(i.to_string()),
-        (None, base) => base.map(str::to_string),
     }
 }
 
