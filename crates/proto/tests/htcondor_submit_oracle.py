@@ -51,6 +51,8 @@ def bind():
             "_ZN10SubmitBlob11make_job_adE10JOB_ID_KEYiibbPFiPvP10SubmitHash17_submit_file_rolePKciES1_",
             p, [p, ctypes.c_uint64, ctypes.c_int, ctypes.c_int, ctypes.c_bool, ctypes.c_bool, p, p]),
         "no_file_checks": fn("_ZN10SubmitBlob20setDisableFileChecksEb", None, [p, ctypes.c_bool]),
+        "set_param": fn("_ZN10SubmitBlob16set_submit_paramEPKcS1_", None,
+                        [p, ctypes.c_char_p, ctypes.c_char_p]),
         "queue_count": fn("_ZNK10SubmitBlob19queueStatementCountEv", ctypes.c_int, [p]),
         "error_stack": fn("_ZNK10SubmitBlob11error_stackEv", p, [p]),
         "new_ad": fn("_Z23py_new_classad2_classadPv", ctypes.py_object, [p]),
@@ -183,11 +185,12 @@ def main():
         for index, item in enumerate(items):
             if index not in chosen:
                 continue
+            # Set as condor_submit's queue loop sets them.
             if isinstance(item, dict):
                 for var, value in item.items():
-                    s[var] = value
+                    api["set_param"](sb, var.encode(), value.encode())
             elif item is not None:
-                s["Item"] = item
+                api["set_param"](sb, b"Item", item.encode())
             for step in range(count):
                 proc = len(procs)
                 jid = (int(req.get("cluster", 1)) & 0xFFFFFFFF) | (proc << 32)

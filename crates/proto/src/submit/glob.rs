@@ -32,6 +32,12 @@ pub(super) fn glob(dir: &Path, pattern: &str) -> Result<Vec<(String, bool)>, Str
                 .to_string_lossy()
                 .into_owned()
         };
+        // HTCondor names a matched directory with a trailing slash.
+        let shown = if is_dir && !shown.ends_with('/') {
+            format!("{shown}/")
+        } else {
+            shown
+        };
         out.push((shown, is_dir));
         if out.len() as u64 > MAX_PROCS {
             return Err(format!(
@@ -60,7 +66,7 @@ mod tests {
             [
                 ("a.dat".to_string(), false),
                 ("b.dat".to_string(), false),
-                ("sub.dat".to_string(), true)
+                ("sub.dat/".to_string(), true)
             ]
         );
     }

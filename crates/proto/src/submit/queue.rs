@@ -243,6 +243,9 @@ pub(super) fn parse_queue(
 
     // The items: ( … ) on this line or over lines, a file, or inline.
     let mut rows: Vec<String> = Vec::new();
+    // Rows read from a file are items as they are, `#` lines too (as
+    // HTCondor reads them); in the submit file, `#` starts a comment.
+    let mut from_file = false;
     if let Some(after) = tail.strip_prefix('(') {
         if let Some(close) = after.rfind(')') {
             if !after[close + 1..].trim().is_empty() {
@@ -295,6 +298,7 @@ pub(super) fn parse_queue(
             .read(Path::new(name), limit)
             .map_err(|e| bad(format!("from {name}: {e}")))?;
         rows.extend(text.lines().map(str::to_string));
+        from_file = true;
     } else if !tail.is_empty() {
         rows.push(tail.to_string());
     }
@@ -305,7 +309,7 @@ pub(super) fn parse_queue(
         Mode::From => {
             for r in rows {
                 let t = r.trim();
-                if t.is_empty() || t.starts_with('#') {
+                if t.is_empty() || (t.starts_with('#') && !from_file) {
                     continue;
                 }
                 items.push(t.to_string());
