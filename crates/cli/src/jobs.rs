@@ -116,7 +116,8 @@ fn file_and_defines(items: &[String]) -> anyhow::Result<(PathBuf, Vec<(String, S
         match it.split_once('=') {
             Some((k, v))
                 if !k.is_empty()
-                    && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') =>
+                    && k.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') =>
             {
                 defines.push((k.to_string(), v.to_string()));
             }

@@ -106,7 +106,11 @@ async fn hold_retries_exit_hold_and_periodic_release() {
         ))
         .await;
     let d = pool.client.job(&id).await.unwrap();
-    assert!(matches!(d.job.state, JobState::Held { .. }), "{:?}", d.job.state);
+    assert!(
+        matches!(d.job.state, JobState::Held { .. }),
+        "{:?}",
+        d.job.state
+    );
     assert_eq!(d.job.hold_code, Some(15));
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(lines(&log).is_empty(), "a held job does not run");
@@ -125,7 +129,12 @@ async fn hold_retries_exit_hold_and_periodic_release() {
         ))
         .await;
     let d = pool.wait_done(&id).await;
-    assert_eq!(d.job.state, JobState::Completed { exit_code: 3 }, "{:#?}", d.events);
+    assert_eq!(
+        d.job.state,
+        JobState::Completed { exit_code: 3 },
+        "{:#?}",
+        d.events
+    );
     assert_eq!(lines(&log).len(), 3, "{:?}", lines(&log));
     assert_eq!(d.job.run_count, 3);
     assert_eq!(d.job.completions, 3);
@@ -185,13 +194,22 @@ async fn hold_retries_exit_hold_and_periodic_release() {
             );
             break;
         }
-        assert!(Instant::now() < deadline, "{:#?}\n{}", d.events, pool.logs());
+        assert!(
+            Instant::now() < deadline,
+            "{:#?}\n{}",
+            d.events,
+            pool.logs()
+        );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     // NumJobStarts is 2 now: it stays held.
     tokio::time::sleep(Duration::from_secs(12)).await;
     let d = pool.client.job(&id).await.unwrap();
-    assert!(matches!(d.job.state, JobState::Held { .. }), "{:#?}", d.events);
+    assert!(
+        matches!(d.job.state, JobState::Held { .. }),
+        "{:#?}",
+        d.events
+    );
     assert_eq!(lines(&log).len(), 2);
 }
 
@@ -247,7 +265,12 @@ async fn deferral_and_crontab() {
         if d.job.state.is_terminal() {
             break d;
         }
-        assert!(Instant::now() < deadline, "{:#?}\n{}", d.events, pool.logs());
+        assert!(
+            Instant::now() < deadline,
+            "{:#?}\n{}",
+            d.events,
+            pool.logs()
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
     pool.assert_completed(&d);
@@ -257,10 +280,18 @@ async fn deferral_and_crontab() {
     for s in &starts {
         // On the minute (the host waited for it), up to a few seconds
         // late on a busy machine.
-        assert!(s.rem_euclid(60.0) < 10.0, "a run started {s} ({:.1} s into its minute)", s.rem_euclid(60.0));
+        assert!(
+            s.rem_euclid(60.0) < 10.0,
+            "a run started {s} ({:.1} s into its minute)",
+            s.rem_euclid(60.0)
+        );
     }
     let minutes: Vec<i64> = starts.iter().map(|s| (*s / 60.0).floor() as i64).collect();
-    assert_eq!(minutes[1], minutes[0] + 1, "consecutive minutes: {starts:?}");
+    assert_eq!(
+        minutes[1],
+        minutes[0] + 1,
+        "consecutive minutes: {starts:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -306,7 +337,8 @@ async fn kill_signals_and_vacate_time() {
     let grace = last_beat - sig;
     assert!(
         (2.0..5.5).contains(&grace),
-        "the job lived {grace:.2} s after its signal; its job_max_vacate_time is 3 s\n{all:?}\n{}", pool.logs()
+        "the job lived {grace:.2} s after its signal; its job_max_vacate_time is 3 s\n{all:?}\n{}",
+        pool.logs()
     );
     assert!(!l.iter().any(|(w, _)| w == "sig TERM"), "{l:?}");
     pool.client.rm(&id, None).await.unwrap();

@@ -399,20 +399,35 @@ mod tests {
     fn manual_examples() {
         // Every hour at :00, submitted 9:30 → 10:00.
         let s = Spec::new(Some("0"), Some("*"), None, None, None).unwrap();
-        assert_eq!(next_run(&s, at(2025, 3, 4, 9, 30)), Some(at(2025, 3, 4, 10, 0)));
+        assert_eq!(
+            next_run(&s, at(2025, 3, 4, 9, 30)),
+            Some(at(2025, 3, 4, 10, 0))
+        );
         // 23 minutes after every two hours.
         let s = Spec::new(Some("23"), Some("0-23/2"), None, None, None).unwrap();
-        assert_eq!(next_run(&s, at(2025, 3, 4, 9, 30)), Some(at(2025, 3, 4, 10, 23)));
+        assert_eq!(
+            next_run(&s, at(2025, 3, 4, 9, 30)),
+            Some(at(2025, 3, 4, 10, 23))
+        );
         // 22:30 on May 10th-20th and every Tuesday (2) of May.
         let s = Spec::new(Some("30"), Some("20"), Some("10-20"), Some("5"), Some("2")).unwrap();
         // 2025-05-06 is a Tuesday: before the 10th, the day of week counts.
-        assert_eq!(next_run(&s, at(2025, 5, 1, 0, 0)), Some(at(2025, 5, 6, 20, 30)));
+        assert_eq!(
+            next_run(&s, at(2025, 5, 1, 0, 0)),
+            Some(at(2025, 5, 6, 20, 30))
+        );
         // Now exactly on a matching minute: the next one, not this.
         let s = Spec::new(Some("*"), None, None, None, None).unwrap();
-        assert_eq!(next_run(&s, at(2025, 1, 1, 0, 0)), Some(at(2025, 1, 1, 0, 1)));
+        assert_eq!(
+            next_run(&s, at(2025, 1, 1, 0, 0)),
+            Some(at(2025, 1, 1, 0, 1))
+        );
         // Sunday as 7.
         let s = Spec::new(Some("0"), Some("0"), None, None, Some("7")).unwrap();
-        assert_eq!(next_run(&s, at(2025, 3, 4, 0, 0)).map(|c| c.weekday()), Some(0));
+        assert_eq!(
+            next_run(&s, at(2025, 3, 4, 0, 0)).map(|c| c.weekday()),
+            Some(0)
+        );
         // Never.
         let s = Spec::new(Some("0"), Some("0"), Some("31"), Some("2"), None).unwrap();
         assert_eq!(next_run(&s, at(2025, 1, 1, 0, 0)), None);

@@ -154,7 +154,10 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
         ad.insert_str("TransferOutput", &out.join(","));
     }
     if !desc.transfer_checkpoint_files.is_empty() {
-        ad.insert_str("TransferCheckpoint", &desc.transfer_checkpoint_files.join(","));
+        ad.insert_str(
+            "TransferCheckpoint",
+            &desc.transfer_checkpoint_files.join(","),
+        );
     }
     if !desc.transfer_executable {
         ad.insert_bool("TransferExecutable", false);

@@ -472,7 +472,11 @@ fn version_condition(rest: &str) -> Result<bool, String> {
         "<=" => ord != Greater,
         ">" => ord == Greater,
         "<" => ord == Less,
-        _ => return Err(format!("\"{op}\" is not a comparison (==, !=, >=, <=, >, <)")),
+        _ => {
+            return Err(format!(
+                "\"{op}\" is not a comparison (==, !=, >=, <=, >, <)"
+            ));
+        }
     })
 }
 
@@ -567,7 +571,11 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
             continue;
         }
         let Some((k, v)) = t.split_once('=') else {
-            errs.push_file(file.as_deref(), line_no, SubmitErrorKind::Malformed(t.clone()));
+            errs.push_file(
+                file.as_deref(),
+                line_no,
+                SubmitErrorKind::Malformed(t.clone()),
+            );
             continue;
         };
         let key = k.trim();
@@ -584,7 +592,11 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
             format!("+{}", attr.to_ascii_lowercase())
         } else {
             if !is_key(key) {
-                errs.push_file(file.as_deref(), line_no, SubmitErrorKind::Malformed(t.clone()));
+                errs.push_file(
+                    file.as_deref(),
+                    line_no,
+                    SubmitErrorKind::Malformed(t.clone()),
+                );
                 continue;
             }
             let lower = key.to_ascii_lowercase();
@@ -894,7 +906,6 @@ fn edit_distance(a: &str, b: &str) -> usize {
     }
     d[a.len()][b.len()]
 }
-
 
 #[cfg(test)]
 mod tests {

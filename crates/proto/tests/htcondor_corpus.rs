@@ -51,7 +51,10 @@ const DIVERGENCES: &[(&str, &str)] = &[
 /// Attributes not compared at all, and why: set by the schedd when the job
 /// is queued (not by submit), or Gleaner's own.
 const NOT_COMPARED: &[(&str, &str)] = &[
-    ("Owner", "set by the schedd from the submitting user, not by submit"),
+    (
+        "Owner",
+        "set by the schedd from the submitting user, not by submit",
+    ),
     ("User", "set by the schedd"),
     ("Args", "compared as the argument list"),
     ("Arguments", "compared as the argument list"),
@@ -67,7 +70,10 @@ const HTCONDOR_ONLY: &[(&str, &str)] = &[
     ("DiskUsage", "sizes condor_submit measures on disk"),
     ("ExecutableSize", "sizes condor_submit measures on disk"),
     ("ImageSize", "sizes condor_submit measures on disk"),
-    ("TransferInputSizeMB", "sizes condor_submit measures on disk"),
+    (
+        "TransferInputSizeMB",
+        "sizes condor_submit measures on disk",
+    ),
     (
         "StreamIn",
         "HTCondor's streaming defaults; Gleaner always streams stdout and stderr home",
@@ -190,7 +196,10 @@ fn canon(text: &str) -> String {
 /// The string of a ClassAd string literal.
 fn string_of(text: &str) -> Option<String> {
     let e = parse_expr(text).ok()?;
-    gleaner_classad::EvalContext::new(0).eval(&e).as_str().map(str::to_string)
+    gleaner_classad::EvalContext::new(0)
+        .eval(&e)
+        .as_str()
+        .map(str::to_string)
 }
 
 fn normalize_path(p: &str) -> String {
@@ -214,8 +223,7 @@ fn htcondor_argv(ad: &BTreeMap<String, String>) -> Vec<String> {
 
 /// HTCondor's environment from `Environment` (V2) or `Env` (V1).
 fn htcondor_env(ad: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-    let entries: Vec<String> = if let Some(v2) = ad.get("Environment").and_then(|a| string_of(a))
-    {
+    let entries: Vec<String> = if let Some(v2) = ad.get("Environment").and_then(|a| string_of(a)) {
         parse_arguments(&format!("\"{}\"", v2.replace('"', "\"\""))).unwrap_or_default()
     } else if let Some(v1) = ad.get("Env").and_then(|a| string_of(a)) {
         let delim = ad
@@ -284,8 +292,16 @@ fn compare(
     out: &mut Outcome,
 ) {
     let g = gleaner_map(gleaner);
-    let skip = |name: &str| NOT_COMPARED.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
-    let documented = |name: &str| DIVERGENCES.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    let skip = |name: &str| {
+        NOT_COMPARED
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
+    let documented = |name: &str| {
+        DIVERGENCES
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
     let iwd = g
         .get("Iwd")
         .and_then(|v| string_of(v))
@@ -328,15 +344,18 @@ fn compare(
     for (name, hv) in htc {
         if skip(name)
             || get_ci(&g, name).is_some()
-            || HTCONDOR_ONLY.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
+            || HTCONDOR_ONLY
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(name))
         {
             continue;
         }
         if baseline.get(name).is_some_and(|b| canon(b) == canon(hv)) {
             continue;
         }
-        out.differences
-            .push(format!("proc {proc}: {name} = {hv} in HTCondor's ad, not in Gleaner's"));
+        out.differences.push(format!(
+            "proc {proc}: {name} = {hv} in HTCondor's ad, not in Gleaner's"
+        ));
     }
     // Arguments and environment as lists and maps.
     let argv: Vec<String> = gleaner
@@ -367,7 +386,10 @@ fn compare(
             parse_arguments(&format!("\"{a}\""))
                 .unwrap_or_default()
                 .into_iter()
-                .filter_map(|e| e.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+                .filter_map(|e| {
+                    e.split_once('=')
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -387,17 +409,14 @@ fn htcondor_corpus_matches_htcondor_submit() {
     )
     .expect("corpus.json is JSON");
     let Some(python) = python3() else {
-        gleaner_testkit::oracle_missing(
-            "python3",
-            "apt-get install python3",
-            "no python3 on PATH",
-        );
+        gleaner_testkit::oracle_missing("python3", "apt-get install python3", "no python3 on PATH");
         return;
     };
     // HTCondor's ad of the simplest file: what it writes anyway.
     let base_file = tempfile::NamedTempFile::new().expect("temp file");
     std::fs::write(base_file.path(), "executable = /bin/echo\nqueue\n").expect("write");
-    let base_req = json!({"file": base_file.path(), "qdate": QDATE, "owner": "alice", "cluster": 1});
+    let base_req =
+        json!({"file": base_file.path(), "qdate": QDATE, "owner": "alice", "cluster": 1});
     let Some(baseline) = oracle(&python, &base_req) else {
         return;
     };
@@ -413,7 +432,11 @@ fn htcondor_corpus_matches_htcondor_submit() {
         let path = dir.join(file);
         let defines: Vec<String> = entry["defines"]
             .as_array()
-            .map(|a| a.iter().filter_map(|d| d.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|d| d.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default();
         let queue = entry["queue"].as_str();
         // Gleaner.
@@ -445,7 +468,10 @@ fn htcondor_corpus_matches_htcondor_submit() {
                 Err(e) if e.to_string().contains(expected) => {
                     let first = e.0[0].to_string();
                     let htc = match &theirs {
-                        Err(h) => format!("HTCondor refuses it too: {}", h.lines().next().unwrap_or("")),
+                        Err(h) => format!(
+                            "HTCondor refuses it too: {}",
+                            h.lines().next().unwrap_or("")
+                        ),
                         Ok(_) => "HTCondor accepts it".to_string(),
                     };
                     refused.push(format!("{name}: {first} ({htc})"));
@@ -465,7 +491,9 @@ fn htcondor_corpus_matches_htcondor_submit() {
         let theirs = match theirs {
             Ok(t) => t,
             Err(h) => {
-                failures.push(format!("{name}: HTCondor refuses it ({h}) but Gleaner accepts it"));
+                failures.push(format!(
+                    "{name}: HTCondor refuses it ({h}) but Gleaner accepts it"
+                ));
                 continue;
             }
         };

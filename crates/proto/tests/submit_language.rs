@@ -34,7 +34,9 @@ fn every_queue_form() {
     assert_eq!(jobs("executable = x\nqueue 0\n").len(), 0);
     assert_eq!(jobs("executable = x\nn = 3\nqueue $(n) * 2\n").len(), 6);
     // in: inline, comma and/or space separated, and over lines.
-    let j = jobs("executable = x\narguments = $(Item) $(ItemIndex) $(Step) $(Process)\nqueue 2 in a, b\n");
+    let j = jobs(
+        "executable = x\narguments = $(Item) $(ItemIndex) $(Step) $(Process)\nqueue 2 in a, b\n",
+    );
     assert_eq!(args(&j), ["a 0 0 0", "a 0 1 1", "b 1 0 2", "b 1 1 3"]);
     let j = jobs("executable = x\narguments = $(v)\nqueue v in (\n  a b\n  # skipped\n  c\n)\n");
     assert_eq!(args(&j), ["a", "b", "c"]);
@@ -78,15 +80,25 @@ fn queue_from_a_file_and_matching_read_beside_the_submit_file() {
         .map(|j| j.transfer_input_files.join(","))
         .collect();
     assert_eq!(files, ["a.dat", "b.dat"]);
-    let s = parse_in(d.path(), "executable = x\ninitialdir = $(d)\nqueue d matching dirs *\n")
-        .unwrap();
+    let s = parse_in(
+        d.path(),
+        "executable = x\ninitialdir = $(d)\nqueue d matching dirs *\n",
+    )
+    .unwrap();
     assert_eq!(s.expand(1).unwrap()[0].iwd.as_deref(), Some("sub.dir/"));
     // A missing file is an error naming it, at the queue line.
     let e = parse_in(d.path(), "executable = x\nqueue v from nothing.txt\n").unwrap_err();
-    assert!(e.to_string().starts_with("job.sub:2: invalid queue statement: from nothing.txt"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("job.sub:2: invalid queue statement: from nothing.txt"),
+        "{e}"
+    );
     // Without a directory (the station), files are never read.
     let e = parse_submit("executable = x\nqueue v from rows.txt\n", &ctx()).unwrap_err();
-    assert!(e.to_string().contains("read where the submit file is read"), "{e}");
+    assert!(
+        e.to_string().contains("read where the submit file is read"),
+        "{e}"
+    );
     // A command's output is not run.
     let e = parse_in(d.path(), "executable = x\nqueue v from ls |\n").unwrap_err();
     assert!(e.to_string().contains("COMMAND |"), "{e}");
@@ -95,13 +107,24 @@ fn queue_from_a_file_and_matching_read_beside_the_submit_file() {
 #[test]
 fn include_nests_and_problems_name_the_included_file() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("a.inc"), "include : b.inc\narguments = from-a\n").unwrap();
+    std::fs::write(
+        d.path().join("a.inc"),
+        "include : b.inc\narguments = from-a\n",
+    )
+    .unwrap();
     std::fs::write(d.path().join("b.inc"), "executable = /bin/echo\n").unwrap();
-    std::fs::write(d.path().join("bad.inc"), "executable = x\nrequest_cpus = many\n").unwrap();
+    std::fs::write(
+        d.path().join("bad.inc"),
+        "executable = x\nrequest_cpus = many\n",
+    )
+    .unwrap();
     std::fs::write(d.path().join("loop.inc"), "include : loop.inc\n").unwrap();
     let s = parse_in(d.path(), "INCLUDE : a.inc\nqueue\n").unwrap();
     let j = s.expand(1).unwrap();
-    assert_eq!((j[0].executable.as_str(), j[0].arguments[0].as_str()), ("/bin/echo", "from-a"));
+    assert_eq!(
+        (j[0].executable.as_str(), j[0].arguments[0].as_str()),
+        ("/bin/echo", "from-a")
+    );
     let e = parse_in(d.path(), "include : bad.inc\nqueue\n").unwrap_err();
     assert_eq!(
         e.to_string(),
@@ -110,8 +133,16 @@ fn include_nests_and_problems_name_the_included_file() {
     let e = parse_in(d.path(), "executable = x\ninclude : loop.inc\nqueue\n").unwrap_err();
     assert!(e.to_string().contains("nested more than 10 deep"), "{e}");
     let e = parse_in(d.path(), "executable = x\ninclude : none.inc\nqueue\n").unwrap_err();
-    assert!(e.to_string().starts_with("job.sub:2: invalid value for include: cannot read"), "{e}");
-    parse_in(d.path(), "executable = x\ninclude ifexist : none.inc\nqueue\n").unwrap();
+    assert!(
+        e.to_string()
+            .starts_with("job.sub:2: invalid value for include: cannot read"),
+        "{e}"
+    );
+    parse_in(
+        d.path(),
+        "executable = x\ninclude ifexist : none.inc\nqueue\n",
+    )
+    .unwrap();
 }
 
 #[test]
@@ -146,10 +177,16 @@ queue
     assert_eq!(run(&[]), ("normal".into(), 3));
     assert_eq!(run(&[("Slow", "1")]), ("slow".into(), 3));
     // A condition that is no boolean, and a block left open, are errors.
-    let e = parse_submit("executable = x\nif $(Mode:fast)\nendif\nif true\nqueue\n", &ctx())
-        .unwrap_err();
+    let e = parse_submit(
+        "executable = x\nif $(Mode:fast)\nendif\nif true\nqueue\n",
+        &ctx(),
+    )
+    .unwrap_err();
     let msgs = e.to_string();
-    assert!(msgs.contains("job.sub:2: if $(Mode:fast): \"fast\" is not a simple boolean"), "{msgs}");
+    assert!(
+        msgs.contains("job.sub:2: if $(Mode:fast): \"fast\" is not a simple boolean"),
+        "{msgs}"
+    );
     assert!(msgs.contains("job.sub:4: if without endif"), "{msgs}");
 }
 
@@ -185,12 +222,20 @@ queue 2
     for line in &a {
         let (n, c) = line.split_once(' ').unwrap();
         let n: u32 = n.parse().unwrap();
-        assert!(n <= 1000 && n % 10 == 0, "{line}");
+        assert!(n <= 1000 && n.is_multiple_of(10), "{line}");
         assert!(["a", "b", "c"].contains(&c), "{line}");
     }
     // Bad uses name the line.
-    let e = parse_submit("executable = x\narguments = $CHOICE(5, a, b)\nqueue\n", &ctx()).unwrap_err();
-    assert!(e.to_string().starts_with("job.sub:2: malformed macro reference: $CHOICE(5, a, b)"), "{e}");
+    let e = parse_submit(
+        "executable = x\narguments = $CHOICE(5, a, b)\nqueue\n",
+        &ctx(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("job.sub:2: malformed macro reference: $CHOICE(5, a, b)"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -226,7 +271,11 @@ fn every_command_is_implemented_recorded_or_refused() {
     )
     .unwrap();
     let w: Vec<String> = s.warnings().iter().map(|w| w.to_string()).collect();
-    assert_eq!(w.len(), 2, "coresize = 0 is what Gleaner does anyway: {w:?}");
+    assert_eq!(
+        w.len(),
+        2,
+        "coresize = 0 is what Gleaner does anyway: {w:?}"
+    );
     assert!(w[0].starts_with("job.sub:2: warning: notification is recorded as JobNotification"));
     let ad = &s.expand(1).unwrap()[0].custom_attrs;
     assert_eq!(ad["JobNotification"], "2");
@@ -277,7 +326,8 @@ fn retries_compose_on_exit_remove_as_htcondor_does() {
 
 #[test]
 fn accounting_group_user_names_only_the_submitter() {
-    let j = jobs("executable = x\naccounting_group = physics\naccounting_group_user = alice\nqueue\n");
+    let j =
+        jobs("executable = x\naccounting_group = physics\naccounting_group_user = alice\nqueue\n");
     assert_eq!(j[0].custom_attrs["AccountingGroup"], "\"physics.alice\"");
     let e = parse_submit(
         "executable = x\naccounting_group = physics\naccounting_group_user = bob\nqueue\n",
@@ -289,6 +339,19 @@ fn accounting_group_user_names_only_the_submitter() {
         "job.sub:3: invalid value for accounting_group_user: \"bob\" is not you (alice): \
          accounting_group_user may only name the submitting user"
     );
+}
+
+#[test]
+fn function_macros_nest_no_deeper_than_macros() {
+    // A chain of macros through $INT() stops at the nesting limit instead
+    // of running the stack out.
+    let mut text = String::new();
+    for i in 0..5_000 {
+        text.push_str(&format!("m{i} = $INT(m{})\n", i + 1));
+    }
+    text.push_str("m5000 = 1\nexecutable = x\narguments = $(m0)\nqueue\n");
+    let e = parse_submit(&text, &ctx()).unwrap_err();
+    assert!(e.to_string().contains("nested more than 32 deep"), "{e}");
 }
 
 #[test]

@@ -161,14 +161,14 @@ mod tests {
 
     #[test]
     fn deferral_time_is_an_expression_over_the_ad() {
-        let d = desc(&[
-            ("DeferralTime", "QDate + 60"),
-            ("DeferralPrepTime", "20"),
-        ]);
+        let d = desc(&[("DeferralTime", "QDate + 60"), ("DeferralPrepTime", "20")]);
         let s = first_start(&d, JobId::new(3, 0), Time::from_secs(1_000)).unwrap();
         assert_eq!(s.at, Time::from_secs(1_060));
         assert_eq!(s.match_from, Time::from_secs(1_040));
-        assert_eq!(first_start(&desc(&[]), JobId::new(1, 0), Time::from_secs(5)), None);
+        assert_eq!(
+            first_start(&desc(&[]), JobId::new(1, 0), Time::from_secs(5)),
+            None
+        );
     }
 
     #[test]
@@ -179,7 +179,11 @@ mod tests {
         let t = Time::from_secs(1_700_000_000 - 1_700_000_000 % 300 + 150);
         let s = next_cron_start(&d, t).unwrap();
         let at = secs(s.at);
-        assert!(at > secs(t) && at - secs(t) <= 300, "{at} after {}", secs(t));
+        assert!(
+            at > secs(t) && at - secs(t) <= 300,
+            "{at} after {}",
+            secs(t)
+        );
         assert_eq!(local_minute(s.at).unwrap().minute % 5, 0);
         assert_eq!(s.match_from, s.at, "no prep time given");
     }

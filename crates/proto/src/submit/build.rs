@@ -35,7 +35,11 @@ const POLICY: &[(&str, &str)] = &[
 
 /// The cron commands and their attributes.
 const CRON: &[(&str, &str, gleaner_core::cron::Field)] = &[
-    ("cron_minute", "CronMinute", gleaner_core::cron::Field::Minute),
+    (
+        "cron_minute",
+        "CronMinute",
+        gleaner_core::cron::Field::Minute,
+    ),
     ("cron_hour", "CronHour", gleaner_core::cron::Field::Hour),
     (
         "cron_day_of_month",
@@ -129,7 +133,8 @@ pub(super) fn check_expression(text: &str) -> Result<(), String> {
 
 /// A constant whole number of seconds (`2 * 3`, `3600`) or why not.
 fn seconds(text: &str) -> Result<u64, String> {
-    let e = gleaner_classad::parse_expr(text).map_err(|e| format!("not a valid expression: {e}"))?;
+    let e =
+        gleaner_classad::parse_expr(text).map_err(|e| format!("not a valid expression: {e}"))?;
     let v = gleaner_classad::EvalContext::new(0).eval(&e);
     match v.as_f64() {
         Some(n) if n >= 0.0 && n.is_finite() && n < 1e12 => Ok(n.trunc() as u64),
@@ -336,7 +341,8 @@ fn apply(
     if let Some(name) = keys::custom_request(&a.name) {
         match check_expression(value) {
             Ok(()) if !value.is_empty() => {
-                d.custom_requests.insert(name.to_string(), value.to_string());
+                d.custom_requests
+                    .insert(name.to_string(), value.to_string());
             }
             Ok(()) => bad(errs, "needs an amount".into()),
             Err(r) => bad(errs, r),
@@ -553,7 +559,10 @@ fn implemented(
         },
         "checkpoint_interval" => match value.parse::<u64>() {
             Ok(n) if n >= 1 => d.checkpoint_interval_secs = Some(n),
-            _ => bad(errs, format!("\"{value}\" is not a positive number of seconds")),
+            _ => bad(
+                errs,
+                format!("\"{value}\" is not a positive number of seconds"),
+            ),
         },
         "checkpoint_method" => match value.to_ascii_lowercase().as_str() {
             "auto" | "self" => d.checkpoint_method = CheckpointMethod::Auto,
@@ -667,8 +676,15 @@ fn implemented(
             None => bad(errs, format!("\"{value}\" is not true or false")),
         },
         "accounting_group" => {
-            if value.is_empty() || !value.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
-                bad(errs, format!("\"{value}\" is not a group name (letters, digits, '.', '_', '-')"));
+            if value.is_empty()
+                || !value
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+            {
+                bad(
+                    errs,
+                    format!("\"{value}\" is not a group name (letters, digits, '.', '_', '-')"),
+                );
             } else {
                 d.accounting_group = Some(value.to_string());
             }
@@ -728,7 +744,8 @@ fn wildcard(pattern: &str, name: &str) -> bool {
 /// `max_retries` (default 2) reruns are spent; `on_exit_remove` is or-ed
 /// on. Written as HTCondor's submit writes it.
 fn compose_policy(d: &mut JobDescription, g: &Gathered) {
-    let retries = d.max_retries.is_some() || g.retry_until.is_some() || g.success_exit_code.is_some();
+    let retries =
+        d.max_retries.is_some() || g.retry_until.is_some() || g.success_exit_code.is_some();
     if !retries {
         if let Some(r) = &g.on_exit_remove {
             d.custom_attrs.insert("OnExitRemove".into(), r.clone());
@@ -755,7 +772,11 @@ fn compose_policy(d: &mut JobDescription, g: &Gathered) {
 /// around it keeps its meaning; HTCondor's printout has none there).
 fn parenthesized(e: &str) -> String {
     let risky = e.contains('?') || e.contains("||");
-    if risky { format!("({e})") } else { e.to_string() }
+    if risky {
+        format!("({e})")
+    } else {
+        e.to_string()
+    }
 }
 
 /// `AcctGroup`, `AcctGroupUser` and `AccountingGroup` as HTCondor writes
@@ -818,7 +839,9 @@ fn compose_accounting(
 /// `DeferralPrepTime` (default 300 s), as HTCondor records them.
 fn compose_deferral(d: &mut JobDescription, g: &Gathered) {
     let deferred = d.custom_attrs.contains_key("DeferralTime")
-        || CRON.iter().any(|(_, attr, _)| d.custom_attrs.contains_key(*attr));
+        || CRON
+            .iter()
+            .any(|(_, attr, _)| d.custom_attrs.contains_key(*attr));
     if !deferred {
         return;
     }

@@ -92,6 +92,9 @@ pub(super) struct Expander<'a> {
     rng: Cell<u64>,
     /// The submit file's directory (`$Ff()`).
     dir: Option<&'a str>,
+    /// The nesting depth of the function macro being called: the macros
+    /// it reads by name nest below it (`MAX_DEPTH` holds through them).
+    call_depth: Cell<usize>,
 }
 
 impl<'a> Expander<'a> {
@@ -112,13 +115,17 @@ impl<'a> Expander<'a> {
             undefined: RefCell::new(BTreeSet::new()),
             rng: Cell::new(0),
             dir: None,
+            call_depth: Cell::new(0),
         }
     }
 
     /// Seeds this proc's random numbers from the submission's seed and the
     /// proc number, so every expansion of a submission draws the same.
     pub(super) fn with_seed(self, seed: u64) -> Self {
-        let process = self.builtins.as_ref().map_or(u64::MAX, |b| u64::from(b.process));
+        let process = self
+            .builtins
+            .as_ref()
+            .map_or(u64::MAX, |b| u64::from(b.process));
         self.rng
             .set(seed ^ process.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         self
@@ -278,7 +285,10 @@ impl<'a> Expander<'a> {
                 let end = closing_paren(after).ok_or_else(|| unclosed(tail))?;
                 self.budget.charge(REFERENCE_COST)?;
                 let args = self.expand(&after[..end], depth + 1)?;
-                let v = functions::call(func, &args, self)?;
+                let outer = self.call_depth.replace(depth + 1);
+                let v = functions::call(func, &args, self);
+                self.call_depth.set(outer);
+                let v = v?;
                 self.put(&mut out, &v)?;
                 rest = &after[end + 1..];
             } else {
@@ -303,7 +313,10 @@ impl functions::Env for Expander<'_> {
         let lower = name.to_ascii_lowercase();
         match self.lookup(&lower) {
             Some(Found::Builtin(v)) => Ok(Some(v)),
-            Some(Found::Var(text)) => Ok(Some(self.expand_var(&lower, text, 1)?.to_string())),
+            Some(Found::Var(text)) => Ok(Some(
+                self.expand_var(&lower, text, self.call_depth.get() + 1)?
+                    .to_string(),
+            )),
             None => Ok(None),
         }
     }

@@ -141,7 +141,10 @@ pub(super) fn call(name: &str, args: &str, env: &dyn Env) -> Result<String, Subm
             let n = number(&call, env, arg(0))?;
             match a.get(1) {
                 Some(fmt) => printf(fmt, n).map_err(|e| bad(&call, e)),
-                None => Ok(printf("%G", n).map_err(|e| bad(&call, e))?.trim().to_string()),
+                None => Ok(printf("%G", n)
+                    .map_err(|e| bad(&call, e))?
+                    .trim()
+                    .to_string()),
             }
         }
         "EVAL" => {
@@ -176,7 +179,12 @@ pub(super) fn call(name: &str, args: &str, env: &dyn Env) -> Result<String, Subm
                 .ok()
                 .and_then(|i| list.get(i))
                 .cloned()
-                .ok_or_else(|| bad(&call, format!("index {i} is not in a list of {}", list.len())))
+                .ok_or_else(|| {
+                    bad(
+                        &call,
+                        format!("index {i} is not in a list of {}", list.len()),
+                    )
+                })
         }
         "RANDOM_CHOICE" => {
             if a.is_empty() || a.iter().all(String::is_empty) {
@@ -219,7 +227,11 @@ fn int_arg(call: &str, env: &dyn Env, arg: &str) -> Result<i64, SubmitErrorKind>
 fn substr(s: &str, start: i64, len: Option<i64>) -> String {
     let chars: Vec<char> = s.chars().collect();
     let n = chars.len() as i64;
-    let from = if start < 0 { (n + start).max(0) } else { start.min(n) };
+    let from = if start < 0 {
+        (n + start).max(0)
+    } else {
+        start.min(n)
+    };
     let to = match len {
         None => n,
         Some(l) if l < 0 => (n + l).max(from),
@@ -235,10 +247,11 @@ fn substr(s: &str, start: i64, len: Option<i64>) -> String {
 fn path_parts(opts: &str, path: &str, dir: Option<&str>) -> String {
     let has = |c: char| opts.contains(c);
     let mut p = path.to_string();
-    if has('f') && !p.starts_with('/') {
-        if let Some(d) = dir {
-            p = format!("{}/{p}", d.trim_end_matches('/'));
-        }
+    if has('f')
+        && !p.starts_with('/')
+        && let Some(d) = dir
+    {
+        p = format!("{}/{p}", d.trim_end_matches('/'));
     }
     if has('u') {
         p = p.replace('\\', "/");
@@ -346,7 +359,6 @@ fn printf(fmt: &str, n: f64) -> Result<String, String> {
     if width > 4096 || prec.is_some_and(|p| p > 4096) {
         return Err(format!("format {fmt:?} is too wide"));
     }
-    let neg = n < 0.0 || (n == 0.0 && n.is_sign_negative() && "eEfFgG".contains(conv));
     let mag = n.abs();
     let body = match conv {
         'd' | 'i' | 'u' => format!("{}", mag.trunc() as u128),
@@ -364,7 +376,7 @@ fn printf(fmt: &str, n: f64) -> Result<String, String> {
         }
         c => return Err(format!("format {fmt:?}: %{c} is not a number conversion")),
     };
-    let sign = if neg && body.chars().any(|c| c != '0' && c != '.') || neg && n < 0.0 {
+    let sign = if n < 0.0 {
         "-"
     } else if flags.contains('+') {
         "+"
@@ -483,7 +495,10 @@ mod tests {
     fn random_functions_stay_in_range_and_on_the_step() {
         let t = T { n: Cell::new(0) };
         for _ in 0..50 {
-            let v: i64 = call("RANDOM_INTEGER", "0, 8, 2", &t).unwrap().parse().unwrap();
+            let v: i64 = call("RANDOM_INTEGER", "0, 8, 2", &t)
+                .unwrap()
+                .parse()
+                .unwrap();
             assert!((0..=8).contains(&v) && v % 2 == 0, "{v}");
             let c = call("RANDOM_CHOICE", "a,b,c", &t).unwrap();
             assert!(["a", "b", "c"].contains(&c.as_str()));

@@ -19,7 +19,8 @@ pub(super) fn glob(dir: &Path, pattern: &str) -> Result<Vec<(String, bool)>, Str
         require_literal_separator: true,
         require_literal_leading_dot: true,
     };
-    let paths = glob::glob_with(&full, opts).map_err(|e| format!("bad pattern {pattern:?}: {e}"))?;
+    let paths =
+        glob::glob_with(&full, opts).map_err(|e| format!("bad pattern {pattern:?}: {e}"))?;
     let mut out = Vec::new();
     for p in paths {
         let p = p.map_err(|e| format!("while matching {pattern:?}: {e}"))?;

@@ -146,9 +146,11 @@ const TRUE: &[&str] = &["true", "yes", "1", "t", "y"];
 const NONE: &[&str] = &[];
 
 const NO_MAIL: &str = "Gleaner sends no mail; follow jobs with `glean watch` or the user log";
-const NO_ENCRYPTION: &str = "Gleaner has no per-file encryption; files travel over the pool's connections as configured";
+const NO_ENCRYPTION: &str =
+    "Gleaner has no per-file encryption; files travel over the pool's connections as configured";
 const OWN_LIMITS: &str = "the stations' own limits on transfers apply";
-const STANDARD_ONLY: &str = "a standard-universe command, which HTCondor's vanilla universe ignores too";
+const STANDARD_ONLY: &str =
+    "a standard-universe command, which HTCondor's vanilla universe ignores too";
 const CREDENTIALS: &str = "Gleaner forwards no credentials to guests";
 const GRID: &str = "a grid-universe command; Gleaner runs vanilla jobs only";
 const VM: &str = "a vm-universe command; Gleaner runs vanilla jobs only";
@@ -252,14 +254,7 @@ pub(crate) const COMMANDS: &[Command] = &[
         NO_MAIL,
         &["never"],
     ),
-    rec(
-        "notify_user",
-        &[],
-        "NotifyUser",
-        Form::Str,
-        NO_MAIL,
-        NONE,
-    ),
+    rec("notify_user", &[], "NotifyUser", Form::Str, NO_MAIL, NONE),
     rec(
         "email_attributes",
         &[],
@@ -511,8 +506,16 @@ pub(crate) const COMMANDS: &[Command] = &[
         "stderr comes home while the job runs anyway (`glean tail --stderr`)",
         NONE,
     ),
-    acc("stream_input", "the input is transferred with the sandbox", FALSE),
-    acc("skip_filechecks", "", &["true", "false", "yes", "no", "1", "0", "t", "f", "y", "n"]),
+    acc(
+        "stream_input",
+        "the input is transferred with the sandbox",
+        FALSE,
+    ),
+    acc(
+        "skip_filechecks",
+        "",
+        &["true", "false", "yes", "no", "1", "0", "t", "f", "y", "n"],
+    ),
     acc(
         "max_materialize",
         "every proc of a submission is queued at once",
@@ -554,13 +557,17 @@ pub(crate) const COMMANDS: &[Command] = &[
         "the starter's logging is the station's",
         NONE,
     ),
-    acc("mount_under_scratch", "every guest has a private sandbox", NONE),
-    acc("rendezvousdir", "Gleaner needs no rendezvous directory", NONE),
     acc(
-        "suspend_job_at_exec",
-        "a job starts running at once",
-        FALSE,
+        "mount_under_scratch",
+        "every guest has a private sandbox",
+        NONE,
     ),
+    acc(
+        "rendezvousdir",
+        "Gleaner needs no rendezvous directory",
+        NONE,
+    ),
+    acc("suspend_job_at_exec", "a job starts running at once", FALSE),
     acc(
         "interactive_executable",
         "Gleaner has no interactive jobs",
@@ -572,7 +579,11 @@ pub(crate) const COMMANDS: &[Command] = &[
         "an obsolete command; use on_exit_remove",
         NONE,
     ),
-    acc("skip_if_dataflow", "Gleaner runs every job it queues", FALSE),
+    acc(
+        "skip_if_dataflow",
+        "Gleaner runs every job it queues",
+        FALSE,
+    ),
     acc("on_evict_checks", "evictions are the owner's", NONE),
     // Refused when not harmless.
     unless(
@@ -592,7 +603,10 @@ pub(crate) const COMMANDS: &[Command] = &[
     refuse("output_destination", OUTPUT_PLACES),
     refuse("output_directory", OUTPUT_PLACES),
     refuse("transfer_output_remaps", OUTPUT_PLACES),
-    refuse("transfer_plugins", "file-transfer plugins (URLs) are not supported"),
+    refuse(
+        "transfer_plugins",
+        "file-transfer plugins (URLs) are not supported",
+    ),
     refuse(
         "checkpoint_destination",
         "checkpoints are kept at the job's home; other destinations are not supported",
@@ -613,8 +627,14 @@ pub(crate) const COMMANDS: &[Command] = &[
     refuse("jar_files", JAVA),
     refuse("java_vm_args", JAVA),
     refuse("java_vm_arguments", JAVA),
-    refuse("parallel_script_shadow", "parallel jobs are not supported yet"),
-    refuse("parallel_script_starter", "parallel jobs are not supported yet"),
+    refuse(
+        "parallel_script_shadow",
+        "parallel jobs are not supported yet",
+    ),
+    refuse(
+        "parallel_script_starter",
+        "parallel jobs are not supported yet",
+    ),
     refuse("tool_daemon_cmd", "tool daemons are not supported"),
     refuse("tool_daemon_args", "tool daemons are not supported"),
     refuse("tool_daemon_arguments", "tool daemons are not supported"),

@@ -61,12 +61,17 @@ impl ClusterSubmission {
             self.file_name.clone()
         };
         let mut errs = ErrorSink::new(&file);
-        let long_name = |f: &Option<String>| f.as_ref().is_some_and(|f| f.len() > MAX_FILE_NAME_BYTES);
+        let long_name =
+            |f: &Option<String>| f.as_ref().is_some_and(|f| f.len() > MAX_FILE_NAME_BYTES);
         if self.file_name.len() > MAX_FILE_NAME_BYTES
-            || self.dir.as_ref().is_some_and(|d| d.len() > MAX_FILE_NAME_BYTES)
-            || self.batches.iter().any(|b| {
-                long_name(&b.file) || b.vars.values().any(|a| long_name(&a.file))
-            })
+            || self
+                .dir
+                .as_ref()
+                .is_some_and(|d| d.len() > MAX_FILE_NAME_BYTES)
+            || self
+                .batches
+                .iter()
+                .any(|b| long_name(&b.file) || b.vars.values().any(|a| long_name(&a.file)))
         {
             errs.push(
                 0,

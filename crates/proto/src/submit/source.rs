@@ -37,7 +37,8 @@ impl SubmitFs for LocalFs {
     fn read(&self, path: &Path, limit: u64) -> Result<String, String> {
         use std::io::Read;
         let full = self.dir.join(path);
-        let f = std::fs::File::open(&full).map_err(|e| format!("cannot read {}: {e}", full.display()))?;
+        let f = std::fs::File::open(&full)
+            .map_err(|e| format!("cannot read {}: {e}", full.display()))?;
         let mut bytes = Vec::new();
         f.take(limit.saturating_add(1))
             .read_to_end(&mut bytes)

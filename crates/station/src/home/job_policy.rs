@@ -261,6 +261,27 @@ pub(crate) async fn run_loop(home: Arc<Home>, mut shutdown: watch::Receiver<bool
     }
 }
 
+/// Removes `r` for its `periodic_remove` (a running job is killed as
+/// `glean rm` kills it).
+fn periodic_remove(home: &Arc<Home>, r: &JobRecord, reason: String, at: Time) {
+    let removed = home
+        .queue()
+        .transition(r.id, JobState::Removed, &reason, at);
+    if removed.is_err() {
+        return;
+    }
+    tracing::info!(job = %r.id, "periodic_remove");
+    if matches!(
+        r.state.kind(),
+        JobStateKind::Running | JobStateKind::Suspended
+    ) {
+        super::schedd::spawn_vacate_as(home, r.id, &reason, "remove");
+        super::runs::retire_run(home, r.id);
+    }
+    spawn_user_log(home, r.id, at, UserEvent::Aborted { reason });
+    home.news.notify_one();
+}
+
 /// Holds `r` for its policy with `code`.
 fn policy_hold(home: &Arc<Home>, r: &JobRecord, h: &PolicyHold, code: u32, at: Time) {
     let held = JobState::Held {
@@ -326,24 +347,7 @@ pub(crate) async fn pass(home: &Arc<Home>) {
             }
             Some(Periodic::Hold(h)) => policy_hold(home, r, &h, hold_code::JOB_POLICY, at),
             Some(Periodic::HoldCode(h, code)) => policy_hold(home, r, &h, code, at),
-            Some(Periodic::Remove(reason)) => {
-                if home
-                    .queue()
-                    .transition(r.id, JobState::Removed, &reason, at)
-                    .is_ok()
-                {
-                    tracing::info!(job = %r.id, "periodic_remove");
-                    if matches!(
-                        r.state.kind(),
-                        JobStateKind::Running | JobStateKind::Suspended
-                    ) {
-                        super::schedd::spawn_vacate_as(home, r.id, &reason, "remove");
-                        super::runs::retire_run(home, r.id);
-                    }
-                    spawn_user_log(home, r.id, at, UserEvent::Aborted { reason });
-                    home.news.notify_one();
-                }
-            }
+            Some(Periodic::Remove(reason)) => periodic_remove(home, r, reason, at),
             Some(Periodic::Vacate(reason)) => {
                 // The host reports the eviction and the job goes back to
                 // the queue then, as for any vacate.
@@ -476,7 +480,10 @@ mod tests {
 
     #[test]
     fn periodic_remove_and_allowed_duration() {
-        let r = record(JobState::Idle, &[("PeriodicRemove", "CurrentTime - QDate > 60")]);
+        let r = record(
+            JobState::Idle,
+            &[("PeriodicRemove", "CurrentTime - QDate > 60")],
+        );
         assert_eq!(periodic(&r, Time::from_secs(1_030)), None);
         assert!(matches!(
             periodic(&r, Time::from_secs(1_061)),

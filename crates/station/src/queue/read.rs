@@ -1,8 +1,8 @@
 //! Reading the queue: jobs, lists, the running jobs, counts, history.
 
 use super::rows::{RawJob, time_from, time_sql, to_i64};
-use gleaner_core::time::Time;
 use super::{JobEvent, JobFilter, JobQueue, JobRecord, QueueError, Result, RunningJob};
+use gleaner_core::time::Time;
 use gleaner_proto::job::{JobEventKind, JobId, JobStateKind};
 use rusqlite::{OptionalExtension, params};
 

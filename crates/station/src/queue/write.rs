@@ -223,7 +223,12 @@ impl JobQueue {
         {
             tx.execute(
                 "UPDATE jobs SET not_before = ?3, match_from = ?4 WHERE cluster = ?1 AND proc = ?2",
-                params![cluster, id.proc, time_sql(next.at)?, time_sql(next.match_from)?],
+                params![
+                    cluster,
+                    id.proc,
+                    time_sql(next.at)?,
+                    time_sql(next.match_from)?
+                ],
             )?;
         }
         tx.execute(
@@ -380,11 +385,7 @@ impl JobQueue {
     /// Sets when an idle job may start and be matched (`None`: at once);
     /// the home's timing loop moves a cron job that missed its window to
     /// its next time.
-    pub fn set_schedule(
-        &mut self,
-        id: JobId,
-        start: Option<crate::schedule::Start>,
-    ) -> Result<()> {
+    pub fn set_schedule(&mut self, id: JobId, start: Option<crate::schedule::Start>) -> Result<()> {
         let changed = self.conn.execute(
             "UPDATE jobs SET not_before = ?3, match_from = ?4 WHERE cluster = ?1 AND proc = ?2",
             params![

@@ -298,7 +298,10 @@ impl Starter {
     /// [`Starter::vacate`] for a hold or a removal (their own signals).
     pub fn vacate_as(&self, job: JobId, reason: &str, kind: guests::VacateKind) -> bool {
         match self.lock_guests().get(&job) {
-            Some(g) => g.cmd.send(Command::Vacate(reason.to_string(), kind)).is_ok(),
+            Some(g) => g
+                .cmd
+                .send(Command::Vacate(reason.to_string(), kind))
+                .is_ok(),
             None => false,
         }
     }
@@ -306,9 +309,10 @@ impl Starter {
     /// Vacate every guest (shutdown).
     pub fn vacate_all(&self, reason: &str) {
         for g in self.lock_guests().values() {
-            let _ = g
-                .cmd
-                .send(Command::Vacate(reason.to_string(), guests::VacateKind::Vacate));
+            let _ = g.cmd.send(Command::Vacate(
+                reason.to_string(),
+                guests::VacateKind::Vacate,
+            ));
         }
     }
 }

@@ -4,11 +4,11 @@
 
 use super::super::config::io_err;
 use super::super::control::{Control, exit_code};
+use super::super::guests::VacateKind;
 use super::launch::Pass;
 use super::prepare::Prepared;
 use super::setup::Launchpad;
 use super::supervise::{ExitResult, PassEnd};
-use super::super::guests::VacateKind;
 use super::{Command, GuestRun, Outcome, StarterError, Stop};
 use gleaner_proto::wire::Usage;
 use tokio::sync::mpsc;
@@ -38,9 +38,7 @@ impl GuestRun<'_> {
     ) -> Result<Next, Stop> {
         match (end.status, end.leave) {
             (Some(st), _) => self.exited(pad, pass, st, end.dumped, rx, prepared).await,
-            (None, Some(why)) => Ok(self
-                .leave(pad, pass, why, end.lease_lost, end.kind)
-                .await),
+            (None, Some(why)) => Ok(self.leave(pad, pass, why, end.lease_lost, end.kind).await),
             (None, None) => {
                 pass.ctl.kill();
                 self.entry.slot.kill_all(&self.entry.guest_id).await;

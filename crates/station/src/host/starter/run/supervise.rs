@@ -4,9 +4,9 @@
 //! periodic checkpoints, the lease, the starter's commands.
 
 use super::super::criu::criu_dump;
+use super::super::guests::VacateKind;
 use super::launch::Pass;
 use super::setup::Launchpad;
-use super::super::guests::VacateKind;
 use super::{Command, GuestRun};
 use gleaner_core::detector::OwnerState;
 use std::process::ExitStatus;
