@@ -55,6 +55,17 @@ fn install_script(pool: &Pool) {
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// Submits the probe job with `arguments = ARGS LOG` (LOG the shared file
+/// `log`) and the submit lines `extra`; its id and log.
+async fn probe(pool: &Pool, log: &str, args: &str, extra: &str) -> (String, PathBuf) {
+    let log = shared_file(pool, log);
+    let text = format!(
+        "executable = probe.sh\narguments = {args} {}\n{extra}queue\n",
+        log.display()
+    );
+    (pool.submit_text(&text).await, log)
+}
+
 /// `(what, unix time)` of each line of a probe log.
 fn lines(p: &PathBuf) -> Vec<(String, f64)> {
     std::fs::read_to_string(p)
@@ -98,13 +109,7 @@ async fn hold_retries_exit_hold_and_periodic_release() {
     install_script(&pool);
 
     // hold = true: queued held, HTCondor's code 15; released, it runs.
-    let log = shared_file(&pool, "hold.log");
-    let id = pool
-        .submit_text(&format!(
-            "executable = probe.sh\narguments = 0 {}\nhold = true\nqueue\n",
-            log.display()
-        ))
-        .await;
+    let (id, log) = probe(&pool, "hold.log", "0", "hold = true\n").await;
     let d = pool.client.job(&id).await.unwrap();
     assert!(
         matches!(d.job.state, JobState::Held { .. }),
@@ -121,13 +126,13 @@ async fn hold_retries_exit_hold_and_periodic_release() {
 
     // max_retries = 2 of a job that always fails: three runs, then done
     // (with its exit code), two "terminated and requeued" in the user log.
-    let log = shared_file(&pool, "retry.log");
-    let id = pool
-        .submit_text(&format!(
-            "executable = probe.sh\narguments = 3 {}\nmax_retries = 2\nlog = retry.userlog\nqueue\n",
-            log.display()
-        ))
-        .await;
+    let (id, log) = probe(
+        &pool,
+        "retry.log",
+        "3",
+        "max_retries = 2\nlog = retry.userlog\n",
+    )
+    .await;
     let d = pool.wait_done(&id).await;
     assert_eq!(
         d.job.state,
@@ -150,29 +155,14 @@ async fn hold_retries_exit_hold_and_periodic_release() {
     }
 
     // A run that succeeds ends the retries.
-    let log = shared_file(&pool, "ok.log");
-    let id = pool
-        .submit_text(&format!(
-            "executable = probe.sh\narguments = 0 {}\nmax_retries = 5\nqueue\n",
-            log.display()
-        ))
-        .await;
+    let (id, log) = probe(&pool, "ok.log", "0", "max_retries = 5\n").await;
     let d = pool.wait_done(&id).await;
     pool.assert_completed(&d);
     assert_eq!(lines(&log).len(), 1);
 
     // on_exit_hold holds a failed run (code 3, the job's subcode);
     // periodic_release lets it run once more; then it stays held.
-    let log = shared_file(&pool, "exithold.log");
-    let id = pool
-        .submit_text(&format!(
-            "executable = probe.sh\narguments = 4 {}\n\
-             on_exit_hold = ExitCode != 0\non_exit_hold_subcode = ExitCode\n\
-             on_exit_hold_reason = strcat(\"failed with \", ExitCode)\n\
-             periodic_release = HoldReasonCode == 3 && NumJobStarts < 2\nqueue\n",
-            log.display()
-        ))
-        .await;
+    let (id, log) = probe(&pool, "exithold.log", "4", "on_exit_hold = ExitCode != 0\non_exit_hold_subcode = ExitCode\non_exit_hold_reason = strcat(\"failed with \", ExitCode)\nperiodic_release = HoldReasonCode == 3 && NumJobStarts < 2\n").await;
     wait_state(&pool, &id, |s| matches!(s, JobState::Held { .. }), 90).await;
     let d = pool.client.job(&id).await.unwrap();
     assert_eq!(
@@ -219,14 +209,8 @@ async fn deferral_and_crontab() {
     install_script(&pool);
 
     // deferral_time: matched early (prep time), started at its time.
-    let log = shared_file(&pool, "deferred.log");
     let submitted = unix_now();
-    let id = pool
-        .submit_text(&format!(
-            "executable = probe.sh\narguments = 0 {}\ndeferral_time = QDate + 8\nqueue\n",
-            log.display()
-        ))
-        .await;
+    let (id, log) = probe(&pool, "deferred.log", "0", "deferral_time = QDate + 8\n").await;
     let d = pool.wait_done(&id).await;
     pool.assert_completed(&d);
     let qdate = (d.job.submitted_at.as_micros() / 1_000_000) as f64;
@@ -251,14 +235,13 @@ async fn deferral_and_crontab() {
 
     // A CronTab job every minute, removed after its second run: each run
     // starts on a minute, the next one on the next minute.
-    let log = shared_file(&pool, "cron.log");
-    let id = pool
-        .submit_text(&format!(
-            "executable = probe.sh\narguments = 0 {}\ncron_minute = *\n\
-             on_exit_remove = NumJobCompletions >= 2\nqueue\n",
-            log.display()
-        ))
-        .await;
+    let (id, log) = probe(
+        &pool,
+        "cron.log",
+        "0",
+        "cron_minute = *\non_exit_remove = NumJobCompletions >= 2\n",
+    )
+    .await;
     let deadline = Instant::now() + Duration::from_secs(200);
     let d = loop {
         let d = pool.client.job(&id).await.unwrap();
@@ -301,14 +284,13 @@ async fn kill_signals_and_vacate_time() {
 
     // Vacated: kill_sig, then SIGKILL after job_max_vacate_time (3 s, under
     // the host's 5 s limit); the job goes back to the queue.
-    let log = shared_file(&pool, "vacate.log");
-    let id = pool
-        .submit_text(&format!(
-            "executable = probe.sh\narguments = forever {}\nkill_sig = SIGUSR1\n\
-             job_max_vacate_time = 3\nqueue\n",
-            log.display()
-        ))
-        .await;
+    let (id, log) = probe(
+        &pool,
+        "vacate.log",
+        "forever",
+        "kill_sig = SIGUSR1\njob_max_vacate_time = 3\n",
+    )
+    .await;
     let host = pool.running_host(&id).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let status = pool.vacate(&host, &id).await;
@@ -344,14 +326,13 @@ async fn kill_signals_and_vacate_time() {
     pool.client.rm(&id, None).await.unwrap();
 
     // glean rm: SIGKILL at once, no signal first.
-    let log = shared_file(&pool, "rm.log");
-    let id = pool
-        .submit_text(&format!(
-            "executable = probe.sh\narguments = forever {}\nkill_sig = SIGUSR1\n\
-             job_max_vacate_time = 3\nqueue\n",
-            log.display()
-        ))
-        .await;
+    let (id, log) = probe(
+        &pool,
+        "rm.log",
+        "forever",
+        "kill_sig = SIGUSR1\njob_max_vacate_time = 3\n",
+    )
+    .await;
     pool.running_host(&id).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let at = unix_now();
@@ -363,15 +344,7 @@ async fn kill_signals_and_vacate_time() {
     assert!(last_beat < at + 2.0, "ran {:.1} s after rm", last_beat - at);
 
     // want_graceful_removal: remove_kill_sig, then the vacate time.
-    let log = shared_file(&pool, "graceful.log");
-    let id = pool
-        .submit_text(&format!(
-            "executable = probe.sh\narguments = forever {}\nkill_sig = SIGUSR1\n\
-             remove_kill_sig = SIGUSR2\nwant_graceful_removal = true\n\
-             job_max_vacate_time = 2\nqueue\n",
-            log.display()
-        ))
-        .await;
+    let (id, log) = probe(&pool, "graceful.log", "forever", "kill_sig = SIGUSR1\nremove_kill_sig = SIGUSR2\nwant_graceful_removal = true\njob_max_vacate_time = 2\n").await;
     pool.running_host(&id).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     pool.client.rm(&id, None).await.unwrap();
@@ -381,14 +354,13 @@ async fn kill_signals_and_vacate_time() {
     assert!(!l.iter().any(|(w, _)| w == "sig USR1"), "{l:?}");
 
     // glean hold: hold_kill_sig.
-    let log = shared_file(&pool, "hold.log");
-    let id = pool
-        .submit_text(&format!(
-            "executable = probe.sh\narguments = forever {}\nkill_sig = SIGUSR1\n\
-             hold_kill_sig = SIGHUP\njob_max_vacate_time = 2\nqueue\n",
-            log.display()
-        ))
-        .await;
+    let (id, log) = probe(
+        &pool,
+        "hold.log",
+        "forever",
+        "kill_sig = SIGUSR1\nhold_kill_sig = SIGHUP\njob_max_vacate_time = 2\n",
+    )
+    .await;
     pool.running_host(&id).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     pool.client.hold(&id, Some("test")).await.unwrap();

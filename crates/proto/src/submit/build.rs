@@ -310,6 +310,17 @@ pub(super) fn build_description(
     None
 }
 
+/// An invalid value of assignment `a`, and why.
+fn bad_value(errs: &mut ErrorSink, a: &Assignment, reason: String) {
+    errs.push_at(
+        a,
+        SubmitErrorKind::BadValue {
+            key: a.name.clone(),
+            reason,
+        },
+    );
+}
+
 /// One command's meaning.
 fn apply(
     key: &str,
@@ -319,15 +330,7 @@ fn apply(
     g: &mut Gathered,
     errs: &mut ErrorSink,
 ) {
-    let bad = |errs: &mut ErrorSink, reason: String| {
-        errs.push_at(
-            a,
-            SubmitErrorKind::BadValue {
-                key: a.name.clone(),
-                reason,
-            },
-        )
-    };
+    let bad = |errs: &mut ErrorSink, reason: String| bad_value(errs, a, reason);
     if let Some(attr) = custom_attr_name(&a.name) {
         if value.is_empty() {
             bad(errs, "a custom attribute needs an expression".into());
@@ -415,15 +418,7 @@ fn implemented(
     g: &mut Gathered,
     errs: &mut ErrorSink,
 ) {
-    let bad = |errs: &mut ErrorSink, reason: String| {
-        errs.push_at(
-            a,
-            SubmitErrorKind::BadValue {
-                key: a.name.clone(),
-                reason,
-            },
-        )
-    };
+    let bad = |errs: &mut ErrorSink, reason: String| bad_value(errs, a, reason);
     let opt = |v: &str| (!v.is_empty()).then(|| v.to_string());
     let record = |d: &mut JobDescription, attr: &str, v: String| {
         d.custom_attrs.insert(attr.to_string(), v);

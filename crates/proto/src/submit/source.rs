@@ -162,17 +162,7 @@ impl<'a> Reader<'a> {
             }
             let active = self.conds.last().is_none_or(|c| c.active);
             if let Some(rest) = keyword(t, "if") {
-                let holds = if active {
-                    match cond(rest) {
-                        Ok(b) => b,
-                        Err(kind) => {
-                            self.error(l.file.clone(), l.line, kind);
-                            false
-                        }
-                    }
-                } else {
-                    false
-                };
+                let holds = active && self.holds(&l, rest, &mut cond);
                 self.conds.push(Cond {
                     active: active && holds,
                     taken: holds,
@@ -192,17 +182,7 @@ impl<'a> Reader<'a> {
                     continue;
                 }
                 let (outer, taken) = (c.outer, c.taken);
-                let holds = if outer && !taken {
-                    match cond(rest) {
-                        Ok(b) => b,
-                        Err(kind) => {
-                            self.error(l.file.clone(), l.line, kind);
-                            false
-                        }
-                    }
-                } else {
-                    false
-                };
+                let holds = outer && !taken && self.holds(&l, rest, &mut cond);
                 if let Some(c) = self.conds.last_mut() {
                     c.active = outer && !taken && holds;
                     c.taken |= holds;
@@ -242,6 +222,20 @@ impl<'a> Reader<'a> {
             }
             return Some(l);
         }
+    }
+
+    /// Whether the condition `text` of line `l` holds (a bad condition is
+    /// reported, and does not).
+    fn holds(
+        &mut self,
+        l: &Line,
+        text: &str,
+        cond: &mut impl FnMut(&str) -> Result<bool, SubmitErrorKind>,
+    ) -> bool {
+        cond(text).unwrap_or_else(|kind| {
+            self.error(l.file.clone(), l.line, kind);
+            false
+        })
     }
 
     /// Reports `if` blocks left open at the end.

@@ -92,6 +92,27 @@ fn one_line(s: &str) -> String {
         .to_string()
 }
 
+/// A run's usage and bytes, as the eviction events carry them.
+fn run_usage() -> String {
+    format!(
+        "\t\t{NO_USAGE}  -  Run Remote Usage\n\t\t{NO_USAGE}  -  Run Local Usage\n\
+         \t0  -  Run Bytes Sent By Job\n\t0  -  Run Bytes Received By Job\n"
+    )
+}
+
+/// How the program ended: its return value, or the signal (a negative
+/// `exit_code`).
+fn termination(exit_code: i32) -> String {
+    if exit_code >= 0 {
+        format!("\t(1) Normal termination (return value {exit_code})\n")
+    } else {
+        format!(
+            "\t(0) Abnormal termination (signal {})\n\t(0) No core file\n",
+            exit_code.unsigned_abs()
+        )
+    }
+}
+
 /// The event as HTCondor writes it, `...` line included.
 pub fn format_event(id: JobId, at: Time, e: &UserEvent) -> String {
     let mut out = format!(
@@ -128,42 +149,22 @@ pub fn format_event(id: JobId, at: Time, e: &UserEvent) -> String {
             } else {
                 "\t(0) CPU times\n"
             };
-            out += &format!("\t\t{NO_USAGE}  -  Run Remote Usage\n");
-            out += &format!("\t\t{NO_USAGE}  -  Run Local Usage\n");
-            out += "\t0  -  Run Bytes Sent By Job\n";
-            out += "\t0  -  Run Bytes Received By Job\n";
+            out += &run_usage();
             if !reason.is_empty() {
                 out += &format!("\tReason: {}\n", one_line(reason));
             }
         }
         UserEvent::Requeued { exit_code, reason } => {
             out += "Job was evicted.\n\t(0) Job terminated and was requeued\n";
-            out += &format!("\t\t{NO_USAGE}  -  Run Remote Usage\n");
-            out += &format!("\t\t{NO_USAGE}  -  Run Local Usage\n");
-            out += "\t0  -  Run Bytes Sent By Job\n";
-            out += "\t0  -  Run Bytes Received By Job\n";
-            if *exit_code >= 0 {
-                out += &format!("\t(1) Normal termination (return value {exit_code})\n");
-            } else {
-                out += &format!(
-                    "\t(0) Abnormal termination (signal {})\n\t(0) No core file\n",
-                    exit_code.unsigned_abs()
-                );
-            }
+            out += &run_usage();
+            out += &termination(*exit_code);
             if !reason.is_empty() {
                 out += &format!("\t{}\n", one_line(reason));
             }
         }
         UserEvent::Terminated { exit_code, detail } => {
             out += "Job terminated.\n";
-            if *exit_code >= 0 {
-                out += &format!("\t(1) Normal termination (return value {exit_code})\n");
-            } else {
-                out += &format!(
-                    "\t(0) Abnormal termination (signal {})\n\t(0) No core file\n",
-                    exit_code.unsigned_abs()
-                );
-            }
+            out += &termination(*exit_code);
             for what in ["Run Remote", "Run Local", "Total Remote", "Total Local"] {
                 out += &format!("\t\t{NO_USAGE}  -  {what} Usage\n");
             }
