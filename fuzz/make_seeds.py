@@ -67,6 +67,21 @@ SUBMITS = {
         "executable = a\noutput = a.$(Process)\nqueue 2\n"
         "executable = b\narguments = $(Row) $(ProcId) $(ClusterId)\nqueue\n"
     ),
+    "language.sub": (
+        "if defined X\n  arguments = $(X)\nelif version >= 8.1\n  arguments = new\nelse\n"
+        "  arguments = old\nendif\ninclude ifexist : common.inc\nName = abcdef\n"
+        "I = $(Process) + 1\nexecutable = $Fnx(/bin/echo)\n"
+        "output = $INT(I,%04d).$REAL(I,%.2f).$SUBSTR(Name,1,3).$CHOICE(Process,a,b,c)\n"
+        "error = $RANDOM_INTEGER(0,10,2).$RANDOM_CHOICE(x,y).$EVAL(6*7)\n"
+        "hold = true\ncron_minute = */5\ncron_hour = 0-4,9\ndeferral_window = 60\n"
+        "on_exit_remove = false\nmax_retries = 2\nretry_until = 3\nkill_sig = SIGUSR1\n"
+        "job_max_vacate_time = 2 * 3\nnotification = never\nrequest_Boats = 2\n"
+        "queue 2 x in [1:3] (a b c d)\n"
+    ),
+    "refused.sub": (
+        "universe = parallel\nmachine_count = 4\ndocker_image = x\ngrid_resource = y\n"
+        "accounting_group_user = mallory\ncron_hour = 99\nqueue f matching *.dat\n"
+    ),
     "errors.sub": (
         "executable = x\nexecuteable = typo\n = nothing\n$(undefined)\n"
         "arguments = \"unterminated\nqueue in (\n"
@@ -316,14 +331,18 @@ def write_dict(name, tokens):
     (DICT / f"{name}.dict").write_text("\n".join(lines) + "\n")
 
 
-submit_src = (ROOT / "crates/proto/src/submit.rs").read_text()
-known = re.search(r"KNOWN_KEYS: &\[&str\] = &\[(.*?)\];", submit_src, re.S).group(1)
-keys = re.findall(r'"([a-z_]+)"', known)
+# Every submit command the parser knows (the table of submit/keys.rs).
+keys_src = (ROOT / "crates/proto/src/submit/keys.rs").read_text()
+table = re.search(r"const COMMANDS: &\[Command\] = &\[(.*?)\n\];", keys_src, re.S).group(1)
+keys = sorted(set(re.findall(r'^\s*(?:imp|rec|acc|unless|unless_rec|refuse)\(\s*"([a-z_]+)"', table, re.M)))
 write_dict("submit_parse", keys + [
     "$(", ")", "$ENV(", "$$(", ":", "=", "\\\n", "\n", "#", "+", "MY.", "queue", "queue ",
     " in ", " from ", " matching ", "(", ",", "$(Cluster)", "$(Process)", "$(Step)",
     "$(ItemIndex)", "$(Row)", "$(Item)", "$(DOLLAR)", "$(ClusterId)", "$(ProcId)", "\"", "'",
     "yes", "no", "if_needed", "on_exit", "on_exit_or_evict", "true", "false",
+    "if defined ", "elif ", "else", "endif", "include : ", "$INT(", "$REAL(", "$Fnx(",
+    "$CHOICE(", "$SUBSTR(", "$RANDOM_INTEGER(", "$RANDOM_CHOICE(", "$EVAL(", " [1:3] ",
+    "matching files ", "*/5",
 ])
 classad_src = (ROOT / "crates/classad/src/builtins.rs").read_text()
 builtins = re.findall(r'^\s*"([a-z]+)",$', classad_src, re.M)

@@ -127,7 +127,13 @@ fn node_submission(
             added += 1;
         }
     }
+    // Included files and `queue … from` lists are read beside the node's
+    // submit file.
     let ctx = SubmitContext::new(shown.clone(), owner).with_env(env.clone());
+    let ctx = match path.parent() {
+        Some(d) => ctx.with_dir(d),
+        None => ctx,
+    };
     match parse_submit(&format!("{prefix}{text}"), &ctx) {
         Ok(submission) => {
             let submit_dir = std::fs::canonicalize(&path)

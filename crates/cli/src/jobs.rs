@@ -92,16 +92,66 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// `glean submit FILE`: queue the jobs of a submit description.
 #[derive(Args, Debug)]
 pub struct SubmitArgs {
-    /// The submit description file.
-    pub file: PathBuf,
+    /// The submit description file, and `KEY=VALUE` definitions made
+    /// before its first line (as `condor_submit X=3 job.sub`).
+    #[arg(required = true, value_name = "[KEY=VALUE…] FILE")]
+    pub items: Vec<String>,
+    /// Print the job ads the file would queue and queue nothing
+    /// (`condor_submit -dry-run`); needs no station.
+    #[arg(long = "dry-run", alias = "dry_run")]
+    pub dry_run: bool,
+    /// A `queue` statement to append to the file (`condor_submit -queue`),
+    /// e.g. `--queue "3"` or `--queue "in (a b)"`.
+    #[arg(long = "queue", value_name = "ARGS")]
+    pub queue: Option<String>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
 
+/// The file and the `KEY=VALUE` definitions of `glean submit`'s
+/// arguments.
+fn file_and_defines(items: &[String]) -> anyhow::Result<(PathBuf, Vec<(String, String)>)> {
+    let mut file = None;
+    let mut defines = Vec::new();
+    for it in items {
+        match it.split_once('=') {
+            Some((k, v))
+                if !k.is_empty()
+                    && k.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') =>
+            {
+                defines.push((k.to_string(), v.to_string()));
+            }
+            _ if file.is_none() => file = Some(PathBuf::from(it)),
+            _ => anyhow::bail!("more than one submit file given: {it}"),
+        }
+    }
+    let file = file.ok_or_else(|| anyhow::anyhow!("no submit file given"))?;
+    Ok((file, defines))
+}
+
+/// A seed for the file's `$RANDOM_INTEGER()` and `$RANDOM_CHOICE()`.
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
+}
+
 pub fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
-    let shown = args.file.display().to_string();
-    let text = match read_submit_file(&args.file, &shown)? {
-        Ok(t) => t,
+    let (path, defines) = file_and_defines(&args.items)?;
+    let shown = path.display().to_string();
+    let text = match read_submit_file(&path, &shown)? {
+        Ok(mut t) => {
+            if let Some(q) = &args.queue {
+                t.push_str(&format!("\nqueue {q}\n"));
+            }
+            t
+        }
         Err(e) => {
             eprintln!("{e}");
             eprintln!("glean submit: 1 error(s); no jobs were submitted");
@@ -110,9 +160,26 @@ pub fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     };
     // Parse locally first, before the station is asked anything: every
     // problem is reported with file:line and nothing reaches the station.
-    // The owner is filled in below: the station sets it anyway.
-    let ctx = SubmitContext::new(shown, "").with_env(std::env::vars().collect());
-    let mut submission = match parse_submit(&text, &ctx) {
+    // The owner is filled in below: the station sets it anyway. Included
+    // files, `queue … from` lists and globs are read here, beside the file.
+    let file = std::fs::canonicalize(&path)
+        .with_context(|| format!("cannot resolve {}", path.display()))?;
+    let dir = file
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let ctx = SubmitContext::new(shown, "")
+        .with_env(std::env::vars().collect())
+        .with_dir(dir.clone())
+        .with_defines(defines)
+        .with_seed(random_seed());
+    let parsed = parse_submit(&text, &ctx);
+    if let Ok(s) = &parsed {
+        for w in s.warnings() {
+            eprintln!("{w}");
+        }
+    }
+    let mut submission = match parsed {
         Ok(s) => s,
         Err(errs) => {
             for e in &errs.0 {
@@ -125,14 +192,29 @@ pub fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
+    let submit_dir = Some(dir.to_string_lossy().into_owned());
+    if args.dry_run {
+        // As the station would queue them: as cluster 1, owned by whoever
+        // runs this, submitted now; nothing is sent.
+        submission.owner = nix::unistd::User::from_uid(nix::unistd::getuid())
+            .ok()
+            .flatten()
+            .map_or_else(|| std::env::var("USER").unwrap_or_default(), |u| u.name);
+        let ads = gleaner_proto::job_ad::submission_ads(
+            &submission,
+            1,
+            gleaner_core::time::Time::from_secs(gleaner_station::clock::now_secs()),
+            submit_dir.as_deref(),
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        out.job_ads(&ads);
+        return Ok(ExitCode::SUCCESS);
+    }
     let settings = args.connect.settings()?;
     let client = StationClient::from_settings(&settings)?;
     let rt = runtime()?;
     // `$(Owner)` is who the station takes us for.
     submission.owner = rt.block_on(client.whoami())?.name;
-    let file = std::fs::canonicalize(&args.file)
-        .with_context(|| format!("cannot resolve {}", args.file.display()))?;
-    let submit_dir = file.parent().map(|p| p.to_string_lossy().into_owned());
     let body = SubmitBody {
         protocol: PROTOCOL_VERSION,
         submission,

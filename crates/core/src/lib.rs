@@ -24,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 pub mod alloc;
+pub mod cron;
 pub mod dag;
 pub mod detector;
 pub mod dmw;

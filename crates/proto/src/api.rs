@@ -68,6 +68,13 @@ pub struct JobInfo {
     /// HTCondor's `HoldReasonSubCode` (for code 6: the errno).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold_subcode: Option<i32>,
+    /// Times the job exited (HTCondor's `NumJobCompletions`), requeued
+    /// runs included (`max_retries`, `on_exit_remove`, cron jobs).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub completions: u32,
+    /// When a deferred or cron job may start next (its `DeferralTime`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<Time>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -167,8 +167,93 @@ pub struct JobDescription {
     pub batch_name: Option<String>,
     /// Job priority among the owner's own jobs (`priority`), higher first.
     pub priority: i32,
-    /// `+Attr = expr` / `MY.Attr = expr`: name as written → expression text.
+    /// Job attributes by name → ClassAd expression text: the submit file's
+    /// `+Attr = expr` / `MY.Attr = expr`, and the HTCondor attributes of
+    /// the commands Gleaner keeps as written (`OnExitRemove`,
+    /// `DeferralTime`, `CronMinute`, `JobNotification`, …; see
+    /// `submit/keys.rs`).
     pub custom_attrs: BTreeMap<String, String>,
+    /// `hold = true`: the job is queued on hold (HTCondor's
+    /// `HoldReasonCode` 15, "submitted on hold").
+    pub hold: bool,
+    /// `kill_sig`: the signal asking the job to leave its host (vacate),
+    /// before `SIGKILL`; `None` is `SIGTERM`.
+    pub kill_sig: Option<i32>,
+    /// `remove_kill_sig`: the signal on `glean rm` (else `kill_sig`).
+    pub remove_kill_sig: Option<i32>,
+    /// `hold_kill_sig`: the signal on `glean hold` (else `kill_sig`).
+    pub hold_kill_sig: Option<i32>,
+    /// `job_max_vacate_time`: seconds the job may take to leave after its
+    /// signal before `SIGKILL` (the host's own limit still applies).
+    pub job_max_vacate_time: Option<u64>,
+    /// `want_graceful_removal`: `glean rm` and `glean hold` give the job
+    /// its signal and vacate time too, instead of `SIGKILL` at once.
+    pub want_graceful_removal: bool,
+    /// `job_lease_duration`: seconds a host keeps the job running without
+    /// word from its home (else the home's `lease_secs`).
+    pub job_lease_duration: Option<u64>,
+    /// `accounting_group_user`: always the submitting user (the station
+    /// refuses another name).
+    pub accounting_group_user: Option<String>,
+    /// `request_<name>` for a resource Gleaner has no key of its own for:
+    /// name as written → expression; the job needs `TARGET.<name> >=
+    /// Request<name>`, as in HTCondor.
+    pub custom_requests: BTreeMap<String, String>,
+}
+
+/// Linux signal names, as `kill_sig` and HTCondor's `KillSig` spell them.
+const SIGNALS: &[(&str, i32)] = &[
+    ("SIGHUP", 1),
+    ("SIGINT", 2),
+    ("SIGQUIT", 3),
+    ("SIGILL", 4),
+    ("SIGTRAP", 5),
+    ("SIGABRT", 6),
+    ("SIGBUS", 7),
+    ("SIGFPE", 8),
+    ("SIGKILL", 9),
+    ("SIGUSR1", 10),
+    ("SIGSEGV", 11),
+    ("SIGUSR2", 12),
+    ("SIGPIPE", 13),
+    ("SIGALRM", 14),
+    ("SIGTERM", 15),
+    ("SIGSTKFLT", 16),
+    ("SIGCHLD", 17),
+    ("SIGCONT", 18),
+    ("SIGSTOP", 19),
+    ("SIGTSTP", 20),
+    ("SIGTTIN", 21),
+    ("SIGTTOU", 22),
+    ("SIGURG", 23),
+    ("SIGXCPU", 24),
+    ("SIGXFSZ", 25),
+    ("SIGVTALRM", 26),
+    ("SIGPROF", 27),
+    ("SIGWINCH", 28),
+    ("SIGIO", 29),
+    ("SIGPWR", 30),
+    ("SIGSYS", 31),
+];
+
+/// The number of a signal given as `SIGTERM`, `term` or `15`.
+pub fn signal_number(s: &str) -> Option<i32> {
+    let t = s.trim();
+    if let Ok(n) = t.parse::<i32>() {
+        return SIGNALS.iter().any(|(_, k)| *k == n).then_some(n);
+    }
+    let up = t.to_ascii_uppercase();
+    let name = if up.starts_with("SIG") {
+        up
+    } else {
+        format!("SIG{up}")
+    };
+    SIGNALS.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+}
+
+/// The name of signal `n` (`SIGTERM`), as HTCondor's `KillSig` shows it.
+pub fn signal_name(n: i32) -> Option<&'static str> {
+    SIGNALS.iter().find(|(_, k)| *k == n).map(|(name, _)| *name)
 }
 
 impl JobDescription {
@@ -181,6 +266,27 @@ impl JobDescription {
             transfer_executable: true,
             ..Default::default()
         }
+    }
+}
+
+/// Resolves a job's paths as `condor_submit` does, against `submit_dir`,
+/// the directory of the submit file: a relative `initialdir` from there
+/// (none: there), and a relative executable that is transferred from
+/// there too, not from `initialdir`; the job's other files stay relative
+/// to its initial directory.
+pub fn resolve_submit_paths(d: &mut JobDescription, submit_dir: Option<&str>) {
+    let join = |base: &str, p: &str| format!("{}/{p}", base.trim_end_matches('/'));
+    d.iwd = match (d.iwd.take(), submit_dir) {
+        (Some(i), Some(base)) if !i.starts_with('/') => Some(join(base, &i)),
+        (Some(i), _) => Some(i),
+        (None, base) => base.map(str::to_string),
+    };
+    if let Some(base) = submit_dir
+        && d.transfer_executable
+        && !d.executable.is_empty()
+        && !d.executable.starts_with('/')
+    {
+        d.executable = join(base, d.executable.trim_start_matches("./"));
     }
 }
 
@@ -320,8 +426,10 @@ pub fn parse_environment(value: &str) -> Result<BTreeMap<String, String>, ArgsEr
     let entries: Vec<String> = if let Some(rest) = v.strip_prefix('"') {
         split_new_style(&new_style_body(rest)?)?
     } else {
+        // Names start at the first non-blank; values are kept whole (a tab
+        // is a value), as HTCondor's V1 environment keeps them.
         v.split(';')
-            .map(str::trim)
+            .map(str::trim_start)
             .filter(|e| !e.is_empty())
             .map(str::to_string)
             .collect()

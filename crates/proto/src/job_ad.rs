@@ -9,7 +9,9 @@
 //! since the UNIX epoch; `RequestMemory` MiB, `RequestDisk` KiB).
 
 use crate::api::{EventInfo, JobDetail, JobInfo};
-use crate::job::{JobDescription, JobEventKind, JobState};
+use crate::job::{
+    JobDescription, JobEventKind, JobState, ShouldTransferFiles, WhenToTransferOutput,
+};
 use gleaner_classad::Ad;
 use gleaner_core::time::Time;
 
@@ -96,6 +98,22 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
     ad.insert_int("JobUniverse", 5);
     ad.insert_str("Cmd", &desc.executable);
     ad.insert_str("Args", &desc.arguments.join(" "));
+    // HTCondor's V2 forms, which keep every argument and value whole.
+    let v2 = crate::job::format_arguments(&desc.arguments);
+    ad.insert_str("Arguments", v2.trim_matches('"'));
+    if !desc.environment.is_empty() {
+        let env: Vec<String> = desc
+            .environment
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let v2 = crate::job::format_arguments(&env);
+        ad.insert_str("Environment", v2.trim_matches('"'));
+    }
+    ad.insert_int("NumJobCompletions", i64::from(j.completions));
+    if let Some(t) = j.not_before {
+        ad.insert_int("DeferralTime", secs(t));
+    }
     if let Some(v) = &desc.iwd {
         ad.insert_str("Iwd", v);
     }
@@ -110,6 +128,39 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
         if let Some(v) = v {
             ad.insert_str(name, v);
         }
+    }
+    // File transfer, as HTCondor names it (Gleaner always transfers by
+    // default: stations share no file system).
+    ad.insert_str(
+        "ShouldTransferFiles",
+        match desc.should_transfer_files {
+            ShouldTransferFiles::Yes => "YES",
+            ShouldTransferFiles::No => "NO",
+            ShouldTransferFiles::IfNeeded => "IF_NEEDED",
+        },
+    );
+    ad.insert_str(
+        "WhenToTransferOutput",
+        match desc.when_to_transfer_output {
+            WhenToTransferOutput::OnExit => "ON_EXIT",
+            WhenToTransferOutput::OnExitOrEvict => "ON_EXIT_OR_EVICT",
+            WhenToTransferOutput::OnSuccess => "ON_SUCCESS",
+        },
+    );
+    if !desc.transfer_input_files.is_empty() {
+        ad.insert_str("TransferInput", &desc.transfer_input_files.join(","));
+    }
+    if let Some(out) = &desc.transfer_output_files {
+        ad.insert_str("TransferOutput", &out.join(","));
+    }
+    if !desc.transfer_checkpoint_files.is_empty() {
+        ad.insert_str(
+            "TransferCheckpoint",
+            &desc.transfer_checkpoint_files.join(","),
+        );
+    }
+    if !desc.transfer_executable {
+        ad.insert_bool("TransferExecutable", false);
     }
     ad.insert_int("RequestCpus", i64::from(desc.request_cpus.max(1)));
     ad.insert_int("RequestGpus", i64::from(desc.request_gpus));
@@ -133,12 +184,62 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
         ad.insert_str("ConcurrencyLimits", &desc.concurrency_limits.join(","));
     }
     if let Some(c) = desc.checkpoint_exit_code {
-        ad.insert_int("CheckpointExitCode", i64::from(c));
+        ad.insert_int("SuccessCheckpointExitCode", i64::from(c));
     }
     if let Some(m) = desc.max_retries {
-        ad.insert_int("MaxRetries", i64::from(m));
+        ad.insert_int("JobMaxRetries", i64::from(m));
+    }
+    for (name, amount) in &desc.custom_requests {
+        insert_expr_or_string(&mut ad, &format!("Request{name}"), amount);
     }
     ad
+}
+
+/// The job ads a submission would queue as cluster `cluster` at `qdate`
+/// (`glean submit --dry-run`, HTCondor's `condor_submit -dry-run`): each
+/// proc's, idle or held as its `hold` says, with its initial directory
+/// resolved against `submit_dir` as the station resolves it.
+pub fn submission_ads(
+    sub: &crate::submit::ClusterSubmission,
+    cluster: u64,
+    qdate: Time,
+    submit_dir: Option<&str>,
+) -> Result<Vec<Ad>, crate::submit::SubmitErrors> {
+    let descs = sub.expand(cluster)?;
+    let mut ads = Vec::with_capacity(descs.len());
+    for (proc, mut d) in descs.into_iter().enumerate() {
+        d.owner = sub.owner.clone();
+        crate::job::resolve_submit_paths(&mut d, submit_dir);
+        let (state, hold_code) = if d.hold {
+            (
+                JobState::Held {
+                    reason: "submitted on hold at user's request".into(),
+                },
+                Some(crate::wire::hold_code::SUBMITTED_ON_HOLD),
+            )
+        } else {
+            (JobState::Idle, None)
+        };
+        let info = JobInfo {
+            id: crate::job::JobId::new(cluster, u32::try_from(proc).unwrap_or(u32::MAX)),
+            owner: sub.owner.clone(),
+            state,
+            submitted_at: qdate,
+            updated_at: qdate,
+            started_at: None,
+            finished_at: None,
+            run_count: 0,
+            host: None,
+            cmd: d.executable.clone(),
+            start_failures: 0,
+            hold_code,
+            hold_subcode: hold_code.map(|_| 0),
+            completions: 0,
+            not_before: None,
+        };
+        ads.push(job_ad(&info, &d, &[]));
+    }
+    Ok(ads)
 }
 
 #[cfg(test)]
@@ -169,6 +270,8 @@ mod tests {
                 start_failures: 0,
                 hold_code: None,
                 hold_subcode: None,
+                completions: 0,
+                not_before: None,
             },
             description,
             events: Vec::new(),

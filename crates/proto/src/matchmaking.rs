@@ -97,20 +97,52 @@ impl JobClass {
             d.rank.as_deref().unwrap_or("")
         )
         .to_ascii_lowercase();
-        let custom_attrs = d
+        let mut custom_attrs: BTreeMap<String, String> = d
             .custom_attrs
             .iter()
             .filter(|(k, _)| exprs.contains(&k.to_ascii_lowercase()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        let mut clauses: Vec<String> = Vec::new();
+        if let Some(r) = &d.requirements {
+            clauses.push(crate::submit::matchtime::as_target_refs(r));
+        }
         // A CRIU job can only run where a working CRIU is (the station
         // advertises it after probing, see gleaner-station's checkpoint).
-        let requirements = match (d.checkpoint_method, &d.requirements) {
-            (CheckpointMethod::Criu, Some(r)) => {
-                Some(format!("({r}) && (TARGET.HasCRIU =?= true)"))
+        if d.checkpoint_method == CheckpointMethod::Criu {
+            clauses.push("TARGET.HasCRIU =?= true".into());
+        }
+        // `request_<name>`: a machine with that much of the resource, as
+        // HTCondor adds `TARGET.<name> >= Request<name>`.
+        for (name, amount) in &d.custom_requests {
+            custom_attrs.insert(format!("Request{name}"), amount.clone());
+            clauses.push(format!("TARGET.{name} >= MY.Request{name}"));
+        }
+        // Match-time values the job needs from its machine.
+        let mut needed: Vec<String> = d
+            .arguments
+            .iter()
+            .chain(d.environment.values())
+            .chain(d.custom_attrs.values())
+            .flat_map(|v| crate::submit::matchtime::required_attrs(v))
+            .collect();
+        needed.sort();
+        needed.dedup();
+        for n in needed {
+            clauses.push(format!("TARGET.{n} =!= undefined"));
+        }
+        let requirements = match clauses.len() {
+            0 => None,
+            1 if d.checkpoint_method == CheckpointMethod::Auto && d.custom_requests.is_empty() => {
+                clauses.pop()
             }
-            (CheckpointMethod::Criu, None) => Some("TARGET.HasCRIU =?= true".into()),
-            (CheckpointMethod::Auto, r) => r.clone(),
+            _ => Some(
+                clauses
+                    .iter()
+                    .map(|c| format!("({c})"))
+                    .collect::<Vec<_>>()
+                    .join(" && "),
+            ),
         };
         let mut c = JobClass {
             key: String::new(),

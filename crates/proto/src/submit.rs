@@ -1,98 +1,79 @@
-//! The HTCondor-style submit-description parser behind `glean submit FILE`.
+//! The HTCondor submit language behind `glean submit FILE`: every command
+//! of the vanilla universe (`submit/keys.rs` says what Gleaner does with
+//! each), macros and function macros, `include`, `if`/`elif`/`else`, and
+//! every form of `queue`.
 //!
 //! Parsing happens in two steps because the cluster id is only known once
 //! the station's queue assigns it:
 //!
-//! 1. [`parse_submit`] reads the file, records every assignment and `queue`
-//!    statement, and validates the whole file by expanding it once with a
-//!    probe cluster id. Every problem is collected with its line number; if
-//!    there is any, nothing is returned.
+//! 1. [`parse_submit`] reads the file (and what it includes, through
+//!    [`SubmitFs`]), records every assignment and `queue` statement with
+//!    its items, and validates the whole file by expanding it once with a
+//!    probe cluster id. Every problem is collected with its file and line;
+//!    if there is any, nothing is returned. Commands Gleaner records but
+//!    does not act on, and keys that are no command, give warnings.
 //! 2. [`ClusterSubmission::expand`] expands the macros again with the real
 //!    cluster id and yields one [`JobDescription`] per proc. The queue calls
 //!    it inside the transaction that allocates the id.
 //!
-//! Supported syntax (a subset of `condor_submit`):
+//! Syntax (HTCondor's `condor_submit` manual page and users' manual):
 //! - `key = value` lines; keys are case-insensitive; `#` starts a comment
-//!   line; a trailing `\` continues the line.
-//! - Macros `$(name)`, `$(name:default)`, `$ENV(NAME)`, `$ENV(NAME:default)`,
+//!   line; a trailing `\` continues the line. Most commands also answer to
+//!   the name of the job-ad attribute they set (`OnExitHold`, `CronMinute`).
+//! - Macros `$(name)`, `$(name:default)`, `$ENV(NAME[:default])`, the
 //!   built-ins `$(Cluster)`/`$(ClusterId)`, `$(Process)`/`$(ProcId)`,
-//!   `$(Step)`, `$(ItemIndex)`/`$(Row)`, `$(Item)`, `$(DOLLAR)`. `$$(attr)`
-//!   is left for match time. Macros expand lazily at queue time, so a
-//!   definition may refer to one made later in the file.
-//! - `queue`, `queue N`, `queue [N] var[,var…] in|from (items)`, with the
-//!   item list inline or spanning lines up to a `)` line. Several `queue`
-//!   statements add procs to the same cluster; assignments between them
-//!   apply to later ones only.
-//! - `+Attr = expr` and `MY.Attr = expr` custom attributes.
-//!
-//! Unlike `condor_submit`, an unknown key is an error unless some `$(…)`
-//! refers to it (then it is a user macro), and an undefined macro is an
-//! error unless it has a default: both catch typos before jobs run.
+//!   `$(Step)`, `$(ItemIndex)`/`$(Row)`, `$(Item)`, `$(DOLLAR)`, and the
+//!   function macros `$INT()`, `$REAL()`, `$F[fpduwnxbqa]()`, `$DIRNAME()`,
+//!   `$BASENAME()`, `$CHOICE()`, `$SUBSTR()`, `$RANDOM_INTEGER()`,
+//!   `$RANDOM_CHOICE()`, `$EVAL()`. Macros expand lazily at queue time, so
+//!   a definition may refer to one made later in the file; an undefined
+//!   macro expands to nothing (with a warning), as in HTCondor. `$$(attr)`
+//!   and `$$(attr:default)` are filled in from the matched machine when
+//!   the job is placed (`submit/matchtime.rs`).
+//! - `include : FILE` (and `include ifexist : FILE`); `if`/`elif`/`else`/
+//!   `endif` with `defined NAME`, `version >= X.Y`, booleans, `$(macro)`
+//!   and ClassAd expressions as conditions.
+//! - `queue [N] [vars] [in|from|matching …]` with items inline, over
+//!   lines, from a file or from file globs, and Python slices
+//!   (`submit/queue.rs`). Several `queue` statements add procs to the same
+//!   cluster; assignments between them apply to later ones only.
+//! - `+Attr = expr` and `MY.Attr = expr` custom attributes; `request_NAME`
+//!   for a machine resource Gleaner has no key for.
 
-use crate::job::{
-    CheckpointMethod, JobDescription, ShouldTransferFiles, Universe, WhenToTransferOutput,
-    parse_arguments, parse_environment,
-};
+use crate::job::JobDescription;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::path::PathBuf;
 
+mod build;
 mod expand;
+mod functions;
+mod glob;
+pub(crate) mod keys;
+pub mod matchtime;
+mod queue;
 mod received;
+mod source;
+
+pub use build::{parse_size, policy_attr};
+pub use source::{LocalFs, SubmitFs};
 
 use crate::limits::{
-    MAX_CLUSTER_BYTES, MAX_SUBMISSION_BYTES, MAX_SUBMIT_FILE_BYTES, check_description,
-    description_bytes, human_bytes, over_limit,
+    MAX_CLUSTER_BYTES, MAX_SUBMISSION_BYTES, MAX_SUBMIT_FILE_BYTES, description_bytes, human_bytes,
+    over_limit,
 };
 use expand::{Budget, Builtins, Expander};
+use queue::{QueueCtx, too_many_procs};
+use source::{Reader, keyword};
 
 pub use crate::limits::MAX_PROCS;
 
 /// Cluster id used to validate a file before the real one is known.
 const PROBE_CLUSTER: u64 = 1;
 
-/// The keys Gleaner understands (lower case).
-pub const KNOWN_KEYS: &[&str] = &[
-    "universe",
-    "executable",
-    "arguments",
-    "environment",
-    "getenv",
-    "input",
-    "output",
-    "error",
-    "log",
-    "initialdir",
-    "iwd",
-    "should_transfer_files",
-    "when_to_transfer_output",
-    "transfer_executable",
-    "transfer_input_files",
-    "transfer_output_files",
-    "request_cpus",
-    "request_memory",
-    "request_disk",
-    "request_gpus",
-    "requirements",
-    "rank",
-    "checkpoint_exit_code",
-    "transfer_checkpoint_files",
-    "checkpoint_interval",
-    "checkpoint_method",
-    "concurrency_limits",
-    "max_retries",
-    "on_exit_hold",
-    "on_exit_hold_reason",
-    "on_exit_hold_subcode",
-    "periodic_hold",
-    "periodic_hold_reason",
-    "periodic_hold_subcode",
-    "periodic_release",
-    "nice_user",
-    "accounting_group",
-    "batch_name",
-    "priority",
-];
+/// The HTCondor version whose submit language this is, for `if version`.
+pub const HTCONDOR_VERSION: (u32, u32, u32) = (25, 0, 0);
 
 /// Macro names the parser defines for every proc (lower case).
 const BUILTINS: &[&str] = &[
@@ -107,13 +88,24 @@ const BUILTINS: &[&str] = &[
 ];
 
 /// What the caller knows that the file does not: its name for messages, the
-/// submitting user, and the environment `$ENV()` and `getenv` read (injected
-/// rather than read from the process, for tests).
+/// submitting user, the environment `$ENV()` and `getenv` read (injected
+/// rather than read from the process, for tests), where the file's own
+/// references are read from, command-line definitions and the seed of its
+/// random choices.
 #[derive(Clone, Debug, Default)]
 pub struct SubmitContext {
     pub file_name: String,
     pub owner: String,
     pub env: BTreeMap<String, String>,
+    /// The submit file's directory: `include`, `queue … from FILE` and
+    /// `queue … matching` read there. `None` refuses them (the station
+    /// reads no user's files for a submission).
+    pub dir: Option<PathBuf>,
+    /// `KEY=VALUE` from the command line (`condor_submit X=3 file`),
+    /// defined before the file's first line.
+    pub defines: Vec<(String, String)>,
+    /// Seed of `$RANDOM_INTEGER()` and `$RANDOM_CHOICE()`.
+    pub seed: u64,
 }
 
 impl SubmitContext {
@@ -121,12 +113,27 @@ impl SubmitContext {
         SubmitContext {
             file_name: file_name.into(),
             owner: owner.into(),
-            env: BTreeMap::new(),
+            ..Default::default()
         }
     }
 
     pub fn with_env(mut self, env: BTreeMap<String, String>) -> Self {
         self.env = env;
+        self
+    }
+
+    pub fn with_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dir = Some(dir.into());
+        self
+    }
+
+    pub fn with_defines(mut self, defines: Vec<(String, String)>) -> Self {
+        self.defines = defines;
+        self
+    }
+
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
         self
     }
 }
@@ -151,6 +158,22 @@ impl fmt::Display for SubmitError {
 }
 
 impl std::error::Error for SubmitError {}
+
+/// Something accepted that the user should know about: a command Gleaner
+/// records but does not act on, a key that is no command, an undefined
+/// macro.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SubmitWarning {
+    pub file: String,
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for SubmitWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: warning: {}", self.file, self.line, self.message)
+    }
+}
 
 /// The kinds of submit-file problems.
 #[derive(
@@ -191,6 +214,8 @@ pub enum SubmitErrorKind {
     MissingExecutable,
     #[error("line continuation at the end of the file")]
     DanglingContinuation,
+    #[error("{0}")]
+    BadConditional(String),
     /// A value that expands beyond [`crate::limits::MAX_VALUE_BYTES`]; `via`
     /// names the innermost macro through which it grew.
     #[error(
@@ -241,10 +266,17 @@ struct Assignment {
     name: String,
     value: String,
     line: usize,
+    /// The included file it was written in (`None`: the submit file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
+    /// Its place in reading order (the latest of two spellings of one
+    /// command wins).
+    #[serde(default)]
+    seq: u32,
 }
 
 /// The variables a `queue` statement binds for one proc.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct ProcBinding {
     step: u32,
     item_index: u32,
@@ -256,8 +288,10 @@ struct ProcBinding {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct QueueBatch {
     line: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
     /// What followed `queue` on its line, for the references it makes
-    /// (`queue $(n)`): the station checks unknown keys as the parser does.
+    /// (`queue $(n)`).
     #[serde(default)]
     statement: String,
     /// Lower-case key (`+name` for custom attributes) → assignment.
@@ -275,6 +309,15 @@ pub struct ClusterSubmission {
     /// Only the environment variables the file reads (all if `getenv`).
     env: BTreeMap<String, String>,
     batches: Vec<QueueBatch>,
+    /// Seed of the random function macros.
+    #[serde(default)]
+    seed: u64,
+    /// The submit file's directory as the CLI saw it (`$Ff()`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dir: Option<String>,
+    /// What the parser warned about (not sent to the station).
+    #[serde(skip)]
+    warnings: Vec<SubmitWarning>,
 }
 
 impl ClusterSubmission {
@@ -282,6 +325,11 @@ impl ClusterSubmission {
     pub fn proc_count(&self) -> u32 {
         let n: usize = self.batches.iter().map(|b| b.procs.len()).sum();
         u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// What the parser warned about, in line order.
+    pub fn warnings(&self) -> &[SubmitWarning] {
+        &self.warnings
     }
 
     /// Expands every proc with `$(Cluster)` = `cluster`. Element `i` is
@@ -294,11 +342,16 @@ impl ClusterSubmission {
     /// expands (each value, all macro text, each description, all of them).
     pub fn expand(&self, cluster: u64) -> Result<Vec<JobDescription>, SubmitErrors> {
         self.check()?;
-        self.expand_checked(cluster)
+        self.expand_checked(cluster).map(|(d, _)| d)
     }
 
-    /// [`Self::expand_each`] collected.
-    fn expand_checked(&self, cluster: u64) -> Result<Vec<JobDescription>, SubmitErrors> {
+    /// [`Self::expand_each`] collected, with the warnings, of a submission
+    /// already checked (or made by the parser, which enforces the same
+    /// limits while it parses).
+    fn expand_checked(
+        &self,
+        cluster: u64,
+    ) -> Result<(Vec<JobDescription>, Vec<SubmitWarning>), SubmitErrors> {
         let mut out = Vec::new();
         self.expand_each_checked(cluster, |d| {
             out.push(d);
@@ -307,8 +360,8 @@ impl ClusterSubmission {
         .map_err(|e| match e {
             ExpandError::Submit(e) => e,
             ExpandError::Sink(never) => match never {},
-        })?;
-        Ok(out)
+        })
+        .map(|warnings| (out, warnings))
     }
 
     /// [`Self::expand`], handing each description to `each` as soon as it
@@ -322,14 +375,14 @@ impl ClusterSubmission {
         each: impl FnMut(JobDescription) -> Result<(), E>,
     ) -> Result<(), ExpandError<E>> {
         self.check().map_err(ExpandError::Submit)?;
-        self.expand_each_checked(cluster, each)
+        self.expand_each_checked(cluster, each).map(|_warnings| ())
     }
 
     fn expand_each_checked<E>(
         &self,
         cluster: u64,
         mut each: impl FnMut(JobDescription) -> Result<(), E>,
-    ) -> Result<(), ExpandError<E>> {
+    ) -> Result<Vec<SubmitWarning>, ExpandError<E>> {
         let mut errs = ErrorSink::new(&self.file_name);
         let mut process: u32 = 0;
         let budget = Budget::new();
@@ -345,15 +398,24 @@ impl ClusterSubmission {
                         binding,
                     }),
                     &budget,
+                )
+                .with_seed(self.seed)
+                .with_dir(self.dir.as_deref());
+                let built = build::build_description(
+                    &ctx,
+                    (batch.file.as_deref(), batch.line),
+                    process,
+                    &self.owner,
+                    &mut errs,
                 );
-                let built = build_description(&ctx, batch.line, process, &self.owner, &mut errs);
                 if budget.exhausted() {
                     break 'all;
                 }
                 if let Some(d) = built {
                     total = total.saturating_add(description_bytes(&d) as u64);
                     if total > MAX_CLUSTER_BYTES {
-                        errs.push(
+                        errs.push_file(
+                            batch.file.as_deref(),
                             batch.line,
                             SubmitErrorKind::TooLarge(format!(
                                 "the jobs of this submission take more than {} together, the \
@@ -372,7 +434,10 @@ impl ClusterSubmission {
                 process = process.saturating_add(1);
             }
         }
-        errs.finish().map_err(ExpandError::Submit)
+        let warnings = errs.warnings.iter().cloned().collect();
+        errs.finish()
+            .map(|()| warnings)
+            .map_err(ExpandError::Submit)
     }
 }
 
@@ -382,6 +447,81 @@ impl ClusterSubmission {
 pub enum ExpandError<E> {
     Submit(SubmitErrors),
     Sink(E),
+}
+
+/// Evaluates the condition of an `if`/`elif` line against the macros
+/// defined so far.
+fn condition(
+    text: &str,
+    vars: &BTreeMap<String, Assignment>,
+    env: &BTreeMap<String, String>,
+) -> Result<bool, SubmitErrorKind> {
+    let t = text.trim();
+    let bad = |why: String| SubmitErrorKind::BadConditional(format!("if {t}: {why}"));
+    if let Some(rest) = t.strip_prefix('!') {
+        return condition(rest, vars, env).map(|b| !b);
+    }
+    if let Some(name) = keyword(t, "defined") {
+        let n = name.trim().to_ascii_lowercase();
+        return Ok(!n.is_empty() && vars.contains_key(&n));
+    }
+    if let Some(rest) = keyword(t, "version") {
+        return version_condition(rest).map_err(bad);
+    }
+    let budget = Budget::new();
+    let expander = Expander::new(vars, env, None, &budget);
+    let v = expander.expand(t, 0).map_err(|e| bad(e.to_string()))?;
+    let v = v.trim();
+    if v.is_empty() {
+        return Ok(false);
+    }
+    if let Some(b) = build::parse_bool(v) {
+        return Ok(b);
+    }
+    let e = gleaner_classad::parse_expr(v)
+        .map_err(|_| bad(format!("\"{v}\" is not a simple boolean")))?;
+    let r = gleaner_classad::EvalContext::new(0).eval(&e);
+    if let Some(b) = r.as_bool() {
+        return Ok(b);
+    }
+    match r.as_f64() {
+        Some(n) => Ok(n != 0.0),
+        None => Err(bad(format!("\"{v}\" is not a simple boolean"))),
+    }
+}
+
+/// `version OP X.Y[.Z]` against [`HTCONDOR_VERSION`]; `X.Y` equals any
+/// `X.Y.z`.
+fn version_condition(rest: &str) -> Result<bool, String> {
+    let rest = rest.trim();
+    let op_len = rest
+        .find(|c: char| !"<>=!".contains(c))
+        .unwrap_or(rest.len());
+    let (op, v) = (&rest[..op_len], rest[op_len..].trim());
+    let parts: Vec<u32> = v
+        .split('.')
+        .map(|p| p.parse::<u32>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("\"{v}\" is not a version (X.Y or X.Y.Z)"))?;
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(format!("\"{v}\" is not a version (X.Y or X.Y.Z)"));
+    }
+    let me = [HTCONDOR_VERSION.0, HTCONDOR_VERSION.1, HTCONDOR_VERSION.2];
+    let ord = me[..parts.len()].cmp(&parts[..]);
+    use std::cmp::Ordering::*;
+    Ok(match op {
+        "==" => ord == Equal,
+        "!=" => ord != Equal,
+        ">=" => ord != Less,
+        "<=" => ord != Greater,
+        ">" => ord == Greater,
+        "<" => ord == Less,
+        _ => {
+            return Err(format!(
+                "\"{op}\" is not a comparison (==, !=, >=, <=, >, <)"
+            ));
+        }
+    })
 }
 
 /// Parses and validates a submit file. On success every proc is known to
@@ -395,10 +535,12 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
             kind: file_too_large(text.len() as u64),
         }]));
     }
-    let lines = logical_lines(text, &mut errs);
+    let local = ctx.dir.as_ref().map(|d| LocalFs { dir: d.clone() });
+    let fs: Option<&dyn SubmitFs> = local.as_ref().map(|l| l as &dyn SubmitFs);
+    let mut reader = Reader::new(text, fs);
 
     let mut vars: BTreeMap<String, Assignment> = BTreeMap::new();
-    // Every assignment ever made, for the unknown-key check.
+    // Every assignment ever made, for the unused-key warnings.
     let mut all_assignments: Vec<Assignment> = Vec::new();
     let mut batches: Vec<QueueBatch> = Vec::new();
     // `queue` lines may use macros too (`queue $(n)`).
@@ -406,64 +548,108 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
     let mut total_procs: u64 = 0;
     // Bytes of the parsed submission so far (see `MAX_SUBMISSION_BYTES`).
     let mut stored: u64 = 0;
+    let mut seq: u32 = 0;
 
-    let mut i = 0;
-    while i < lines.len() {
-        let (line_no, ref text) = lines[i];
-        i += 1;
-        let t = text.trim();
-        if t.is_empty() || t.starts_with('#') {
+    // Command-line definitions first, as line 0 of the file.
+    for (k, v) in &ctx.defines {
+        let lower = k.trim().to_ascii_lowercase();
+        if !is_key(k.trim()) || BUILTINS.contains(&lower.as_str()) {
+            errs.push(
+                0,
+                SubmitErrorKind::Malformed(format!("{k}={v} (a definition on the command line)")),
+            );
             continue;
         }
-        if let Some(rest) = strip_keyword(t, "queue") {
+        let a = Assignment {
+            name: k.trim().to_string(),
+            value: v.trim().to_string(),
+            line: 0,
+            file: None,
+            seq,
+        };
+        seq += 1;
+        vars.insert(lower, a);
+    }
+
+    loop {
+        let env = &ctx.env;
+        let snapshot = &vars;
+        let Some(l) = reader.next(|c| condition(c, snapshot, env)) else {
+            break;
+        };
+        let file = l.file.as_deref().map(str::to_string);
+        let line_no = l.line;
+        let t = l.text.trim().to_string();
+        if let Some(rest) = keyword(&t, "queue") {
             queue_lines.push(rest.to_string());
             let vars_size = received::vars_bytes(&vars);
             let room = MAX_SUBMISSION_BYTES.saturating_sub(stored.saturating_add(vars_size));
-            match parse_queue(rest, &lines, &mut i, &vars, &ctx.env, room) {
+            let budget = Budget::new();
+            let expander = Expander::new(&vars, &ctx.env, None, &budget);
+            let mut qctx = QueueCtx {
+                reader: &mut reader,
+                expander: &expander,
+                fs,
+                room,
+            };
+            match queue::parse_queue(rest, &mut qctx) {
                 Ok(procs) => {
                     total_procs = total_procs.saturating_add(procs.len() as u64);
                     if total_procs > MAX_PROCS {
-                        errs.push(line_no, too_many_procs());
+                        errs.push_file(file.as_deref(), line_no, too_many_procs());
                     } else {
                         stored = stored
                             .saturating_add(vars_size)
                             .saturating_add(received::procs_bytes(&procs));
                         batches.push(QueueBatch {
                             line: line_no,
+                            file: file.clone(),
                             statement: rest.to_string(),
                             vars: vars.clone(),
                             procs,
                         });
                     }
                 }
-                Err(kind) => errs.push(line_no, kind),
+                Err(kind) => errs.push_file(file.as_deref(), line_no, kind),
             }
             continue;
         }
         let Some((k, v)) = t.split_once('=') else {
-            errs.push(line_no, SubmitErrorKind::Malformed(t.to_string()));
+            errs.push_file(
+                file.as_deref(),
+                line_no,
+                SubmitErrorKind::Malformed(t.clone()),
+            );
             continue;
         };
         let key = k.trim();
         let value = v.trim().to_string();
         let table_key = if let Some(attr) = custom_attr_name(key) {
             if !is_identifier(attr) {
-                errs.push(line_no, SubmitErrorKind::BadAttribute(attr.to_string()));
+                errs.push_file(
+                    file.as_deref(),
+                    line_no,
+                    SubmitErrorKind::BadAttribute(attr.to_string()),
+                );
                 continue;
             }
             format!("+{}", attr.to_ascii_lowercase())
         } else {
-            if key.is_empty()
-                || !key
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-            {
-                errs.push(line_no, SubmitErrorKind::Malformed(t.to_string()));
+            if !is_key(key) {
+                errs.push_file(
+                    file.as_deref(),
+                    line_no,
+                    SubmitErrorKind::Malformed(t.clone()),
+                );
                 continue;
             }
             let lower = key.to_ascii_lowercase();
             if BUILTINS.contains(&lower.as_str()) {
-                errs.push(line_no, SubmitErrorKind::BuiltinRedefined(key.to_string()));
+                errs.push_file(
+                    file.as_deref(),
+                    line_no,
+                    SubmitErrorKind::BuiltinRedefined(key.to_string()),
+                );
                 continue;
             }
             lower
@@ -472,27 +658,41 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
             name: key.to_string(),
             value,
             line: line_no,
+            file,
+            seq,
         };
+        seq = seq.saturating_add(1);
         all_assignments.push(a.clone());
         vars.insert(table_key, a);
     }
+    for e in std::mem::take(&mut reader.errors) {
+        errs.push_file(e.file.as_deref(), e.line, e.kind);
+    }
 
-    // A key that is neither known nor referenced is most likely a typo.
+    // A key that is no command and that nothing refers to does nothing:
+    // HTCondor warns about it ("is it a typo?"), and so do we.
     let referenced = referenced_macros(&all_assignments, &batches, &queue_lines);
     for a in &all_assignments {
         let lower = a.name.to_ascii_lowercase();
         if custom_attr_name(&a.name).is_some()
-            || KNOWN_KEYS.contains(&lower.as_str())
+            || keys::lookup(&lower).is_some()
+            || keys::custom_request(&a.name).is_some()
+            || keys::refused_prefix(&lower).is_some()
             || referenced.contains(&lower)
         {
             continue;
         }
-        errs.push(
+        let hint = suggest(&lower)
+            .map(|s| format!(" (did you mean \"{s}\"?)"))
+            .unwrap_or_default();
+        errs.warn_file(
+            a.file.as_deref(),
             a.line,
-            SubmitErrorKind::UnknownCommand {
-                name: a.name.clone(),
-                suggestion: suggest(&lower),
-            },
+            format!(
+                "\"{}\" is not a submit command and nothing refers to it: it has no effect, as \
+                 in HTCondor{hint}",
+                a.name
+            ),
         );
     }
 
@@ -502,7 +702,7 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
 
     let uses_getenv = all_assignments
         .iter()
-        .any(|a| a.name.eq_ignore_ascii_case("getenv"));
+        .any(|a| matches!(keys::canonical(&a.name).as_str(), "getenv"));
     let env = if uses_getenv {
         ctx.env.clone()
     } else {
@@ -514,28 +714,37 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
             .collect()
     };
 
-    let sub = ClusterSubmission {
+    let mut sub = ClusterSubmission {
         file_name: ctx.file_name.clone(),
         owner: ctx.owner.clone(),
         env,
         batches,
+        seed: ctx.seed,
+        dir: ctx.dir.as_ref().map(|d| d.to_string_lossy().into_owned()),
+        warnings: Vec::new(),
     };
     // Every problem at once: the received-submission checks (as the
     // station will make them) and those of a trial expansion.
     if let Err(e) = sub.check() {
         errs.extend(e.0);
     }
-    if let Err(e) = sub.expand_checked(PROBE_CLUSTER) {
-        errs.extend(e.0);
+    match sub.expand_checked(PROBE_CLUSTER) {
+        Ok((_, w)) => errs.warnings.extend(w),
+        Err(e) => errs.extend(e.0),
     }
-    errs.finish().map(|()| sub)
+    let warnings: Vec<SubmitWarning> = errs.warnings.iter().cloned().collect();
+    errs.finish().map(|()| {
+        sub.warnings = warnings;
+        sub
+    })
 }
 
-/// Collects errors, dropping duplicates (each proc re-reports the same bad
-/// line) and sorting by line.
+/// Collects errors and warnings, dropping duplicates (each proc re-reports
+/// the same bad line) and sorting by file and line.
 struct ErrorSink {
     file: String,
     errors: BTreeSet<SubmitError>,
+    warnings: BTreeSet<SubmitWarning>,
     /// (line, field) of the job-field problems reported: each once.
     fields: BTreeSet<(usize, String)>,
 }
@@ -545,25 +754,48 @@ impl ErrorSink {
         ErrorSink {
             file: file.to_string(),
             errors: BTreeSet::new(),
+            warnings: BTreeSet::new(),
             fields: BTreeSet::new(),
         }
     }
+    /// The name a problem in `file` (an included file, or the submit file)
+    /// is reported under.
+    fn name(&self, file: Option<&str>) -> String {
+        file.map_or_else(|| self.file.clone(), str::to_string)
+    }
     /// Pushes a [`SubmitErrorKind::BadField`] unless that field of that
     /// line was reported for an earlier proc.
-    fn push_field(&mut self, line: usize, kind: SubmitErrorKind) {
+    fn push_field(&mut self, file: Option<&str>, line: usize, kind: SubmitErrorKind) {
         if let SubmitErrorKind::BadField { field, .. } = &kind
             && !self.fields.insert((line, field.clone()))
         {
             return;
         }
-        self.push(line, kind);
+        self.push_file(file, line, kind);
     }
     fn push(&mut self, line: usize, kind: SubmitErrorKind) {
+        self.push_file(None, line, kind);
+    }
+    fn push_file(&mut self, file: Option<&str>, line: usize, kind: SubmitErrorKind) {
         self.errors.insert(SubmitError {
-            file: self.file.clone(),
+            file: self.name(file),
             line,
             kind,
         });
+    }
+    /// A problem with assignment `a`, at its place.
+    fn push_at(&mut self, a: &Assignment, kind: SubmitErrorKind) {
+        self.push_file(a.file.as_deref(), a.line, kind);
+    }
+    fn warn_file(&mut self, file: Option<&str>, line: usize, message: String) {
+        self.warnings.insert(SubmitWarning {
+            file: self.name(file),
+            line,
+            message,
+        });
+    }
+    fn warn_at(&mut self, a: &Assignment, message: String) {
+        self.warn_file(a.file.as_deref(), a.line, message);
     }
     fn extend(&mut self, errs: Vec<SubmitError>) {
         self.errors.extend(errs);
@@ -580,44 +812,12 @@ impl ErrorSink {
     }
 }
 
-/// Joins continuation lines; each logical line keeps its first line number.
-fn logical_lines(text: &str, errs: &mut ErrorSink) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    let mut pending: Option<(usize, String)> = None;
-    let mut last = 0;
-    for (idx, raw) in text.lines().enumerate() {
-        let n = idx + 1;
-        last = n;
-        let (start, mut acc) = pending.take().unwrap_or((n, String::new()));
-        let trimmed_end = raw.trim_end();
-        if let Some(body) = trimmed_end.strip_suffix('\\') {
-            acc.push_str(body);
-            acc.push(' ');
-            pending = Some((start, acc));
-        } else {
-            acc.push_str(raw);
-            out.push((start, acc));
-        }
-    }
-    if let Some((start, acc)) = pending {
-        errs.push(last.max(start), SubmitErrorKind::DanglingContinuation);
-        out.push((start, acc));
-    }
-    out
-}
-
-/// `rest` after `kw` if `t` starts with the keyword as a whole word.
-fn strip_keyword<'a>(t: &'a str, kw: &str) -> Option<&'a str> {
-    let head = t.get(..kw.len())?;
-    if !head.eq_ignore_ascii_case(kw) {
-        return None;
-    }
-    let rest = &t[kw.len()..];
-    match rest.chars().next() {
-        None => Some(rest),
-        Some(c) if c.is_whitespace() => Some(rest.trim()),
-        _ => None,
-    }
+/// A key as submit files write them: letters, digits, `_` and `.`.
+fn is_key(key: &str) -> bool {
+    !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
 }
 
 /// `Attr` from `+Attr` or `MY.Attr`.
@@ -638,187 +838,6 @@ fn is_identifier(s: &str) -> bool {
         && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
 }
 
-/// Parses what follows `queue`. May consume further lines for a multi-line
-/// item list (`i` is advanced past the closing `)`).
-///
-/// `room` is what the submission may still grow by (see
-/// [`MAX_SUBMISSION_BYTES`]): the procs are counted before they are made.
-fn parse_queue(
-    rest: &str,
-    lines: &[(usize, String)],
-    i: &mut usize,
-    vars: &BTreeMap<String, Assignment>,
-    env: &BTreeMap<String, String>,
-    room: u64,
-) -> Result<Vec<ProcBinding>, SubmitErrorKind> {
-    let mut rest = rest.trim();
-    // An optional count first; it may be a macro (`queue $(n)`).
-    let mut count: u64 = 1;
-    let first_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-    let first = &rest[..first_end];
-    let is_keyword = |w: &str| {
-        ["in", "from", "matching"]
-            .iter()
-            .any(|k| w.eq_ignore_ascii_case(k))
-    };
-    if !first.is_empty()
-        && (first.starts_with(|c: char| c.is_ascii_digit()) || first.starts_with("$("))
-    {
-        let budget = Budget::new();
-        let expander = Expander::new(vars, env, None, &budget);
-        let expanded = expander.expand(first, 0).map_err(|e| match e {
-            SubmitErrorKind::ValueTooLarge { via, limit, .. } => SubmitErrorKind::ValueTooLarge {
-                key: "queue".into(),
-                via,
-                limit,
-            },
-            e => SubmitErrorKind::BadQueue(e.to_string()),
-        })?;
-        count = expanded.trim().parse().map_err(|_| {
-            SubmitErrorKind::BadQueue(format!("\"{}\" is not a job count", expanded.trim()))
-        })?;
-        if count > MAX_PROCS {
-            return Err(too_many_procs());
-        }
-        rest = rest[first_end..].trim();
-    }
-    let count = u32::try_from(count).unwrap_or(u32::MAX);
-    if rest.is_empty() {
-        let empty = ProcBinding {
-            step: 0,
-            item_index: 0,
-            items: BTreeMap::new(),
-        };
-        if u64::from(count).saturating_mul(received::binding_bytes(&empty)) > room {
-            return Err(submission_too_large());
-        }
-        return Ok((0..count)
-            .map(|step| ProcBinding {
-                step,
-                item_index: 0,
-                items: BTreeMap::new(),
-            })
-            .collect());
-    }
-
-    // `var[,var…] (in|from|matching) list`; the variable list may be empty.
-    let words: Vec<&str> = rest.split_whitespace().collect();
-    let Some(kw_pos) = words.iter().position(|w| is_keyword(w)) else {
-        return Err(SubmitErrorKind::BadQueue(format!(
-            "expected \"queue [N] [var] in|from (items)\", found \"{rest}\""
-        )));
-    };
-    let kw = words[kw_pos].to_ascii_lowercase();
-    let var_text = words[..kw_pos].join(" ");
-    let mut var_names: Vec<String> = var_text
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect();
-    for v in &var_names {
-        if !is_identifier(v) {
-            return Err(SubmitErrorKind::BadQueue(format!(
-                "\"{v}\" is not a variable name"
-            )));
-        }
-        if BUILTINS.contains(&v.to_ascii_lowercase().as_str()) {
-            return Err(SubmitErrorKind::BuiltinRedefined(v.clone()));
-        }
-    }
-    if var_names.is_empty() {
-        var_names.push("Item".to_string());
-    }
-    if kw == "matching" {
-        return Err(SubmitErrorKind::Unsupported(
-            "\"queue … matching\" (file globbing) is not supported; list the items".into(),
-        ));
-    }
-    // The list starts after the keyword.
-    let kw_offset = keyword_offset(rest, kw_pos);
-    let list = rest[kw_offset + kw.len()..].trim();
-    let Some(after_paren) = list.strip_prefix('(') else {
-        return Err(SubmitErrorKind::Unsupported(format!(
-            "\"queue … {kw} FILE\" is not supported; give the items in parentheses"
-        )));
-    };
-    let items: Vec<String> = if let Some(close) = after_paren.find(')') {
-        if !after_paren[close + 1..].trim().is_empty() {
-            return Err(SubmitErrorKind::BadQueue(
-                "unexpected text after \")\"".into(),
-            ));
-        }
-        split_inline_items(&after_paren[..close])
-    } else {
-        // Multi-line list: one item per line until a line starting with ')'.
-        let mut items = split_inline_items(after_paren);
-        let mut closed = false;
-        while *i < lines.len() {
-            let l = lines[*i].1.trim();
-            *i += 1;
-            if l.starts_with(')') {
-                closed = true;
-                break;
-            }
-            if !l.is_empty() && !l.starts_with('#') {
-                items.push(l.to_string());
-            }
-        }
-        if !closed {
-            return Err(SubmitErrorKind::BadQueue(
-                "item list is missing its closing \")\"".into(),
-            ));
-        }
-        items
-    };
-
-    let mut procs = Vec::new();
-    let mut used: u64 = 0;
-    for (idx, item) in items.iter().enumerate() {
-        let mut bound = BTreeMap::new();
-        if var_names.len() == 1 {
-            bound.insert(var_names[0].to_ascii_lowercase(), item.clone());
-        } else {
-            let fields: Vec<&str> = item
-                .split(|c: char| c == ',' || c.is_whitespace())
-                .filter(|s| !s.is_empty())
-                .collect();
-            for (vi, name) in var_names.iter().enumerate() {
-                let val = if vi + 1 == var_names.len() {
-                    fields.get(vi..).map(|f| f.join(" ")).unwrap_or_default()
-                } else {
-                    fields.get(vi).map(|s| s.to_string()).unwrap_or_default()
-                };
-                bound.insert(name.to_ascii_lowercase(), val);
-            }
-        }
-        let item_index = u32::try_from(idx).unwrap_or(u32::MAX);
-        if procs.len() as u64 + u64::from(count) > MAX_PROCS {
-            return Err(too_many_procs());
-        }
-        let one = received::binding_bytes(&ProcBinding {
-            step: 0,
-            item_index,
-            items: bound.clone(),
-        });
-        used = used.saturating_add(one.saturating_mul(u64::from(count)));
-        if used > room {
-            return Err(submission_too_large());
-        }
-        for step in 0..count {
-            procs.push(ProcBinding {
-                step,
-                item_index,
-                items: bound.clone(),
-            });
-        }
-    }
-    Ok(procs)
-}
-
-fn too_many_procs() -> SubmitErrorKind {
-    SubmitErrorKind::BadQueue(format!("more than {MAX_PROCS} jobs in one submission"))
-}
-
 fn submission_too_large() -> SubmitErrorKind {
     SubmitErrorKind::TooLarge(format!(
         "the submission takes more than {} once parsed (every assignment of every queue \
@@ -835,43 +854,8 @@ pub fn file_too_large(size: u64) -> SubmitErrorKind {
     ))
 }
 
-/// Byte offset of the `n`th whitespace-separated word of `s`.
-fn keyword_offset(s: &str, n: usize) -> usize {
-    let mut seen = 0;
-    let mut in_word = false;
-    for (off, c) in s.char_indices() {
-        if c.is_whitespace() {
-            in_word = false;
-        } else if !in_word {
-            if seen == n {
-                return off;
-            }
-            seen += 1;
-            in_word = true;
-        }
-    }
-    s.len()
-}
-
-/// Items of an inline list: comma-separated if there is a comma, else
-/// whitespace-separated.
-fn split_inline_items(s: &str) -> Vec<String> {
-    let s = s.trim();
-    if s.is_empty() {
-        return Vec::new();
-    }
-    if s.contains(',') {
-        s.split(',')
-            .map(str::trim)
-            .filter(|x| !x.is_empty())
-            .map(str::to_string)
-            .collect()
-    } else {
-        s.split_whitespace().map(str::to_string).collect()
-    }
-}
-
-/// Lower-case names used as `$(name)` or `$(name:default)` anywhere.
+/// Lower-case names used as `$(name)` or `$(name:default)` anywhere, and
+/// as the arguments of function macros (`$INT(MyIndex)`).
 fn referenced_macros(
     assignments: &[Assignment],
     batches: &[QueueBatch],
@@ -895,13 +879,22 @@ fn referenced_macros(
     out
 }
 
-/// Adds the lower-case names `s` uses as `$(name)` or `$(name:default)`.
+/// Adds the lower-case names `s` uses as `$(name)`, `$(name:default)`, or
+/// as a bare-name argument of a function macro.
 fn referenced_macros_in(s: &str, out: &mut BTreeSet<String>) {
     let mut rest = s;
-    while let Some(p) = rest.find("$(") {
-        let after = &rest[p + 2..];
-        let end = after.find([')', ':']).unwrap_or(after.len());
-        out.insert(after[..end].trim().to_ascii_lowercase());
+    while let Some(p) = rest.find('$') {
+        let after = &rest[p + 1..];
+        if let Some(inner) = after.strip_prefix('(') {
+            let end = inner.find([')', ':']).unwrap_or(inner.len());
+            out.insert(inner[..end].trim().to_ascii_lowercase());
+        } else if let Some((_, len)) = functions::function_at(after) {
+            let inner = &after[len + 1..];
+            let end = functions::closing_paren(inner).unwrap_or(inner.len());
+            for arg in functions::split_args(&inner[..end]) {
+                out.insert(arg.to_ascii_lowercase());
+            }
+        }
         rest = after;
     }
 }
@@ -921,12 +914,11 @@ fn referenced_env(assignments: &[Assignment]) -> BTreeSet<String> {
     out
 }
 
-/// The closest known key, if close enough to be a plausible typo.
+/// The closest command, if close enough to be a plausible typo.
 fn suggest(name: &str) -> Option<String> {
     let limit = (name.len() / 3).max(2);
-    KNOWN_KEYS
-        .iter()
-        .map(|k| (edit_distance(name, k), *k))
+    keys::all_names()
+        .map(|k| (edit_distance(name, k), k))
         .filter(|(d, _)| *d <= limit)
         .min()
         .map(|(_, k)| k.to_string())
@@ -959,342 +951,6 @@ fn edit_distance(a: &str, b: &str) -> usize {
     d[a.len()][b.len()]
 }
 
-/// Builds one proc's description, reporting bad values against the line of
-/// their assignment. Returns `None` if any error was found.
-fn build_description(
-    ex: &Expander<'_>,
-    queue_line: usize,
-    process: u32,
-    owner: &str,
-    errs: &mut ErrorSink,
-) -> Option<JobDescription> {
-    let before = errs.errors.len();
-    let mut d = JobDescription::new(owner, "");
-    let mut getenv_all = false;
-    let mut getenv_names: Vec<String> = Vec::new();
-    let mut explicit_env = BTreeMap::new();
-
-    for (key, a) in ex.vars {
-        let value = match ex.expand(&a.value, 0) {
-            Ok(v) => v.trim().to_string(),
-            Err(SubmitErrorKind::ValueTooLarge { via, limit, .. }) => {
-                let key = a.name.clone();
-                errs.push(a.line, SubmitErrorKind::ValueTooLarge { key, via, limit });
-                continue;
-            }
-            Err(kind) => {
-                errs.push(a.line, kind);
-                continue;
-            }
-        };
-        let mut bad = |reason: String| {
-            errs.push(
-                a.line,
-                SubmitErrorKind::BadValue {
-                    key: a.name.clone(),
-                    reason,
-                },
-            )
-        };
-        if let Some(attr) = custom_attr_name(&a.name) {
-            if value.is_empty() {
-                bad("a custom attribute needs an expression".into());
-            } else if let Err(reason) = check_expression(&value) {
-                bad(reason);
-            } else {
-                d.custom_attrs.insert(attr.to_string(), value);
-            }
-            continue;
-        }
-        // The job's own hold/release policy: ClassAd expressions the home
-        // evaluates, kept under HTCondor's job-ad names.
-        if let Some(attr) = policy_attr(key) {
-            if value.is_empty() {
-                bad("needs an expression".into());
-            } else if let Err(reason) = check_expression(&value) {
-                bad(reason);
-            } else {
-                d.custom_attrs.insert(attr.to_string(), value);
-            }
-            continue;
-        }
-        let opt = |v: &str| (!v.is_empty()).then(|| v.to_string());
-        match key.as_str() {
-            "universe" => {
-                if !value.eq_ignore_ascii_case("vanilla") {
-                    errs.push(
-                        a.line,
-                        SubmitErrorKind::Unsupported(format!(
-                            "universe \"{value}\" is not supported (Gleaner runs vanilla jobs only)"
-                        )),
-                    );
-                } else {
-                    d.universe = Universe::Vanilla;
-                }
-            }
-            "executable" => {
-                if value.is_empty() {
-                    bad("empty".into());
-                } else {
-                    d.executable = value;
-                }
-            }
-            "arguments" => match parse_arguments(&value) {
-                Ok(v) => d.arguments = v,
-                Err(e) => bad(e.to_string()),
-            },
-            "environment" => match parse_environment(&value) {
-                Ok(v) => explicit_env = v,
-                Err(e) => bad(e.to_string()),
-            },
-            "getenv" => match parse_bool(&value) {
-                Some(b) => getenv_all = b,
-                None => {
-                    // HTCondor also accepts a list of variable names.
-                    getenv_names = split_list(&value);
-                    if getenv_names.iter().any(|n| !is_identifier(n)) {
-                        bad("expected true, false or a list of variable names".into());
-                    }
-                }
-            },
-            "input" => d.input = opt(&value),
-            "output" => d.output = opt(&value),
-            "error" => d.error = opt(&value),
-            "log" => d.log = opt(&value),
-            "initialdir" | "iwd" => d.iwd = opt(&value),
-            "should_transfer_files" => match value.to_ascii_uppercase().as_str() {
-                "YES" | "TRUE" => d.should_transfer_files = ShouldTransferFiles::Yes,
-                "NO" | "FALSE" => d.should_transfer_files = ShouldTransferFiles::No,
-                "IF_NEEDED" => d.should_transfer_files = ShouldTransferFiles::IfNeeded,
-                _ => bad(format!("\"{value}\" (expected YES, NO or IF_NEEDED)")),
-            },
-            "when_to_transfer_output" => match value.to_ascii_uppercase().as_str() {
-                "ON_EXIT" => d.when_to_transfer_output = WhenToTransferOutput::OnExit,
-                "ON_EXIT_OR_EVICT" => {
-                    d.when_to_transfer_output = WhenToTransferOutput::OnExitOrEvict
-                }
-                "ON_SUCCESS" => d.when_to_transfer_output = WhenToTransferOutput::OnSuccess,
-                _ => bad(format!(
-                    "\"{value}\" (expected ON_EXIT, ON_EXIT_OR_EVICT or ON_SUCCESS)"
-                )),
-            },
-            "transfer_executable" => match parse_bool(&value) {
-                Some(b) => d.transfer_executable = b,
-                None => bad(format!("\"{value}\" is not true or false")),
-            },
-            "transfer_input_files" => d.transfer_input_files = split_list(&value),
-            "transfer_output_files" => d.transfer_output_files = Some(split_list(&value)),
-            "transfer_checkpoint_files" => d.transfer_checkpoint_files = split_list(&value),
-            "concurrency_limits" => {
-                d.concurrency_limits = split_list(&value);
-                if let Err(r) = crate::matchmaking::parse_limits(&d.concurrency_limits) {
-                    bad(r);
-                }
-            }
-            "request_cpus" => match value.parse::<u32>() {
-                Ok(n) if n >= 1 => d.request_cpus = n,
-                _ => bad(format!("\"{value}\" is not a positive whole number")),
-            },
-            "request_gpus" => match value.parse::<u32>() {
-                Ok(n) => d.request_gpus = n,
-                _ => bad(format!("\"{value}\" is not a whole number")),
-            },
-            "request_memory" => match parse_size(&value, MIB, MIB) {
-                Ok(n) => d.request_memory_mb = Some(n),
-                Err(r) => bad(r),
-            },
-            "request_disk" => match parse_size(&value, KIB, KIB) {
-                Ok(n) => d.request_disk_kb = Some(n),
-                Err(r) => bad(r),
-            },
-            "requirements" | "rank" => {
-                if let Err(reason) = check_expression(&value) {
-                    bad(reason);
-                } else if key == "rank" {
-                    d.rank = opt(&value);
-                } else {
-                    d.requirements = opt(&value);
-                }
-            }
-            "checkpoint_exit_code" => match value.parse::<i32>() {
-                Ok(n) if (0..=255).contains(&n) => d.checkpoint_exit_code = Some(n),
-                _ => bad(format!("\"{value}\" is not an exit code (0-255)")),
-            },
-            "checkpoint_interval" => match value.parse::<u64>() {
-                Ok(n) if n >= 1 => d.checkpoint_interval_secs = Some(n),
-                _ => bad(format!("\"{value}\" is not a positive number of seconds")),
-            },
-            "checkpoint_method" => match value.to_ascii_lowercase().as_str() {
-                "auto" | "self" => d.checkpoint_method = CheckpointMethod::Auto,
-                "criu" => d.checkpoint_method = CheckpointMethod::Criu,
-                _ => bad(format!("\"{value}\" (expected auto, self or criu)")),
-            },
-            "max_retries" => match value.parse::<u32>() {
-                Ok(n) => d.max_retries = Some(n),
-                _ => bad(format!("\"{value}\" is not a whole number")),
-            },
-            "nice_user" => match parse_bool(&value) {
-                Some(b) => d.nice_user = b,
-                None => bad(format!("\"{value}\" is not true or false")),
-            },
-            "accounting_group" => d.accounting_group = opt(&value),
-            "batch_name" => d.batch_name = opt(&value),
-            "priority" => match value.parse::<i32>() {
-                Ok(n) => d.priority = n,
-                _ => bad(format!("\"{value}\" is not a whole number")),
-            },
-            // User macros: used only through $(…).
-            _ => {}
-        }
-    }
-
-    // The submitter's environment first, explicit `environment` on top.
-    if getenv_all {
-        d.environment = ex.env.clone();
-    } else {
-        for n in &getenv_names {
-            if let Some(v) = ex.env.get(n) {
-                d.environment.insert(n.clone(), v.clone());
-            }
-        }
-    }
-    d.environment.extend(explicit_env);
-
-    // A CRIU dump already holds the whole process: a job exit code that
-    // means "checkpointed" would make two methods fight over one run.
-    if d.checkpoint_method == CheckpointMethod::Criu
-        && d.checkpoint_exit_code.is_some()
-        && let Some(a) = ex.vars.get("checkpoint_method")
-    {
-        errs.push(
-            a.line,
-            SubmitErrorKind::BadValue {
-                key: a.name.clone(),
-                reason: "criu cannot be combined with checkpoint_exit_code".into(),
-            },
-        );
-    }
-    if d.executable.is_empty() && !ex.vars.contains_key("executable") {
-        errs.push(queue_line, SubmitErrorKind::MissingExecutable);
-    }
-    if errs.errors.len() != before {
-        return None;
-    }
-    // Values no host could run, or too large to keep: each field is
-    // reported once, for the first proc that has the problem.
-    let problems = check_description(&d);
-    if problems.is_empty() {
-        return Some(d);
-    }
-    for p in problems {
-        let key = match p.field.as_str() {
-            "initialdir" if !ex.vars.contains_key("initialdir") => "iwd".to_string(),
-            "environment" if !ex.vars.contains_key("environment") => "getenv".to_string(),
-            f => f.to_ascii_lowercase(),
-        };
-        let line = ex.vars.get(&key).map_or(queue_line, |a| a.line);
-        errs.push_field(
-            line,
-            SubmitErrorKind::BadField {
-                field: p.field,
-                process,
-                reason: p.reason,
-            },
-        );
-    }
-    None
-}
-
-/// Checks that a ClassAd expression parses, so that a typo in
-/// `requirements` is reported at submit time with its line rather than
-/// leaving the job unmatched forever. `$$(attr)` placeholders are filled in
-/// at match time, so they are replaced by a neutral literal for the check.
-fn check_expression(text: &str) -> Result<(), String> {
-    if text.is_empty() {
-        return Ok(());
-    }
-    let mut probe = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(p) = rest.find("$$(") {
-        probe.push_str(&rest[..p]);
-        let after = &rest[p + 3..];
-        match after.find(')') {
-            Some(end) => {
-                probe.push_str("undefined");
-                rest = &after[end + 1..];
-            }
-            None => return Err("unclosed $$(".into()),
-        }
-    }
-    probe.push_str(rest);
-    gleaner_classad::parse_expr(&probe)
-        .map(|_| ())
-        .map_err(|e| format!("not a valid expression: {e}"))
-}
-
-/// The job-ad attribute of a policy submit key (`on_exit_hold` →
-/// `OnExitHold`), as HTCondor's condor_submit names it.
-pub fn policy_attr(key: &str) -> Option<&'static str> {
-    Some(match key {
-        "on_exit_hold" => "OnExitHold",
-        "on_exit_hold_reason" => "OnExitHoldReason",
-        "on_exit_hold_subcode" => "OnExitHoldSubCode",
-        "periodic_hold" => "PeriodicHold",
-        "periodic_hold_reason" => "PeriodicHoldReason",
-        "periodic_hold_subcode" => "PeriodicHoldSubCode",
-        "periodic_release" => "PeriodicRelease",
-        _ => return None,
-    })
-}
-
-const KIB: u64 = 1024;
-const MIB: u64 = 1024 * 1024;
-
-/// Parses `2GB`, `512 MB`, `1.5G`, `100` (in `default_unit` bytes) into a
-/// whole number of `target_unit` bytes, rounding up. Units are binary, as in
-/// HTCondor.
-pub fn parse_size(value: &str, default_unit: u64, target_unit: u64) -> Result<u64, String> {
-    let v = value.trim();
-    let split = v
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(v.len());
-    let (num, unit) = (&v[..split], v[split..].trim());
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("\"{value}\" is not a size (e.g. 512MB, 2GB)"))?;
-    let mult = match unit.to_ascii_uppercase().as_str() {
-        "" => default_unit,
-        "B" => 1,
-        "K" | "KB" | "KIB" => KIB,
-        "M" | "MB" | "MIB" => MIB,
-        "G" | "GB" | "GIB" => 1024 * MIB,
-        "T" | "TB" | "TIB" => 1024 * 1024 * MIB,
-        _ => return Err(format!("unknown unit \"{unit}\" (use K, M, G or T)")),
-    };
-    let bytes = n * mult as f64;
-    let units = (bytes / target_unit as f64).ceil();
-    if !units.is_finite() || units < 0.0 || units >= u64::MAX as f64 {
-        return Err(format!("\"{value}\" is out of range"));
-    }
-    Ok(units as u64)
-}
-
-fn parse_bool(v: &str) -> Option<bool> {
-    match v.to_ascii_lowercase().as_str() {
-        "true" | "yes" | "1" | "t" | "y" => Some(true),
-        "false" | "no" | "0" | "f" | "n" => Some(false),
-        _ => None,
-    }
-}
-
-/// A comma- (or whitespace-) separated file or name list.
-fn split_list(v: &str) -> Vec<String> {
-    v.split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1307,13 +963,11 @@ mod tests {
     }
 
     #[test]
-    fn sizes() {
-        assert_eq!(parse_size("2GB", MIB, MIB), Ok(2048));
-        assert_eq!(parse_size("512", MIB, MIB), Ok(512));
-        assert_eq!(parse_size("1.5 G", MIB, MIB), Ok(1536));
-        assert_eq!(parse_size("1MB", KIB, KIB), Ok(1024));
-        assert_eq!(parse_size("1", KIB, KIB), Ok(1));
-        assert!(parse_size("lots", MIB, MIB).is_err());
-        assert!(parse_size("5 parsecs", MIB, MIB).is_err());
+    fn version_conditions() {
+        assert!(version_condition(">= 8.1.6").unwrap());
+        assert!(version_condition("== 25.0").unwrap());
+        assert!(!version_condition("< 9").unwrap());
+        assert!(version_condition("~ 1").is_err());
+        assert!(version_condition(">= x").is_err());
     }
 }

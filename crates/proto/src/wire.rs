@@ -476,6 +476,9 @@ pub struct JobStatusReport {
     /// after too many in a row (absent: from an older host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_failure: Option<StartFailure>,
+    /// For a hold by the host: its `HoldReasonCode` (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_code: Option<u32>,
 }
 
 /// Why a job could not be started, in HTCondor's hold terms: `code` is the
@@ -501,6 +504,14 @@ pub mod hold_code {
     pub const FAILED_TO_EXECUTE: u32 = 6;
     /// Transferring the job's input files failed; subcode = errno.
     pub const TRANSFER_INPUT_ERROR: u32 = 13;
+    /// `hold = true` in the submit file.
+    pub const SUBMITTED_ON_HOLD: u32 = 15;
+    /// A deferred job that could not start within its `deferral_window`.
+    pub const MISSED_DEFERRED_EXECUTION_TIME: u32 = 20;
+    /// The job ran longer than its `allowed_job_duration`.
+    pub const JOB_DURATION_EXCEEDED: u32 = 46;
+    /// The job ran longer than its `allowed_execute_duration`.
+    pub const JOB_EXECUTE_EXCEEDED: u32 = 47;
 }
 
 /// CLI → station: `glean submit`.

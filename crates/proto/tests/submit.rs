@@ -228,10 +228,15 @@ fn queue_in_and_from_lists() {
     assert_eq!(jobs[1].arguments, vec!["2", "two", "words"]);
     assert_eq!(jobs[2].output.as_deref(), Some("after"));
 
-    let text = "executable = x\narguments = $(Item)\nqueue from (p q r)\n";
+    let text = "executable = x\narguments = $(Item)\nqueue in (p q r)\n";
     let jobs = parse(text).unwrap().expand(1).unwrap();
     let args: Vec<_> = jobs.iter().map(|j| j.arguments[0].clone()).collect();
     assert_eq!(args, vec!["p", "q", "r"]);
+    // A `from` list has one item per line, as HTCondor reads it.
+    let text = "executable = x\narguments = \"'$(Item)'\"\nqueue from (p q r)\n";
+    let jobs = parse(text).unwrap().expand(1).unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].arguments, ["p q r"]);
 }
 
 #[test]
@@ -244,21 +249,29 @@ fn queue_count_may_be_a_macro() {
 }
 
 #[test]
-fn unknown_command_with_suggestion_and_exact_message() {
-    let e =
-        errors("# header\n\n\nuniverse = vanilla\nqueue_later = 1\n\nexectuable = /bin/x\nqueue\n");
-    let msgs: Vec<String> = e.0.iter().map(|e| e.to_string()).collect();
+fn unknown_command_is_a_warning_with_suggestion_and_exact_message() {
+    // HTCondor takes an unknown key for a macro and warns that it is
+    // unused; so does Gleaner, with the closest command.
+    let s = parse("# header\n\n\nuniverse = vanilla\nqueue_later = 1\n\nexecutable = /bin/x\nexectuable = /bin/y\nqueue\n")
+        .unwrap();
+    let msgs: Vec<String> = s.warnings().iter().map(|w| w.to_string()).collect();
     assert!(
         msgs.contains(
-            &"job.sub:7: unknown command \"exectuable\" (did you mean \"executable\"?)".to_string()
+            &"job.sub:8: warning: \"exectuable\" is not a submit command and nothing refers to \
+              it: it has no effect, as in HTCondor (did you mean \"executable\"?)"
+                .to_string()
         ),
         "{msgs:?}"
     );
     // Unrelated unknown key: no suggestion.
     assert!(
         msgs.iter()
-            .any(|m| m.starts_with("job.sub:5: unknown command \"queue_later\""))
+            .any(|m| m.starts_with("job.sub:5: warning: \"queue_later\"") && !m.contains("mean")),
+        "{msgs:?}"
     );
+    // A typo in the executable's key still leaves the job without one.
+    let e = errors("exectuable = /bin/x\nqueue\n");
+    assert_eq!(e.0[0].kind, SubmitErrorKind::MissingExecutable);
 }
 
 #[test]
@@ -277,13 +290,24 @@ checkpoint_exit_code = 300
 queue
 ";
     let e = errors(text);
-    assert_eq!(lines_of(&e), vec![2, 3, 4, 5, 6, 7, 8, 9, 10], "{e}");
+    // Line 8's undefined macro expands to nothing, as in HTCondor (a
+    // warning, below).
+    assert_eq!(lines_of(&e), vec![2, 3, 4, 5, 6, 7, 9, 10], "{e}");
     assert!(matches!(e.0[0].kind, SubmitErrorKind::Malformed(_)));
     assert!(matches!(e.0[1].kind, SubmitErrorKind::BadValue { .. }));
     assert!(matches!(e.0[3].kind, SubmitErrorKind::Unsupported(_)));
+    assert!(e.0[3].to_string().contains("universe \"docker\""), "{e}");
     assert!(matches!(e.0[5].kind, SubmitErrorKind::BadAttribute(_)));
-    assert!(matches!(e.0[6].kind, SubmitErrorKind::UndefinedMacro(_)));
-    assert!(matches!(e.0[7].kind, SubmitErrorKind::BadQueue(_)));
+    assert!(matches!(e.0[6].kind, SubmitErrorKind::BadQueue(_)));
+    let s = parse("executable = x\noutput = $(undefined_macro)\nqueue\n").unwrap();
+    assert!(
+        s.warnings()[0]
+            .to_string()
+            .starts_with("job.sub:2: warning: $(undefined_macro) is not defined"),
+        "{:?}",
+        s.warnings()
+    );
+    assert_eq!(s.expand(1).unwrap()[0].output, None);
     // The Display form lists one problem per line.
     assert_eq!(e.to_string().lines().count(), e.0.len());
 }

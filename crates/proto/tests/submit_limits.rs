@@ -197,14 +197,16 @@ fn from_raw(v: serde_json::Value) -> ClusterSubmission {
 
 #[test]
 fn a_received_submission_is_held_to_the_parsers_rules() {
-    // An unknown key the CLI would have refused.
+    // A command the CLI would have refused is refused when the station
+    // expands the submission: one table of commands for both.
     let mut v = raw("executable = /bin/echo\nqueue\n");
-    v["batches"][0]["vars"]["executible"] =
-        serde_json::json!({"name": "executible", "value": "/bin/true", "line": 2});
-    let e = from_raw(v).check().unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "bomb.sub:2: unknown command \"executible\" (did you mean \"executable\"?)"
+    v["batches"][0]["vars"]["grid_resource"] =
+        serde_json::json!({"name": "grid_resource", "value": "batch slurm", "line": 2});
+    let e = from_raw(v).expand(7).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("bomb.sub:2: grid_resource is not supported: a grid-universe command"),
+        "{e}"
     );
 
     // A key filed under another name.

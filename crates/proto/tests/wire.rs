@@ -150,6 +150,7 @@ fn replies_and_placements_round_trip() {
         }),
         run: Some("ws1/5.2/r3/00ff".parse().unwrap()),
         start_failure: None,
+        hold_code: None,
     };
     let s = serde_json::to_string(&rep).unwrap();
     assert_eq!(serde_json::from_str::<JobStatusReport>(&s).unwrap(), rep);

@@ -31,4 +31,5 @@ pub mod metrics;
 pub mod node;
 pub mod owner;
 pub mod queue;
+pub mod schedule;
 pub mod userfs;

@@ -143,6 +143,7 @@ impl Env {
             usage: None,
             run: None,
             start_failure: None,
+            hold_code: None,
         };
         reqwest::Client::new()
             .post(format!("{}/v1/jobs/{id}/status", self.base))

@@ -245,6 +245,7 @@ impl Env {
             usage: None,
             run: None,
             start_failure: None,
+            hold_code: None,
         };
         let r = reqwest::Client::new()
             .post(format!("{}/v1/jobs/{id}/status", self.base))

@@ -185,12 +185,32 @@ async fn a_station_refuses_what_the_cli_would_and_keeps_answering() {
     )
     .await;
 
-    // An unknown key the CLI refuses, posted raw.
-    let typo = body(&work, &[exe(), v("executible", "/bin/true", 2)], 3, 1);
+    // A command the CLI refuses, posted raw: the station expands with the
+    // same table of commands.
+    let grid = body(&work, &[exe(), v("grid_resource", "batch slurm", 2)], 3, 1);
     st.refused(
-        "unknown key",
-        &typo,
-        "bomb.sub:2: unknown command \"executible\" (did you mean \"executable\"?)",
+        "refused command",
+        &grid,
+        "bomb.sub:2: grid_resource is not supported: a grid-universe command",
+    )
+    .await;
+
+    // Another user's accounting name (issue 19): the owner is the caller,
+    // whatever the body says, and accounting_group_user must be the owner.
+    let theft = body(
+        &work,
+        &[
+            exe(),
+            v("accounting_group", "physics", 2),
+            v("accounting_group_user", "bob", 3),
+        ],
+        4,
+        1,
+    );
+    st.refused(
+        "another user's accounting name",
+        &theft,
+        "bomb.sub:3: invalid value for accounting_group_user: \"bob\" is not you",
     )
     .await;
 
@@ -224,9 +244,20 @@ async fn a_station_refuses_what_the_cli_would_and_keeps_answering() {
     )
     .await;
 
+    // The submitter's own name is accepted.
+    let own = body(
+        &work,
+        &[exe(), v("accounting_group_user", alice.name(), 2)],
+        3,
+        1,
+    );
+    let (status, err) = st.submit(&own).await;
+    assert_eq!(status, 200, "{err:?}");
+    assert_eq!(st.jobs().await.len(), 1);
+
     // And a plain submission still goes through.
     let good = body(&work, &[exe(), v("arguments", "hi", 2)], 3, 2);
     let (status, err) = st.submit(&good).await;
     assert_eq!(status, 200, "{err:?}");
-    assert_eq!(st.jobs().await.len(), 2);
+    assert_eq!(st.jobs().await.len(), 3);
 }

@@ -585,6 +585,7 @@ impl Home {
             usage: None,
             run: None,
             start_failure: None,
+            hold_code: None,
         }
     }
 

@@ -8,12 +8,13 @@
 //! remembered (up to [`MAX_MEMO_BYTES`]): a chain of references to empty
 //! macros costs one expansion per macro, not two to the power of its depth.
 
+use super::functions::{self, closing_paren, function_at};
 use super::{Assignment, ProcBinding, SubmitErrorKind};
 use crate::limits::{
     MAX_EXPANSION_BYTES, MAX_MEMO_BYTES, MAX_VALUE_BYTES, REFERENCE_COST, human_bytes,
 };
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 
 /// Deepest nesting of macro references (cycles are found as such, not by
@@ -84,6 +85,16 @@ pub(super) struct Expander<'a> {
     /// User macros being expanded, outermost first: one met again is a
     /// cycle.
     active: RefCell<Vec<String>>,
+    /// Macros referred to without being defined (they expand to nothing,
+    /// as in HTCondor; the parser warns about each).
+    pub(super) undefined: RefCell<BTreeSet<String>>,
+    /// State of this proc's random numbers (`$RANDOM_INTEGER()`).
+    rng: Cell<u64>,
+    /// The submit file's directory (`$Ff()`).
+    dir: Option<&'a str>,
+    /// The nesting depth of the function macro being called: the macros
+    /// it reads by name nest below it (`MAX_DEPTH` holds through them).
+    call_depth: Cell<usize>,
 }
 
 impl<'a> Expander<'a> {
@@ -101,7 +112,29 @@ impl<'a> Expander<'a> {
             memo: RefCell::new(HashMap::new()),
             memo_bytes: Cell::new(0),
             active: RefCell::new(Vec::new()),
+            undefined: RefCell::new(BTreeSet::new()),
+            rng: Cell::new(0),
+            dir: None,
+            call_depth: Cell::new(0),
         }
+    }
+
+    /// Seeds this proc's random numbers from the submission's seed and the
+    /// proc number, so every expansion of a submission draws the same.
+    pub(super) fn with_seed(self, seed: u64) -> Self {
+        let process = self
+            .builtins
+            .as_ref()
+            .map_or(u64::MAX, |b| u64::from(b.process));
+        self.rng
+            .set(seed ^ process.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        self
+    }
+
+    /// The submit file's directory, for `$Ff()`.
+    pub(super) fn with_dir(mut self, dir: Option<&'a str>) -> Self {
+        self.dir = dir;
+        self
     }
 
     fn lookup(&self, lower: &str) -> Option<Found<'a>> {
@@ -185,7 +218,7 @@ impl<'a> Expander<'a> {
                 self.put(&mut out, &tail[..3 + end + 1])?;
                 rest = &after[end + 1..];
             } else if let Some(after) = tail.strip_prefix("$ENV(") {
-                let end = after.find(')').ok_or_else(|| unclosed(tail))?;
+                let end = closing_paren(after).ok_or_else(|| unclosed(tail))?;
                 self.budget.charge(REFERENCE_COST)?;
                 let (name, default) = split_default(&after[..end]);
                 match self.env.get(name) {
@@ -200,7 +233,7 @@ impl<'a> Expander<'a> {
                 }
                 rest = &after[end + 1..];
             } else if let Some(after) = tail.strip_prefix("$(") {
-                let end = after.find(')').ok_or_else(|| unclosed(tail))?;
+                let end = closing_paren(after).ok_or_else(|| unclosed(tail))?;
                 self.budget.charge(REFERENCE_COST)?;
                 let (name, default) = split_default(&after[..end]);
                 if !name
@@ -239,9 +272,24 @@ impl<'a> Expander<'a> {
                             let v = self.expand(d, depth + 1)?;
                             self.put(&mut out, &v)?;
                         }
-                        None => return Err(SubmitErrorKind::UndefinedMacro(name.to_string())),
+                        // HTCondor expands an undefined macro to nothing.
+                        None => {
+                            self.undefined.borrow_mut().insert(name.to_string());
+                        }
                     },
                 }
+                rest = &after[end + 1..];
+            } else if let Some((func, len)) = function_at(&tail[1..]) {
+                // A function macro: its arguments are expanded first.
+                let after = &tail[1 + len + 1..];
+                let end = closing_paren(after).ok_or_else(|| unclosed(tail))?;
+                self.budget.charge(REFERENCE_COST)?;
+                let args = self.expand(&after[..end], depth + 1)?;
+                let outer = self.call_depth.replace(depth + 1);
+                let v = functions::call(func, &args, self);
+                self.call_depth.set(outer);
+                let v = v?;
+                self.put(&mut out, &v)?;
                 rest = &after[end + 1..];
             } else {
                 self.put(&mut out, "$")?;
@@ -257,5 +305,33 @@ fn split_default(s: &str) -> (&str, Option<&str>) {
     match s.split_once(':') {
         Some((n, d)) => (n.trim(), Some(d)),
         None => (s.trim(), None),
+    }
+}
+
+impl functions::Env for Expander<'_> {
+    fn macro_value(&self, name: &str) -> Result<Option<String>, SubmitErrorKind> {
+        let lower = name.to_ascii_lowercase();
+        match self.lookup(&lower) {
+            Some(Found::Builtin(v)) => Ok(Some(v)),
+            Some(Found::Var(text)) => Ok(Some(
+                self.expand_var(&lower, text, self.call_depth.get() + 1)?
+                    .to_string(),
+            )),
+            None => Ok(None),
+        }
+    }
+
+    fn random(&self) -> u64 {
+        // SplitMix64: small, and good enough to pick among choices.
+        let s = self.rng.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
+        self.rng.set(s);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn dir(&self) -> Option<&str> {
+        self.dir
     }
 }

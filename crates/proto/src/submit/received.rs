@@ -1,13 +1,14 @@
 //! What a station checks on a submission it receives: the CLI parses and
 //! validates the file, but anything can be posted to `/v1/submit`, so the
-//! station checks again what the parser guarantees (the same limits, the
-//! same list of known keys) before it expands anything. Problems name the
-//! submit file and line, as the parser's do.
+//! station checks again what the parser guarantees (the same limits, keys
+//! of the parser's shape) before it expands anything; expanding applies
+//! the same table of commands (`keys.rs`) as the parser, so a refused
+//! command is refused here too. Problems name the submit file and line,
+//! as the parser's do.
 
 use super::{
-    Assignment, BUILTINS, ClusterSubmission, ErrorSink, KNOWN_KEYS, ProcBinding, SubmitErrorKind,
-    SubmitErrors, custom_attr_name, is_identifier, referenced_macros_in, submission_too_large,
-    suggest, too_many_procs,
+    Assignment, BUILTINS, ClusterSubmission, ErrorSink, ProcBinding, SubmitErrorKind, SubmitErrors,
+    custom_attr_name, is_identifier, is_key, submission_too_large, too_many_procs,
 };
 use crate::limits::{
     MAX_ARGS_ENV_BYTES, MAX_FILE_NAME_BYTES, MAX_PROCS, MAX_SUBMISSION_BYTES, MAX_VALUE_BYTES,
@@ -43,12 +44,8 @@ fn table_key(name: &str) -> Option<String> {
     if let Some(attr) = custom_attr_name(name) {
         return is_identifier(attr).then(|| format!("+{}", attr.to_ascii_lowercase()));
     }
-    let ok = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
     let lower = name.to_ascii_lowercase();
-    (ok && !BUILTINS.contains(&lower.as_str())).then_some(lower)
+    (is_key(name) && !BUILTINS.contains(&lower.as_str())).then_some(lower)
 }
 
 impl ClusterSubmission {
@@ -64,11 +61,22 @@ impl ClusterSubmission {
             self.file_name.clone()
         };
         let mut errs = ErrorSink::new(&file);
-        if self.file_name.len() > MAX_FILE_NAME_BYTES {
+        let long_name =
+            |f: &Option<String>| f.as_ref().is_some_and(|f| f.len() > MAX_FILE_NAME_BYTES);
+        if self.file_name.len() > MAX_FILE_NAME_BYTES
+            || self
+                .dir
+                .as_ref()
+                .is_some_and(|d| d.len() > MAX_FILE_NAME_BYTES)
+            || self
+                .batches
+                .iter()
+                .any(|b| long_name(&b.file) || b.vars.values().any(|a| long_name(&a.file)))
+        {
             errs.push(
                 0,
                 SubmitErrorKind::TooLarge(format!(
-                    "the file name is longer than {} bytes",
+                    "a file name is longer than {} bytes",
                     MAX_FILE_NAME_BYTES
                 )),
             );
@@ -102,8 +110,8 @@ impl ClusterSubmission {
         for b in &self.batches {
             for a in b.vars.values() {
                 if a.value.len() > MAX_VALUE_BYTES {
-                    errs.push(
-                        a.line,
+                    errs.push_at(
+                        a,
                         SubmitErrorKind::TooLarge(format!(
                             "the value of {} is {} for one value",
                             a.name,
@@ -114,7 +122,8 @@ impl ClusterSubmission {
             }
             for (name, v) in b.procs.iter().flat_map(|p| &p.items) {
                 if v.len() > MAX_VALUE_BYTES {
-                    errs.push(
+                    errs.push_file(
+                        b.file.as_deref(),
                         b.line,
                         SubmitErrorKind::TooLarge(format!(
                             "an item of {name} is {} for one value",
@@ -133,47 +142,22 @@ impl ClusterSubmission {
             return errs.finish();
         }
 
-        let mut referenced = std::collections::BTreeSet::new();
-        for b in &self.batches {
-            referenced_macros_in(&b.statement, &mut referenced);
-            for a in b.vars.values() {
-                referenced_macros_in(&a.value, &mut referenced);
-            }
-            for p in &b.procs {
-                for v in p.items.values() {
-                    referenced_macros_in(v, &mut referenced);
-                }
-            }
-        }
         for b in &self.batches {
             for (key, a) in &b.vars {
                 match table_key(&a.name) {
                     Some(k) if &k == key => {}
                     _ => {
                         let shown: String = a.name.chars().take(64).collect();
-                        errs.push(a.line, SubmitErrorKind::Malformed(shown));
-                        continue;
+                        errs.push_at(a, SubmitErrorKind::Malformed(shown));
                     }
                 }
-                if key.starts_with('+')
-                    || KNOWN_KEYS.contains(&key.as_str())
-                    || referenced.contains(key)
-                {
-                    continue;
-                }
-                errs.push(
-                    a.line,
-                    SubmitErrorKind::UnknownCommand {
-                        name: a.name.clone(),
-                        suggestion: suggest(key),
-                    },
-                );
             }
             for p in &b.procs {
                 for name in p.items.keys() {
                     if !is_identifier(name) || BUILTINS.contains(&name.as_str()) {
                         let shown: String = name.chars().take(64).collect();
-                        errs.push(
+                        errs.push_file(
+                            b.file.as_deref(),
                             b.line,
                             SubmitErrorKind::BadQueue(format!(
                                 "\"{shown}\" is not a variable name"

@@ -70,7 +70,7 @@ pub(crate) async fn complete(
     let record = pending_record(&staged);
     let moved = home
         .queue()
-        .transition_publishing(r.id, state, &detail, at, Some(&record));
+        .transition_exited(r.id, state, &detail, at, Some(&record));
     let new = match moved {
         Ok(n) => n,
         Err(e) => {

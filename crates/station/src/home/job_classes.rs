@@ -66,7 +66,7 @@ impl ClassCache {
         skip: &HashSet<JobId>,
         avoided: impl Fn(JobId) -> Vec<String>,
     ) -> Vec<JobClass> {
-        let ids = match q.next_idle_ids(MAX_GROUPED) {
+        let ids = match q.matchable_idle_ids(MAX_GROUPED, crate::clock::now()) {
             Ok(ids) => ids,
             Err(e) => {
                 tracing::error!(error = %e, "cannot read idle jobs");
@@ -115,7 +115,7 @@ impl ClassCache {
         // The job is nearly always among the first few (those being placed
         // come first): a short read, then the long one if needed.
         for n in [FIRST_LOOK, MAX_GROUPED] {
-            let ids = match q.next_idle_ids(n) {
+            let ids = match q.matchable_idle_ids(n, crate::clock::now()) {
                 Ok(ids) => ids,
                 Err(e) => {
                     tracing::error!(error = %e, "cannot read idle jobs");

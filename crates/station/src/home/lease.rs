@@ -66,6 +66,18 @@ async fn renew(
     }))
 }
 
+/// The lease a job is placed with, seconds (`None`: none): the home's
+/// `lease_secs`, or the job's `job_lease_duration` when shorter. A longer
+/// one is cut to the home's, whose monitor requeues the job at its own
+/// lease: a host holding on longer could run it twice at once.
+pub(crate) fn lease_secs_of(home: &Home, d: &gleaner_proto::job::JobDescription) -> Option<u64> {
+    let own = home.config.lease_secs.ceil() as u64;
+    if own == 0 {
+        return None;
+    }
+    Some(d.job_lease_duration.map_or(own, |j| j.clamp(1, own)))
+}
+
 /// Requeues running jobs whose host went silent for longer than the lease.
 ///
 /// The monitor sleeps until the earliest lease deadline instead of polling:

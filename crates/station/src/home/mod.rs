@@ -46,6 +46,7 @@ pub mod shadow;
 mod start_failures;
 mod submit_check;
 pub mod summary;
+mod timing;
 pub mod user;
 pub mod user_log;
 
@@ -241,6 +242,12 @@ impl Home {
         tasks.push(tokio::spawn(recover::settle_in_doubt(self.clone(), doubt)));
         // The jobs' own periodic_hold / periodic_release.
         tasks.push(tokio::spawn(job_policy::run_loop(
+            self.clone(),
+            shutdown.clone(),
+        )));
+        // Deferred and cron jobs: when they may be matched, and missed
+        // windows.
+        tasks.push(tokio::spawn(timing::run_loop(
             self.clone(),
             shutdown.clone(),
         )));

@@ -114,11 +114,11 @@ pub(crate) async fn place(home: &Arc<Home>, g: &Target) -> bool {
         job_id: job.id,
         home: home.name.clone(),
         claim_id: g.claim_id.clone(),
-        description: job.description.clone(),
+        description: super::timing::placed_description(&job),
         shadow: home.address.clone(),
         checkpoint: None,
         run_count: job.run_count,
-        lease_secs: Some(home.config.lease_secs.ceil() as u64).filter(|l| *l > 0),
+        lease_secs: super::lease::lease_secs_of(home, &job.description),
         run: Some(run.clone()),
         claim_seq: g.seq,
     };
@@ -264,6 +264,13 @@ fn preempt(home: &Arc<Home>, p: &Preemption) {
 /// Asks the host running `job` to vacate it, in the background. The job is
 /// requeued when the host reports it evicted, not here.
 pub(crate) fn spawn_vacate(home: &Arc<Home>, job: JobId, why: &str) {
+    spawn_vacate_as(home, job, why, "vacate");
+}
+
+/// [`spawn_vacate`] for a hold (`kind` `hold`) or a removal (`remove`):
+/// the host gives the job the signal it asked for in that case
+/// (`hold_kill_sig`, `remove_kill_sig`, `want_graceful_removal`).
+pub(crate) fn spawn_vacate_as(home: &Arc<Home>, job: JobId, why: &str, kind: &'static str) {
     let Some((host_name, host, claim)) = home
         .remote
         .placement(job)
@@ -276,7 +283,10 @@ pub(crate) fn spawn_vacate(home: &Arc<Home>, job: JobId, why: &str) {
     let home = home.clone();
     let why = why.to_string();
     tokio::spawn(async move {
-        let url = format!("{}/v1/guests/{job}/vacate", host.trim_end_matches('/'));
+        let url = format!(
+            "{}/v1/guests/{job}/vacate?kind={kind}",
+            host.trim_end_matches('/')
+        );
         let http = home.peers.station(&host_name);
         match http.post(&url).bearer_auth(&claim).send().await {
             Ok(r) if r.status().is_success() => {

@@ -431,18 +431,29 @@ async fn status(
     } else {
         format!("on {}: {}", rep.host, rep.detail)
     };
+    let mut requeued: Option<(i32, String)> = None;
     let new = if let JobState::Completed { exit_code } = rep.state {
-        // The job's on_exit_hold may keep it in the queue, held (its
-        // outputs are delivered all the same, as in HTCondor).
-        let policy_hold = job_policy::on_exit_hold(&r, exit_code, at);
-        let target = match &policy_hold {
-            Some(h) => {
+        // The job's on_exit_hold may keep it in the queue, held, and its
+        // on_exit_remove (max_retries, a cron job) send it back to the
+        // queue; its outputs are delivered all the same, as in HTCondor.
+        let decision = job_policy::on_exit(&r, exit_code, at);
+        let policy_hold = match &decision {
+            job_policy::OnExit::Hold(h) => Some(h.clone()),
+            _ => None,
+        };
+        let target = match &decision {
+            job_policy::OnExit::Hold(h) => {
                 detail.push_str(&format!(" (exit code {exit_code}; held by on_exit_hold)"));
                 JobState::Held {
                     reason: h.reason.clone(),
                 }
             }
-            None => rep.state.clone(),
+            job_policy::OnExit::Requeue(why) => {
+                detail.push_str(&format!(" (exit code {exit_code}; requeued: {why})"));
+                requeued = Some((exit_code, why.clone()));
+                JobState::Idle
+            }
+            job_policy::OnExit::Complete => rep.state.clone(),
         };
         // Outputs are written aside first and put in place only once the
         // completion is durable; in a task of its own, so that a request
@@ -465,11 +476,21 @@ async fn status(
                 .set_hold_code(id, hold_code::JOB_POLICY, h.subcode)?;
             super::runs::retire_run(&home, id);
         }
+        if requeued.is_some() && new.state == JobState::Idle {
+            // This run is over; the next placement is a new one.
+            super::runs::retire_run(&home, id);
+        }
         new
     } else {
         let new = home
             .queue()
             .transition(id, rep.state.clone(), &detail, at)?;
+        // A hold by the host with a code of its own (a deferred job that
+        // missed its start: 20).
+        if let (Some(code), JobState::Held { .. }) = (rep.hold_code, &new.state) {
+            home.queue().set_hold_code(id, code, 0)?;
+        }
+        let new = home.queue().get(id)?.unwrap_or(new);
         if r.state == JobState::Idle && new.state.kind() == JobStateKind::Running {
             home.meters.job_started(&r, at);
         }
@@ -490,9 +511,12 @@ async fn status(
             host: rep.host.clone(),
         },
         JobState::Suspended => UserEvent::Suspended,
-        JobState::Idle => UserEvent::Evicted {
-            checkpointed: super::user_log::checkpointed_this_run(&home, id),
-            reason: detail.clone(),
+        JobState::Idle => match requeued {
+            Some((exit_code, reason)) => UserEvent::Requeued { exit_code, reason },
+            None => UserEvent::Evicted {
+                checkpointed: super::user_log::checkpointed_this_run(&home, id),
+                reason: detail.clone(),
+            },
         },
         JobState::Held { reason } => UserEvent::Held {
             reason: reason.clone(),

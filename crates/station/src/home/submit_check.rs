@@ -10,7 +10,6 @@
 
 use super::Home;
 use super::as_owner::USER_FS_TIMEOUT;
-use super::user::resolve_iwd;
 use crate::queue::QueueError;
 use crate::userfs::{PathErrorKind, PathProblem, UserFs, validate_job};
 use gleaner_core::time::Time;
@@ -64,7 +63,7 @@ pub(crate) fn expand(
     let mut descs = sub.expand(cluster)?;
     for d in &mut descs {
         d.owner = owner.to_string();
-        d.iwd = resolve_iwd(d.iwd.as_deref(), submit_dir);
+        gleaner_proto::job::resolve_submit_paths(d, submit_dir);
     }
     Ok(descs)
 }
@@ -187,7 +186,7 @@ fn expand_each(
 ) -> Result<(), QueueError> {
     sub.expand_each(cluster, |mut d| {
         d.owner = owner.to_string();
-        d.iwd = resolve_iwd(d.iwd.as_deref(), submit_dir);
+        gleaner_proto::job::resolve_submit_paths(&mut d, submit_dir);
         each(d)
     })
     .map_err(|e| match e {

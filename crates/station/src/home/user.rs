@@ -26,7 +26,6 @@ use gleaner_proto::api::{
 use gleaner_proto::job::{JobId, JobState, JobStateKind};
 use gleaner_proto::wire::{ErrorCode, SubmitResponse, check_version};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 type Q = Query<HashMap<String, String>>;
@@ -75,19 +74,8 @@ pub(crate) fn info(r: &JobRecord) -> JobInfo {
         start_failures: r.start_failures,
         hold_code: r.hold_code,
         hold_subcode: r.hold_subcode,
-    }
-}
-
-/// Resolves the jobs' initial directory against the submit file's
-/// directory, as `condor_submit` does (a relative `initialdir` is relative
-/// to where the submit file was).
-pub(crate) fn resolve_iwd(iwd: Option<&str>, submit_dir: Option<&str>) -> Option<String> {
-    match (iwd, submit_dir) {
-        (Some(i), Some(base)) if !i.starts_with('/') => {
-            Some(PathBuf::from(base).join(i).to_string_lossy().into_owned())
-        }
-        (Some(i), _) => Some(i.to_string()),
-        (None, base) => base.map(str::to_string),
+        completions: r.completions,
+        not_before: r.not_before,
     }
 }
 
@@ -334,7 +322,12 @@ async fn act(
                 resp.changed.push(j.id);
                 user_log(&home, j.id, at, event.clone()).await;
                 if was_remote {
-                    schedd::spawn_vacate(&home, j.id, &detail);
+                    let kind = match action {
+                        Action::Rm => "remove",
+                        Action::Hold => "hold",
+                        Action::Release => "vacate",
+                    };
+                    schedd::spawn_vacate_as(&home, j.id, &detail, kind);
                     // Nothing more of this run is heard: not its output,
                     // nor its eviction report (which would undo a hold).
                     super::runs::retire_run(&home, j.id);

@@ -97,6 +97,17 @@ pub struct JobRecord {
     /// HTCondor's `HoldReasonSubCode` (for code 6: the errno).
     #[serde(default)]
     pub hold_subcode: Option<i32>,
+    /// Times the job exited (HTCondor's `NumJobCompletions`), runs that
+    /// were requeued included.
+    #[serde(default)]
+    pub completions: u32,
+    /// A deferred or cron job's `DeferralTime`: it starts no earlier.
+    #[serde(default)]
+    pub not_before: Option<Time>,
+    /// When such a job may be matched (`DeferralPrepTime` before
+    /// `not_before`); idle jobs are placed only from then on.
+    #[serde(default)]
+    pub match_from: Option<Time>,
 }
 
 /// One entry of a job's history.
@@ -209,9 +220,11 @@ impl JobQueue {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        // An older queue is read as it is: it has no column of schema 6.
-        let columns = if schema::has_column(&conn, "jobs", "start_failures")? {
+        // An older queue is read as it is, without the columns it lacks.
+        let columns = if schema::has_column(&conn, "jobs", "completions")? {
             rows::JOB_COLUMNS
+        } else if schema::has_column(&conn, "jobs", "start_failures")? {
+            rows::JOB_COLUMNS_V6
         } else {
             rows::JOB_COLUMNS_V5
         };

@@ -1,7 +1,8 @@
 //! Reading the queue: jobs, lists, the running jobs, counts, history.
 
-use super::rows::{RawJob, time_from, to_i64};
+use super::rows::{RawJob, time_from, time_sql, to_i64};
 use super::{JobEvent, JobFilter, JobQueue, JobRecord, QueueError, Result, RunningJob};
+use gleaner_core::time::Time;
 use gleaner_proto::api::{ClusterSummary, QueueSummary, StateCounts};
 use gleaner_proto::job::{JobEventKind, JobId, JobStateKind};
 use rusqlite::{OptionalExtension, params};
@@ -270,15 +271,27 @@ impl JobQueue {
     }
 
     /// The ids of [`JobQueue::next_idle_jobs`], in the same order, read
-    /// from the `jobs_by_state` index alone (no description is decoded):
-    /// what the home's scheduler walks on every grant and ad.
+    /// from the `jobs_by_state` index alone (no description is decoded).
     pub fn next_idle_ids(&self, n: usize) -> Result<Vec<JobId>> {
+        self.idle_ids(n, None)
+    }
+
+    /// [`JobQueue::next_idle_ids`] that may be matched at `now`: a
+    /// deferred or cron job only from its `match_from` on. What the home's
+    /// scheduler walks on every grant and ad.
+    pub fn matchable_idle_ids(&self, n: usize, now: Time) -> Result<Vec<JobId>> {
+        self.idle_ids(n, Some(now))
+    }
+
+    fn idle_ids(&self, n: usize, now: Option<Time>) -> Result<Vec<JobId>> {
         let limit = i64::try_from(n).unwrap_or(i64::MAX);
+        let now = now.map(time_sql).transpose()?;
         let mut stmt = self.conn.prepare_cached(
             "SELECT cluster, proc FROM jobs WHERE state = ?1 \
+               AND (?3 IS NULL OR match_from IS NULL OR match_from <= ?3) \
              ORDER BY priority DESC, cluster, proc LIMIT ?2",
         )?;
-        let rows = stmt.query_map(params![JobStateKind::Idle.code(), limit], |r| {
+        let rows = stmt.query_map(params![JobStateKind::Idle.code(), limit, now], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?))
         })?;
         let mut out = Vec::new();
@@ -460,6 +473,22 @@ impl JobQueue {
             });
         }
         Ok(out)
+    }
+}
+
+impl JobQueue {
+    /// Idle jobs with a start time (deferred and cron jobs), for the
+    /// home's timing loop.
+    pub fn scheduled_idle(&self) -> Result<Vec<JobRecord>> {
+        let cols = self.columns;
+        let sql = format!(
+            "SELECT {cols} FROM jobs WHERE state = ?1 AND not_before IS NOT NULL \
+             ORDER BY cluster, proc"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params![JobStateKind::Idle.code()], RawJob::from_row)?;
+        rows.map(|r| r.map_err(QueueError::from).and_then(RawJob::decode))
+            .collect()
     }
 }
 

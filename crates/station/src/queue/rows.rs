@@ -20,13 +20,21 @@ pub(super) fn time_from(v: i64) -> Time {
 
 pub(super) const JOB_COLUMNS: &str = "cluster, proc, owner, description, state, hold_reason, exit_code, \
      submitted_at, updated_at, started_at, finished_at, run_count, host, start_failures, hold_code, \
-     hold_subcode";
+     hold_subcode, completions, not_before, match_from";
+
+/// [`JOB_COLUMNS`] of a schema-6 queue read without migrating it: no
+/// completions, no start times.
+pub(super) const JOB_COLUMNS_V6: &str = "cluster, proc, owner, description, state, hold_reason, \
+     exit_code, submitted_at, updated_at, started_at, finished_at, run_count, host, \
+     start_failures, hold_code, hold_subcode, 0 AS completions, NULL AS not_before, \
+     NULL AS match_from";
 
 /// [`JOB_COLUMNS`] of a queue older than schema 6, read without migrating
 /// it (a read-only reader): no failed starts, no hold codes.
 pub(super) const JOB_COLUMNS_V5: &str = "cluster, proc, owner, description, state, hold_reason, \
      exit_code, submitted_at, updated_at, started_at, finished_at, run_count, host, \
-     0 AS start_failures, NULL AS hold_code, NULL AS hold_subcode";
+     0 AS start_failures, NULL AS hold_code, NULL AS hold_subcode, 0 AS completions, \
+     NULL AS not_before, NULL AS match_from";
 
 /// A `jobs` row before validation.
 pub(super) struct RawJob {
@@ -46,6 +54,9 @@ pub(super) struct RawJob {
     start_failures: u32,
     hold_code: Option<u32>,
     hold_subcode: Option<i32>,
+    completions: u32,
+    not_before: Option<i64>,
+    match_from: Option<i64>,
 }
 
 impl RawJob {
@@ -67,6 +78,9 @@ impl RawJob {
             start_failures: r.get(13)?,
             hold_code: r.get(14)?,
             hold_subcode: r.get(15)?,
+            completions: r.get(16)?,
+            not_before: r.get(17)?,
+            match_from: r.get(18)?,
         })
     }
 
@@ -92,6 +106,9 @@ impl RawJob {
             start_failures: self.start_failures,
             hold_code: self.hold_code,
             hold_subcode: self.hold_subcode,
+            completions: self.completions,
+            not_before: self.not_before.map(time_from),
+            match_from: self.match_from.map(time_from),
         })
     }
 }

@@ -23,7 +23,11 @@ use rusqlite::Connection;
 /// 6: `jobs.start_failures` (failed starts in a row), `jobs.hold_code` and
 /// `jobs.hold_subcode` (HTCondor's `HoldReasonCode`/`HoldReasonSubCode` of
 /// a hold that has one): poison jobs go on hold (issue 14).
-pub(super) const SCHEMA_VERSION: i64 = 6;
+/// 7: `jobs.completions` (HTCondor's `NumJobCompletions`: exits, requeued
+/// ones included), `jobs.not_before` (a deferred or cron job's
+/// `DeferralTime`) and `jobs.match_from` (when it may be matched: the
+/// deferral time less `DeferralPrepTime`) (issue 19).
+pub(super) const SCHEMA_VERSION: i64 = 7;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (
@@ -52,6 +56,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     start_failures INTEGER NOT NULL DEFAULT 0, -- failed starts in a row (schema 6)
     hold_code    INTEGER,                -- HoldReasonCode of the hold (schema 6)
     hold_subcode INTEGER,                -- HoldReasonSubCode (schema 6)
+    completions  INTEGER NOT NULL DEFAULT 0, -- NumJobCompletions (schema 7)
+    not_before   INTEGER,                -- DeferralTime, microseconds (schema 7)
+    match_from   INTEGER,                -- matched from, microseconds (schema 7)
     PRIMARY KEY (cluster, proc)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, priority, cluster, proc);
@@ -95,11 +102,16 @@ pub(super) fn create_or_migrate(conn: &Connection) -> Result<()> {
                 migrated = true;
             }
         }
-        // Version 5 counted no failed starts and kept no hold codes.
+        // Version 5 counted no failed starts and kept no hold codes;
+        // version 6 no completions and no start times (a job queued
+        // before may start at once).
         for (column, decl) in [
             ("start_failures", "INTEGER NOT NULL DEFAULT 0"),
             ("hold_code", "INTEGER"),
             ("hold_subcode", "INTEGER"),
+            ("completions", "INTEGER NOT NULL DEFAULT 0"),
+            ("not_before", "INTEGER"),
+            ("match_from", "INTEGER"),
         ] {
             if !has_column(conn, "jobs", column)? {
                 conn.execute_batch(&format!("ALTER TABLE jobs ADD COLUMN {column} {decl};"))?;

@@ -6,7 +6,12 @@ use super::{JobQueue, JobRecord, QueueError, Result};
 use gleaner_core::time::Time;
 use gleaner_proto::job::{JobDescription, JobEventKind, JobId, JobState, JobStateKind};
 use gleaner_proto::submit::ClusterSubmission;
+use gleaner_proto::wire::hold_code;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
+
+/// The hold reason of a job submitted with `hold = true` (HTCondor's
+/// words).
+pub const SUBMITTED_ON_HOLD: &str = "submitted on hold at user's request";
 
 impl JobQueue {
     /// Expands a parsed submit file with a newly allocated cluster id and
@@ -48,7 +53,6 @@ impl JobQueue {
         build: impl FnOnce(u64) -> Result<Vec<JobDescription>>,
         also: impl FnOnce(&rusqlite::Transaction<'_>, &[JobId]) -> Result<()>,
     ) -> Result<Vec<JobId>> {
-        let now = time_sql(at)?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -64,16 +68,11 @@ impl JobQueue {
         }
         let mut ids = Vec::with_capacity(descs.len());
         {
-            let mut ins = tx.prepare_cached(
-                "INSERT INTO jobs (cluster, proc, owner, description, state, priority, \
-                 submitted_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
-            )?;
-            let mut ev = tx.prepare_cached(
-                "INSERT INTO events (cluster, proc, at, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
+            let mut ins = tx.prepare_cached(INSERT_JOB)?;
+            let mut ev = tx.prepare_cached(INSERT_SUBMITTED)?;
             for (i, d) in descs.iter().enumerate() {
                 let proc = u32::try_from(i).map_err(|_| QueueError::Range("proc id"))?;
-                ids.push(insert_proc(&mut ins, &mut ev, cluster, proc, d, now)?);
+                ids.push(insert_proc(&mut ins, &mut ev, cluster, proc, d, at)?);
             }
         }
         tx.execute(
@@ -99,7 +98,6 @@ impl JobQueue {
         produce: impl FnOnce(&mut dyn FnMut(JobDescription) -> Result<()>) -> Result<()>,
     ) -> Result<Option<Vec<JobId>>> {
         self.durably(|q| {
-            let now = time_sql(at)?;
             let tx = q
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -113,16 +111,12 @@ impl JobQueue {
             }
             let mut ids = Vec::new();
             {
-                let mut ins = tx.prepare_cached(
-                    "INSERT INTO jobs (cluster, proc, owner, description, state, priority, \
-                     submitted_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
-                )?;
-                let mut ev = tx.prepare_cached(
-                    "INSERT INTO events (cluster, proc, at, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
-                )?;
+                let mut ins = tx.prepare_cached(INSERT_JOB)?;
+                let mut ev = tx.prepare_cached(INSERT_SUBMITTED)?;
                 let mut sink = |d: JobDescription| -> Result<()> {
-                    let proc = u32::try_from(ids.len()).map_err(|_| QueueError::Range("proc id"))?;
-                    ids.push(insert_proc(&mut ins, &mut ev, cluster, proc, &d, now)?);
+                    let proc =
+                        u32::try_from(ids.len()).map_err(|_| QueueError::Range("proc id"))?;
+                    ids.push(insert_proc(&mut ins, &mut ev, cluster, proc, &d, at)?);
                     Ok(())
                 };
                 produce(&mut sink)?;
@@ -173,7 +167,7 @@ impl JobQueue {
         detail: &str,
         at: Time,
     ) -> Result<JobRecord> {
-        self.transition_publishing(id, to, detail, at, None)
+        self.transition_inner(id, to, detail, at, None, false)
     }
 
     /// [`JobQueue::transition`] that also records, in the same transaction,
@@ -187,19 +181,46 @@ impl JobQueue {
         at: Time,
         publishing: Option<&str>,
     ) -> Result<JobRecord> {
+        self.transition_inner(id, to, detail, at, publishing, false)
+    }
+
+    /// [`JobQueue::transition_publishing`] for the end of a run whose
+    /// program exited: one more `NumJobCompletions`, whether the job
+    /// completes, is held or goes back to the queue.
+    pub fn transition_exited(
+        &mut self,
+        id: JobId,
+        to: JobState,
+        detail: &str,
+        at: Time,
+        publishing: Option<&str>,
+    ) -> Result<JobRecord> {
+        self.transition_inner(id, to, detail, at, publishing, true)
+    }
+
+    fn transition_inner(
+        &mut self,
+        id: JobId,
+        to: JobState,
+        detail: &str,
+        at: Time,
+        publishing: Option<&str>,
+        exited: bool,
+    ) -> Result<JobRecord> {
         let now = time_sql(at)?;
         let cluster = to_i64(id.cluster, "cluster id")?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let current: Option<(u8, Option<String>, Option<i32>)> = tx
+        let current: Option<(u8, Option<String>, Option<i32>, String)> = tx
             .query_row(
-                "SELECT state, hold_reason, exit_code FROM jobs WHERE cluster = ?1 AND proc = ?2",
+                "SELECT state, hold_reason, exit_code, description FROM jobs \
+                 WHERE cluster = ?1 AND proc = ?2",
                 params![cluster, id.proc],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
             .optional()?;
-        let Some((code, reason, exit)) = current else {
+        let Some((code, reason, exit, description)) = current else {
             return Err(QueueError::NotFound(id));
         };
         let from = decode_state(id, code, reason, exit)?;
@@ -213,6 +234,23 @@ impl JobQueue {
             _ => (None, None),
         };
         let starting = to.kind() == JobStateKind::Running && event == JobEventKind::Started;
+        // A CronTab job back in the queue (requeued after a run, evicted,
+        // released) waits for its schedule's next time (HTCondor computes
+        // a new DeferralTime then).
+        if to.kind() == JobStateKind::Idle
+            && let Ok(d) = serde_json::from_str::<gleaner_proto::job::JobDescription>(&description)
+            && let Some(next) = crate::schedule::next_cron_start(&d, at)
+        {
+            tx.execute(
+                "UPDATE jobs SET not_before = ?3, match_from = ?4 WHERE cluster = ?1 AND proc = ?2",
+                params![
+                    cluster,
+                    id.proc,
+                    time_sql(next.at)?,
+                    time_sql(next.match_from)?
+                ],
+            )?;
+        }
         tx.execute(
             "UPDATE jobs SET state = ?3, hold_reason = ?4, exit_code = ?5, updated_at = ?6, \
                started_at = CASE WHEN ?7 THEN ?6 ELSE started_at END, \
@@ -220,7 +258,8 @@ impl JobQueue {
                finished_at = CASE WHEN ?8 THEN ?6 ELSE finished_at END, \
                publishing = COALESCE(?9, publishing), \
                hold_code = NULL, hold_subcode = NULL, \
-               start_failures = CASE WHEN ?10 THEN 0 ELSE start_failures END \
+               start_failures = CASE WHEN ?10 THEN 0 ELSE start_failures END, \
+               completions = completions + CASE WHEN ?11 THEN 1 ELSE 0 END \
              WHERE cluster = ?1 AND proc = ?2",
             params![
                 cluster,
@@ -233,7 +272,8 @@ impl JobQueue {
                 to.is_terminal(),
                 publishing,
                 // A release starts a new series of starts.
-                event == JobEventKind::Released
+                event == JobEventKind::Released,
+                exited
             ],
         )?;
         tx.execute(
@@ -365,22 +405,39 @@ fn insert_proc(
     cluster: u64,
     proc: u32,
     d: &JobDescription,
-    now: i64,
+    at: Time,
 ) -> Result<JobId> {
     let id = JobId::new(cluster, proc);
     let next = to_i64(cluster, "cluster id")?;
+    let now = time_sql(at)?;
     let json = serde_json::to_string(d).map_err(|e| QueueError::Corrupt {
         job: id,
         reason: e.to_string(),
     })?;
+    // `hold = true`: queued on hold, as HTCondor does it (HoldReasonCode
+    // 15, SubmittedOnHold).
+    let (state, hold_reason, hold_code) = if d.hold {
+        (
+            JobStateKind::Held,
+            Some(SUBMITTED_ON_HOLD),
+            Some(hold_code::SUBMITTED_ON_HOLD),
+        )
+    } else {
+        (JobStateKind::Idle, None, None)
+    };
+    let start = crate::schedule::first_start(d, id, at);
     ins.execute(params![
         next,
         proc,
         d.owner,
         json,
-        JobStateKind::Idle.code(),
+        state.code(),
         d.priority,
-        now
+        now,
+        hold_reason,
+        hold_code,
+        start.map(|s| time_sql(s.at)).transpose()?,
+        start.map(|s| time_sql(s.match_from)).transpose()?
     ])?;
     ev.execute(params![
         next,
@@ -392,9 +449,39 @@ fn insert_proc(
     Ok(id)
 }
 
+/// One job row as [`insert_proc`] fills it.
+const INSERT_JOB: &str = "INSERT INTO jobs (cluster, proc, owner, description, state, priority, \
+     submitted_at, updated_at, hold_reason, hold_code, not_before, match_from) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11)";
+
+/// The `Submitted` event of one job.
+const INSERT_SUBMITTED: &str =
+    "INSERT INTO events (cluster, proc, at, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)";
+
 /// Where a job was placed, as [`JobQueue::record_placement_run`] stores it.
 struct Placement<'a> {
     address: &'a str,
     claim: &'a str,
     run: Option<&'a str>,
+}
+
+impl JobQueue {
+    /// Sets when an idle job may start and be matched (`None`: at once);
+    /// the home's timing loop moves a cron job that missed its window to
+    /// its next time.
+    pub fn set_schedule(&mut self, id: JobId, start: Option<crate::schedule::Start>) -> Result<()> {
+        let changed = self.conn.execute(
+            "UPDATE jobs SET not_before = ?3, match_from = ?4 WHERE cluster = ?1 AND proc = ?2",
+            params![
+                to_i64(id.cluster, "cluster id")?,
+                id.proc,
+                start.map(|s| time_sql(s.at)).transpose()?,
+                start.map(|s| time_sql(s.match_from)).transpose()?
+            ],
+        )?;
+        if changed == 0 {
+            return Err(QueueError::NotFound(id));
+        }
+        Ok(())
+    }
 }

@@ -179,7 +179,7 @@ fn tick_one(
                 let mut descs = sub.expand(cluster)?;
                 for d in &mut descs {
                     d.owner = owner.clone();
-                    d.iwd = crate::home::user::resolve_iwd(d.iwd.as_deref(), submit_dir.as_deref());
+                    gleaner_proto::job::resolve_submit_paths(d, submit_dir.as_deref());
                 }
                 Ok(descs)
             },

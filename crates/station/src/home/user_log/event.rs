@@ -25,6 +25,10 @@ pub enum UserEvent {
     Checkpointed { bytes: u64, detail: String },
     /// 004: off its host and back in the queue.
     Evicted { checkpointed: bool, reason: String },
+    /// 004 of a job that exited and went back to the queue (its
+    /// `on_exit_remove` was false): HTCondor's "Job terminated and was
+    /// requeued".
+    Requeued { exit_code: i32, reason: String },
     /// 005: exited with `exit_code` (a negative code is a signal);
     /// `detail` says where the outputs went.
     Terminated { exit_code: i32, detail: String },
@@ -57,7 +61,7 @@ impl UserEvent {
             UserEvent::Submitted { .. } => 0,
             UserEvent::Executing { .. } => 1,
             UserEvent::Checkpointed { .. } => 3,
-            UserEvent::Evicted { .. } => 4,
+            UserEvent::Evicted { .. } | UserEvent::Requeued { .. } => 4,
             UserEvent::Terminated { .. } => 5,
             UserEvent::Generic { .. } => 8,
             UserEvent::Aborted { .. } => 9,
@@ -86,6 +90,27 @@ fn one_line(s: &str) -> String {
         .collect::<String>()
         .trim()
         .to_string()
+}
+
+/// A run's usage and bytes, as the eviction events carry them.
+fn run_usage() -> String {
+    format!(
+        "\t\t{NO_USAGE}  -  Run Remote Usage\n\t\t{NO_USAGE}  -  Run Local Usage\n\
+         \t0  -  Run Bytes Sent By Job\n\t0  -  Run Bytes Received By Job\n"
+    )
+}
+
+/// How the program ended: its return value, or the signal (a negative
+/// `exit_code`).
+fn termination(exit_code: i32) -> String {
+    if exit_code >= 0 {
+        format!("\t(1) Normal termination (return value {exit_code})\n")
+    } else {
+        format!(
+            "\t(0) Abnormal termination (signal {})\n\t(0) No core file\n",
+            exit_code.unsigned_abs()
+        )
+    }
 }
 
 /// The event as HTCondor writes it, `...` line included.
@@ -124,24 +149,22 @@ pub fn format_event(id: JobId, at: Time, e: &UserEvent) -> String {
             } else {
                 "\t(0) CPU times\n"
             };
-            out += &format!("\t\t{NO_USAGE}  -  Run Remote Usage\n");
-            out += &format!("\t\t{NO_USAGE}  -  Run Local Usage\n");
-            out += "\t0  -  Run Bytes Sent By Job\n";
-            out += "\t0  -  Run Bytes Received By Job\n";
+            out += &run_usage();
             if !reason.is_empty() {
                 out += &format!("\tReason: {}\n", one_line(reason));
             }
         }
+        UserEvent::Requeued { exit_code, reason } => {
+            out += "Job was evicted.\n\t(0) Job terminated and was requeued\n";
+            out += &run_usage();
+            out += &termination(*exit_code);
+            if !reason.is_empty() {
+                out += &format!("\t{}\n", one_line(reason));
+            }
+        }
         UserEvent::Terminated { exit_code, detail } => {
             out += "Job terminated.\n";
-            if *exit_code >= 0 {
-                out += &format!("\t(1) Normal termination (return value {exit_code})\n");
-            } else {
-                out += &format!(
-                    "\t(0) Abnormal termination (signal {})\n\t(0) No core file\n",
-                    exit_code.unsigned_abs()
-                );
-            }
+            out += &termination(*exit_code);
             for what in ["Run Remote", "Run Local", "Total Remote", "Total Local"] {
                 out += &format!("\t\t{NO_USAGE}  -  {what} Usage\n");
             }

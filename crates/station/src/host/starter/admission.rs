@@ -16,6 +16,7 @@ use gleaner_core::detector::OwnerState;
 use gleaner_proto::fit::{self, HostView, JobView, LicenceBook, Reject};
 use gleaner_proto::job::{JobDescription, JobId};
 use gleaner_proto::matchmaking::machine_ad;
+use gleaner_proto::submit::matchtime::substitute;
 use gleaner_proto::wire::{GuestInfo, RejectReason, StationAd};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -73,6 +74,33 @@ impl Starter {
         ad.policy = c.guest_policy.to_ad(now_unix);
         ad.policy.windows = self.windows();
         ad
+    }
+
+    /// Fills in the job's match-time values (`$$(attr)`,
+    /// `$$(attr:default)`, `$$([expr])` in its arguments, environment and
+    /// attributes) from this host's machine ad, as HTCondor does when a job
+    /// is matched. `Err` names a value this host cannot give.
+    pub(super) fn fill_match_time(&self, d: &mut JobDescription) -> Result<(), String> {
+        let has = |s: &String| s.contains("$$(");
+        if !(d.arguments.iter().any(has)
+            || d.environment.values().any(has)
+            || d.custom_attrs.values().any(has))
+        {
+            return Ok(());
+        }
+        let now_unix = crate::clock::now_secs() as i64;
+        let machine = {
+            let guests = self.lock_guests();
+            machine_ad(&self.ad_of(&guests, *self.owner.borrow(), now_unix, None))
+        };
+        let fill = |s: &mut String| -> Result<(), String> {
+            *s = substitute(s, &machine, now_unix)?;
+            Ok(())
+        };
+        d.arguments.iter_mut().try_for_each(fill)?;
+        d.environment.values_mut().try_for_each(fill)?;
+        d.custom_attrs.values_mut().try_for_each(fill)?;
+        Ok(())
     }
 
     /// The fit check of `job` here now (`guests` locked by the caller):

@@ -68,6 +68,15 @@ impl Control {
         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(self.pgid), sig);
     }
 
+    /// Sends the job's `kill_sig` to its process group, as the checkpoint
+    /// signal: not to the waiter above it, which would die of it and take
+    /// the job with it.
+    pub(crate) fn send_signal(&self, sig: i32) {
+        if let Ok(sig) = nix::sys::signal::Signal::try_from(sig) {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(self.pgid), sig);
+        }
+    }
+
     /// Strict low priority (Ryu & Hollingsworth L54), at all times (issue
     /// 12): the guest's group idle, and `SCHED_IDLE` on every task it has
     /// (which it cannot leave: the launcher pinned it, `confine.rs`). There

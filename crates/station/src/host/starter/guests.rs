@@ -30,7 +30,34 @@ pub struct GuestListing {
 
 /// What the starter asks of a running guest's task.
 pub(crate) enum Command {
-    Vacate(String),
+    /// Leave the host, and why.
+    Vacate(String, VacateKind),
+}
+
+/// Why a guest is asked to leave, which decides the signal it gets
+/// (HTCondor's `kill_sig`, `hold_kill_sig`, `remove_kill_sig`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VacateKind {
+    /// The owner, a preemption, the job's policy: the job goes back to
+    /// its queue.
+    #[default]
+    Vacate,
+    /// `glean hold`.
+    Hold,
+    /// `glean rm`.
+    Remove,
+}
+
+impl VacateKind {
+    /// From the vacate request's `kind=` (`hold`, `remove`; anything else
+    /// is a plain vacate).
+    pub fn parse(s: Option<&str>) -> VacateKind {
+        match s {
+            Some("hold") => VacateKind::Hold,
+            Some("remove") => VacateKind::Remove,
+            _ => VacateKind::Vacate,
+        }
+    }
 }
 
 /// A guest as the starter keeps it, from acceptance until its slot is

@@ -90,6 +90,7 @@ mod criu;
 mod destinations;
 mod guests;
 mod held_claims;
+pub use guests::VacateKind;
 mod jic;
 mod outputs;
 mod overrides;
@@ -346,11 +347,20 @@ impl Starter {
             .and_then(|g| g.claim_nonce.clone())
     }
 
-    /// Ask a guest to leave (checkpoint signal if it checkpoints, then
-    /// kill); it is reported `evicted`. False if no such guest.
+    /// Ask a guest to leave (checkpoint signal if it checkpoints, its
+    /// `kill_sig` if it has one, then kill); it is reported `evicted`.
+    /// False if no such guest.
     pub fn vacate(&self, job: JobId, reason: &str) -> bool {
+        self.vacate_as(job, reason, guests::VacateKind::Vacate)
+    }
+
+    /// [`Starter::vacate`] for a hold or a removal (their own signals).
+    pub fn vacate_as(&self, job: JobId, reason: &str, kind: guests::VacateKind) -> bool {
         match self.lock_guests().get(&job) {
-            Some(g) => g.cmd.send(Command::Vacate(reason.to_string())).is_ok(),
+            Some(g) => g
+                .cmd
+                .send(Command::Vacate(reason.to_string(), kind))
+                .is_ok(),
             None => false,
         }
     }
@@ -393,7 +403,10 @@ impl Starter {
     /// Vacate every guest (shutdown).
     pub fn vacate_all(&self, reason: &str) {
         for g in self.lock_guests().values() {
-            let _ = g.cmd.send(Command::Vacate(reason.to_string()));
+            let _ = g.cmd.send(Command::Vacate(
+                reason.to_string(),
+                guests::VacateKind::Vacate,
+            ));
         }
     }
 }

@@ -36,6 +36,12 @@ impl Starter {
         if let Some(refused) = self.refusal(&req) {
             return self.given_back(&granted, refused);
         }
+        // Match-time values from this host; matching avoided hosts without
+        // them (`JobClass::of`), so a refusal here is rare and no failed
+        // start.
+        if let Err(msg) = self.fill_match_time(&mut req.description) {
+            return self.given_back(&granted, reject(RejectReason::RequirementsUnmet, msg));
+        }
         // The run this placement starts, named by the home (an older home
         // names none: `take_slot` names it then, for the sandbox's sake).
         if let Some(r) = &req.run

@@ -2,7 +2,7 @@
 
 use super::{GuestListing, Starter};
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Path as UrlPath, Request, State};
+use axum::extract::{FromRequest, Path as UrlPath, Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -71,6 +71,7 @@ async fn vacate_handler(
     State(s): State<Arc<Starter>>,
     Extension(caller): Extension<Caller>,
     UrlPath(job): UrlPath<String>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     require_station(&caller, DAEMONS_ONLY)?;
     let id: JobId = job
@@ -95,7 +96,13 @@ async fn vacate_handler(
             ),
         ));
     }
-    if s.vacate(id, "vacated on request") {
+    let kind = super::guests::VacateKind::parse(q.get("kind").map(String::as_str));
+    let why = match kind {
+        super::guests::VacateKind::Hold => "held by its home",
+        super::guests::VacateKind::Remove => "removed by its home",
+        super::guests::VacateKind::Vacate => "vacated on request",
+    };
+    if s.vacate_as(id, why, kind) {
         Ok((
             StatusCode::ACCEPTED,
             Json(serde_json::json!({"vacating": id})),

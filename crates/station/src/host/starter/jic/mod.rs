@@ -93,7 +93,22 @@ impl Home {
         detail: impl Into<String>,
         usage: Option<Usage>,
     ) {
-        self.send(event, state, detail.into(), usage, None);
+        self.send(event, state, detail.into(), usage, None, None);
+    }
+
+    /// The host holds the job, with HTCondor's `HoldReasonCode` when it
+    /// has one (20: a deferred job that missed its start).
+    pub(crate) fn report_held(&self, why: String, code: Option<u32>) {
+        self.send(
+            JobEventKind::Held,
+            JobState::Held {
+                reason: why.clone(),
+            },
+            why,
+            None,
+            None,
+            code,
+        );
     }
 
     /// The program could not be started: back to the queue as far as this
@@ -106,6 +121,7 @@ impl Home {
             detail,
             None,
             Some(failure),
+            None,
         );
     }
 
@@ -116,6 +132,7 @@ impl Home {
         detail: String,
         usage: Option<Usage>,
         start_failure: Option<StartFailure>,
+        hold_code: Option<u32>,
     ) {
         tracing::info!(job = %self.job, ?event, %detail, "guest event");
         let _ = self.reports.send(JobStatusReport {
@@ -129,6 +146,7 @@ impl Home {
             usage,
             run: self.run.clone(),
             start_failure,
+            hold_code,
         });
     }
 

@@ -3,6 +3,7 @@
 
 use super::super::control::{Control, exit_code};
 use super::super::criu::criu_dump;
+use super::super::guests::VacateKind;
 use super::GuestRun;
 use super::launch::ExitWait;
 use gleaner_core::eviction::{Action, EvictionLadder, EvictionPolicy, GuestState};
@@ -85,15 +86,41 @@ impl GuestRun<'_> {
     }
 
     /// Leave the host: a CRIU dump, or the checkpoint signal for jobs that
-    /// checkpoint themselves with a bounded grace to exit, then kill (at
-    /// once when `now`). Returns whether a checkpoint is ready to ship.
+    /// checkpoint themselves with a bounded grace to exit, or the job's
+    /// own `kill_sig` with its `job_max_vacate_time`, then kill (at once
+    /// when `now`, and for a removal unless the job wants it graceful).
+    /// Returns whether a checkpoint is ready to ship.
     pub(super) async fn evict(
         &self,
         ctl: &mut Control,
         exit_rx: &mut ExitWait,
         now: bool,
         root: u32,
+        kind: VacateKind,
     ) -> bool {
+        let d = &self.req.description;
+        // HTCondor: condor_rm kills at once unless want_graceful_removal.
+        let now = now || (kind == VacateKind::Remove && !d.want_graceful_removal);
+        if !now && let Some((sig, wait)) = self.leave_signal(kind) {
+            // The job asked for a signal to leave by: it gets it, and the
+            // time it asked for, within the host's limit (the owner
+            // comes first), before SIGKILL.
+            ctl.resume();
+            ctl.send_signal(sig);
+            tracing::info!(job = %self.req.job_id, sig, secs = wait.as_secs_f64(), ?kind, "leave signal sent");
+            if let Ok(r) = tokio::time::timeout(wait, &mut *exit_rx).await {
+                ctl.kill();
+                self.entry.slot.kill_all(&self.entry.guest_id).await;
+                return self
+                    .ckpt
+                    .as_ref()
+                    .is_some_and(|sc| matches!(r, Ok(Ok(s)) if exit_code(s) == sc.exit_code));
+            }
+            ctl.kill();
+            let _ = tokio::time::timeout(Duration::from_secs(10), &mut *exit_rx).await;
+            self.entry.slot.kill_all(&self.entry.guest_id).await;
+            return false;
+        }
         if let Some(c) = self.criu()
             && !now
         {
@@ -144,5 +171,32 @@ pub(super) fn action_name(a: &Action) -> &'static str {
         Action::Migrate { .. } => "migrated",
         Action::Vacate { .. } => "vacated",
         Action::Kill => "killed",
+    }
+}
+
+impl GuestRun<'_> {
+    /// The signal a leaving job of `kind` gets and how long it has to
+    /// exit, if the job asked for one (`kill_sig`, `hold_kill_sig`,
+    /// `remove_kill_sig`, `job_max_vacate_time`): the time is the job's,
+    /// at most the host's `checkpoint_grace`; without a time of its own,
+    /// the host's. A CRIU job is dumped instead.
+    fn leave_signal(&self, kind: VacateKind) -> Option<(i32, Duration)> {
+        let d = &self.req.description;
+        if self.criu_images.is_some() {
+            return None;
+        }
+        let own = match kind {
+            VacateKind::Hold => d.hold_kill_sig.or(d.kill_sig),
+            VacateKind::Remove => d.remove_kill_sig.or(d.kill_sig),
+            VacateKind::Vacate => d.kill_sig,
+        };
+        if own.is_none() && d.job_max_vacate_time.is_none() {
+            return None;
+        }
+        let host_limit = self.starter.config.checkpoint_grace;
+        let wait = d
+            .job_max_vacate_time
+            .map_or(host_limit, |s| Duration::from_secs(s).min(host_limit));
+        Some((own.unwrap_or(libc::SIGTERM), wait))
     }
 }

@@ -48,7 +48,7 @@ impl GuestRun<'_> {
                     )
                 }
                 Err(FetchError::Transient(why)) => return Outcome::Evicted(why),
-                Err(FetchError::Permanent(why)) => return Outcome::Held(why),
+                Err(FetchError::Permanent(why)) => return Outcome::Held(why, None),
             }
         }
         outcome

@@ -21,6 +21,7 @@
 //! task around the run (reports, CRIU sandbox, lease, clean-up).
 
 mod actions;
+mod deferral;
 mod finish;
 mod launch;
 mod prepare;
@@ -53,7 +54,8 @@ use tokio::sync::{mpsc, watch};
 pub(crate) enum Outcome {
     Exited(i32),
     Evicted(String),
-    Held(String),
+    /// Held by the host, with its `HoldReasonCode` if it has one.
+    Held(String, Option<u32>),
     /// The program could not be started (the home decides what next).
     StartFailed(StartFailure),
 }
@@ -72,7 +74,7 @@ impl Stop {
     }
 
     fn held(why: impl Into<String>) -> Self {
-        Stop::Early(Outcome::Held(why.into()))
+        Stop::Early(Outcome::Held(why.into(), None))
     }
 
     /// The program could not be started: `code` is the `HoldReasonCode`
@@ -163,15 +165,10 @@ impl GuestRun<'_> {
                 self.home.report_start_failure(f);
                 words
             }
-            Ok(Outcome::Held(why)) => {
-                self.home.report(
-                    JobEventKind::Held,
-                    JobState::Held {
-                        reason: why.clone(),
-                    },
-                    why.clone(),
-                );
-                format!("held: {why}")
+            Ok(Outcome::Held(why, code)) => {
+                let words = format!("held: {why}");
+                self.home.report_held(why, code);
+                words
             }
             // A host-side failure is not the job's fault: back to the queue.
             Err(e) => {
@@ -200,6 +197,8 @@ impl GuestRun<'_> {
     async fn stages(&self, rx: &mut mpsc::UnboundedReceiver<Command>) -> Result<Outcome, Stop> {
         let prepared: Prepared = self.prepare(rx).await?;
         let restored: Restored = self.restore().await?;
+        // A deferred job starts at its time, not before.
+        self.wait_for_start(rx).await?;
         let mut pad: Launchpad = self.setup(&restored)?;
         // Each pass runs the program once; a self-checkpointing job that
         // exits with its checkpoint code is restarted in place (HTCondor's

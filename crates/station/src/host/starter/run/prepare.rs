@@ -28,7 +28,7 @@ impl GuestRun<'_> {
         prepare_sandbox(&self.sandbox, self.user())?;
         let program = self.program().await?;
         self.fetch_inputs().await?;
-        if let Ok(Command::Vacate(why)) = rx.try_recv() {
+        if let Ok(Command::Vacate(why, _)) = rx.try_recv() {
             return Err(Stop::evicted(why));
         }
         Ok(Prepared { program })

@@ -4,6 +4,7 @@
 
 use super::super::config::io_err;
 use super::super::control::{Control, exit_code};
+use super::super::guests::VacateKind;
 use super::launch::Pass;
 use super::prepare::Prepared;
 use super::setup::Launchpad;
@@ -37,7 +38,7 @@ impl GuestRun<'_> {
     ) -> Result<Next, Stop> {
         match (end.status, end.leave) {
             (Some(st), _) => self.exited(pad, pass, st, end.dumped, rx, prepared).await,
-            (None, Some(why)) => Ok(self.leave(pad, pass, why, end.lease_lost).await),
+            (None, Some(why)) => Ok(self.leave(pad, pass, why, end.lease_lost, end.kind).await),
             (None, None) => {
                 pass.ctl.kill();
                 self.entry.slot.kill_all(&self.entry.guest_id).await;
@@ -83,7 +84,7 @@ impl GuestRun<'_> {
                 pad.pool.image_bytes = shipped;
             }
             match rx.try_recv() {
-                Ok(Command::Vacate(why)) => Outcome::Evicted(why),
+                Ok(Command::Vacate(why, _)) => Outcome::Evicted(why),
                 // The new T_migr ended the linger time: the checkpoint just
                 // shipped is the move's.
                 Err(_) if !pad.ladder.state().on_node() => {
@@ -110,10 +111,11 @@ impl GuestRun<'_> {
         mut pass: Pass,
         why: String,
         lease_lost: bool,
+        kind: VacateKind,
     ) -> Next {
         let usage = pass.ctl.usage(pad.started);
         let checkpointed = self
-            .evict(&mut pass.ctl, &mut pass.exit, lease_lost, pass.pid)
+            .evict(&mut pass.ctl, &mut pass.exit, lease_lost, pass.pid, kind)
             .await;
         if !lease_lost && checkpointed {
             self.take_checkpoint(&mut pad.ladder, &mut pad.seq, &pad.streams, &pad.capture)

@@ -4,6 +4,7 @@
 //! periodic checkpoints, the lease, the starter's commands.
 
 use super::super::criu::criu_dump;
+use super::super::guests::VacateKind;
 use super::launch::Pass;
 use super::setup::Launchpad;
 use super::{Command, GuestRun};
@@ -26,11 +27,14 @@ pub(crate) struct PassEnd {
     pub(crate) lease_lost: bool,
     /// A CRIU dump ended the process: its exit is a checkpoint.
     pub(crate) dumped: bool,
+    /// What kind of leave a vacate request asked for.
+    pub(crate) kind: VacateKind,
 }
 
 /// The supervision loop's state for one pass.
 struct Watch {
     leave: Option<String>,
+    kind: VacateKind,
     /// The owner monitor is gone (the owner is then taken as active).
     owner_gone: bool,
     lease_lost: bool,
@@ -57,6 +61,7 @@ impl GuestRun<'_> {
     ) -> PassEnd {
         let mut w = Watch {
             leave: pass.leave.take(),
+            kind: VacateKind::Vacate,
             owner_gone: false,
             lease_lost: false,
             dumped: false,
@@ -94,6 +99,7 @@ impl GuestRun<'_> {
             leave: w.leave,
             lease_lost: w.lease_lost,
             dumped: w.dumped,
+            kind: w.kind,
         }
     }
 
@@ -205,7 +211,10 @@ impl GuestRun<'_> {
 /// A vacate request, or the starter is going away.
 fn on_command(cmd: Option<Command>, w: &mut Watch) {
     w.leave = Some(match cmd {
-        Some(Command::Vacate(why)) => why,
+        Some(Command::Vacate(why, kind)) => {
+            w.kind = kind;
+            why
+        }
         None => "starter shutting down".into(),
     });
 }
