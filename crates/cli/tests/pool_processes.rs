@@ -785,12 +785,9 @@ fn home_sigkill_in_a_burst_loses_no_job_and_runs_none_twice() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&runs_dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
     std::fs::set_permissions(&runs, std::fs::Permissions::from_mode(0o666)).unwrap();
-    for p in [
-        pool.dir.as_path(),
-        pool.dir.parent().unwrap_or(Path::new("/")),
-    ] {
-        let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755));
-    }
+    // The pool's directory (a tempdir, 0700) must be searchable by the
+    // slot accounts; its parent is /tmp, already 1777 and left alone.
+    std::fs::set_permissions(&pool.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let alice = pool.user("burst", 0);
     alice.submit(
         "b.sub",
