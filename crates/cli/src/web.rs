@@ -33,7 +33,7 @@ pub fn dashboard(args: DashboardArgs) -> anyhow::Result<ExitCode> {
     let Some(coord) = args.coordinator.clone().or(settings.coordinator.clone()) else {
         bail!("no coordinator: pass --coordinator URL or set `coordinator` in pool.toml");
     };
-    let c = StationClient::new(coord.clone(), settings.token()?)?;
+    let c = settings.coordinator_client(&coord)?;
     let reply: Value = runtime()?
         .block_on(c.post_json("/v1/dashboard/ticket", &serde_json::json!({})))
         .context("asking the coordinator for a login ticket")?;

@@ -17,7 +17,7 @@
 
 mod common;
 
-use common::{TestOwner, free_base_port, glean_as, glean_in, up, wait_pool_up};
+use common::{TestOwner, free_base_port, glean_as, glean_in, up_with, wait_pool_up};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -84,7 +84,10 @@ fn only_viewers_with_sessions_and_only_the_owner_get_in() {
     let other = TestOwner::new("webacc").unwrap();
     other.dir(&work).unwrap();
     let base = free_base_port(5);
-    let _pool = up(&home, 2, base, Some(1.0));
+    // Plain HTTP on loopback: this test speaks raw HTTP to check the
+    // access rules; TLS is `tls_attacks.rs`'s, the browser test's pages
+    // are served over it.
+    let _pool = up_with(&home, 2, base, Some(1.0), &["--plain-http"]);
     wait_pool_up(&home);
     let coord = format!("http://127.0.0.1:{base}");
     let station1 = format!("http://127.0.0.1:{}", base + 3);

@@ -566,7 +566,11 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
 
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let (halt_tx, mut halt_rx) = tokio::sync::watch::channel(false);
-    let dashboard = crate::dashboard::Dashboard::new(shared.clone(), config.state_dir.clone());
+    let dashboard = crate::dashboard::Dashboard::new(
+        shared.clone(),
+        config.state_dir.clone(),
+        config.tls.is_some(),
+    );
     let dash_sampler = dashboard.spawn_sampler(interval, halt_rx.clone());
     let mut app = router(shared.clone(), verifier, dashboard);
     if let Some((_, enrol, _)) = tls {

@@ -65,6 +65,8 @@ struct Book {
 pub struct WebSessions {
     cookie: &'static str,
     path: &'static str,
+    /// Pages served over TLS: the cookie is `Secure` (never sent in clear).
+    secure: bool,
     book: Mutex<Book>,
 }
 
@@ -79,8 +81,24 @@ impl WebSessions {
         WebSessions {
             cookie,
             path,
+            secure: false,
             book: Mutex::new(Book::default()),
         }
+    }
+
+    /// The same, for pages served over TLS when `tls`: the cookie gets
+    /// `Secure`, so a browser never sends it over plain HTTP.
+    pub fn over_tls(mut self, tls: bool) -> Self {
+        self.secure = tls;
+        self
+    }
+
+    fn attributes(&self, max_age: u64) -> String {
+        let secure = if self.secure { "; Secure" } else { "" };
+        format!(
+            "Path={}; HttpOnly; SameSite=Strict{secure}; Max-Age={max_age}",
+            self.path
+        )
     }
 
     fn book(&self) -> std::sync::MutexGuard<'_, Book> {
@@ -141,20 +159,16 @@ impl WebSessions {
     /// The `Set-Cookie` value that gives the browser session `id`.
     pub fn cookie_for(&self, id: &str) -> HeaderValue {
         let v = format!(
-            "{}={id}; Path={}; HttpOnly; SameSite=Strict; Max-Age={}",
+            "{}={id}; {}",
             self.cookie,
-            self.path,
-            SESSION_TTL.as_secs()
+            self.attributes(SESSION_TTL.as_secs())
         );
         HeaderValue::from_str(&v).unwrap_or_else(|_| HeaderValue::from_static(""))
     }
 
     /// The `Set-Cookie` value that removes the cookie.
     pub fn clear_cookie(&self) -> HeaderValue {
-        let v = format!(
-            "{}=; Path={}; HttpOnly; SameSite=Strict; Max-Age=0",
-            self.cookie, self.path
-        );
+        let v = format!("{}=; {}", self.cookie, self.attributes(0));
         HeaderValue::from_str(&v).unwrap_or_else(|_| HeaderValue::from_static(""))
     }
 
@@ -309,6 +323,21 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(header::COOKIE, HeaderValue::from_str(v).unwrap());
         h
+    }
+
+    #[test]
+    fn cookies_are_secure_only_over_tls() {
+        let plain = WebSessions::new("gleaner_dash", "/dashboard");
+        let tls = WebSessions::new("gleaner_dash", "/dashboard").over_tls(true);
+        let c = |v: HeaderValue| v.to_str().unwrap().to_string();
+        assert!(!c(plain.cookie_for("x")).contains("Secure"));
+        for v in [c(tls.cookie_for("x")), c(tls.clear_cookie())] {
+            assert!(v.contains("; Secure;"), "{v}");
+            assert!(
+                v.contains("HttpOnly") && v.contains("SameSite=Strict"),
+                "{v}"
+            );
+        }
     }
 
     #[test]

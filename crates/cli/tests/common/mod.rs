@@ -139,10 +139,22 @@ pub fn wait_pool_up(home: &Path) {
 
 /// `glean up --stations N --port PORT [--interval S]` with GLEAN_HOME=home.
 pub fn up(home: &Path, stations: u16, port: u16, interval: Option<f64>) -> UpProcess {
+    up_with(home, stations, port, interval, &[])
+}
+
+/// [`up`] with more arguments for `glean up` (e.g. `--plain-http`).
+pub fn up_with(
+    home: &Path,
+    stations: u16,
+    port: u16,
+    interval: Option<f64>,
+    extra: &[&str],
+) -> UpProcess {
     gleaner_testkit::reachable(home).unwrap();
     let mut c = Command::new(glean_bin());
     c.args(["up", "--stations", &stations.to_string()])
-        .args(["--port", &port.to_string()]);
+        .args(["--port", &port.to_string()])
+        .args(extra);
     if let Some(i) = interval {
         c.args(["--interval", &i.to_string()]);
     }

@@ -71,12 +71,13 @@ pub struct Dashboard {
 }
 
 impl Dashboard {
-    /// The dashboard over `source`, with the history saved in `state_dir`.
-    pub fn new(source: Arc<dyn Source>, state_dir: PathBuf) -> Arc<Self> {
+    /// The dashboard over `source`, with the history saved in `state_dir`;
+    /// `tls`: served over TLS (`Secure` cookies).
+    pub fn new(source: Arc<dyn Source>, state_dir: PathBuf, tls: bool) -> Arc<Self> {
         let history = History::load(&state_dir);
         Arc::new(Dashboard {
             source,
-            sessions: WebSessions::new("gleaner_dashboard", "/dashboard"),
+            sessions: WebSessions::new("gleaner_dashboard", "/dashboard").over_tls(tls),
             history: Mutex::new(history),
             latest: watch::channel((0, Arc::new(String::from("{}")))).0,
             state_dir,

@@ -25,6 +25,7 @@ use axum::routing::{get, post};
 use axum::{Extension, Json};
 use gleaner_core::detector::OwnerState;
 use gleaner_core::eviction::EvictionPolicy;
+use gleaner_edge::tls::NetPeer;
 use gleaner_edge::web::{WebSessions, asset, page_headers};
 use gleaner_edge::{ApiError, Caller, Credential};
 use gleaner_proto::wire::ErrorCode;
@@ -56,12 +57,13 @@ impl OwnerWeb {
         name: String,
         listen: SocketAddr,
     ) -> Arc<Self> {
+        let tls = config.tls.is_some();
         Arc::new(OwnerWeb {
             config,
             host,
             name,
             listen,
-            sessions: WebSessions::new("gleaner_owner", "/owner"),
+            sessions: WebSessions::new("gleaner_owner", "/owner").over_tls(tls),
         })
     }
 
@@ -110,7 +112,14 @@ impl OwnerWeb {
         } else {
             self.listen.ip()
         };
-        format!("http://{}", SocketAddr::new(ip, self.listen.port()))
+        // The page is on the station's own port: TLS when the station
+        // speaks TLS (the browser sees the pool CA's certificate).
+        let scheme = if self.config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", SocketAddr::new(ip, self.listen.port()))
     }
 
     /// Everything the page and `glean owner status` show.
@@ -319,10 +328,10 @@ struct LoginQuery {
 
 async fn page_login(
     State(w): State<Arc<OwnerWeb>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(peer): ConnectInfo<NetPeer>,
     q: Result<Query<LoginQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
-    require_loopback(&peer)?;
+    require_loopback(&peer.addr)?;
     let ticket = q.ok().and_then(|Query(q)| q.ticket).unwrap_or_default();
     Ok(w.sessions
         .login(&ticket, "/owner/")
@@ -331,10 +340,10 @@ async fn page_login(
 
 async fn page_index(
     State(w): State<Arc<OwnerWeb>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(peer): ConnectInfo<NetPeer>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    require_loopback(&peer)?;
+    require_loopback(&peer.addr)?;
     Ok(match w.sessions.caller(&headers) {
         Ok(c) if w.is_owner(&c) => asset("text/html; charset=utf-8", OWNER_HTML),
         Ok(_) => login_needed("This session is not the machine owner's."),
@@ -344,10 +353,10 @@ async fn page_index(
 
 async fn page_state(
     State(w): State<Arc<OwnerWeb>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(peer): ConnectInfo<NetPeer>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    require_loopback(&peer)?;
+    require_loopback(&peer.addr)?;
     let s = w.sessions.session(&headers)?;
     w.require_owner(&s.caller)?;
     let state = serde_json::to_value(w.state()?).unwrap_or_default();
@@ -362,11 +371,11 @@ async fn page_state(
 
 async fn page_change(
     State(w): State<Arc<OwnerWeb>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(peer): ConnectInfo<NetPeer>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    require_loopback(&peer)?;
+    require_loopback(&peer.addr)?;
     // Who, and the CSRF token, before the body is read.
     let s = w.sessions.check_csrf(&headers)?;
     w.require_owner(&s.caller)?;
@@ -377,10 +386,10 @@ async fn page_change(
 
 async fn page_logout(
     State(w): State<Arc<OwnerWeb>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(peer): ConnectInfo<NetPeer>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    require_loopback(&peer)?;
+    require_loopback(&peer.addr)?;
     w.sessions.check_csrf(&headers)?;
     w.sessions.logout(&headers);
     let mut r = StatusCode::NO_CONTENT.into_response();
@@ -390,10 +399,10 @@ async fn page_logout(
 }
 
 async fn loopback_asset(
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(peer): ConnectInfo<NetPeer>,
     which: &'static str,
 ) -> Result<Response, ApiError> {
-    require_loopback(&peer)?;
+    require_loopback(&peer.addr)?;
     Ok(match which {
         "js" => asset("text/javascript; charset=utf-8", OWNER_JS),
         "charts" => asset(
