@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the installed gleaner units under a real systemd (part of
-# scripts/test-deb.sh, after `dpkg -i` and with /etc/gleaner/pool.pub and
-# a station token for "pkgtest" in place). Where systemd is this machine's
+# scripts/test-deb.sh, after `dpkg -i`, `glean pool init` and `glean
+# station join` as "pkgtest": the configurations and keys are in place). Where systemd is this machine's
 # init it uses it; otherwise it boots systemd in a throwaway container
 # (systemd-nspawn, --volatile=overlay: the container sees this machine's
 # files read-only under a tmpfs it writes to, and has only a loopback
@@ -131,8 +131,7 @@ echo "-- a pool of one: both units, a job from a user"
 # of the configuration is changed, never this machine's.
 inside sed -i '/^state_dir/a advertise_period_secs = 2\nscheduling_interval_secs = 2\nstartup_grace_secs = 0' \
     /etc/gleaner/coordinator.toml
-inside sed -i -e 's/^# name = "ws12"$/name = "pkgtest"/' \
-    -e 's|^# coordinator = ""$|coordinator = "http://127.0.0.1:9618"|' \
+inside sed -i -e 's|^coordinator = .*|coordinator = "https://127.0.0.1:9618"|' \
     -e 's/^activity = .*/activity = { source = "always_idle" }/' \
     -e '/^state_dir/a advertise_secs = 2\nplacement_interval_secs = 1' /etc/gleaner/station.toml
 inside systemctl start gleaner-coordinator.service gleaner-station.service
