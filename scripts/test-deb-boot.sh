@@ -7,7 +7,7 @@
 # files read-only under a tmpfs it writes to, and has only a loopback
 # network), so nothing here changes this machine.
 #
-# Checks: the coordinator starts as `gleaner` and answers HTTP; killed
+# Checks: the coordinator starts as `gleaner` and answers; killed
 # with SIGKILL it is restarted (Restart=on-failure) after RestartSec;
 # the station starts and moves itself into its delegated cgroup's leaf
 # (Delegate=yes); a user's job submitted on the station's socket is
@@ -116,7 +116,7 @@ wait_for 20 answers || {
 }
 pid=$(prop gleaner-coordinator MainPID)
 [ "$(inside ps -o user= -p "$pid")" = gleaner ] || fail "the coordinator does not run as gleaner"
-echo "ok    coordinator active as gleaner (pid $pid), answering HTTP"
+echo "ok    coordinator active as gleaner (pid $pid), answering (a plain-HTTP probe gets its 400)"
 inside kill -KILL "$pid"
 wait_for 20 restarted ||
     fail "no restart after SIGKILL"

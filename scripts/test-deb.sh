@@ -132,8 +132,9 @@ exec_start=$(sed -n 's/^ExecStart=//p' /usr/lib/systemd/system/gleaner-coordinat
     fail "unexpected ExecStart: $exec_start"
 cport=$(free_port)
 coord_log=$(mktemp)
+# With the unit's environment (Environment=GLEAN_LOG=info).
 # shellcheck disable=SC2086 # the unit's command line, split as systemd does
-setpriv --reuid=gleaner --regid=gleaner --clear-groups --no-new-privs \
+GLEAN_LOG=info setpriv --reuid=gleaner --regid=gleaner --clear-groups --no-new-privs \
     $exec_start --listen "127.0.0.1:$cport" >"$coord_log" 2>&1 &
 coord_pid=$!
 for _ in $(seq 100); do

@@ -5,6 +5,15 @@
 //! so), `glean up` itself stays up, and every job completes exactly once:
 //! each appends its id to a shared file as its last act (no id missing,
 //! none twice) and its output comes back whole.
+//!
+//! A station is killed while its guests are in the middle of their runs
+//! (each job logs when it starts). A guest dies with its station
+//! (`fault_lifeline.rs`), and its job runs again. What is not covered: a
+//! host killed in the moment between its guest's exit and the home's
+//! record of the completion loses that completion, and the job runs again
+//! (its outputs in the sandbox are not reported after the restart), so a
+//! side effect outside the sandbox happens twice, as under HTCondor when a
+//! starter dies then.
 
 mod common;
 
@@ -20,14 +29,20 @@ use std::time::{Duration, Instant};
 const JOBS: usize = 9;
 const RUN_SECS: u32 = 8;
 
-/// The job: runs, then appends its id to the shared file and says so on
-/// its stdout. The append is its last act, so a run cut short appends
-/// nothing and a duplicated run shows as a doubled line.
+/// The job: logs its start (`$4`), runs, then appends its id to the
+/// shared file and says so on its stdout. The append is its last act, so
+/// a run cut short appends nothing and a duplicated run shows as a
+/// doubled line.
 const JOB: &str = r#"#!/bin/sh
+echo "$1 $(date +%s.%N)" >> "$4"
 sleep "$3"
 echo "$1" >> "$2"
 echo "job $1 done"
 "#;
+
+/// A guest this close to its end (seconds) is not in the middle of its
+/// run: its station is not killed yet.
+const END_MARGIN: f64 = 3.0;
 
 /// The parent of process `pid`.
 fn ppid(pid: i32) -> Option<u32> {
@@ -85,6 +100,36 @@ fn kill_and_wait_restart(up: u32, config: &Path, port: u16) -> Duration {
     }
 }
 
+/// Each job's latest start (UNIX seconds), from the jobs' start log.
+fn starts(log: &Path) -> BTreeMap<String, f64> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let (id, t) = l.split_once(' ')?;
+            Some((id.to_string(), t.parse().ok()?))
+        })
+        .collect()
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// The running jobs' hosts, by job id.
+fn hosts(owner: &TestOwner, home: &Path, work: &Path) -> BTreeMap<String, String> {
+    let out = glean_as(owner, home, work, &["q", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|j| j["state"]["state"] == "running" || j["state"] == "running")
+        .filter_map(|j| Some((j["id"].as_str()?.into(), j["host"].as_str()?.into())))
+        .collect()
+}
+
 /// `glean history --json` and `glean q --json` of the owner, by job id:
 /// (state, run count).
 fn jobs(owner: &TestOwner, home: &Path, work: &Path) -> BTreeMap<String, (String, u64)> {
@@ -130,8 +175,11 @@ fn each_daemon_killed_in_turn_is_restarted_and_every_job_completes_exactly_once(
     // are theirs to reach and append to.
     std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777)).unwrap();
     let shared = work.join("done.txt");
-    std::fs::write(&shared, "").unwrap();
-    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let started_log = work.join("started.txt");
+    for f in [&shared, &started_log] {
+        std::fs::write(f, "").unwrap();
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o666)).unwrap();
+    }
     std::fs::write(work.join("job.sh"), JOB).unwrap();
     std::fs::set_permissions(work.join("job.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
 
@@ -160,9 +208,10 @@ fn each_daemon_killed_in_turn_is_restarted_and_every_job_completes_exactly_once(
     std::fs::write(
         work.join("job.sub"),
         format!(
-            "executable = job.sh\narguments = $(Cluster).$(Process) {} {RUN_SECS}\n\
+            "executable = job.sh\narguments = $(Cluster).$(Process) {} {RUN_SECS} {}\n\
              output = out.$(Process)\nerror = err.$(Process)\nqueue {JOBS}\n",
-            shared.display()
+            shared.display(),
+            started_log.display()
         ),
     )
     .unwrap();
@@ -211,6 +260,22 @@ fn each_daemon_killed_in_turn_is_restarted_and_every_job_completes_exactly_once(
     let up = pool.0.id();
     for (name, config, port) in &daemons {
         running(1);
+        // A station only while each of its guests is mid-run.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let t = starts(&started_log);
+            let now = unix_now();
+            let ending = hosts(&owner, &home, &work).iter().any(|(id, host)| {
+                host == name
+                    && t.get(id)
+                        .is_some_and(|s| now - s > f64::from(RUN_SECS) - END_MARGIN)
+            });
+            if !ending {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{name}'s guests never mid-run");
+            std::thread::sleep(Duration::from_millis(100));
+        }
         let took = kill_and_wait_restart(up, config, *port);
         eprintln!(
             "{name} killed at {:.1} s, serving again after {:.1} s",
