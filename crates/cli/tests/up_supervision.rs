@@ -265,12 +265,19 @@ fn each_daemon_killed_in_turn_is_restarted_and_every_job_completes_exactly_once(
         loop {
             let t = starts(&started_log);
             let now = unix_now();
-            let ending = hosts(&owner, &home, &work).iter().any(|(id, host)| {
-                host == name
-                    && t.get(id)
-                        .is_some_and(|s| now - s > f64::from(RUN_SECS) - END_MARGIN)
-            });
-            if !ending {
+            let on_it: Vec<(String, f64)> = hosts(&owner, &home, &work)
+                .into_iter()
+                .filter(|(_, host)| host == name)
+                .map(|(id, _)| {
+                    let age = t.get(&id).map_or(0.0, |s| now - s);
+                    (id, age)
+                })
+                .collect();
+            if on_it
+                .iter()
+                .all(|(_, age)| *age <= f64::from(RUN_SECS) - END_MARGIN)
+            {
+                eprintln!("{name}: its guests' ages (s) when killed: {on_it:?}");
                 break;
             }
             assert!(Instant::now() < deadline, "{name}'s guests never mid-run");
@@ -315,7 +322,7 @@ fn each_daemon_killed_in_turn_is_restarted_and_every_job_completes_exactly_once(
     lines.sort();
     let want: Vec<String> = finished.keys().cloned().collect();
     assert_eq!(lines, want, "each job's line exactly once: {finished:?}");
-    for (id, _) in &finished {
+    for id in finished.keys() {
         let proc = id.rsplit('.').next().unwrap();
         let out = std::fs::read_to_string(work.join(format!("out.{proc}"))).unwrap_or_default();
         assert_eq!(out, format!("job {id} done\n"), "output of {id}");
