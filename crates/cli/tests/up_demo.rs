@@ -41,6 +41,15 @@ fn account_exists(name: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// Nothing of the pool under `home` runs, and the demo's accounts are gone.
+fn assert_all_gone(home: &Path) {
+    let left = daemons_under(home);
+    assert!(left.is_empty(), "daemons left running: {left:?}");
+    for a in ["gleaner-demo-heavy", "gleaner-demo-light"] {
+        assert!(!account_exists(a), "account {a} left behind");
+    }
+}
+
 /// `glean up --demo` on `port` with GLEAN_HOME=home; its stdout lines come
 /// through the channel.
 fn demo(home: &Path, port: u16) -> (Child, mpsc::Receiver<String>) {
@@ -166,13 +175,7 @@ fn the_demo_runs_to_its_summary_over_tls_and_sigint_stops_a_demo_cleanly() {
         pool.contains("https://") && pool.contains("ca = "),
         "{pool}"
     );
-    assert!(
-        daemons_under(&home).is_empty(),
-        "{:?}",
-        daemons_under(&home)
-    );
-    assert!(!account_exists("gleaner-demo-heavy"));
-    assert!(!account_exists("gleaner-demo-light"));
+    assert_all_gone(&home);
     eprintln!("demo finished in {:.1} s", took.as_secs_f64());
 
     // 2. Ctrl-C in the middle of a demo.
@@ -191,13 +194,7 @@ fn the_demo_runs_to_its_summary_over_tls_and_sigint_stops_a_demo_cleanly() {
     assert_eq!(status.code(), Some(130), "{text}");
     assert!(text.contains("[demo] interrupted"), "{text}");
     assert!(text.contains("stopping the pool"), "{text}");
-    assert!(
-        daemons_under(&home).is_empty(),
-        "{:?}",
-        daemons_under(&home)
-    );
-    assert!(!account_exists("gleaner-demo-heavy"));
-    assert!(!account_exists("gleaner-demo-light"));
+    assert_all_gone(&home);
     eprintln!(
         "SIGINT: glean up and its daemons gone {:.1} s later",
         stopped.as_secs_f64()
