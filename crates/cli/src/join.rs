@@ -392,3 +392,40 @@ impl Template {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_template_splits_at_its_first_table_and_may_not_set_the_joins_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("station.toml");
+        std::fs::write(
+            &p,
+            "# comment\nrole = \"both\"\n\n[isolation]\ndelegated = true\n",
+        )
+        .unwrap();
+        let t = Template::read(&p).unwrap();
+        assert!(t.top.contains("role = \"both\"") && !t.top.contains("[isolation]"));
+        assert_eq!(t.tables, "[isolation]\ndelegated = true\n");
+        // The package's own template is one.
+        let shipped = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../packaging/templates/station.toml"
+        );
+        let t = Template::read(Path::new(shipped)).unwrap();
+        assert!(t.tables.contains("create_slot_users = false"), "{t:?}");
+        for bad in [
+            "name = \"x\"\n",
+            "listen = \"0.0.0.0:1\"\n",
+            "[tls]\npool = \"p\"\n",
+        ] {
+            std::fs::write(&p, bad).unwrap();
+            let e = format!("{:#}", Template::read(&p).unwrap_err());
+            assert!(e.contains("station.toml"), "{e}");
+        }
+        std::fs::write(&p, "role = \n").unwrap();
+        assert!(Template::read(&p).is_err());
+    }
+}
