@@ -237,8 +237,8 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     if !(args.interval.is_finite() && args.interval > 0.0) {
         bail!("--interval must be a positive number of seconds");
     }
-    // Ctrl-C (SIGINT) from here on stops the pool: its daemons get
-    // SIGTERM and the demo's accounts are removed, never left behind.
+    // Ctrl-C (SIGINT) or SIGTERM from here on stops the pool: its daemons
+    // get SIGTERM and the demo's accounts are removed, never left behind.
     let stop = interrupted()?;
     let home = glean_home(args.home.clone())?;
     std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
@@ -497,20 +497,28 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// A flag raised by SIGINT (Ctrl-C), watched from a thread of its own.
+/// A flag raised by SIGINT (Ctrl-C) or SIGTERM, watched from a thread of
+/// its own.
 fn interrupted() -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = stop.clone();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    // The handler is in place before this returns: a SIGINT after it
+    // The handlers are in place before this returns: a signal after it
     // never kills `glean up` with its daemons left running.
-    let signal = rt.block_on(async { tokio::signal::unix::signal(SignalKind::interrupt()) })?;
+    let (mut int, mut term) = rt.block_on(async {
+        anyhow::Ok((
+            tokio::signal::unix::signal(SignalKind::interrupt())?,
+            tokio::signal::unix::signal(SignalKind::terminate())?,
+        ))
+    })?;
     std::thread::spawn(move || {
-        let mut signal = signal;
         rt.block_on(async {
-            let _ = signal.recv().await;
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
         });
         flag.store(true, std::sync::atomic::Ordering::SeqCst);
     });
