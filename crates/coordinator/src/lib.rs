@@ -38,6 +38,7 @@ pub mod matchmaker;
 mod metrics;
 mod persist;
 pub mod pool;
+pub mod reserve_config;
 mod server;
 pub mod tokens;
 mod transfer_rate;

@@ -38,6 +38,8 @@ mod destinations;
 mod effects;
 mod event_pass;
 mod ledger;
+pub mod partition;
+mod partition_placing;
 mod placing;
 
 pub use claims::{ClaimFacts, ClaimMinter, Minted, UnsignedClaims};
@@ -190,6 +192,11 @@ pub struct Pool {
     ads_seen: u64,
     /// Owner-state changes seen in kept ads: to AV, to NA (`/metrics`).
     transitions: (u64, u64),
+    /// The reservation coordinator role (`[reservations]`), if configured.
+    partition: Option<partition::Partition>,
+    /// Guests asked to leave a reserved station, until when the request
+    /// stands (so it is not repeated every pass).
+    evicting: BTreeMap<(StationId, gleaner_proto::job::JobId), Time>,
 }
 
 impl Pool {
@@ -226,6 +233,8 @@ impl Pool {
             used_unseen: HashMap::new(),
             ads_seen: 0,
             transitions: (0, 0),
+            partition: None,
+            evicting: BTreeMap::new(),
         };
         // Ids are dense and were validated on load: entry k has id k.
         for entry in &restored.stations {
@@ -500,6 +509,7 @@ impl Pool {
             // A claim used by a guest that has ended already frees its node.
             event |= self.settle_claims(id) && self.free_on(id) > 0;
             self.sync_free(id);
+            self.partition_observe(id, now);
             self.settle_reservations(id, now, out);
             let demand_event = self.timing.pass_on_demand
                 && more_demand
@@ -570,6 +580,7 @@ impl Pool {
             }
             self.reservations
                 .take_unless(|r| r.host != id && r.to != id);
+            self.partition_forget(id);
         }
         for h in self.claims.retain(|c| c.expires > now) {
             self.sync_free(h);
