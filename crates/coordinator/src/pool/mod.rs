@@ -717,3 +717,6 @@ mod match_tests;
 
 #[cfg(test)]
 mod event_tests;
+
+#[cfg(test)]
+mod partition_tests;

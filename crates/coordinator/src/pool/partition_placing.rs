@@ -40,6 +40,12 @@ impl Pool {
         Some(r)
     }
 
+    /// The role's durable state, if it changed since the last call.
+    pub fn take_partition_state(&mut self) -> Option<super::partition::PartitionState> {
+        let p = self.partition.as_mut()?;
+        p.take_dirty().then(|| p.state())
+    }
+
     /// Whether a job of `owner` may run on `host` now (always, without a
     /// reservation role).
     pub(super) fn partition_allows(&self, host: StationId, owner: Option<&str>) -> bool {
@@ -53,6 +59,10 @@ impl Pool {
         let Some(k) = self.stations.get(&id) else {
             return;
         };
+        // A submit-only station never hosts: it is no machine to reserve.
+        if k.ad.submit_only {
+            return;
+        }
         let seen = Seen {
             hosting: k.hosting(),
             donated: k
@@ -84,65 +94,78 @@ impl Pool {
         p.advance(now);
         let bound = p.bound();
         self.evicting.retain(|_, deadline| *deadline > now);
+        if !bound.is_empty() {
+            self.evict_disallowed(now, out);
+        }
         for (host_name, _) in &bound {
-            let Some(&host) = self.ids.get(host_name) else {
-                continue;
-            };
-            self.evict_foreign(host, now, out);
-            self.serve_holder(host, now, out);
+            if let Some(&host) = self.ids.get(host_name) {
+                self.serve_holder(host, now, out);
+            }
         }
     }
 
-    /// Asks the homes of other users' guests (and of idle claims held for
-    /// other users' homes) on bound `host` to give it back.
-    fn evict_foreign(&mut self, host: StationId, now: Time, out: &mut Outbox) {
-        let Some(holder) = self
-            .partition
-            .as_ref()
-            .and_then(|p| p.holder(self.name(host)))
-            .map(str::to_string)
-        else {
+    /// Asks the homes of guests the partition no longer allows where they
+    /// run to take them back: other users' guests (and idle claims held
+    /// for homes without the holder's jobs) on bound stations, and under
+    /// `confine` a holder's guests outside its stations.
+    fn evict_disallowed(&mut self, now: Time, out: &mut Outbox) {
+        let Some(p) = &self.partition else {
             return;
         };
-        let Some(k) = self.stations.get(&host) else {
-            return;
-        };
-        if !k.hosting() {
-            return;
-        }
-        let mut victims: Vec<(String, JobId, Option<String>)> = Vec::new();
-        for g in &k.ad.running_guests {
-            let owner = g.class.as_ref().map_or(g.owner.as_str(), |c| &c.owner);
-            if owner != holder {
-                victims.push((
-                    g.home.clone(),
-                    g.job,
-                    k.ad.claim_of(g.job).map(str::to_string),
-                ));
+        let mut victims: Vec<(StationId, String, JobId, Option<String>, String)> = Vec::new();
+        for (&host, k) in &self.stations {
+            if !k.hosting() {
+                continue;
+            }
+            let name = self.name(host);
+            for g in &k.ad.running_guests {
+                let owner = g.class.as_ref().map_or(g.owner.as_str(), |c| &c.owner);
+                if !p.allows(name, Some(owner)) {
+                    let why = match p.holder(name) {
+                        Some(h) => format!("{name} is reserved for {h} this slot"),
+                        None => format!("{owner}'s reservation confines its jobs to its stations"),
+                    };
+                    victims.push((
+                        host,
+                        g.home.clone(),
+                        g.job,
+                        k.ad.claim_of(g.job).map(str::to_string),
+                        why,
+                    ));
+                }
+            }
+            let Some(holder) = p.holder(name) else {
+                continue;
+            };
+            for c in k.ad.idle_claims() {
+                let serves = self
+                    .ids
+                    .get(&c.home)
+                    .and_then(|h| self.stations.get(h))
+                    .is_some_and(|h| h.jobs.iter().any(|j| j.class.owner == holder));
+                if !serves {
+                    victims.push((
+                        host,
+                        c.home.clone(),
+                        c.job,
+                        Some(c.claim.clone()),
+                        format!("{name} is reserved for {holder} this slot"),
+                    ));
+                }
             }
         }
-        for c in k.ad.idle_claims() {
-            let home_serves_holder = self
-                .ids
-                .get(&c.home)
-                .and_then(|h| self.stations.get(h))
-                .is_some_and(|h| h.jobs.iter().any(|j| j.class.owner == holder));
-            if !home_serves_holder {
-                victims.push((c.home.clone(), c.job, Some(c.claim.clone())));
-            }
-        }
-        let host_name = self.name(host).to_string();
-        for (home, job, claim) in victims {
+        for (host, home, job, claim, reason) in victims {
             if self.evicting.contains_key(&(host, job)) {
                 continue;
             }
-            tracing::info!(host = %host_name, %job, holder = %holder, "reserved station: asking another user's guest to leave");
+            let host_name = self.name(host).to_string();
+            tracing::info!(host = %host_name, %job, %reason, "reservation partition: asking a guest to leave");
             out.messages.push(Message::Preempt {
                 to: home,
                 preemption: Preemption {
-                    host: host_name.clone(),
+                    host: host_name,
                     job: Some(job),
-                    reason: format!("{host_name} is reserved for {holder} this slot"),
+                    reason,
                     claim,
                 },
             });
