@@ -274,20 +274,16 @@ impl Partition {
             }
             self.dirty = true;
         }
-        if seen.donated != self.donated.contains(name) {
-            // Donated while the ad says so; the market needs an instant:
-            // as far as anything can be booked.
-            let until = seen.donated.then(|| {
-                Time::MAX.0.min(
-                    now.0
-                        .saturating_add(self.market.params().booking_horizon.0 * 2),
-                )
-            });
-            if self
-                .market
-                .set_donation(name, until.map(Time), Vec::new())
-                .is_ok()
-            {
+        // Donated while the ad says so. The market needs an instant: the
+        // donation always reaches past anything bookable, renewed as time
+        // goes by (a donation ends when the ad stops saying so).
+        let horizon = self.market.params().booking_horizon;
+        let until = self.market.station(name).and_then(|e| e.global_donation);
+        let renew = seen.donated && until.is_none_or(|u| u < now + horizon);
+        let end = !seen.donated && self.donated.contains(name);
+        if renew || end {
+            let until = seen.donated.then(|| now + horizon + horizon);
+            if self.market.set_donation(name, until, Vec::new()).is_ok() {
                 if seen.donated {
                     self.donated.insert(name.to_string());
                 } else {

@@ -216,7 +216,7 @@ impl Sim {
     /// One second: every station advertises, grants are used and
     /// preemptions obeyed at once; a tick every 5 s.
     fn step(&mut self) {
-        self.t = self.t + Dur::from_secs(1);
+        self.t += Dur::from_secs(1);
         let t = self.t;
         let mut replies = Vec::new();
         for h in self.hosts.values().cloned().collect::<Vec<_>>() {
