@@ -74,6 +74,9 @@ pub struct PoolTables {
     pub mask: Vec<(String, MaskState)>,
     pub bank: Bank,
     pub stats: ReplacementStats,
+    /// Hosting stations and when each became AV (Longest-Free picks the
+    /// earliest unreserved one).
+    pub av_since: std::collections::BTreeMap<String, Time>,
 }
 
 /// `GET /v1/reservations`: what a local handler opens a session with.
@@ -167,6 +170,7 @@ pub fn view(p: &Partition, user: Option<&str>, slots: u64, now: Time) -> Reserva
         mask: m.mask(slot),
         bank: m.bank(),
         stats: p.stats(),
+        av_since: p.av_since().clone(),
     });
     ReservationsView {
         now,

@@ -198,6 +198,10 @@ impl Partition {
     pub fn rule(&self) -> ReplacementRule {
         self.rule
     }
+    /// Hosting stations and when each became AV (Longest-Free's key).
+    pub fn av_since(&self) -> &BTreeMap<String, Time> {
+        &self.av_since
+    }
 
     /// The current slot's stations and the reservation each serves.
     pub fn bound(&self) -> Vec<(String, ReservationId)> {
@@ -381,15 +385,26 @@ impl Partition {
         changed
     }
 
-    /// The current slot's demands.
+    /// The current slot's demands. A reservation that continues from the
+    /// previous slot asks first for the stations serving it now, so it
+    /// keeps them (and its running jobs) across the slot boundary.
     fn demands(&self, slot: u64) -> Vec<Demand<String>> {
         self.market
             .active_in(slot)
             .into_iter()
-            .map(|r| Demand {
-                reservation: r.id,
-                count: r.held(slot),
-                specific: r.specific.get(&slot).cloned().unwrap_or_default(),
+            .map(|r| {
+                let mut specific = r.specific.get(&slot).cloned().unwrap_or_default();
+                if specific.is_empty()
+                    && let Some(b) = &self.binding
+                {
+                    specific = b.stations_of(r.id);
+                    specific.truncate(r.held(slot) as usize);
+                }
+                Demand {
+                    reservation: r.id,
+                    count: r.held(slot),
+                    specific,
+                }
             })
             .collect()
     }
