@@ -89,7 +89,7 @@ struct ReserveRequest {
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=3))]
     class: u8,
     /// Specific stations (only ones their owners donated); repeatable.
-    #[arg(long = "station", value_name = "NAME")]
+    #[arg(long = "specific", value_name = "STATION")]
     stations: Vec<String>,
     /// May preempt lower classes (needed when the pool sets
     /// `preempt_on = "when_asked"`).
