@@ -255,7 +255,7 @@ impl Pool {
         seed: u64,
         now: Time,
     ) -> Result<Self, crate::CoordinatorError> {
-        Ok(Pool::new(
+        let pool = Pool::new(
             config.timing()?,
             minter,
             &config.allocator,
@@ -263,7 +263,16 @@ impl Pool {
             &FairnessState::default(),
             now,
         )
-        .with_licences(&config.licences, &ClaimsState::default(), now))
+        .with_licences(&config.licences, &ClaimsState::default(), now);
+        // A `[reservations]` section runs the same reservation role here as
+        // in the daemon.
+        Ok(match &config.reservations {
+            Some(rc) => pool.with_partition(
+                partition::Partition::new(rc, seed, None)
+                    .map_err(|e| crate::CoordinatorError::Config(e.to_string()))?,
+            ),
+            None => pool,
+        })
     }
 
     /// Sets the licence limits and restores the claims persisted before a
@@ -587,6 +596,7 @@ impl Pool {
         }
         self.reservations.take_unless(|r| r.deadline > now);
         self.embargoes.retain(|_, e| e.active(now));
+        self.serve_partition(now, out);
         let snap = self.snapshot(now);
         self.policy.alloc().on_interval(&snap.view());
         // This pass serves any event still waiting for the gap.

@@ -327,16 +327,17 @@ impl Pool {
 
     /// One allocation pass on a capacity event.
     pub(super) fn allocate_pass(&mut self, now: Time, out: &mut Outbox) {
+        // Reserved stations first: their holders' jobs, before the
+        // allocator hands the rest out (Mutka 1988 L974).
+        self.serve_partition(now, out);
         let snap = self.snapshot(now);
         self.allocate_with(snap, now, out);
     }
 
-    /// Runs the allocator on `snap`, applies its decisions, then the
-    /// progress guarantee.
+    /// Runs the allocator on `snap` (taken after the reservation step,
+    /// [`Pool::serve_partition`]), applies its decisions, then the progress
+    /// guarantee.
     pub(super) fn allocate_with(&mut self, snap: Snapshot, now: Time, out: &mut Outbox) {
-        // Reserved stations first: their holders' jobs, before the
-        // allocator hands the rest out (Mutka 1988 L974).
-        self.serve_partition(now, out);
         if snap.demands.iter().any(|d| d.waiting > 0) {
             self.passes += 1;
             let decisions = self.policy.alloc().allocate(&snap.view(), &mut self.rng);
