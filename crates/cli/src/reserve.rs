@@ -429,3 +429,12 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod cli_tests {
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        crate::Cli::command().debug_assert();
+    }
+}

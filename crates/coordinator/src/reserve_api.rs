@@ -20,7 +20,7 @@ use crate::server::Shared;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Router};
 use gleaner_core::reservation::replacement::ReplacementRule;
@@ -234,23 +234,7 @@ async fn get_view(
 }
 
 async fn read_rows(body: Body, headers: &HeaderMap, max: usize) -> Result<SyncBody, ApiError> {
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
-        return Err(ApiError::new(
-            ErrorCode::BadRequest,
-            format!("request body larger than {max} bytes"),
-        )
-        .with_status(StatusCode::PAYLOAD_TOO_LARGE));
-    }
-    let bytes = axum::body::to_bytes(body, max).await.map_err(|e| {
-        ApiError::new(
-            ErrorCode::BadRequest,
-            format!("could not read the request body (truncated or over {max} bytes): {e}"),
-        )
-    })?;
+    let bytes = crate::server::read_body(body, headers, max).await?;
     let mut de = serde_json::Deserializer::from_slice(&bytes);
     let body: SyncBody = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         ApiError::bad(

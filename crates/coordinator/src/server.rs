@@ -173,9 +173,13 @@ pub(crate) fn now() -> Time {
         .unwrap_or(Time::ZERO)
 }
 
-/// Reads and checks a [`StationAd`]: 400 naming the field where possible,
-/// 413 over the body limit, 426 on another protocol version.
-async fn read_ad(body: Body, headers: &HeaderMap, max: usize) -> Result<StationAd, ApiError> {
+/// A request body of at most `max` bytes: 413 when it declares more, 400
+/// when it is cut short or runs over.
+pub(crate) async fn read_body(
+    body: Body,
+    headers: &HeaderMap,
+    max: usize,
+) -> Result<axum::body::Bytes, ApiError> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -187,12 +191,18 @@ async fn read_ad(body: Body, headers: &HeaderMap, max: usize) -> Result<StationA
         )
         .with_status(StatusCode::PAYLOAD_TOO_LARGE));
     }
-    let bytes = axum::body::to_bytes(body, max).await.map_err(|e| {
+    axum::body::to_bytes(body, max).await.map_err(|e| {
         ApiError::new(
             ErrorCode::BadRequest,
             format!("could not read the request body (truncated or over {max} bytes): {e}"),
         )
-    })?;
+    })
+}
+
+/// Reads and checks a [`StationAd`]: 400 naming the field where possible,
+/// 413 over the body limit, 426 on another protocol version.
+async fn read_ad(body: Body, headers: &HeaderMap, max: usize) -> Result<StationAd, ApiError> {
+    let bytes = read_body(body, headers, max).await?;
     let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::new(
             ErrorCode::BadRequest,
