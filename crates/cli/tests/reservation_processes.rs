@@ -414,6 +414,13 @@ fn reserved_stations_run_only_the_reservers_jobs_and_survive_owner_return_and_cr
             .contains("upper"),
         "{v}"
     );
+    // For people: the tables.
+    let out = alice.glean(&["reserve", "display"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("Free machines by slot"),
+        "{text}"
+    );
     let (ok, v) = alice.json(&["reserve", "--json", "check"]);
     assert!(ok, "{v}");
     assert_eq!(v["reservations"].as_array().map(Vec::len), Some(1), "{v}");
