@@ -2,26 +2,14 @@
 //! numbers its clusters from 1, so a job id names a guest only with its
 //! home.
 
+use super::event_tests::{grants_to, pool_with};
 use super::tests::ad;
 use super::*;
 use crate::CoordinatorConfig;
 use gleaner_core::time::Dur;
 
 fn pool() -> (Pool, Time) {
-    let cfg = CoordinatorConfig {
-        startup_grace_secs: Some(0.0),
-        ..CoordinatorConfig::default()
-    };
-    let t0 = Time::from_secs(1_763_337_600);
-    let p = Pool::from_config(&cfg, Box::new(UnsignedClaims), 7, t0).unwrap();
-    (p, t0)
-}
-
-fn grants_to(out: &Outbox, home: &str) -> Vec<String> {
-    out.grants()
-        .filter(|(to, _)| *to == home)
-        .map(|(_, g)| g.host.clone())
-        .collect()
+    pool_with(CoordinatorConfig::default())
 }
 
 /// Home a's job 1.0 ends on h while home b's job 1.0 still runs there:
