@@ -114,6 +114,8 @@ struct Net {
     root: tempfile::TempDir,
     made_dirs: Vec<PathBuf>,
     daemons: Vec<(String, Child)>,
+    /// Directories outside `root` removed with everything in them.
+    remove_at_end: Vec<PathBuf>,
 }
 
 impl Drop for Net {
@@ -122,6 +124,9 @@ impl Drop for Net {
             common::stop_term(c);
         }
         cleanup(&self.made_dirs);
+        for d in &self.remove_at_end {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
 }
 
@@ -141,6 +146,7 @@ impl Net {
             root,
             made_dirs,
             daemons: Vec::new(),
+            remove_at_end: Vec::new(),
         };
         let sw = ns("sw");
         ip(&["netns", "add", &sw]);
@@ -602,9 +608,14 @@ fn a_pool_on_separate_hosts_with_tls() {
 
     // Partitions, with a self-checkpointing job of alice's on h2 or h3.
     // The job's progress log, outside its sandbox where every host's
-    // guests may write it (the user's home is closed to them).
-    let shared = net.root.path().join("shared");
+    // guests may write it (the user's home is closed to them), and not
+    // under /tmp: a guest whose sandbox is elsewhere gets a private tmpfs
+    // there (`[isolation] private_tmp`), and the test would never see its
+    // progress ("timed out waiting for the partition job to run").
+    let shared = PathBuf::from(format!("/var/lib/{PREFIX}-shared-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&shared);
     std::fs::create_dir_all(&shared).unwrap();
+    net.remove_at_end.push(shared.clone());
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
     let progress = shared.join("progress.log");
     std::fs::copy(

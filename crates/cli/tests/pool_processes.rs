@@ -829,6 +829,9 @@ fn home_sigkill_in_a_burst_loses_no_job_and_runs_none_twice() {
     if !twice.is_empty() {
         // What the daemons said about those jobs.
         let logs = pool.logs();
+        if let Ok(p) = std::env::var("GLEAN_TEST_KEEP_LOGS") {
+            let _ = std::fs::write(p, &logs);
+        }
         let about: Vec<String> = logs
             .lines()
             .map(without_colours)
@@ -843,4 +846,121 @@ fn home_sigkill_in_a_burst_loses_no_job_and_runs_none_twice() {
     let ran: BTreeSet<String> = count.keys().map(|k| k.to_string()).collect();
     assert_eq!(ran, submitted, "every job ran");
     assert_eq!(pool.stations[0].starts, 2);
+}
+
+/// Two homes' jobs of the same ids on one host at once: every home numbers
+/// its clusters from 1, so home A's job 1.0 and home B's job 1.0 are two
+/// guests, and the host runs both (it keyed its guests by job id alone and
+/// refused the second as "already runs here"). Stations 0 and 1 are the
+/// homes, their owners at the desk; station 2, with 4 CPUs, is the only
+/// host. Each job appends "TAG ID" to one file, marks itself started and
+/// waits (up to 2 minutes) for its twin of the other home: its stdout says
+/// whether they met, so a job that ran while its twin could not says
+/// "alone". Every job must complete exactly once, on station 2, having met
+/// its twin, with its own home's output.
+#[test]
+fn two_homes_jobs_of_the_same_ids_run_on_one_host_at_once() {
+    let _g = serial();
+    let mut pool = TestPool::new(
+        3,
+        Timing {
+            interval: 0.5,
+            per_pass: "until_satisfied",
+            claim_lifetime: None,
+        },
+    );
+    for k in [0, 1] {
+        std::fs::write(pool.dir.join(format!("station{k}/owner")), "active\n").unwrap();
+    }
+    // The host takes 4 guests: with 3 jobs a home, a job waiting for its
+    // twin never keeps the twin out.
+    let host = &mut pool.stations[2];
+    host.stop();
+    let cfg = std::fs::read_to_string(&host.config).unwrap();
+    std::fs::write(&host.config, cfg.replace("cpus = 1\n", "cpus = 4\n")).unwrap();
+    host.start();
+    // The guests' shared directory (each guest is its own slot account).
+    use std::os::unix::fs::PermissionsExt;
+    let runs_dir = pool.dir.join("runs");
+    std::fs::create_dir_all(&runs_dir).unwrap();
+    std::fs::set_permissions(&runs_dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let runs = runs_dir.join("runs.log");
+    std::fs::write(&runs, "").unwrap();
+    std::fs::set_permissions(&runs, std::fs::Permissions::from_mode(0o666)).unwrap();
+    std::fs::set_permissions(&pool.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    const JOBS: u32 = 3;
+    let script = "#!/bin/sh\n# twin.sh TAG TWIN ID DIR\n\
+        echo \"$1 $3\" >> \"$4/runs.log\"\ntouch \"$4/$1-$3\"\ni=0\n\
+        while [ ! -e \"$4/$2-$3\" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n\
+        if [ -e \"$4/$2-$3\" ]; then echo \"$1 $3 met $2\"; else echo \"$1 $3 alone\"; fi\n";
+    let users = [
+        (pool.user("twina", 0), "a", "b"),
+        (pool.user("twinb", 1), "b", "a"),
+    ];
+    for (u, tag, twin) in &users {
+        std::fs::write(u.work.join("twin.sh"), script).unwrap();
+        std::fs::set_permissions(
+            u.work.join("twin.sh"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        u.submit(
+            "twin.sub",
+            &format!(
+                "executable = twin.sh\n\
+                 arguments = {tag} {twin} $(Cluster).$(Process) {}\n\
+                 output = out.$(Process)\nerror = err.$(Process)\nqueue {JOBS}\n",
+                runs_dir.display()
+            ),
+        );
+    }
+    // Both homes number their first cluster 1: the same ids.
+    let ids: Vec<BTreeSet<String>> = users
+        .iter()
+        .map(|(u, _, _)| u.queue().iter().map(|j| j.id.to_string()).collect())
+        .collect();
+    assert_eq!(ids[0], ids[1], "both homes' jobs have the same ids");
+    assert_eq!(ids[0].len(), JOBS as usize);
+    let t0 = Instant::now();
+    let done: Vec<Vec<JobInfo>> = users
+        .iter()
+        .map(|(u, _, _)| {
+            wait_for(&pool, 240, "both homes' jobs to finish", || {
+                let h = u.jobs("history")?;
+                (h.len() == JOBS as usize).then_some(h)
+            })
+        })
+        .collect();
+    let secs_taken = t0.elapsed().as_secs_f64();
+    for ((u, tag, twin), jobs) in users.iter().zip(&done) {
+        for j in jobs {
+            assert_eq!(j.state, JobState::Completed { exit_code: 0 }, "{}", j.id);
+            assert_eq!(j.host.as_deref(), Some("station2"), "{}", j.id);
+            assert_eq!(
+                u.read(&format!("out.{}", j.id.proc))
+                    .as_deref()
+                    .map(str::trim),
+                Some(format!("{tag} {} met {twin}", j.id).as_str()),
+                "{} stdout of {}\n{}",
+                u.name,
+                j.id,
+                pool.logs()
+            );
+        }
+    }
+    // Each job of each home ran exactly once.
+    let text = std::fs::read_to_string(&runs).unwrap();
+    let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+    for l in text.lines() {
+        *count.entry(l.trim()).or_default() += 1;
+    }
+    let expected: BTreeMap<String, usize> = ["a", "b"]
+        .iter()
+        .flat_map(|t| ids[0].iter().map(move |id| (format!("{t} {id}"), 1)))
+        .collect();
+    let got: BTreeMap<String, usize> = count.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    assert_eq!(got, expected, "each job once\n{}", pool.logs());
+    println!(
+        "two homes x {JOBS} jobs with the same ids, on one host at once: done in {secs_taken:.1} s"
+    );
 }

@@ -17,6 +17,7 @@ pub mod api;
 pub mod creds;
 pub mod enrol;
 pub mod fit;
+pub mod guest_key;
 pub mod job;
 pub mod job_ad;
 pub mod limits;

@@ -22,6 +22,7 @@
 //! `Authorization: Bearer` token (see [`crate::creds`]).
 
 use crate::creds::Revocations;
+use crate::guest_key::GuestKey;
 use crate::job::{JobDescription, JobEventKind, JobId, JobState};
 use gleaner_core::detector::OwnerState;
 use gleaner_core::time::Time;
@@ -71,6 +72,13 @@ pub struct GuestInfo {
     /// older hosts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<crate::matchmaking::JobClass>,
+}
+
+impl GuestInfo {
+    /// Which guest this is: its home and its job there.
+    pub fn key(&self) -> GuestKey {
+        GuestKey::new(self.home.clone(), self.job)
+    }
 }
 
 /// The station's demand for remote capacity.
@@ -155,12 +163,13 @@ pub struct StationAd {
 }
 
 impl StationAd {
-    /// The nonce of the claim `job` runs on here, if the host holds it for
-    /// reuse.
-    pub fn claim_of(&self, job: JobId) -> Option<&str> {
+    /// The nonce of the claim the guest `g` runs on here, if the host
+    /// holds it for reuse (a job id alone names no guest: two homes'
+    /// jobs may share it).
+    pub fn claim_of(&self, g: &GuestKey) -> Option<&str> {
         self.claims_held
             .iter()
-            .find(|c| c.running && c.job == job)
+            .find(|c| c.running && c.job == g.job && c.home == g.home)
             .map(|c| c.claim.as_str())
     }
 
@@ -191,6 +200,13 @@ pub struct HeldClaim {
     /// them, as its next job of the same class will.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub concurrency_limits: Vec<String>,
+}
+
+impl HeldClaim {
+    /// The guest placed on the claim last.
+    pub fn key(&self) -> GuestKey {
+        GuestKey::new(self.home.clone(), self.job)
+    }
 }
 
 /// A host given to a station by the coordinator.

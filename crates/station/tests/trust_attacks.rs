@@ -495,6 +495,100 @@ async fn only_the_guests_home_or_an_admin_vacates_it() {
     host.stop().await;
 }
 
+/// Two homes' jobs of the same id run here at once (every home numbers
+/// its clusters from 1): each is its own guest, and a vacate names the
+/// guest by its caller's home, never by a home the request chooses. The
+/// other home asking for the first home's job (`?home=`) is refused and
+/// nothing stops; an administrator must name the home when the id is
+/// ambiguous; each vacate stops exactly the guest it names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_homes_jobs_of_one_id_are_two_guests_each_vacated_only_by_its_home() {
+    if skip_unless_root("places guests as slot accounts") {
+        return;
+    }
+    let _l = serial_lock();
+    let dir = shared_tempdir();
+    let host = Host::start(dir.path()).await;
+    let shadow = Shadow::start().await;
+    let t = now();
+    let job = JobId::new(1, 0);
+    const OTHER: &str = "home2";
+    let mine = claim(host.keys.signer(), HOST, HOME, &shadow.url, t, t + 600);
+    let theirs = claim(host.keys.signer(), HOST, OTHER, &shadow.url, t, t + 600);
+    let r = place(
+        &host.http,
+        host.addr,
+        &mine,
+        &host.request(job, mine.clone(), &shadow.url),
+    )
+    .await;
+    assert!(rejected(&r).is_none(), "{r:?}");
+    let mut req = host.request(job, theirs.clone(), &shadow.url);
+    req.home = OTHER.into();
+    let r = place(&host.http, host.addr, &theirs, &req).await;
+    assert!(
+        rejected(&r).is_none(),
+        "the other home's job of the same id: {r:?}"
+    );
+    let homes = |g: &[GuestListing]| {
+        let mut v: Vec<(String, JobId)> = g
+            .iter()
+            .map(|l| (l.info.home.clone(), l.info.job))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        homes(&host.guests().await),
+        [(HOME.to_string(), job), (OTHER.to_string(), job)]
+    );
+    let post = |token: String, query: &'static str| {
+        let http = host.http.clone();
+        let url = format!("http://{}/v1/guests/{job}/vacate{query}", host.addr);
+        async move {
+            http.post(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    // The other home by its claim or its token, naming the first home:
+    // refused; an administrator without a home: asked to name one.
+    assert_eq!(post(theirs.clone(), "?home=home").await, 403);
+    assert_eq!(post(host.keys.station(OTHER), "?home=home").await, 403);
+    assert_eq!(post(host.keys.admin("root"), "").await, 400);
+    assert_eq!(
+        host.guests().await.len(),
+        2,
+        "a refused vacate stopped a guest"
+    );
+    // The other home vacates its own job 1.0, and only that.
+    assert_eq!(post(theirs.clone(), "").await, 202);
+    let t0 = Instant::now();
+    while host.guests().await.len() != 1 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the guest never left"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(homes(&host.guests().await), [(HOME.to_string(), job)]);
+    // An administrator naming the home.
+    assert_eq!(post(host.keys.admin("root"), "?home=home2").await, 404);
+    assert_eq!(post(host.keys.admin("root"), "?home=home").await, 202);
+    while !host.guests().await.is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the guest never left"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    host.stop().await;
+}
+
 /// A submit-only home with one job of a real user, recorded as placed on
 /// [`HOST`].
 struct Home {

@@ -222,7 +222,9 @@ impl Pool {
             .get(&host)
             .map(|k| k.ad.running_guests.as_slice())
             .unwrap_or_default();
-        let mut used: Vec<JobId> = Vec::new();
+        // Guests already taken for a claim, by home and job (two homes'
+        // jobs may share an id).
+        let mut used: Vec<(&str, JobId)> = Vec::new();
         let mut settled = vec![false; self.claims.len()];
         let reported: &[String] = self
             .stations
@@ -241,11 +243,11 @@ impl Pool {
                 let home = self.name(c.home);
                 match guests.iter().find(|g| {
                     g.home == home
-                        && !used.contains(&g.job)
+                        && !used.contains(&(g.home.as_str(), g.job))
                         && c.known.as_ref().is_none_or(|k| !k.contains(&g.job))
                         && guest_licences(g) == c.licences
                 }) {
-                    Some(g) => used.push(g.job),
+                    Some(g) => used.push((g.home.as_str(), g.job)),
                     None => freed = true,
                 }
                 continue;
@@ -261,10 +263,11 @@ impl Pool {
                     let new = guests.iter().find(|g| {
                         g.home == home
                             && !known.contains(&g.job)
-                            && !used.contains(&g.job)
+                            && !used.contains(&(g.home.as_str(), g.job))
                             && guest_licences(g) == c.licences
                     });
-                    new.inspect(|g| used.push(g.job)).is_some()
+                    new.inspect(|g| used.push((g.home.as_str(), g.job)))
+                        .is_some()
                 }
                 None => counts
                     .get(&(c.home, c.licences.clone()))

@@ -7,7 +7,7 @@ use crate::CoordinatorConfig;
 use gleaner_core::time::Dur;
 
 /// A pool with `cfg`'s settings and no startup grace.
-fn pool_with(cfg: CoordinatorConfig) -> (Pool, Time) {
+pub(super) fn pool_with(cfg: CoordinatorConfig) -> (Pool, Time) {
     let cfg = CoordinatorConfig {
         startup_grace_secs: Some(0.0),
         ..cfg
@@ -22,7 +22,7 @@ fn at(t0: Time, k: u64) -> Time {
     t0 + Dur::from_millis(100 * k)
 }
 
-fn grants_to(out: &Outbox, home: &str) -> Vec<String> {
+pub(super) fn grants_to(out: &Outbox, home: &str) -> Vec<String> {
     out.grants()
         .filter(|(to, _)| *to == home)
         .map(|(_, g)| g.host.clone())

@@ -99,6 +99,9 @@ impl Claims {
 /// A node taken from a guest's home by a preemption and promised to `to`.
 pub(super) struct Reservation {
     pub host: StationId,
+    /// The guest vacated: its home's job (a job id alone could be another
+    /// home's guest on the same host).
+    pub from: StationId,
     pub job: JobId,
     /// The claim the node was held by, if its host held it for reuse: the
     /// node is free once neither the job nor the claim is held.
@@ -113,14 +116,15 @@ pub(super) struct Reservations {
     list: Vec<Reservation>,
     on_host: HashMap<StationId, u32>,
     for_home: HashMap<StationId, u32>,
-    vacating: HashSet<(StationId, JobId)>,
+    /// (host, the guest's home, its job).
+    vacating: HashSet<(StationId, StationId, JobId)>,
 }
 
 impl Reservations {
     pub(super) fn push(&mut self, r: Reservation) {
         bump(&mut self.on_host, r.host);
         bump(&mut self.for_home, r.to);
-        self.vacating.insert((r.host, r.job));
+        self.vacating.insert((r.host, r.from, r.job));
         self.list.push(r);
     }
 
@@ -137,7 +141,7 @@ impl Reservations {
             } else {
                 drop_one(&mut self.on_host, r.host);
                 drop_one(&mut self.for_home, r.to);
-                self.vacating.remove(&(r.host, r.job));
+                self.vacating.remove(&(r.host, r.from, r.job));
                 gone.push(r);
             }
         }
@@ -154,8 +158,9 @@ impl Reservations {
         self.for_home.get(&home).copied().unwrap_or(0)
     }
 
-    /// Whether `job` on `host` is being vacated for a reservation.
-    pub(super) fn vacating(&self, host: StationId, job: JobId) -> bool {
-        self.vacating.contains(&(host, job))
+    /// Whether `home`'s job `job` on `host` is being vacated for a
+    /// reservation.
+    pub(super) fn vacating(&self, host: StationId, home: StationId, job: JobId) -> bool {
+        self.vacating.contains(&(host, home, job))
     }
 }

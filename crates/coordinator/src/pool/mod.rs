@@ -469,10 +469,12 @@ impl Pool {
                     // A guest whose claim the host still holds (reused, or
                     // idle for its home's next job) freed no node.
                     let guest_left = prev.ad.running_guests.iter().any(|g| {
-                        !ad.running_guests.iter().any(|h| h.job == g.job)
+                        !ad.running_guests
+                            .iter()
+                            .any(|h| h.job == g.job && h.home == g.home)
                             && prev
                                 .ad
-                                .claim_of(g.job)
+                                .claim_of(&g.key())
                                 .is_none_or(|c| !ad.claims_held.iter().any(|h| h.claim == c))
                     });
                     let remote_done = ad.demand.remote_jobs < prev.ad.demand.remote_jobs;
@@ -730,3 +732,6 @@ mod event_tests;
 
 #[cfg(test)]
 mod partition_tests;
+
+#[cfg(test)]
+mod same_id_tests;

@@ -129,7 +129,11 @@ impl Pool {
                         host,
                         g.home.clone(),
                         g.job,
-                        k.ad.claim_of(g.job).map(str::to_string),
+                        k.ad.claim_of(&gleaner_proto::guest_key::GuestKey::new(
+                            g.home.clone(),
+                            g.job,
+                        ))
+                        .map(str::to_string),
                         why,
                     ));
                 }

@@ -259,21 +259,23 @@ impl Pool {
                 continue;
             }
             for g in &k.ad.running_guests {
-                let vacating = self.reservations.vacating(id, g.job);
-                if let (false, Some(&home)) = (vacating, self.ids.get(&g.home)) {
+                if let Some(&home) = self.ids.get(&g.home)
+                    && !self.reservations.vacating(id, home, g.job)
+                {
                     held.push((slots.len() as NodeId, home));
                     slots.push(Slot {
                         host: id,
                         guest: Some(g.job),
-                        claim: k.ad.claim_of(g.job).map(str::to_string),
+                        claim: k.ad.claim_of(&g.key()).map(str::to_string),
                     });
                 }
             }
             // A claim held idle between two jobs of its home is that
             // home's node as much as a guest is (claim reuse).
             for c in k.ad.idle_claims() {
-                let vacating = self.reservations.vacating(id, c.job);
-                if let (false, Some(&home)) = (vacating, self.ids.get(&c.home)) {
+                if let Some(&home) = self.ids.get(&c.home)
+                    && !self.reservations.vacating(id, home, c.job)
+                {
                     held.push((slots.len() as NodeId, home));
                     slots.push(Slot {
                         host: id,
@@ -497,6 +499,7 @@ impl Pool {
         });
         self.reservations.push(Reservation {
             host,
+            from,
             job,
             claim,
             to,
@@ -515,9 +518,14 @@ impl Pool {
         };
         // Vacated: the guest is gone, and the claim it held the node by
         // (when its host holds it for reuse) too.
+        let names = &self.names;
         let vacated = self.reservations.take_unless(|r| {
+            let home = names.get(r.from as usize).map(String::as_str);
             r.host != host
-                || k.ad.running_guests.iter().any(|g| g.job == r.job)
+                || k.ad
+                    .running_guests
+                    .iter()
+                    .any(|g| g.job == r.job && Some(g.home.as_str()) == home)
                 || r.claim
                     .as_ref()
                     .is_some_and(|c| k.ad.claims_held.iter().any(|h| &h.claim == c))

@@ -90,9 +90,9 @@ fn checkpoint_job(
 ) -> Result<JobId, ApiError> {
     require_station(caller, STATIONS_ONLY)?;
     let id = parse_job_id(id)?;
-    let r = super::http::job_record(home, id)?;
+    let (r, remote) = super::http::remote_job_record(home, id)?;
     super::host_caller::require_host_of(home, caller, &r, None)?;
-    if !home.remote.is_remote(&r) {
+    if !remote {
         return Err(ApiError::new(
             ErrorCode::Conflict,
             format!("job {id} is {}: {refused}", r.state),

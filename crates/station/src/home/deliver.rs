@@ -217,7 +217,16 @@ impl<'h> Completing<'h> {
             .completing
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        set.insert(job).then_some(Completing { home, job })
+        // Not `then_some`: it builds its argument eagerly, and a
+        // `Completing` dropped here, under the lock, would lock it again
+        // (the home hung when a host's report of a completion met the
+        // delivery left from before a restart) and take the job out of the
+        // set of the completion under way.
+        if set.insert(job) {
+            Some(Completing { home, job })
+        } else {
+            None
+        }
     }
 }
 

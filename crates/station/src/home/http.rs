@@ -20,6 +20,17 @@ pub(crate) fn job_record(home: &Home, id: JobId) -> Result<JobRecord, ApiError> 
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no such job {id}")))
 }
 
+/// The job `id` (or 404) and whether it holds a remote host now
+/// ([`super::remote::RemoteJobs::is_remote`]): the placing phase is looked
+/// at before the row is read, the one order that cannot miss a placement
+/// accepted meanwhile.
+pub(crate) fn remote_job_record(home: &Home, id: JobId) -> Result<(JobRecord, bool), ApiError> {
+    let placing = home.remote.is_placing(id);
+    let r = job_record(home, id)?;
+    let remote = home.remote.is_remote(&r, placing);
+    Ok((r, remote))
+}
+
 impl From<QueueError> for ApiError {
     fn from(e: QueueError) -> Self {
         match &e {

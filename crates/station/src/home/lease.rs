@@ -44,10 +44,9 @@ async fn renew(
     let id = parse_job_id(&id)?;
     let raw = body_bytes(raw)?;
     let ren: LeaseRenewal = parse_json(&raw)?;
-    let r = super::http::job_record(&home, id)?;
+    let (r, remote) = super::http::remote_job_record(&home, id)?;
     super::host_caller::require_host_of(&home, &caller, &r, Some(&ren.host))?;
-    let ours =
-        home.remote.speaks_for(id, r.host.as_deref(), &ren.host) && home.remote.is_remote(&r);
+    let ours = home.remote.speaks_for(id, r.host.as_deref(), &ren.host) && remote;
     if !ours {
         tracing::warn!(job = %id, host = %ren.host, state = %r.state, "lease renewal from a host that no longer runs the job");
         return Err(ApiError::new(

@@ -169,8 +169,19 @@ impl RemoteJobs {
     /// Does `r` hold a remote host: running or suspended there, or being
     /// placed (the host may start before the home hears "accepted")? Only
     /// then does the home take output, checkpoints and lease renewals for it.
-    pub fn is_remote(&self, r: &JobRecord) -> bool {
-        matches!(r.state, JobState::Running | JobState::Suspended) || self.is_placing(r.id)
+    ///
+    /// `was_placing`: whether the job was being placed *before* `r` was
+    /// read ([`super::http::remote_job_record`] reads in that order). An
+    /// accepted placement is marked running in the queue before it stops
+    /// being placed (`schedd::place`), so a row read after a look at the
+    /// phase misses neither; a row read first could be idle and the phase
+    /// over by now, and the host's first lease renewal, sent as its guest
+    /// starts, was refused so: the host killed a run that had done its
+    /// work and the job ran again (the burst test of `pool_processes`).
+    pub fn is_remote(&self, r: &JobRecord, was_placing: bool) -> bool {
+        matches!(r.state, JobState::Running | JobState::Suspended)
+            || was_placing
+            || self.is_placing(r.id)
     }
 
     /// The jobs being placed right now.

@@ -192,6 +192,9 @@ pub(crate) async fn place(home: &Arc<Home>, g: &Target) -> bool {
                 started_here
             };
             // The lease runs from the placement, not from an earlier run.
+            // Only now, after the queue says running: the shadow's
+            // endpoints look at the phase before the queue row
+            // (`http::remote_job_record`), so they never see neither.
             home.remote.placed(job.id);
             if !home.claims.placed(g, job.id) {
                 // The coordinator preempted the claim while this placement

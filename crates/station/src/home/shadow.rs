@@ -34,7 +34,7 @@
 
 use super::as_owner::{api_error, as_owner, io_error};
 use super::host_caller::require_host_of;
-use super::http::job_record;
+use super::http::{job_record, remote_job_record};
 use super::private;
 use super::runs::{require_current_run, run_param};
 use super::user_log::{UserEvent, user_log};
@@ -263,9 +263,9 @@ async fn append(
         .parse()
         .map_err(|_| ApiError::bad("offset", "offset is not a byte count"))?;
     let data = body_bytes(raw)?;
-    let r = job_record(&home, id)?;
+    let (r, remote) = remote_job_record(&home, id)?;
     require_host_of(&home, &caller, &r, None)?;
-    if !home.remote.is_remote(&r) {
+    if !remote {
         return Err(ApiError::new(
             ErrorCode::Conflict,
             format!("job {id} is {}: not accepting output", r.state),
@@ -331,9 +331,9 @@ async fn store_file(
         ));
     }
     let data = body_bytes(raw)?;
-    let r = job_record(&home, id)?;
+    let (r, remote) = remote_job_record(&home, id)?;
     require_host_of(&home, &caller, &r, None)?;
-    if !home.remote.is_remote(&r) {
+    if !remote {
         return Err(ApiError::new(
             ErrorCode::Conflict,
             format!("job {id} is {}: not accepting output files", r.state),

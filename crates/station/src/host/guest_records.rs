@@ -39,6 +39,10 @@ pub fn dir(state_dir: &Path) -> PathBuf {
 pub struct GuestRecord {
     pub guest_id: String,
     pub job: String,
+    /// The guest's home station: `job` is that home's job (records of
+    /// older stations name none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub home: String,
     /// The spawned process (with a PID namespace: the waiter).
     pub pid: i32,
     /// Its process group (== pid: the guest is a session leader).
@@ -91,6 +95,7 @@ impl GuestRecord {
         Ok(GuestRecord {
             guest_id: guest_id.to_string(),
             job: job.to_string(),
+            home: String::new(),
             pid,
             pgid: st.pgrp,
             start_time: st.start_time,
@@ -317,7 +322,7 @@ fn kill_recorded(rec: &GuestRecord) -> bool {
         Liveness::Alive => {
             let pids = kill_guest(rec.pid, rec.pgid, rec.start_time);
             tracing::warn!(
-                guest = %rec.guest_id, job = %rec.job, pid = rec.pid, pgid = rec.pgid,
+                guest = %rec.guest_id, job = %rec.job, home = %rec.home, pid = rec.pid, pgid = rec.pgid,
                 processes = pids,
                 "killed a guest left running by a previous run of this station"
             );
@@ -366,6 +371,7 @@ pub struct GuestTracker {
     records: Option<GuestRecords>,
     guest_id: String,
     job: JobId,
+    home: String,
     slot: Option<String>,
     uid: Option<u32>,
     written: bool,
@@ -377,10 +383,17 @@ impl GuestTracker {
             records: dir.map(GuestRecords::new),
             guest_id: guest_id.to_string(),
             job,
+            home: String::new(),
             slot: None,
             uid: None,
             written: false,
         }
+    }
+
+    /// The guest's home station, recorded with its job.
+    pub fn with_home(mut self, home: &str) -> Self {
+        self.home = home.to_string();
+        self
     }
 
     /// The slot account the guest runs as, recorded with it.
@@ -398,6 +411,7 @@ impl GuestTracker {
         let res = GuestRecord::of_process(&self.guest_id, self.job, pid).and_then(|mut rec| {
             rec.slot = self.slot.clone();
             rec.uid = self.uid;
+            rec.home = self.home.clone();
             r.write(&rec)
         });
         match res {

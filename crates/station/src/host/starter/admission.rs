@@ -14,7 +14,8 @@ use super::Starter;
 use super::guests::GuestEntry;
 use gleaner_core::detector::OwnerState;
 use gleaner_proto::fit::{self, HostView, JobView, LicenceBook, Reject};
-use gleaner_proto::job::{JobDescription, JobId};
+use gleaner_proto::guest_key::GuestKey;
+use gleaner_proto::job::JobDescription;
 use gleaner_proto::matchmaking::machine_ad;
 use gleaner_proto::submit::matchtime::substitute;
 use gleaner_proto::wire::{GuestInfo, RejectReason, StationAd};
@@ -38,7 +39,7 @@ impl Starter {
     /// node counts as free.
     pub(super) fn ad_of(
         &self,
-        guests: &HashMap<JobId, Arc<GuestEntry>>,
+        guests: &HashMap<GuestKey, Arc<GuestEntry>>,
         owner: OwnerState,
         now_unix: i64,
         reusing: Option<&str>,
@@ -47,7 +48,7 @@ impl Starter {
         // A guest whose node went back to its claim is the claim's now.
         let live = || guests.values().filter(|g| !g.handed_back());
         let mut running: Vec<GuestInfo> = live().map(|g| g.listing().info).collect();
-        running.sort_by_key(|g| g.job);
+        running.sort_by(|a, b| (a.job, &a.home).cmp(&(b.job, &b.home)));
         let claims_held = self.held.listing(reusing);
         let idle = claims_held.iter().filter(|h| !h.running).count() as u32;
         let (idle_cpus, idle_mem) = self.held.idle_resources(reusing);
@@ -107,7 +108,7 @@ impl Starter {
     /// `Err` is the refusal to send.
     pub(super) fn fit(
         &self,
-        guests: &HashMap<JobId, Arc<GuestEntry>>,
+        guests: &HashMap<GuestKey, Arc<GuestEntry>>,
         job: &JobDescription,
         reusing: Option<&str>,
     ) -> Result<(), (RejectReason, String)> {

@@ -14,6 +14,7 @@
 //! changes.
 
 use super::Starter;
+use gleaner_proto::guest_key::GuestKey;
 use gleaner_proto::wire::Destination;
 
 impl Starter {
@@ -22,7 +23,7 @@ impl Starter {
     pub fn on_destinations(&self, destinations: &[Destination]) {
         let guests = self.lock_guests();
         for d in destinations {
-            let Some(g) = guests.get(&d.job).filter(|g| g.info.home == d.home) else {
+            let Some(g) = guests.get(&GuestKey::new(d.home.clone(), d.job)) else {
                 continue;
             };
             let changed = g.destination.send_if_modified(|v| {
@@ -31,7 +32,7 @@ impl Starter {
                 changed
             });
             if changed {
-                tracing::info!(job = %d.job, available = d.available, "destination for guest");
+                tracing::info!(job = %d.job, home = %d.home, available = d.available, "destination for guest");
             }
         }
     }

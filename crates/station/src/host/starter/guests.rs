@@ -2,6 +2,7 @@
 //! served at `GET /v1/guests`.
 
 use super::slot::SlotHold;
+use gleaner_proto::guest_key::GuestKey;
 use gleaner_proto::run::RunId;
 use gleaner_proto::wire::GuestInfo;
 use serde::{Deserialize, Serialize};
@@ -88,6 +89,11 @@ pub(crate) struct GuestEntry {
 }
 
 impl GuestEntry {
+    /// Which guest it is: its home and its job there.
+    pub(crate) fn key(&self) -> GuestKey {
+        self.info.key()
+    }
+
     pub(crate) fn handed_back(&self) -> bool {
         self.handed_back.load(Ordering::SeqCst)
     }

@@ -32,6 +32,7 @@
 //! [`PlacementRequest::claim_seq`]: gleaner_proto::wire::PlacementRequest::claim_seq
 //! [`StationAd::claims_held`]: gleaner_proto::wire::StationAd::claims_held
 
+use gleaner_proto::guest_key::GuestKey;
 use gleaner_proto::job::JobId;
 use gleaner_proto::wire::HeldClaim;
 use std::collections::HashMap;
@@ -62,11 +63,19 @@ struct Held {
     concurrency_limits: Vec<String>,
 }
 
+impl Held {
+    /// Whether `g` is the guest placed on it last (its home's job: a job
+    /// id alone could be another home's).
+    fn placed_last(&self, g: &GuestKey) -> bool {
+        self.home == g.home && self.job == g.job
+    }
+}
+
 /// What the host knows of a placement under a claim.
 pub(crate) struct Placed<'a> {
     pub(crate) nonce: &'a str,
-    pub(crate) home: &'a str,
-    pub(crate) job: JobId,
+    /// The guest placed: its home (the claim's) and its job.
+    pub(crate) guest: &'a GuestKey,
     pub(crate) cpus: u32,
     pub(crate) memory_mb: u64,
     pub(crate) concurrency_limits: &'a [String],
@@ -125,10 +134,10 @@ impl HeldClaims {
         self.lock().insert(
             p.nonce.to_string(),
             Held {
-                home: p.home.to_string(),
+                home: p.guest.home.clone(),
                 expires_at,
                 seq: 0,
-                job: p.job,
+                job: p.guest.job,
                 running: true,
                 retired: false,
                 spell: 0,
@@ -142,9 +151,11 @@ impl HeldClaims {
     /// Placement `seq` under the claim was accepted
     /// ([`HeldClaims::check_reuse`] passed under the same guest lock).
     pub(crate) fn reuse(&self, p: &Placed<'_>, seq: u64) {
-        if let Some(h) = self.lock().get_mut(p.nonce) {
+        if let Some(h) = self.lock().get_mut(p.nonce)
+            && h.home == p.guest.home
+        {
             h.seq = seq;
-            h.job = p.job;
+            h.job = p.guest.job;
             h.running = true;
             h.cpus = p.cpus;
             h.memory_mb = p.memory_mb;
@@ -152,14 +163,14 @@ impl HeldClaims {
         }
     }
 
-    /// `job`, placed with the claim `nonce`, completed: the claim waits
-    /// for its home's next job. `Some(spell)` when it does (for the idle
+    /// The guest `g`, placed with the claim `nonce`, completed: the claim
+    /// waits for its home's next job. `Some(spell)` when it does (for the idle
     /// timer, [`HeldClaims::idle_over`]); `None` when it ends instead
     /// (given up, expired, or not held).
-    pub(crate) fn completed(&self, nonce: &str, job: JobId) -> Option<u64> {
+    pub(crate) fn completed(&self, nonce: &str, g: &GuestKey) -> Option<u64> {
         let mut map = self.lock();
         let h = map.get_mut(nonce)?;
-        if h.job != job || !h.running {
+        if !h.placed_last(g) || !h.running {
             return None;
         }
         if h.retired || now_secs() >= h.expires_at {
@@ -171,13 +182,13 @@ impl HeldClaims {
         Some(h.spell)
     }
 
-    /// `job`'s guest is gone. True when the claim `nonce` ended with it (it
+    /// The guest `g` is gone. True when the claim `nonce` ended with it (it
     /// did not complete, or was given up): its node is free. A claim idle
     /// since the completion, or running the next job, stays.
-    pub(crate) fn guest_gone(&self, nonce: &str, job: JobId) -> bool {
+    pub(crate) fn guest_gone(&self, nonce: &str, g: &GuestKey) -> bool {
         let mut map = self.lock();
         match map.get(nonce) {
-            Some(h) if h.job == job && h.running => {
+            Some(h) if h.placed_last(g) && h.running => {
                 map.remove(nonce);
                 true
             }
@@ -253,11 +264,14 @@ impl HeldClaims {
 mod tests {
     use super::*;
 
-    fn placed<'a>(nonce: &'a str, home: &'a str, job: &str) -> Placed<'a> {
+    fn key(home: &str, job: &str) -> GuestKey {
+        GuestKey::new(home, job.parse().unwrap())
+    }
+
+    fn placed<'a>(nonce: &'a str, guest: &'a GuestKey) -> Placed<'a> {
         Placed {
             nonce,
-            home,
-            job: job.parse().unwrap(),
+            guest,
             cpus: 1,
             memory_mb: 0,
             concurrency_limits: &[],
@@ -268,14 +282,14 @@ mod tests {
     fn a_claim_takes_one_job_at_a_time_each_placement_fresh() {
         let h = HeldClaims::default();
         let far = now_secs() + 600;
-        h.hold(&placed("n1", "a", "1.0"), far);
+        h.hold(&placed("n1", &key("a", "1.0")), far);
         // Its job runs: nothing else goes on it.
         assert!(
             h.check_reuse("n1", "a", 1)
                 .unwrap_err()
                 .contains("still runs")
         );
-        let spell = h.completed("n1", "1.0".parse().unwrap()).unwrap();
+        let spell = h.completed("n1", &key("a", "1.0")).unwrap();
         assert_eq!(h.idle_resources(None), (1, 0));
         // Another home, an old or skipped number, an unknown claim: refused.
         assert!(h.check_reuse("n1", "b", 1).is_err());
@@ -291,13 +305,13 @@ mod tests {
         );
         assert!(h.check_reuse("n2", "a", 1).is_err());
         h.check_reuse("n1", "a", 1).unwrap();
-        h.reuse(&placed("n1", "a", "1.1"), 1);
+        h.reuse(&placed("n1", &key("a", "1.1")), 1);
         // A replay of placement 1 is refused from now on.
         assert!(h.check_reuse("n1", "a", 1).is_err());
         // The timer of the old idle spell does not end the busy claim.
         assert!(!h.idle_over("n1", spell));
         // The old job's guest going away leaves the claim to the new one.
-        assert!(!h.guest_gone("n1", "1.0".parse().unwrap()));
+        assert!(!h.guest_gone("n1", &key("a", "1.0")));
         let l = h.listing(None);
         assert_eq!(
             (l.len(), l[0].running, l[0].job),
@@ -310,28 +324,54 @@ mod tests {
         let h = HeldClaims::default();
         let far = now_secs() + 600;
         // Evicted (gone without completing): the claim ends.
-        h.hold(&placed("n1", "a", "1.0"), far);
-        assert!(h.guest_gone("n1", "1.0".parse().unwrap()));
+        h.hold(&placed("n1", &key("a", "1.0")), far);
+        assert!(h.guest_gone("n1", &key("a", "1.0")));
         assert!(h.listing(None).is_empty());
         // Given up while running: no reuse, it ends with its guest.
-        h.hold(&placed("n2", "a", "2.0"), far);
+        h.hold(&placed("n2", &key("a", "2.0")), far);
         assert_eq!(
             h.release("n2", "b").unwrap_err(),
             "the claim is held for another home"
         );
         assert_eq!(h.release("n2", "a"), Ok(false));
-        assert_eq!(h.completed("n2", "2.0".parse().unwrap()), None);
+        assert_eq!(h.completed("n2", &key("a", "2.0")), None);
         assert!(h.listing(None).is_empty());
         // Idle, given up: ends at once; idle too long: ends.
-        h.hold(&placed("n3", "a", "3.0"), far);
-        let s = h.completed("n3", "3.0".parse().unwrap()).unwrap();
+        h.hold(&placed("n3", &key("a", "3.0")), far);
+        let s = h.completed("n3", &key("a", "3.0")).unwrap();
         assert!(h.idle_over("n3", s));
-        h.hold(&placed("n4", "a", "4.0"), far);
-        h.completed("n4", "4.0".parse().unwrap()).unwrap();
+        h.hold(&placed("n4", &key("a", "4.0")), far);
+        h.completed("n4", &key("a", "4.0")).unwrap();
         assert_eq!(h.release("n4", "a"), Ok(true));
         // Expired: its job's completion ends it.
-        h.hold(&placed("n5", "a", "5.0"), now_secs());
-        assert_eq!(h.completed("n5", "5.0".parse().unwrap()), None);
+        h.hold(&placed("n5", &key("a", "5.0")), now_secs());
+        assert_eq!(h.completed("n5", &key("a", "5.0")), None);
         assert!(h.listing(None).is_empty());
+    }
+
+    #[test]
+    fn a_claim_knows_its_guest_by_home_and_job() {
+        let h = HeldClaims::default();
+        let far = now_secs() + 600;
+        // Two homes' claims on this host, each with its home's job 1.12.
+        h.hold(&placed("na", &key("a", "1.12")), far);
+        h.hold(&placed("nb", &key("b", "1.12")), far);
+        // b's job completing or leaving says nothing of a's claim.
+        assert_eq!(h.completed("na", &key("b", "1.12")), None);
+        assert!(!h.guest_gone("na", &key("b", "1.12")));
+        assert_eq!(h.listing(None).iter().filter(|c| c.running).count(), 2);
+        // Each claim ends with its own guest only.
+        assert!(h.completed("nb", &key("b", "1.12")).is_some());
+        assert!(h.guest_gone("na", &key("a", "1.12")));
+        let l = h.listing(None);
+        assert_eq!(
+            l.iter()
+                .map(|c| (c.claim.as_str(), c.running))
+                .collect::<Vec<_>>(),
+            [("nb", false)]
+        );
+        // A reuse that names another home changes nothing.
+        h.reuse(&placed("nb", &key("a", "1.13")), 1);
+        assert_eq!(h.listing(None)[0].job, "1.12".parse().unwrap());
     }
 }

@@ -112,6 +112,7 @@ use crate::isolation::{CgroupManager, Confinement, REAP_TIMEOUT, SlotPool};
 use config::io_err;
 use gleaner_core::detector::OwnerState;
 use gleaner_core::time::Time;
+use gleaner_proto::guest_key::GuestKey;
 use gleaner_proto::job::JobId;
 use gleaner_proto::wire::GuestInfo;
 use guests::{Command, GuestEntry};
@@ -136,7 +137,9 @@ pub struct Starter {
     /// Clients of the guests' homes (over TLS one per home, which must
     /// present that home's certificate).
     peers: gleaner_edge::tls::PeerClients,
-    guests: Mutex<HashMap<JobId, Arc<GuestEntry>>>,
+    /// The guests, by home and job: two homes' jobs of the same id are
+    /// two guests (every home numbers its clusters from 1).
+    guests: Mutex<HashMap<GuestKey, Arc<GuestEntry>>>,
     epoch: Instant,
     draining: AtomicBool,
     /// Throttles checkpoint transfers of all guests on this host.
@@ -300,7 +303,7 @@ impl Starter {
         self.epoch + Duration::from_micros(t.as_micros())
     }
 
-    fn lock_guests(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, Arc<GuestEntry>>> {
+    fn lock_guests(&self) -> std::sync::MutexGuard<'_, HashMap<GuestKey, Arc<GuestEntry>>> {
         // A poisoned map is still consistent: entries are inserted/removed whole.
         self.guests
             .lock()
@@ -321,7 +324,7 @@ impl Starter {
             .filter(|g| !g.handed_back())
             .map(|g| g.listing())
             .collect();
-        v.sort_by_key(|l| l.info.job);
+        v.sort_by(|a, b| (a.info.job, &a.info.home).cmp(&(b.info.job, &b.info.home)));
         v
     }
 
@@ -335,28 +338,42 @@ impl Starter {
         self.lock_guests().values().map(|g| g.memory_mb).sum()
     }
 
-    /// The home station of guest `job`, if it runs here.
-    pub fn guest_home(&self, job: JobId) -> Option<String> {
-        self.lock_guests().get(&job).map(|g| g.info.home.clone())
+    /// Whether the guest `key` runs here.
+    pub fn has_guest(&self, key: &GuestKey) -> bool {
+        self.lock_guests().contains_key(key)
     }
 
-    /// The nonce of the claim that placed `job` here, if it had one.
-    pub fn guest_claim_nonce(&self, job: JobId) -> Option<String> {
+    /// The homes of the guests here whose job id is `job` (several homes
+    /// may have a job of that id), sorted.
+    pub fn homes_of_job(&self, job: JobId) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .lock_guests()
+            .keys()
+            .filter(|k| k.job == job)
+            .map(|k| k.home.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The nonce of the claim that placed the guest `key` here, if it had
+    /// one.
+    pub fn guest_claim_nonce(&self, key: &GuestKey) -> Option<String> {
         self.lock_guests()
-            .get(&job)
+            .get(key)
             .and_then(|g| g.claim_nonce.clone())
     }
 
     /// Ask a guest to leave (checkpoint signal if it checkpoints, its
     /// `kill_sig` if it has one, then kill); it is reported `evicted`.
     /// False if no such guest.
-    pub fn vacate(&self, job: JobId, reason: &str) -> bool {
-        self.vacate_as(job, reason, guests::VacateKind::Vacate)
+    pub fn vacate(&self, key: &GuestKey, reason: &str) -> bool {
+        self.vacate_as(key, reason, guests::VacateKind::Vacate)
     }
 
     /// [`Starter::vacate`] for a hold or a removal (their own signals).
-    pub fn vacate_as(&self, job: JobId, reason: &str, kind: guests::VacateKind) -> bool {
-        match self.lock_guests().get(&job) {
+    pub fn vacate_as(&self, key: &GuestKey, reason: &str, kind: guests::VacateKind) -> bool {
+        match self.lock_guests().get(key) {
             Some(g) => g
                 .cmd
                 .send(Command::Vacate(reason.to_string(), kind))
@@ -385,7 +402,7 @@ impl Starter {
         let Some(nonce) = &entry.claim_nonce else {
             return;
         };
-        let Some(spell) = self.held.completed(nonce, entry.info.job) else {
+        let Some(spell) = self.held.completed(nonce, &entry.key()) else {
             return;
         };
         entry.hand_back();

@@ -10,6 +10,7 @@ use super::run::guest_task;
 use super::sandbox::local_name;
 use super::slot::SlotHold;
 use super::{Starter, StarterError};
+use gleaner_proto::guest_key::GuestKey;
 use gleaner_proto::job::JobDescription;
 use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::run::RunId;
@@ -56,7 +57,7 @@ impl Starter {
             Err(answer) => return self.given_back(&granted, answer),
         };
         req.run = Some(entry.run.clone());
-        tracing::info!(job = %req.job_id, guest = %entry.guest_id, home = %req.home, "placement accepted");
+        tracing::info!(job = %req.job_id, home = %req.home, guest = %entry.guest_id, "placement accepted");
         let guest_id = entry.guest_id.clone();
         let me = self.clone();
         tokio::spawn(async move { guest_task(me, entry, req, rx).await });
@@ -112,7 +113,12 @@ impl Starter {
         let cpus = req.description.request_cpus.max(1);
         let mem = req.description.request_memory_mb.unwrap_or(0);
         let mut guests = self.lock_guests();
-        if let Some(g) = guests.get(&req.job_id) {
+        // The guest is its home's job: `req.home` is the caller's own
+        // name (`routes.rs` refuses a placement for another home), and the
+        // claim was granted to it (`claims.rs`). Another home's job of the
+        // same id is another guest.
+        let key = GuestKey::new(req.home.clone(), req.job_id);
+        if let Some(g) = guests.get(&key) {
             // Its run completed (its node went back to its claim): that
             // placement is over and cannot be made again.
             if g.handed_back() {
@@ -125,18 +131,15 @@ impl Starter {
             // new run while an earlier one still finishes is refused (the
             // home tries again): answering with the old guest would make
             // the home take a run that is over for the new one.
-            let same_run = req.run.as_ref().is_none_or(|r| r.dir_name() == g.guest_id);
-            if g.info.home == req.home && same_run {
+            if req.run.as_ref().is_none_or(|r| r.dir_name() == g.guest_id) {
                 return Err(PlacementResponse::Accepted {
                     guest_id: g.guest_id.clone(),
                 });
             }
-            let msg = if g.info.home == req.home {
-                "an earlier run of the job is still finishing here"
-            } else {
-                "job already runs here"
-            };
-            return Err(reject(RejectReason::NoResources, msg));
+            return Err(reject(
+                RejectReason::NoResources,
+                "an earlier run of the job is still finishing here",
+            ));
         }
         // A later placement under a claim this host holds (claim reuse,
         // `held_claims.rs`): fresh, for its home, while the claim is idle
@@ -197,8 +200,7 @@ impl Starter {
         if let Some(nonce) = granted.nonce() {
             let placed = Placed {
                 nonce,
-                home: &req.home,
-                job: req.job_id,
+                guest: &key,
                 cpus,
                 memory_mb: mem,
                 concurrency_limits: &req.description.concurrency_limits,
@@ -232,7 +234,7 @@ impl Starter {
             claim_nonce: granted.nonce().map(str::to_string),
             handed_back: Default::default(),
         });
-        guests.insert(req.job_id, entry.clone());
+        guests.insert(key, entry.clone());
         Ok(entry)
     }
 }

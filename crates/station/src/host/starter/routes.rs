@@ -7,10 +7,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use gleaner_edge::{
-    ApiError, Caller, Credential, Role, body_bytes, parse_json, require_station,
-    require_station_named,
-};
+use gleaner_edge::{ApiError, Caller, Credential, Role, body_bytes, parse_json, require_station};
+use gleaner_proto::guest_key::GuestKey;
 use gleaner_proto::job::JobId;
 use gleaner_proto::wire::{ErrorCode, PlacementRequest, check_version};
 use std::sync::Arc;
@@ -77,18 +75,12 @@ async fn vacate_handler(
     let id: JobId = job
         .parse()
         .map_err(|_| ApiError::bad("job", format!("invalid job id {job:?}")))?;
-    let not_here = || ApiError::new(ErrorCode::NotFound, format!("job {id} does not run here"));
-    let home = s.guest_home(id).ok_or_else(not_here)?;
-    require_station_named(
-        &caller,
-        &home,
-        &format!("only the guest's home station ({home}) or an administrator may vacate it"),
-    )?;
+    let key = guest_to_vacate(&s, &caller, id, q.get("home").map(String::as_str))?;
     // A claim speaks only for the placement it made.
     if let Credential::Claim { nonce, .. } = &caller.credential
-        && s.guest_claim_nonce(id).as_deref() != Some(nonce.as_str())
+        && s.guest_claim_nonce(&key).as_deref() != Some(nonce.as_str())
     {
-        tracing::warn!(job = %id, caller = %caller.name, "vacate with the claim of another placement refused");
+        tracing::warn!(guest = %key, caller = %caller.name, "vacate with the claim of another placement refused");
         return Err(ApiError::new(
             ErrorCode::Forbidden,
             format!(
@@ -102,14 +94,67 @@ async fn vacate_handler(
         super::guests::VacateKind::Remove => "removed by its home",
         super::guests::VacateKind::Vacate => "vacated on request",
     };
-    if s.vacate_as(id, why, kind) {
+    if s.vacate_as(&key, why, kind) {
         Ok((
             StatusCode::ACCEPTED,
-            Json(serde_json::json!({"vacating": id})),
+            Json(serde_json::json!({"vacating": id, "home": key.home})),
         )
             .into_response())
     } else {
-        Err(not_here())
+        Err(not_here(id))
+    }
+}
+
+fn not_here(id: JobId) -> ApiError {
+    ApiError::new(ErrorCode::NotFound, format!("job {id} does not run here"))
+}
+
+/// Which guest a vacate means. A job id names a job only at its home, so
+/// a station's request is for its own job of that id: the home is the
+/// station the credential proves (its token, or the claim's home), never
+/// one the request names. An administrator may vacate any guest and names
+/// the home with `?home=` when two homes' jobs of that id run here.
+fn guest_to_vacate(
+    s: &Starter,
+    caller: &Caller,
+    id: JobId,
+    asked: Option<&str>,
+) -> Result<GuestKey, ApiError> {
+    let homes = s.homes_of_job(id);
+    if homes.is_empty() {
+        return Err(not_here(id));
+    }
+    let refused = |why: &str| {
+        tracing::warn!(caller = %caller.name, job = %id, asked, why, "vacate refused");
+        ApiError::new(
+            ErrorCode::Forbidden,
+            format!("only the guest's home station or an administrator may vacate job {id} here"),
+        )
+    };
+    let home = match (caller.role, asked, homes.as_slice()) {
+        (Role::Admin, Some(h), _) => h.to_string(),
+        (Role::Admin, None, [only]) => only.clone(),
+        (Role::Admin, None, _) => {
+            return Err(ApiError::bad(
+                "home",
+                format!(
+                    "job {id} of several homes runs here ({}): name one with ?home=",
+                    homes.join(", ")
+                ),
+            ));
+        }
+        // A station names no other home than its own.
+        (_, Some(h), _) if h != caller.name => return Err(refused("names another home")),
+        _ => caller.name.clone(),
+    };
+    let key = GuestKey::new(home, id);
+    if s.has_guest(&key) {
+        Ok(key)
+    } else if caller.role == Role::Admin {
+        Err(not_here(id))
+    } else {
+        // Only another home's job of this id runs here.
+        Err(refused("another home's guest"))
     }
 }
 

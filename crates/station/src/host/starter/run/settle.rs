@@ -11,6 +11,7 @@ use super::setup::Launchpad;
 use super::supervise::{ExitResult, PassEnd};
 use super::{Command, GuestRun, Outcome, StarterError, Stop};
 use gleaner_proto::wire::Usage;
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// What follows a pass.
@@ -83,14 +84,19 @@ impl GuestRun<'_> {
             if shipped.is_some() {
                 pad.pool.image_bytes = shipped;
             }
-            match rx.try_recv() {
-                Ok(Command::Vacate(why, _)) => Outcome::Evicted(why),
+            let lost = match shipped {
+                Some(_) => None,
+                None => self.lease_verdict(pad).await,
+            };
+            match (rx.try_recv(), lost) {
+                (Ok(Command::Vacate(why, _)), _) => Outcome::Evicted(why),
+                (_, Some(why)) => Outcome::Evicted(why),
                 // The new T_migr ended the linger time: the checkpoint just
                 // shipped is the move's.
-                Err(_) if !pad.ladder.state().on_node() => {
+                (Err(_), None) if !pad.ladder.state().on_node() => {
                     Outcome::Evicted(self.leave_reason(&pad.ladder))
                 }
-                Err(_) => return Ok(Next::Restart),
+                (Err(_), None) => return Ok(Next::Restart),
             }
         } else {
             Outcome::Exited(code)
@@ -100,6 +106,29 @@ impl GuestRun<'_> {
             usage,
             ctl: pass.ctl,
         })
+    }
+
+    /// A checkpoint that did not go home (the home unreachable for as
+    /// long as it would wait): the lease decides within one renewal period
+    /// whether this run may go on, and the program is not restarted before.
+    /// A run its home gave up on would otherwise work on past its last
+    /// checkpoint at home until the lease's loss killed it, and the run
+    /// the home starts elsewhere would redo that work (multihost_tls, a
+    /// partition longer than the lease). `Some(why)`: the lease is lost.
+    async fn lease_verdict(&self, pad: &mut Launchpad) -> Option<String> {
+        if !pad.lease_open || (self.ckpt.is_none() && !self.is_criu()) {
+            return None;
+        }
+        let lease = Duration::from_secs(self.req.lease_secs.unwrap_or(0));
+        let wait = (lease / 3).max(Duration::from_millis(100)) + Duration::from_millis(500);
+        match tokio::time::timeout(wait, pad.lease.wait_for(Option::is_some)).await {
+            Ok(Ok(why)) => why.clone(),
+            Ok(Err(_)) => {
+                pad.lease_open = false;
+                None
+            }
+            Err(_) => None,
+        }
     }
 
     /// The guest must leave: evicted, with a checkpoint taken on the way

@@ -140,6 +140,7 @@ impl GuestRun<'_> {
                 &self.entry.guest_id,
                 self.req.job_id,
             )
+            .with_home(&self.req.home)
             .with_slot(self.entry.slot.name(), self.user().map(|u| u.uid)),
             cgroup: None,
         };

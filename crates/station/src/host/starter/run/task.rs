@@ -44,7 +44,7 @@ pub(crate) async fn guest_task(
                 drop(home);
                 let _ = reporter.await;
                 entry.slot.release(&entry.guest_id).await;
-                starter.lock_guests().remove(&req.job_id);
+                starter.lock_guests().remove(&entry.key());
                 if node_freed(&starter, &entry) {
                     starter.guest_ended.notify_one();
                 }
@@ -94,7 +94,7 @@ pub(crate) async fn guest_task(
     // cgroups too) before its sandbox goes and the slot is free again.
     entry.slot.release(&entry.guest_id).await;
     remove_leftovers(&starter.config, sandbox, criu_images);
-    starter.lock_guests().remove(&req.job_id);
+    starter.lock_guests().remove(&entry.key());
     // The node is free, unless its claim holds it for the home's next job
     // (`held_claims.rs`): the advertise loop tells the coordinator now.
     if node_freed(&starter, &entry) {
@@ -121,7 +121,7 @@ fn node_freed(starter: &Starter, entry: &GuestEntry) -> bool {
     entry
         .claim_nonce
         .as_ref()
-        .is_none_or(|n| starter.held.guest_gone(n, entry.info.job))
+        .is_none_or(|n| starter.held.guest_gone(n, &entry.key()))
 }
 
 /// Releases the guest's slot (blocking kill by uid) if the task ends
