@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs the installed gleaner units under a real systemd (part of
-# scripts/test-deb.sh, after `dpkg -i` and with /etc/gleaner/pool.pub and
-# a station token for "pkgtest" in place). Where systemd is this machine's
+# scripts/test-deb.sh, after `dpkg -i`, `glean pool init` and `glean
+# station join` as "pkgtest": the configurations and keys are in place). Where systemd is this machine's
 # init it uses it; otherwise it boots systemd in a throwaway container
 # (systemd-nspawn, --volatile=overlay: the container sees this machine's
 # files read-only under a tmpfs it writes to, and has only a loopback
 # network), so nothing here changes this machine.
 #
-# Checks: the coordinator starts as `gleaner` and answers HTTP; killed
+# Checks: the coordinator starts as `gleaner` and answers; killed
 # with SIGKILL it is restarted (Restart=on-failure) after RestartSec;
 # the station starts and moves itself into its delegated cgroup's leaf
 # (Delegate=yes); a user's job submitted on the station's socket is
@@ -116,7 +116,7 @@ wait_for 20 answers || {
 }
 pid=$(prop gleaner-coordinator MainPID)
 [ "$(inside ps -o user= -p "$pid")" = gleaner ] || fail "the coordinator does not run as gleaner"
-echo "ok    coordinator active as gleaner (pid $pid), answering HTTP"
+echo "ok    coordinator active as gleaner (pid $pid), answering (a plain-HTTP probe gets its 400)"
 inside kill -KILL "$pid"
 wait_for 20 restarted ||
     fail "no restart after SIGKILL"
@@ -131,8 +131,7 @@ echo "-- a pool of one: both units, a job from a user"
 # of the configuration is changed, never this machine's.
 inside sed -i '/^state_dir/a advertise_period_secs = 2\nscheduling_interval_secs = 2\nstartup_grace_secs = 0' \
     /etc/gleaner/coordinator.toml
-inside sed -i -e 's/^# name = "ws12"$/name = "pkgtest"/' \
-    -e 's|^# coordinator = ""$|coordinator = "http://127.0.0.1:9618"|' \
+inside sed -i -e 's|^coordinator = .*|coordinator = "https://127.0.0.1:9618"|' \
     -e 's/^activity = .*/activity = { source = "always_idle" }/' \
     -e '/^state_dir/a advertise_secs = 2\nplacement_interval_secs = 1' /etc/gleaner/station.toml
 inside systemctl start gleaner-coordinator.service gleaner-station.service

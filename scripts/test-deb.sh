@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Tests the Debian package on this machine (root): its contents, an
 # install, what the maintainer scripts made (the `gleaner` user, the
-# state directories, slot accounts the station accepts), the units
-# (`systemd-analyze verify` and `security`), the coordinator's command
-# line run by hand as its unit's user, `dpkg-reconfigure` after a change
-# of slot_count, and a purge that leaves nothing behind. Where
+# state directories, slot accounts the station accepts), a pool made as
+# docs/deploy.md says (`glean pool init`, the coordinator's command line
+# run by hand as its unit's user, `glean token create --station`, `glean
+# station join`) with every file where and whose it must be, a reinstall
+# that changes none of them and asks nothing, the units (`systemd-analyze
+# verify` and `security`), `dpkg-reconfigure` after a change of
+# slot_count, and a purge that leaves nothing behind (keys included). Where
 # systemd-nspawn is installed it also boots systemd in a throwaway
 # container over a read-only view of this machine and runs both units
 # there. See docs/packaging.md.
@@ -55,7 +58,7 @@ trap cleanup EXIT
 echo "== dpkg-deb -c $deb"
 contents=$(dpkg-deb -c "$deb")
 echo "$contents"
-for f in usr/bin/glean etc/gleaner/coordinator.toml etc/gleaner/station.toml \
+for f in usr/bin/glean usr/share/gleaner/coordinator.toml usr/share/gleaner/station.toml \
     usr/lib/systemd/system/gleaner-coordinator.service \
     usr/lib/systemd/system/gleaner-station.service \
     usr/share/man/man1/glean.1.gz usr/share/man/man1/glean-station.1.gz \
@@ -66,11 +69,14 @@ for f in usr/bin/glean etc/gleaner/coordinator.toml etc/gleaner/station.toml \
     usr/share/doc/gleaner/packaging.md usr/share/doc/gleaner/copyright; do
     grep -q " \./$f\$" <<<"$contents" || fail "the package lacks $f"
 done
-ok "dpkg-deb -c lists the binary, configs, units, man pages, completions, docs"
-conffiles=$(dpkg-deb -I "$deb" conffiles)
-[ "$(sort <<<"$conffiles")" = "$(printf '/etc/gleaner/coordinator.toml\n/etc/gleaner/station.toml')" ] ||
-    fail "conffiles are: $conffiles"
-ok "conffiles: /etc/gleaner/coordinator.toml, /etc/gleaner/station.toml"
+ok "dpkg-deb -c lists the binary, config templates, units, man pages, completions, docs"
+# `glean pool init` and `glean station join` write /etc/gleaner: a
+# conffile there would be the administrator's and the package's at once,
+# and an upgrade would stop at dpkg's question (or replace what they wrote).
+! grep -q ' \./etc/' <<<"$contents" || fail "the package ships files in /etc: $(grep ' \./etc/' <<<"$contents")"
+conffiles=$(dpkg-deb -I "$deb" conffiles 2>/dev/null || true)
+[ -z "$conffiles" ] || fail "conffiles are: $conffiles"
+ok "no conffiles, nothing shipped in /etc (pool init and join write it)"
 
 echo "== dpkg -i"
 dpkg -i "$deb"
@@ -103,45 +109,79 @@ for s in "${slots[@]}"; do
 done
 ok "slot accounts ${slots[*]}: own group, no home, no login shell"
 
-echo "== glean pool init (if this build has it)"
-if glean pool --help >/dev/null 2>&1; then
-    glean pool init
-    ok "glean pool init"
-else
-    echo "SKIP glean pool init: this build has no 'glean pool' command"
-fi
+echo "== a pool as docs/deploy.md makes it: glean pool init"
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# The configuration says 9618 (the booted test below runs it there, in a
+# network of its own); run by hand here it gets a free port instead.
+glean pool init --name pkgtest --address 127.0.0.1 --listen 127.0.0.1:9618
+[ "$(mode /etc/gleaner/coordinator.toml)" = "root:root 644" ] ||
+    fail "coordinator.toml is $(mode /etc/gleaner/coordinator.toml)"
+for f in signing.key ca.key coordinator.key; do
+    [ "$(mode "/var/lib/gleaner/coordinator/$f")" = "gleaner:gleaner 600" ] ||
+        fail "$f is $(mode "/var/lib/gleaner/coordinator/$f"), not the coordinator's alone"
+done
+for f in pool.pub ca.pem coordinator.crt; do
+    [ "$(stat -c %U "/var/lib/gleaner/coordinator/$f")" = gleaner ] ||
+        fail "$f is $(mode "/var/lib/gleaner/coordinator/$f")"
+done
+ok "pool init as root: /etc/gleaner/coordinator.toml; keys, CA and certificate gleaner's (keys 0600)"
 
 echo "== the coordinator's ExecStart by hand, as its unit's user"
-# As the unit runs it (User=gleaner), on a free port: it makes the pool's
-# keys in its state directory, which a station then needs.
 exec_start=$(sed -n 's/^ExecStart=//p' /usr/lib/systemd/system/gleaner-coordinator.service)
 [ "$exec_start" = "/usr/bin/glean coordinator --config /etc/gleaner/coordinator.toml" ] ||
     fail "unexpected ExecStart: $exec_start"
+cport=$(free_port)
+coord_log=$(mktemp)
+# With the unit's environment (Environment=GLEAN_LOG=info).
 # shellcheck disable=SC2086 # the unit's command line, split as systemd does
-setpriv --reuid=gleaner --regid=gleaner --clear-groups --no-new-privs \
-    $exec_start --listen 127.0.0.1:0 &
+GLEAN_LOG=info setpriv --reuid=gleaner --regid=gleaner --clear-groups --no-new-privs \
+    $exec_start --listen "127.0.0.1:$cport" >"$coord_log" 2>&1 &
 coord_pid=$!
 for _ in $(seq 100); do
-    [ -s /var/lib/gleaner/coordinator/pool.pub ] && break
-    kill -0 "$coord_pid" 2>/dev/null || fail "the coordinator exited (above)"
+    grep -q "TLS on" "$coord_log" && (exec 3<>"/dev/tcp/127.0.0.1/$cport") 2>/dev/null && break
+    kill -0 "$coord_pid" 2>/dev/null || { cat "$coord_log"; fail "the coordinator exited (above)"; }
     sleep 0.1
 done
+grep -q "TLS on" "$coord_log" || { cat "$coord_log"; fail "the coordinator did not start with TLS"; }
+ok "coordinator as gleaner reads the keys pool init made: $(grep -o 'TLS on.*' "$coord_log" | head -1 | cut -c1-90)"
+
+echo "== glean token create --station, glean station join"
+join_token=$(glean token create --config /etc/gleaner/coordinator.toml --station pkgtest)
+[ "$(stat -c %U /var/lib/gleaner/coordinator/tokens.json)" = gleaner ] ||
+    fail "tokens.json written by root is not the coordinator's"
+glean station join "https://127.0.0.1:$cport" --name pkgtest --token "$join_token" \
+    --listen 127.0.0.1:9620 --address https://127.0.0.1:9620
+for f in station.key station.token; do
+    [ "$(mode "/etc/gleaner/$f")" = "root:root 600" ] || fail "$f is $(mode "/etc/gleaner/$f")"
+done
+for f in station.crt pool-ca.pem pool.pub station.toml; do
+    [ "$(mode "/etc/gleaner/$f")" = "root:root 644" ] || fail "$f is $(mode "/etc/gleaner/$f")"
+done
+# The station runs as root (its unit has no User=): root's files are its.
+grep -qx 'delegated = true' /etc/gleaner/station.toml &&
+    grep -qx 'create_slot_users = false' /etc/gleaner/station.toml ||
+    fail "station.toml lacks the package's [isolation] settings: $(cat /etc/gleaner/station.toml)"
+ok "join: key and token root 0600, certificate, CA, pool.pub, station.toml with the package's template"
 kill "$coord_pid"
 wait "$coord_pid" || true
 coord_pid=
-[ "$(mode /var/lib/gleaner/coordinator/signing.key)" = "gleaner:gleaner 600" ] ||
-    fail "signing.key is $(mode /var/lib/gleaner/coordinator/signing.key)"
-ok "coordinator as gleaner: signing.key gleaner 0600, pool.pub written"
 
 echo "== glean station --check-config"
-cp /var/lib/gleaner/coordinator/pool.pub /etc/gleaner/pool.pub
-(umask 077 && glean token create --station pkgtest --config /etc/gleaner/coordinator.toml \
-    >/etc/gleaner/station.token)
-[ "$(stat -c %U /var/lib/gleaner/coordinator/tokens.json)" = gleaner ] ||
-    fail "tokens.json written by root is not the coordinator's"
-glean station --config /etc/gleaner/station.toml --name pkgtest --check-config ||
-    fail "the station refuses what the package made"
+glean station --config /etc/gleaner/station.toml --check-config ||
+    fail "the station refuses what the join wrote"
 ok "station --check-config: configuration, credentials, slot accounts accepted"
+
+echo "== reinstall (the upgrade path): nothing asked, nothing of the pool changed"
+snapshot() {
+    find /etc/gleaner /var/lib/gleaner/coordinator -type f | sort | while read -r f; do
+        echo "$f $(stat -c '%U:%G %a' "$f") $(sha256sum <"$f" | cut -d' ' -f1)"
+    done
+}
+before=$(snapshot)
+dpkg -i "$deb" </dev/null >/dev/null || fail "dpkg -i over the installed package (no terminal to answer on)"
+after=$(snapshot)
+[ "$before" = "$after" ] || fail "the reinstall changed: $(diff <(echo "$before") <(echo "$after") || true)"
+ok "reinstall: $(wc -l <<<"$after") files of /etc/gleaner and the coordinator's state unchanged, owners and modes too"
 
 echo "== systemd-analyze"
 units=(/usr/lib/systemd/system/gleaner-coordinator.service /usr/lib/systemd/system/gleaner-station.service)
@@ -189,7 +229,7 @@ done
     fail "/var/lib/gleaner left: $(ls -A /var/lib/gleaner)"
 [ "$(accounts)" = "$accounts_before" ] ||
     fail "accounts after purge: $(accounts | tr '\n' ' ') (before: $(tr '\n' ' ' <<<"$accounts_before"))"
-ok "purge: no /etc/gleaner, no state, the package's accounts and groups gone"
+ok "purge: no /etc/gleaner, no state (keys, CA, certificates, tokens), the package's accounts and groups gone"
 for g in gleaner "${slots[@]}" "gleaner-slot$more"; do
     ! grep -q "^$g:" <<<"$accounts_before" || continue
     ! getent group "$g" >/dev/null || fail "group $g left after purge"

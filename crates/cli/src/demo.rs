@@ -23,6 +23,7 @@ use gleaner_proto::wire::{PROTOCOL_VERSION, UserPrio};
 use gleaner_station::client::{JobQuery, StationClient};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Eviction policy of each demo station, by index (the owner decides).
@@ -127,13 +128,15 @@ fn set_owner(home: &Path, station: &str, active: bool) -> anyhow::Result<()> {
 
 /// Runs the demo against a pool that is already up: `heavy` submits at
 /// station0, `light` at station1 (`home` holds the stations' owner files);
-/// `coordinator` reads the Up-Down table.
+/// `coordinator` reads the Up-Down table. Returns false, with no summary,
+/// once `stop` is raised (Ctrl-C).
 pub fn run(
     home: &Path,
     heavy: User,
     light: User,
     coordinator: StationClient,
-) -> anyhow::Result<()> {
+    stop: &AtomicBool,
+) -> anyhow::Result<bool> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -190,6 +193,10 @@ pub fn run(
             };
             if light_batches == 2 && done(&hj) == 12 && done(&lj) == 4 {
                 break;
+            }
+            if stop.load(Ordering::SeqCst) {
+                println!("[demo] interrupted");
+                return Ok(false);
             }
             if start.elapsed() > Duration::from_secs(600) {
                 anyhow::bail!("the demo did not finish within 10 minutes");
@@ -281,6 +288,6 @@ pub fn run(
             println!("Coordinator's Up-Down table:\n{u}");
         }
         println!("[demo] done; per-job event histories: glean q / glean history --station URL");
-        anyhow::Ok(())
+        anyhow::Ok(true)
     })
 }

@@ -66,7 +66,16 @@ pub struct JoinArgs {
     /// key and certificate; the renewal procedure).
     #[arg(long)]
     pub force: bool,
+    /// The settings of this machine that the join does not decide (owner
+    /// activity, `[isolation]` …), copied into the configuration. Default:
+    /// the Debian package's `/usr/share/gleaner/station.toml` where it is
+    /// installed, so that the station suits its unit.
+    #[arg(long, value_name = "FILE")]
+    pub template: Option<PathBuf>,
 }
+
+/// The package's station settings (`packaging/templates/station.toml`).
+pub const PACKAGE_TEMPLATE: &str = "/usr/share/gleaner/station.toml";
 
 /// What a join wrote.
 #[derive(Debug, Clone)]
@@ -78,7 +87,10 @@ pub struct Joined {
     pub dir: PathBuf,
 }
 
-pub fn run(args: JoinArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: JoinArgs) -> anyhow::Result<ExitCode> {
+    if args.template.is_none() && Path::new(PACKAGE_TEMPLATE).exists() {
+        args.template = Some(PACKAGE_TEMPLATE.into());
+    }
     let j = join(&args)?;
     println!("joined pool {:?} as station {}", j.pool, j.name);
     println!("  address     {}", j.address);
@@ -137,6 +149,11 @@ pub fn join(a: &JoinArgs) -> anyhow::Result<Joined> {
             a.config.display()
         );
     }
+    // Read before any contact: a bad template spends no join token.
+    let template = match &a.template {
+        Some(p) => Template::read(p)?,
+        None => Template::default(),
+    };
     let url = a.url.trim_end_matches('/').to_string();
     gleaner_edge::tls::check_url("coordinator", &url, false).map_err(anyhow::Error::msg)?;
     let address = match &a.address {
@@ -190,7 +207,7 @@ pub fn join(a: &JoinArgs) -> anyhow::Result<Joined> {
             .filter(|d| !d.as_os_str().is_empty())
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
     };
-    write_files(a, &dir, &name, &address, &url, &reply, &key)?;
+    write_files(a, &template, &dir, &name, &address, &url, &reply, &key)?;
     Ok(Joined {
         name,
         pool: reply.pool,
@@ -255,6 +272,7 @@ async fn exchange(url: &str, token: &JoinToken, req: &JoinRequest) -> anyhow::Re
 #[allow(clippy::too_many_arguments)]
 fn write_files(
     a: &JoinArgs,
+    template: &Template,
     dir: &Path,
     name: &str,
     address: &str,
@@ -263,31 +281,18 @@ fn write_files(
     key: &str,
 ) -> anyhow::Result<()> {
     use gleaner_proto::creds::write_atomic;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let w = |file: &str, text: &str, mode: u32| {
-        let p = dir.join(file);
-        write_atomic(&p, text.as_bytes(), mode)
-            .with_context(|| format!("writing {}", p.display()))?;
-        Ok::<PathBuf, anyhow::Error>(p)
-    };
-    let key_p = w("station.key", key, 0o600)?;
-    let ca_p = w("pool-ca.pem", &reply.ca, 0o644)?;
-    // The chain with the CA, as the coordinator's.
-    let cert_p = w(
+    let [key_p, ca_p, cert_p, pub_p, tok_p] = [
+        "station.key",
+        "pool-ca.pem",
         "station.crt",
-        &format!("{}{}", reply.certificate, reply.ca),
-        0o644,
-    )?;
-    let pub_p = w("pool.pub", &reply.public_key, 0o644)?;
-    let tok_p = w(
+        "pool.pub",
         "station.token",
-        &format!("{}\n", reply.station_token),
-        0o600,
-    )?;
+    ]
+    .map(|f| dir.join(f));
     let text = format!(
         "# Written by `glean station join` (docs/deploy.md, docs/configuration.md).\n\
          name = {}\nlisten = {}\naddress = {}\nstate_dir = {}\ncoordinator = {}\n\
-         public_key = {}\ntoken_file = {}\n{}\n[tls]\npool = {}\nca = {}\ncert = {}\nkey = {}\n{}",
+         public_key = {}\ntoken_file = {}\n{}{}\n[tls]\npool = {}\nca = {}\ncert = {}\nkey = {}\n{}{}",
         q(name),
         q(&a.listen.to_string()),
         q(address),
@@ -296,15 +301,131 @@ fn write_files(
         q(&pub_p.display().to_string()),
         q(&tok_p.display().to_string()),
         a.extra,
+        template.top,
         q(&reply.pool),
         q(&ca_p.display().to_string()),
         q(&cert_p.display().to_string()),
         q(&key_p.display().to_string()),
+        template.tables,
         a.tables,
     );
+    // Checked before anything is written: a template whose tables clash
+    // with the join's leaves the machine as it was.
+    if let Err(e) = text.parse::<toml::Table>() {
+        bail!(
+            "the configuration made with {} would not be valid TOML: {}",
+            a.template
+                .as_deref()
+                .map_or_else(|| "no template".into(), |p| p.display().to_string()),
+            e.message()
+        );
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let w = |p: &Path, text: &str, mode: u32| {
+        write_atomic(p, text.as_bytes(), mode).with_context(|| format!("writing {}", p.display()))
+    };
+    w(&key_p, key, 0o600)?;
+    w(&ca_p, &reply.ca, 0o644)?;
+    // The chain with the CA, as the coordinator's.
+    w(
+        &cert_p,
+        &format!("{}{}", reply.certificate, reply.ca),
+        0o644,
+    )?;
+    w(&pub_p, &reply.public_key, 0o644)?;
+    w(&tok_p, &format!("{}\n", reply.station_token), 0o600)?;
     if let Some(d) = a.config.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
-    write_atomic(&a.config, text.as_bytes(), 0o644)
-        .with_context(|| format!("writing {}", a.config.display()))
+    w(&a.config, &text, 0o644)
+}
+
+/// A station template split where TOML wants it: its top-level keys go
+/// before `[tls]`, its tables after.
+#[derive(Debug, Default)]
+struct Template {
+    top: String,
+    tables: String,
+}
+
+impl Template {
+    /// Keys the join itself writes: a template must leave them out.
+    const JOIN_KEYS: [&'static str; 7] = [
+        "name",
+        "listen",
+        "address",
+        "state_dir",
+        "coordinator",
+        "public_key",
+        "token_file",
+    ];
+
+    fn read(path: &Path) -> anyhow::Result<Template> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the template {}", path.display()))?;
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| anyhow::anyhow!("{}: {}", path.display(), e.message()))?;
+        if let Some(k) = Self::JOIN_KEYS.iter().find(|k| table.contains_key(**k)) {
+            bail!(
+                "{}: sets `{k}`, which `glean station join` writes itself",
+                path.display()
+            );
+        }
+        if table.contains_key("tls") {
+            bail!("{}: has a [tls] table; the join writes it", path.display());
+        }
+        // The first line that opens a table ends the top level.
+        let mut at = text.len();
+        let mut offset = 0;
+        for line in text.split_inclusive('\n') {
+            if line.trim_start().starts_with('[') {
+                at = offset;
+                break;
+            }
+            offset += line.len();
+        }
+        let (top, tables) = text.split_at(at);
+        Ok(Template {
+            top: format!("\n# From {}:\n{top}", path.display()),
+            tables: tables.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_template_splits_at_its_first_table_and_may_not_set_the_joins_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("station.toml");
+        std::fs::write(
+            &p,
+            "# comment\nrole = \"both\"\n\n[isolation]\ndelegated = true\n",
+        )
+        .unwrap();
+        let t = Template::read(&p).unwrap();
+        assert!(t.top.contains("role = \"both\"") && !t.top.contains("[isolation]"));
+        assert_eq!(t.tables, "[isolation]\ndelegated = true\n");
+        // The package's own template is one.
+        let shipped = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../packaging/templates/station.toml"
+        );
+        let t = Template::read(Path::new(shipped)).unwrap();
+        assert!(t.tables.contains("create_slot_users = false"), "{t:?}");
+        for bad in [
+            "name = \"x\"\n",
+            "listen = \"0.0.0.0:1\"\n",
+            "[tls]\npool = \"p\"\n",
+        ] {
+            std::fs::write(&p, bad).unwrap();
+            let e = format!("{:#}", Template::read(&p).unwrap_err());
+            assert!(e.contains("station.toml"), "{e}");
+        }
+        std::fs::write(&p, "role = \n").unwrap();
+        assert!(Template::read(&p).is_err());
+    }
 }

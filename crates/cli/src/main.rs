@@ -15,6 +15,7 @@ mod jobs;
 mod join;
 mod output;
 mod pool;
+mod reserve;
 mod sim;
 mod station_check;
 mod supervise;
@@ -95,6 +96,9 @@ enum Command {
     Pool(pool::PoolArgs),
     /// Users of the pool from other machines: a token and a client file.
     User(user::UserArgs),
+    /// Reserve machines by the hour (Mutka 1988 ch. 6): display, check,
+    /// reserve, unreserve, sync, close.
+    Reserve(reserve::ReserveArgs),
 }
 
 fn main() -> ExitCode {
@@ -135,6 +139,7 @@ fn main() -> ExitCode {
         Command::Owner(args) => web::owner(args, cli.json),
         Command::Pool(args) => pool::run(args),
         Command::User(args) => user::run(args),
+        Command::Reserve(args) => reserve::run(args, out),
     };
     match result {
         Ok(code) => code,

@@ -44,6 +44,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode};
 use std::time::{Duration, Instant};
+use tokio::signal::unix::SignalKind;
 
 #[derive(Args, Debug)]
 pub struct UpArgs {
@@ -236,6 +237,9 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     if !(args.interval.is_finite() && args.interval > 0.0) {
         bail!("--interval must be a positive number of seconds");
     }
+    // Ctrl-C (SIGINT) or SIGTERM from here on stops the pool: its daemons
+    // get SIGTERM and the demo's accounts are removed, never left behind.
+    let stop = interrupted()?;
     let home = glean_home(args.home.clone())?;
     std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
     let cdir = home.join("coordinator");
@@ -299,6 +303,10 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
 
     let mut stations = Vec::new();
     for k in 0..args.stations {
+        if stopping(&stop) {
+            println!("interrupted; stopping the pool");
+            return Ok(ExitCode::from(130));
+        }
         let name = format!("station{k}");
         let port = args
             .port
@@ -372,6 +380,7 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
                 extra,
                 tables,
                 force: true,
+                template: None,
             })
             .with_context(|| format!("{name} joining the pool"))?;
         } else {
@@ -442,12 +451,24 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     }
     if args.demo {
         let ca = tls.as_ref().map(|(ca, _)| ca);
-        let result = run_demo(&home, &args, &creds, &user, &stations, &coord_url, ca);
+        let ctx = DemoPool {
+            home: &home,
+            creds: &creds,
+            me: &user,
+            stations: &stations,
+            coord_url: &coord_url,
+            ca,
+        };
+        let result = run_demo(&ctx, &args, &stop);
         // Pool files stay for inspection (glean q/history with --station).
         println!("stopping the pool");
         drop(children);
-        result?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(if result? {
+            ExitCode::SUCCESS
+        } else {
+            println!("the demo was interrupted");
+            ExitCode::from(130)
+        });
     }
     if root {
         println!(
@@ -459,25 +480,11 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     println!("Submit with `glean submit FILE`, watch with `glean q` and `glean status`.");
     println!("Press Ctrl-C to stop the pool.");
 
-    // Stay up until interrupted or until a daemon dies (then stop all).
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        std::thread::spawn(move || {
-            rt.block_on(async {
-                let _ = tokio::signal::ctrl_c().await;
-            });
-            stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        });
-    }
     // A daemon that dies is started again (see `supervise`); the pool
     // stops only on Ctrl-C.
     let policy = Backoff::default();
     loop {
-        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+        if stopping(&stop) {
             println!("stopping the pool");
             return Ok(ExitCode::SUCCESS);
         }
@@ -490,17 +497,64 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// A flag raised by SIGINT (Ctrl-C) or SIGTERM, watched from a thread of
+/// its own.
+fn interrupted() -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    // The handlers are in place before this returns: a signal after it
+    // never kills `glean up` with its daemons left running.
+    let (mut int, mut term) = rt.block_on(async {
+        anyhow::Ok((
+            tokio::signal::unix::signal(SignalKind::interrupt())?,
+            tokio::signal::unix::signal(SignalKind::terminate())?,
+        ))
+    })?;
+    std::thread::spawn(move || {
+        rt.block_on(async {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        });
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    Ok(stop)
+}
+
+fn stopping(stop: &std::sync::atomic::AtomicBool) -> bool {
+    stop.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// The running pool, as the demo needs it.
+struct DemoPool<'a> {
+    home: &'a Path,
+    creds: &'a PoolCreds,
+    me: &'a str,
+    stations: &'a [(String, SocketAddr, PathBuf)],
+    coord_url: &'a str,
+    ca: Option<&'a gleaner_edge::tls::PoolCa>,
+}
+
 /// The demo's users and their clients (see [`crate::demo_users`]), then
-/// the demo itself; the demo accounts are removed when it ends.
+/// the demo itself; the demo accounts are removed when it ends. False
+/// when SIGINT cut it short.
 fn run_demo(
-    home: &Path,
+    pool: &DemoPool,
     args: &UpArgs,
-    creds: &PoolCreds,
-    me: &str,
-    stations: &[(String, SocketAddr, PathBuf)],
-    coord_url: &str,
-    ca: Option<&gleaner_edge::tls::PoolCa>,
-) -> anyhow::Result<()> {
+    stop: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<bool> {
+    let DemoPool {
+        home,
+        creds,
+        me,
+        stations,
+        coord_url,
+        ca,
+    } = *pool;
     let scheme = if ca.is_some() { "https" } else { "http" };
     let root = nix::unistd::geteuid().is_root();
     let base = if root {
@@ -545,7 +599,7 @@ fn run_demo(
     )?;
     let light = users.pop().context("no light user")?;
     let heavy = users.pop().context("no heavy user")?;
-    let result = crate::demo::run(home, heavy, light, coordinator);
+    let result = crate::demo::run(home, heavy, light, coordinator, stop);
     drop(accounts);
     result
 }

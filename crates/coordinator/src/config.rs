@@ -102,6 +102,10 @@ pub struct CoordinatorConfig {
     /// TLS (`[tls]`, written by `glean pool init`): without it the
     /// coordinator serves plain HTTP, and only on a loopback address.
     pub tls: Option<CoordinatorTls>,
+    /// Reservations (`[reservations]`, Mutka 1988 ch. 6): present, the
+    /// coordinator also runs the reservation coordinator role
+    /// (docs/reservations.md).
+    pub reservations: Option<crate::reserve_config::ReservationsConfig>,
 }
 
 /// The coordinator's `[tls]` table: the pool's name, the pool CA and its
@@ -175,6 +179,7 @@ impl Default for CoordinatorConfig {
             event_pass_gap_secs: 0.02,
             address: String::new(),
             tls: None,
+            reservations: None,
         }
     }
 }

@@ -18,6 +18,11 @@
 //!   `Authorization: Bearer <token>` checked by the HTTP edge
 //!   ([`gleaner_edge`]) with the pool's public key and the revocations of
 //!   [`tokens`]. Only a station's own token advertises it.
+//! - Reservations (`[reservations]`, Mutka 1988 ch. 6): the role is
+//!   [`pool::partition`] (market tables, slot binding, replacement) and the
+//!   partition rule in placing; [`reserve_api`] serves
+//!   `/v1/reservations` and `/v1/reservations/sync`; `reservations.json`
+//!   keeps it across restarts.
 //! - [`enrol`]: the pool CA, join tokens and `POST /v1/join` (TLS and
 //!   enrolment, issue 13).
 //! - [`tokens`]: the token registry behind `glean token`; the coordinator
@@ -37,7 +42,10 @@ mod mailbox;
 pub mod matchmaker;
 mod metrics;
 mod persist;
+mod persist_reservations;
 pub mod pool;
+pub mod reserve_api;
+pub mod reserve_config;
 mod server;
 pub mod tokens;
 mod transfer_rate;

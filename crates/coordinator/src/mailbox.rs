@@ -251,6 +251,30 @@ impl Served {
         self.pool.transitions()
     }
 
+    /// The reservation role, if configured.
+    pub(crate) fn partition(&self) -> Option<&crate::pool::partition::Partition> {
+        self.pool.partition()
+    }
+
+    /// Runs `f` on the reservation role and a pass, posting its mail.
+    pub(crate) fn with_partition<R>(
+        &mut self,
+        now: Time,
+        f: impl FnOnce(&mut crate::pool::partition::Partition) -> R,
+    ) -> Option<R> {
+        let mut out = Outbox::default();
+        let r = self.pool.with_partition_mut(now, &mut out, f);
+        self.post(out);
+        r
+    }
+
+    /// The reservation role's state when it changed since the last call.
+    pub(crate) fn take_partition_state(
+        &mut self,
+    ) -> Option<crate::pool::partition::PartitionState> {
+        self.pool.take_partition_state()
+    }
+
     #[cfg(test)]
     pub(crate) fn pool(&self) -> &Pool {
         &self.pool

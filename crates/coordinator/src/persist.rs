@@ -82,7 +82,11 @@ impl FairnessState {
 
 /// Writes `value` as `dir/file` atomically: temporary file, fsync, rename,
 /// fsync of the directory.
-fn write_atomic<T: Serialize>(dir: &Path, file: &str, value: &T) -> Result<(), CoordinatorError> {
+pub(crate) fn write_atomic<T: Serialize>(
+    dir: &Path,
+    file: &str,
+    value: &T,
+) -> Result<(), CoordinatorError> {
     let path = dir.join(file);
     let tmp = dir.join(format!("{file}.tmp"));
     let io = |p: &Path| {

@@ -69,10 +69,10 @@ impl RevocationCheck for RegistryRevocations {
 /// registry's revocations.
 type CoordinatorVerifier = TokenVerifier<Arc<RegistryRevocations>>;
 
-struct Shared {
+pub(crate) struct Shared {
     pool: Mutex<Served>,
     revocations: Arc<RegistryRevocations>,
-    max_body: usize,
+    pub(crate) max_body: usize,
     state_dir: PathBuf,
     /// Serial number of the last claims snapshot taken (under the pool
     /// lock), and of the last one written: concurrent replies must never
@@ -82,10 +82,13 @@ struct Shared {
     /// Rung when an ad left an event pass waiting for the gap, so the
     /// scheduler wakes for it.
     pass_waiting: tokio::sync::Notify,
+    /// The same two serials for `reservations.json`.
+    reservations_taken: std::sync::atomic::AtomicU64,
+    reservations_written: Mutex<u64>,
 }
 
 impl Shared {
-    fn pool(&self) -> MutexGuard<'_, Served> {
+    pub(crate) fn pool(&self) -> MutexGuard<'_, Served> {
         // A panic while holding the lock leaves a consistent-enough pool
         // (every mutation is a whole step); keep serving.
         self.pool.lock().unwrap_or_else(|p| p.into_inner())
@@ -97,6 +100,51 @@ impl Shared {
         self.claims_taken
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
             + 1
+    }
+
+    /// Numbers a reservations snapshot (call under the pool lock).
+    pub(crate) fn stamp_reservations(&self) -> u64 {
+        self.reservations_taken
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1
+    }
+
+    /// Writes snapshot `serial` to `reservations.json` unless a newer one
+    /// is there already.
+    pub(crate) async fn save_reservations(
+        self: &Arc<Self>,
+        serial: u64,
+        state: crate::pool::partition::PartitionState,
+    ) -> bool {
+        let me = self.clone();
+        let saved = tokio::task::spawn_blocking(move || {
+            let mut written = me
+                .reservations_written
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if serial <= *written {
+                return Ok(());
+            }
+            crate::persist_reservations::save(&me.state_dir, &state)?;
+            *written = serial;
+            Ok::<(), CoordinatorError>(())
+        })
+        .await;
+        matches!(saved, Ok(Ok(())))
+    }
+
+    /// Saves the reservation role's state if it changed.
+    async fn save_partition_if_dirty(self: &Arc<Self>) {
+        let state = {
+            let mut pool = self.pool();
+            pool.take_partition_state()
+                .map(|s| (self.stamp_reservations(), s))
+        };
+        if let Some((serial, state)) = state
+            && !self.save_reservations(serial, state).await
+        {
+            tracing::error!("could not write reservations.json");
+        }
     }
 
     /// Writes snapshot `serial` to `claims.json` unless a newer one is there
@@ -118,16 +166,20 @@ impl Shared {
 }
 
 /// The pool's clock: wall-clock microseconds since the UNIX epoch.
-fn now() -> Time {
+pub(crate) fn now() -> Time {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| Time::from_micros(u64::try_from(d.as_micros()).unwrap_or(u64::MAX)))
         .unwrap_or(Time::ZERO)
 }
 
-/// Reads and checks a [`StationAd`]: 400 naming the field where possible,
-/// 413 over the body limit, 426 on another protocol version.
-async fn read_ad(body: Body, headers: &HeaderMap, max: usize) -> Result<StationAd, ApiError> {
+/// A request body of at most `max` bytes: 413 when it declares more, 400
+/// when it is cut short or runs over.
+pub(crate) async fn read_body(
+    body: Body,
+    headers: &HeaderMap,
+    max: usize,
+) -> Result<axum::body::Bytes, ApiError> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -139,12 +191,18 @@ async fn read_ad(body: Body, headers: &HeaderMap, max: usize) -> Result<StationA
         )
         .with_status(StatusCode::PAYLOAD_TOO_LARGE));
     }
-    let bytes = axum::body::to_bytes(body, max).await.map_err(|e| {
+    axum::body::to_bytes(body, max).await.map_err(|e| {
         ApiError::new(
             ErrorCode::BadRequest,
             format!("could not read the request body (truncated or over {max} bytes): {e}"),
         )
-    })?;
+    })
+}
+
+/// Reads and checks a [`StationAd`]: 400 naming the field where possible,
+/// 413 over the body limit, 426 on another protocol version.
+async fn read_ad(body: Body, headers: &HeaderMap, max: usize) -> Result<StationAd, ApiError> {
+    let bytes = read_body(body, headers, max).await?;
     let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::new(
             ErrorCode::BadRequest,
@@ -286,6 +344,8 @@ async fn advertise(
         }
         shared.pool().release_held();
     }
+    // An owner's return on a reserved station moved the binding.
+    shared.save_partition_if_dirty().await;
     Ok(Json(reply).into_response())
 }
 
@@ -414,6 +474,7 @@ fn router(
         .route("/v1/userprio", get(userprio))
         .route("/v1/health", get(health))
         .route("/metrics", get(metrics))
+        .merge(crate::reserve_api::routes())
         .fallback(not_found)
         .with_state(shared)
         .layer(middleware::from_fn_with_state(
@@ -535,6 +596,29 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
         started,
     )
     .with_licences(&config.licences, &claims, started);
+    let pool = match &config.reservations {
+        Some(rc) => {
+            let saved = crate::persist_reservations::load(&config.state_dir)?;
+            let had = saved.is_some();
+            let p = crate::pool::partition::Partition::new(rc, seed, saved).map_err(|e| {
+                CoordinatorError::State {
+                    path: crate::persist_reservations::path(&config.state_dir),
+                    why: e.to_string(),
+                }
+            })?;
+            tracing::info!(
+                restored = had,
+                reservations = p.market().reservation_list().len(),
+                "reservation coordinator role on"
+            );
+            pool.with_partition(p)
+        }
+        None => pool,
+    };
+    let slot_len = config
+        .reservations
+        .as_ref()
+        .map(|r| std::time::Duration::from_secs(r.slot_secs.max(1)));
     let shared = Arc::new(Shared {
         pool: Mutex::new(Served::new(pool)),
         revocations,
@@ -543,6 +627,8 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
         claims_taken: Default::default(),
         claims_written: Mutex::new(0),
         pass_waiting: tokio::sync::Notify::new(),
+        reservations_taken: Default::default(),
+        reservations_written: Mutex::new(0),
     });
     let tls = match config.tls_paths() {
         Some(p) => Some(load_tls(&p, &config)?),
@@ -580,6 +666,7 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
     let dir = config.state_dir.clone();
     let task = tokio::spawn(async move {
         let mut server_halt = halt_rx.clone();
+        let mut slot_halt = halt_rx.clone();
         let server = tokio::spawn(async move {
             gleaner_edge::tls::serve(listener, app, async move {
                 let _ = server_halt.wait_for(|h| *h).await;
@@ -643,6 +730,7 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
                 if let Err(e) = save(state, sched_dir.clone()).await {
                     tracing::error!(error = %e, "could not write the fairness state");
                 }
+                sched_shared.save_partition_if_dirty().await;
                 // Grants with licences are held back from the events
                 // stream until written (and wait for the write in a reply).
                 if sched_shared.save_claims(serial, claims).await {
@@ -652,8 +740,28 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
                 }
             }
         });
+        // Reservations begin and end on slot boundaries, not on the
+        // scheduling interval: wake at each boundary to bind the new slot.
+        let slot_shared = shared.clone();
+        let slot_clock = tokio::spawn(async move {
+            let Some(len) = slot_len else { return };
+            let len_us = u64::try_from(len.as_micros()).unwrap_or(u64::MAX).max(1);
+            loop {
+                let t = now().as_micros();
+                // A little past the boundary, so the slot has begun.
+                let left = len_us - t % len_us + 1_000;
+                tokio::select! {
+                    _ = tokio::time::sleep(std::time::Duration::from_micros(left)) => {}
+                    _ = slot_halt.wait_for(|h| *h) => break,
+                }
+                let t = now();
+                slot_shared.pool().with_partition(t, |_| ());
+                slot_shared.save_partition_if_dirty().await;
+            }
+        });
         let _ = stop_rx.await;
         let _ = halt_tx.send(true);
+        let _ = slot_clock.await;
         let _ = scheduler.await;
         let _ = dash_sampler.await;
         let served = server.await;
@@ -664,6 +772,7 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
         if !shared.save_claims(serial, claims).await {
             tracing::error!("could not write claims.json");
         }
+        shared.save_partition_if_dirty().await;
         save(state, dir).await?;
         match served {
             Ok(Ok(())) => Ok(()),

@@ -372,14 +372,15 @@ fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
 /// account: files it creates go to the state directory's owner, so the
 /// coordinator can still read them. Best effort: without privilege the
 /// files are ours already, and chown fails harmlessly.
-fn give_to_dir_owner(path: &Path) {
+pub(crate) fn give_to_dir_owner(path: &Path) {
     use std::os::unix::fs::MetadataExt;
     let Some(dir) = path.parent() else { return };
-    let (Ok(d), Ok(f)) = (std::fs::metadata(dir), std::fs::metadata(path)) else {
+    let (Ok(d), Ok(f)) = (std::fs::metadata(dir), std::fs::symlink_metadata(path)) else {
         return;
     };
     if (d.uid(), d.gid()) != (f.uid(), f.gid()) {
-        let _ = std::os::unix::fs::chown(path, Some(d.uid()), Some(d.gid()));
+        // lchown: a link planted in the directory moves nothing elsewhere.
+        let _ = std::os::unix::fs::lchown(path, Some(d.uid()), Some(d.gid()));
     }
 }
 

@@ -19,6 +19,14 @@ pub const MAX_DAGS: usize = 12;
 pub const MAX_GUESTS: usize = 1024;
 /// Longest reason text carried (longer ones are cut).
 pub const MAX_REASON: usize = 200;
+/// Jobs whose recent history is carried at most (the dashboard's link
+/// from a job to its history): the home's running and suspended jobs,
+/// newest first, and those of [`StationSummary::recent`].
+pub const MAX_TRAILS: usize = 24;
+/// Events carried per job at most (its newest).
+pub const MAX_TRAIL_EVENTS: usize = 8;
+/// Longest event detail carried in a trail.
+pub const MAX_TRAIL_DETAIL: usize = 120;
 
 /// [`crate::wire::StationAd::summary`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -30,6 +38,30 @@ pub struct StationSummary {
     /// As a host: each guest's eviction-ladder state (`running`,
     /// `lingering`, `suspended`, …), as `GET /v1/guests` shows it.
     pub guests: Vec<GuestLadder>,
+    /// As a home: the newest events of the jobs the dashboard shows, so a
+    /// job links to its history without anyone reading the home's queue.
+    pub trails: Vec<JobTrail>,
+}
+
+/// The newest events of one of the home's jobs, oldest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobTrail {
+    pub job: JobId,
+    pub user: String,
+    pub events: Vec<TrailEvent>,
+    /// Events of the job's history left out (older than these).
+    #[serde(default)]
+    pub earlier: u64,
+}
+
+/// One history event in a [`JobTrail`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrailEvent {
+    /// The event's kind (`submitted`, `started`, `evicted`, …).
+    pub kind: String,
+    /// Its detail, cut to [`MAX_TRAIL_DETAIL`] bytes.
+    pub detail: String,
+    pub at_unix: u64,
 }
 
 /// One guest's ladder state on a host.
@@ -100,6 +132,16 @@ impl StationSummary {
         if self.guests.len() > MAX_GUESTS {
             return Err("summary.guests");
         }
+        if self.trails.len() > MAX_TRAILS
+            || self.trails.iter().any(|t| {
+                t.events.len() > MAX_TRAIL_EVENTS
+                    || t.events
+                        .iter()
+                        .any(|e| e.detail.len() > MAX_TRAIL_DETAIL + 4 || e.kind.len() > 32)
+            })
+        {
+            return Err("summary.trails");
+        }
         Ok(())
     }
 }
@@ -128,5 +170,23 @@ mod tests {
         assert!(s.within_bounds().is_ok());
         s.dags = vec![DagProgress::default(); MAX_DAGS + 1];
         assert_eq!(s.within_bounds(), Err("summary.dags"));
+        s.dags.clear();
+        let event = TrailEvent {
+            kind: "started".into(),
+            detail: "x".repeat(MAX_TRAIL_DETAIL),
+            at_unix: 1,
+        };
+        let trail = JobTrail {
+            job: JobId::new(1, 0),
+            user: "u".into(),
+            events: vec![event.clone(); MAX_TRAIL_EVENTS],
+            earlier: 0,
+        };
+        s.trails = vec![trail.clone(); MAX_TRAILS];
+        assert!(s.within_bounds().is_ok());
+        s.trails[0].events.push(event);
+        assert_eq!(s.within_bounds(), Err("summary.trails"));
+        s.trails = vec![trail; MAX_TRAILS + 1];
+        assert_eq!(s.within_bounds(), Err("summary.trails"));
     }
 }

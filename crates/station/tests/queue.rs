@@ -531,3 +531,34 @@ fn a_schema_3_queue_gains_the_current_run() {
         Err(QueueError::NotFound(_))
     ));
 }
+
+#[test]
+fn newest_events_of_a_job_are_its_last_ones_oldest_first_with_the_count() {
+    let (_d, _p, mut q) = temp_queue();
+    let ids = submit_n(&mut q, "alice", 2, t(1));
+    for k in 0..20u64 {
+        q.annotate(
+            ids[0],
+            JobEventKind::Checkpointed,
+            &format!("ck {k}"),
+            t(10 + k),
+        )
+        .unwrap();
+    }
+    q.annotate(ids[1], JobEventKind::Placed, "ws9", t(50))
+        .unwrap();
+    let (ev, total) = q.newest_events_of(ids[0], 8).unwrap();
+    // Submitted plus 20 checkpoints; the newest 8, oldest first.
+    assert_eq!(total, 21);
+    let details: Vec<&str> = ev.iter().map(|e| e.detail.as_str()).collect();
+    assert_eq!(
+        details,
+        (12..20).map(|k| format!("ck {k}")).collect::<Vec<_>>()
+    );
+    assert!(ev.iter().all(|e| e.owner == "alice" && e.job == ids[0]));
+    let (ev, total) = q.newest_events_of(ids[1], 8).unwrap();
+    assert_eq!(total, 2);
+    let kinds: Vec<JobEventKind> = ev.iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, [JobEventKind::Submitted, JobEventKind::Placed]);
+    assert_eq!(q.newest_events_of(JobId::new(99, 0), 8).unwrap().1, 0);
+}

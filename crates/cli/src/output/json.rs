@@ -136,6 +136,9 @@ impl Output for JsonOutput {
         };
         print(&json!({ "already_revoked": already, "record": record }));
     }
+    fn reserve(&self, report: &crate::reserve::Report) {
+        print(report);
+    }
 }
 
 #[cfg(test)]

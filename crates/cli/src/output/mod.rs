@@ -10,6 +10,7 @@
 
 mod format;
 mod json;
+mod reserve;
 mod table;
 
 use gleaner_coordinator::matchmaker::{LicenceUse, StationVerdict};
@@ -190,6 +191,8 @@ pub trait Output {
     fn tokens(&self, tokens: &[TokenRecord], now_secs: u64);
     /// `glean token revoke`.
     fn token_revoked(&self, outcome: &RevokeOutcome);
+    /// `glean reserve`.
+    fn reserve(&self, report: &crate::reserve::Report);
 }
 
 /// The renderer for this invocation.

@@ -420,6 +420,10 @@ impl Output for TableOutput {
             }
         }
     }
+
+    fn reserve(&self, report: &crate::reserve::Report) {
+        super::reserve::render(report);
+    }
 }
 
 /// A record's role as listed: a one-time join token is "join".

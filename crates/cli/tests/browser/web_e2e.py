@@ -170,6 +170,29 @@ def main():
         if dash.evaluate("performance.getEntriesByType('navigation').length") != loads_before:
             fail("the dashboard reloaded")
 
+        # 2b. A job links to its history: clicked, its panel lists the
+        # newest events its home carries in its ad, oldest first, from its
+        # submission to its placement on the station it is shown on.
+        job, (station, _) = sorted(shown.items())[0]
+        t0 = time.monotonic()
+        dash.click(f'[data-station="{station}"] li[data-job="{job}"] a')
+        trail = f'#job ol.trail[data-job="{job}"]'
+        try:
+            dash.wait_for_selector(f'{trail} li[data-kind="started"]', timeout=15000)
+        except Exception:
+            fail(f"the panel of {job} shows no history: {dash.inner_text('#job')!r}")
+        OUT["job_history_shown_secs"] = round(time.monotonic() - t0, 2)
+        events = dash.eval_on_selector_all(f"{trail} li", "els => els.map(e => [e.dataset.kind, e.textContent])")
+        kinds = [k for k, _ in events]
+        if kinds[:1] != ["submitted"] or ("placed" in kinds and kinds.index("placed") > kinds.index("started")):
+            fail(f"history of {job} out of order or incomplete: {events}")
+        if not any(k in ("placed", "started") and station in text for k, text in events):
+            fail(f"history of {job} does not say it went to {station}: {events}")
+        OUT["job_history"] = kinds
+        dash.click("#job button.close")
+        if dash.evaluate("performance.getEntriesByType('navigation').length") != loads_before:
+            fail("the dashboard reloaded")
+
         # 3. An owner returns: the station turns owner-active within 2 s.
         host = sorted(set(s for s, _ in shown.values()))[0]
         t0 = time.monotonic()

@@ -73,6 +73,26 @@ pub struct Recent {
     pub at_ms: u64,
 }
 
+/// A job's newest events as its home sent them (the job panel's link to
+/// its history).
+#[derive(Serialize, PartialEq)]
+pub struct Trail {
+    /// The job's home.
+    pub station: String,
+    pub job: String,
+    pub user: String,
+    pub events: Vec<TrailEvent>,
+    /// Older events kept on the home only.
+    pub earlier: u64,
+}
+
+#[derive(Serialize, PartialEq)]
+pub struct TrailEvent {
+    pub kind: String,
+    pub detail: String,
+    pub at_ms: u64,
+}
+
 /// One DAG's progress, with its home.
 #[derive(Serialize, PartialEq)]
 pub struct Dag {
@@ -91,6 +111,7 @@ pub struct Dashboard {
     pub recent: Vec<Recent>,
     pub dags: Vec<Dag>,
     pub updown: Vec<super::history::Snapshot>,
+    pub trails: Vec<Trail>,
 }
 
 fn state_name(s: OwnerState) -> &'static str {
@@ -110,6 +131,7 @@ pub fn build(v: &PoolView, h: &History, now_ms: u64) -> Dashboard {
         .collect();
     let mut stations = Vec::new();
     let (mut users, mut recent, mut dags) = (Vec::new(), Vec::new(), Vec::new());
+    let mut trails = Vec::new();
     for e in &v.ads.stations {
         let ad = &e.ad;
         let summary = ad.summary.clone().unwrap_or_default();
@@ -175,6 +197,23 @@ pub fn build(v: &PoolView, h: &History, now_ms: u64) -> Dashboard {
             station: ad.name.clone(),
             progress: d.clone(),
         }));
+        trails.extend(summary.trails.iter().map(|t| {
+            Trail {
+                station: ad.name.clone(),
+                job: t.job.to_string(),
+                user: t.user.clone(),
+                earlier: t.earlier,
+                events: t
+                    .events
+                    .iter()
+                    .map(|e| TrailEvent {
+                        kind: e.kind.clone(),
+                        detail: e.detail.clone(),
+                        at_ms: e.at_unix * 1000,
+                    })
+                    .collect(),
+            }
+        }));
     }
     stations.sort_by(|a, b| a.name.cmp(&b.name));
     users.sort_by(|a, b| (&a.user, &a.station).cmp(&(&b.user, &b.station)));
@@ -189,6 +228,7 @@ pub fn build(v: &PoolView, h: &History, now_ms: u64) -> Dashboard {
         recent,
         dags,
         updown: h.updown.iter().skip(skip).cloned().collect(),
+        trails,
     }
 }
 
@@ -224,7 +264,7 @@ mod tests {
     use crate::matchmaker::AdEntry;
     use gleaner_core::time::Time;
     use gleaner_proto::job::JobId;
-    use gleaner_proto::summary::{GuestLadder, StationSummary, UserQueue};
+    use gleaner_proto::summary::{GuestLadder, JobTrail, StationSummary, UserQueue};
     use gleaner_proto::wire::{GuestInfo, StationAd, UserPrioEntry};
 
     fn ad(name: &str, state: OwnerState) -> StationAd {
@@ -260,6 +300,16 @@ mod tests {
                 },
                 home: "home1".into(),
                 state: "lingering".into(),
+            }],
+            trails: vec![JobTrail {
+                job: JobId::new(7, 0),
+                user: "bob".into(),
+                events: vec![gleaner_proto::summary::TrailEvent {
+                    kind: "started".into(),
+                    detail: "on ws2".into(),
+                    at_unix: 100,
+                }],
+                earlier: 3,
             }],
             ..Default::default()
         });
@@ -300,6 +350,16 @@ mod tests {
         assert_eq!(s.guests[0].since_ms, 5000);
         assert_eq!(s.owner_periods, vec![[150_000, 160_000]]);
         assert_eq!(d.users[0].oldest_wait_secs, Some(60));
+        // A job's trail, under its home's name, times in milliseconds.
+        let t = &d.trails[0];
+        assert_eq!(
+            (t.station.as_str(), t.job.as_str(), t.earlier),
+            ("ws1", "7.0", 3)
+        );
+        assert_eq!(
+            (t.events[0].kind.as_str(), t.events[0].at_ms),
+            ("started", 100_000)
+        );
         // Time alone changes nothing worth a push; a new change does.
         assert!(!d.differs(&build(&view, &h, 170_000)));
         h.observe("ws1", OwnerState::Av, 171_000);

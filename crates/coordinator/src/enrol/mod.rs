@@ -82,6 +82,12 @@ pub fn init(o: &InitOptions) -> Result<InitOutcome, PkiError> {
         let chain = format!("{c}{}", ca_signer.ca_pem());
         creds::write_atomic(&cert, chain.as_bytes(), 0o644).map_err(io(&cert))?;
     }
+    // Run as root beside a coordinator that runs as its own account (the
+    // package's `gleaner`): what it made goes to the state directory's
+    // owner, or the coordinator could not read its own keys.
+    for p in [&signing_key_path(d), &public_key, &ca, &ca_key, &cert, &key] {
+        crate::tokens::give_to_dir_owner(p);
+    }
     let fp = gleaner_edge::tls::PoolCa::load(&o.pool, &ca)
         .map_err(|e| PkiError::Invalid(e.to_string()))?
         .fingerprint();

@@ -38,6 +38,8 @@ mod destinations;
 mod effects;
 mod event_pass;
 mod ledger;
+pub mod partition;
+mod partition_placing;
 mod placing;
 
 pub use claims::{ClaimFacts, ClaimMinter, Minted, UnsignedClaims};
@@ -190,6 +192,11 @@ pub struct Pool {
     ads_seen: u64,
     /// Owner-state changes seen in kept ads: to AV, to NA (`/metrics`).
     transitions: (u64, u64),
+    /// The reservation coordinator role (`[reservations]`), if configured.
+    partition: Option<partition::Partition>,
+    /// Guests asked to leave a reserved station, until when the request
+    /// stands (so it is not repeated every pass).
+    evicting: BTreeMap<(StationId, gleaner_proto::guest_key::GuestKey), Time>,
 }
 
 impl Pool {
@@ -226,6 +233,8 @@ impl Pool {
             used_unseen: HashMap::new(),
             ads_seen: 0,
             transitions: (0, 0),
+            partition: None,
+            evicting: BTreeMap::new(),
         };
         // Ids are dense and were validated on load: entry k has id k.
         for entry in &restored.stations {
@@ -246,7 +255,7 @@ impl Pool {
         seed: u64,
         now: Time,
     ) -> Result<Self, crate::CoordinatorError> {
-        Ok(Pool::new(
+        let pool = Pool::new(
             config.timing()?,
             minter,
             &config.allocator,
@@ -254,7 +263,16 @@ impl Pool {
             &FairnessState::default(),
             now,
         )
-        .with_licences(&config.licences, &ClaimsState::default(), now))
+        .with_licences(&config.licences, &ClaimsState::default(), now);
+        // A `[reservations]` section runs the same reservation role here as
+        // in the daemon.
+        Ok(match &config.reservations {
+            Some(rc) => pool.with_partition(
+                partition::Partition::new(rc, seed, None)
+                    .map_err(|e| crate::CoordinatorError::Config(e.to_string()))?,
+            ),
+            None => pool,
+        })
     }
 
     /// Sets the licence limits and restores the claims persisted before a
@@ -502,6 +520,7 @@ impl Pool {
             // A claim used by a guest that has ended already frees its node.
             event |= self.settle_claims(id) && self.free_on(id) > 0;
             self.sync_free(id);
+            self.partition_observe(id, now);
             self.settle_reservations(id, now, out);
             let demand_event = self.timing.pass_on_demand
                 && more_demand
@@ -572,12 +591,14 @@ impl Pool {
             }
             self.reservations
                 .take_unless(|r| r.host != id && r.to != id);
+            self.partition_forget(id);
         }
         for h in self.claims.retain(|c| c.expires > now) {
             self.sync_free(h);
         }
         self.reservations.take_unless(|r| r.deadline > now);
         self.embargoes.retain(|_, e| e.active(now));
+        self.serve_partition(now, out);
         let snap = self.snapshot(now);
         self.policy.alloc().on_interval(&snap.view());
         // This pass serves any event still waiting for the gap.
@@ -711,3 +732,6 @@ mod event_tests;
 
 #[cfg(test)]
 mod same_id_tests;
+
+#[cfg(test)]
+mod partition_tests;

@@ -134,11 +134,27 @@ impl Pool {
                 let order = by_sigma.get_or_insert_with(|| self.sigma_order(only));
                 order.iter().find_map(|&(_, h)| {
                     let c = self.candidate(h, pass, now)?;
-                    fit::fits(job, &c.fit, &book, unix).then_some(h)
+                    (self.partition_allows(h, Some(&job.class.owner))
+                        && fit::fits(job, &c.fit, &book, unix))
+                    .then_some(h)
                 })
             } else {
                 let (ids, hosts) = all.get_or_insert_with(|| self.candidates(only, pass, now));
-                matchmaker::best_host(job, hosts, &book, unix).map(|j| ids[j])
+                if self.partition.is_some() {
+                    // Only the hosts the reservations leave to this owner.
+                    let ok: Vec<StationId> = ids
+                        .iter()
+                        .copied()
+                        .filter(|&h| self.partition_allows(h, Some(&job.class.owner)))
+                        .collect();
+                    let cands: Vec<Candidate<'_>> = ok
+                        .iter()
+                        .filter_map(|&h| self.candidate(h, pass, now))
+                        .collect();
+                    matchmaker::best_host(job, &cands, &book, unix).map(|j| ok[j])
+                } else {
+                    matchmaker::best_host(job, hosts, &book, unix).map(|j| ids[j])
+                }
             };
             if let Some(h) = found {
                 return Some((i, h));
@@ -207,7 +223,7 @@ impl Pool {
             return false;
         };
         if k.jobs.is_empty() {
-            return true;
+            return self.partition_allows(host, None);
         }
         let view = HostView::of_ad(
             &h.ad,
@@ -216,9 +232,11 @@ impl Pool {
             self.embargoed(host, now, Pass::Regular),
         );
         let unix = Self::unix(now);
-        k.jobs
-            .iter()
-            .any(|job| self.class_left(home, job) > 0 && fit::could_fit(job, &view, book, unix))
+        k.jobs.iter().any(|job| {
+            self.class_left(home, job) > 0
+                && self.partition_allows(host, Some(&job.class.owner))
+                && fit::could_fit(job, &view, book, unix)
+        })
     }
 
     /// The allocator's input, and what each node id stands for.
@@ -311,12 +329,16 @@ impl Pool {
 
     /// One allocation pass on a capacity event.
     pub(super) fn allocate_pass(&mut self, now: Time, out: &mut Outbox) {
+        // Reserved stations first: their holders' jobs, before the
+        // allocator hands the rest out (Mutka 1988 L974).
+        self.serve_partition(now, out);
         let snap = self.snapshot(now);
         self.allocate_with(snap, now, out);
     }
 
-    /// Runs the allocator on `snap`, applies its decisions, then the
-    /// progress guarantee.
+    /// Runs the allocator on `snap` (taken after the reservation step,
+    /// [`Pool::serve_partition`]), applies its decisions, then the progress
+    /// guarantee.
     pub(super) fn allocate_with(&mut self, snap: Snapshot, now: Time, out: &mut Outbox) {
         if snap.demands.iter().any(|d| d.waiting > 0) {
             self.passes += 1;
@@ -541,6 +563,11 @@ impl Pool {
     ) -> bool {
         let legacy = self.stations.get(&to).is_none_or(|k| k.jobs.is_empty());
         if legacy {
+            // A home without job classes cannot show whose jobs it would
+            // place: only unreserved hosts.
+            if !self.partition_allows(node_host, None) {
+                return false;
+            }
             return self.grant(node_host, to, None, Vec::new(), now, out);
         }
         match self.choose(to, restrict.then_some(node_host), pass, now) {

@@ -68,7 +68,8 @@ pub struct Replaced<K> {
 
 /// The machines serving one slot's reservations, kept up to date as owners
 /// come and go. Pure: the caller passes the current AV stations.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Serialisable, so a coordinator keeps the hour's binding across restarts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Binding<K: Ord> {
     rule: ReplacementRule,
     /// Station → reservation it serves.

@@ -1,14 +1,15 @@
 //! The home's part of the station's dashboard summary
 //! ([`StationSummary`]): per-user queues and waits, the newest evictions
-//! and holds with their reasons, DAG progress. Bounded whatever the queue
-//! holds (`gleaner_proto::summary`'s limits).
+//! and holds with their reasons, DAG progress, and the newest events of
+//! the jobs the dashboard shows (its link from a job to its history).
+//! Bounded whatever the queue holds (`gleaner_proto::summary`'s limits).
 
 use super::Home;
 use super::dagman::status as dag_status;
-use gleaner_proto::job::{JobEventKind, JobStateKind};
+use gleaner_proto::job::{JobEventKind, JobId, JobStateKind};
 use gleaner_proto::summary::{
-    DagProgress, MAX_DAGS, MAX_REASON, MAX_RECENT, MAX_USERS, RecentEvent, StationSummary,
-    UserQueue, cut,
+    DagProgress, JobTrail, MAX_DAGS, MAX_REASON, MAX_RECENT, MAX_TRAIL_DETAIL, MAX_TRAIL_EVENTS,
+    MAX_TRAILS, MAX_USERS, RecentEvent, StationSummary, TrailEvent, UserQueue, cut,
 };
 use std::collections::BTreeMap;
 
@@ -48,7 +49,7 @@ impl Home {
         let mut users: Vec<UserQueue> = users.into_values().collect();
         users.sort_by_key(|u| std::cmp::Reverse(u.idle + u.running + u.suspended + u.held));
         users.truncate(MAX_USERS);
-        let recent = q
+        let recent: Vec<RecentEvent> = q
             .recent_events(&[JobEventKind::Evicted, JobEventKind::Held], MAX_RECENT)
             .unwrap_or_default()
             .into_iter()
@@ -83,11 +84,52 @@ impl Home {
         // Running DAGs first, then the newest.
         dags.sort_by_key(|d| (d.state != "running", std::cmp::Reverse(d.id)));
         dags.truncate(MAX_DAGS);
+        let trails = trails(&q, &recent);
         StationSummary {
             users,
             recent,
             dags,
             guests: Vec::new(),
+            trails,
         }
     }
+}
+
+/// The newest events of the jobs the dashboard shows from this home:
+/// those of its recent evictions and holds, then its running and
+/// suspended jobs, newest first ([`MAX_TRAILS`] jobs at most).
+fn trails(q: &crate::queue::JobQueue, recent: &[RecentEvent]) -> Vec<JobTrail> {
+    let mut jobs: Vec<JobId> = Vec::new();
+    let running = q.running_jobs().unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "summary: cannot list running jobs");
+        Vec::new()
+    });
+    let newest_running = running.iter().rev().map(|(id, _)| *id);
+    for id in recent.iter().map(|r| r.job).chain(newest_running) {
+        if jobs.len() == MAX_TRAILS {
+            break;
+        }
+        if !jobs.contains(&id) {
+            jobs.push(id);
+        }
+    }
+    jobs.into_iter()
+        .filter_map(|id| {
+            let (events, total) = q.newest_events_of(id, MAX_TRAIL_EVENTS).ok()?;
+            let user = events.first()?.owner.clone();
+            Some(JobTrail {
+                job: id,
+                user,
+                earlier: total.saturating_sub(events.len() as u64),
+                events: events
+                    .into_iter()
+                    .map(|e| TrailEvent {
+                        kind: e.kind.name().to_string(),
+                        detail: cut(&e.detail, MAX_TRAIL_DETAIL),
+                        at_unix: secs(e.at),
+                    })
+                    .collect(),
+            })
+        })
+        .collect()
 }

@@ -21,8 +21,13 @@
 //! 4. optional PID namespace: `unshare(CLONE_NEWPID)` then `fork()`; the
 //!    grandchild is PID 1 of the new namespace and execs the program, the
 //!    intermediate child (the waiter) drops to the guest user too, closes
-//!    every descriptor and only waits and relays the exit status (what
-//!    `unshare --pid --fork` does). Own PID namespace makes CRIU restores
+//!    every descriptor but the daemon's lifeline and only waits and relays
+//!    the exit status (what `unshare --pid --fork` does). When the daemon
+//!    dies, however it dies (SIGKILL included), the lifeline reads
+//!    end-of-file and the waiter kills the namespace's first process,
+//!    which takes the whole namespace with it: a guest never runs on
+//!    unsupervised, past its owner's return, nor finishes unseen while its
+//!    job is requeued (HTCondor's starter likewise takes its job with it). Own PID namespace makes CRIU restores
 //!    PID-clash-free (platform.md §2.3); `setsid` is repeated inside the
 //!    namespace because CRIU refuses a session leader outside it. The
 //!    namespace init ignores SIGTERM from outside (platform §2.3): stop
@@ -332,6 +337,32 @@ struct ChildPlan {
     /// `RLIMIT_NPROC` (soft and hard) before dropping to `user`.
     max_processes: Option<libc::rlim_t>,
     no_new_privs: bool,
+    /// With `pid_ns`: the read end of [`lifeline`] (-1: none).
+    lifeline: i32,
+}
+
+/// The read end of a pipe whose write end this daemon alone keeps open
+/// (both close-on-exec, so no program it starts inherits them): it reads
+/// end-of-file only once the daemon is gone. `None` if no pipe could be
+/// made (guests then outlive a crash until the next start kills them,
+/// `host::leftovers`).
+fn lifeline() -> Option<i32> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    static LIFELINE: std::sync::OnceLock<Option<(OwnedFd, OwnedFd)>> = std::sync::OnceLock::new();
+    LIFELINE
+        .get_or_init(|| {
+            let mut fds = [0; 2];
+            // SAFETY: pipe2 fills the two-element array.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+                tracing::warn!(error = %std::io::Error::last_os_error(),
+                    "no lifeline pipe: a guest may outlive a crash of this daemon until its restart");
+                return None;
+            }
+            // SAFETY: two fresh descriptors, owned from here on.
+            Some(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+        })
+        .as_ref()
+        .map(|(read, _)| read.as_raw_fd())
 }
 
 /// The shared scratch directories a confined guest gets a private tmpfs
@@ -380,13 +411,14 @@ unsafe fn drop_to(u: GuestUser, own_group: bool) -> std::io::Result<()> {
 }
 
 /// The waiter of a PID namespace: wait for `child` (the namespace's first
-/// process) and exit with its status. Closes every descriptor first,
-/// including std's exec-status pipe: the parent then learns the outcome
-/// from the grandchild's exec alone.
+/// process) and exit with its status. Closes every descriptor first but
+/// `lifeline`, including std's exec-status pipe: the parent then learns
+/// the outcome from the grandchild's exec alone. Kills `child` when the
+/// lifeline reads end-of-file (the daemon died).
 ///
 /// # Safety
 /// Forked child only.
-unsafe fn ns_waiter(child: libc::pid_t, user: Option<GuestUser>) -> ! {
+unsafe fn ns_waiter(child: libc::pid_t, user: Option<GuestUser>, lifeline: i32) -> ! {
     // SAFETY: raw syscalls on stack data.
     unsafe {
         if let Some(u) = user
@@ -395,7 +427,18 @@ unsafe fn ns_waiter(child: libc::pid_t, user: Option<GuestUser>) -> ! {
             libc::kill(child, libc::SIGKILL);
             libc::_exit(127);
         }
-        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        match u32::try_from(lifeline) {
+            Ok(keep) => {
+                if keep > 0 {
+                    libc::syscall(libc::SYS_close_range, 0u32, keep - 1, 0u32);
+                }
+                libc::syscall(libc::SYS_close_range, keep + 1, u32::MAX, 0u32);
+                watch_lifeline(child, lifeline);
+            }
+            Err(_) => {
+                libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+            }
+        }
         let mut status = 0;
         loop {
             let r = libc::waitpid(child, &mut status, 0);
@@ -407,6 +450,53 @@ unsafe fn ns_waiter(child: libc::pid_t, user: Option<GuestUser>) -> ! {
             }
         }
         libc::_exit(status_code(status))
+    }
+}
+
+/// Returns when `child` has exited or, once the lifeline reads
+/// end-of-file, has been sent SIGKILL (its exit is then waited for by the
+/// caller). Returns at once without a pidfd (kernels before 5.3): the
+/// waiter then only waits, as before.
+///
+/// # Safety
+/// Forked child only.
+unsafe fn watch_lifeline(child: libc::pid_t, lifeline: i32) {
+    // SAFETY: raw syscalls on stack data.
+    unsafe {
+        let pidfd = libc::syscall(libc::SYS_pidfd_open, child, 0u32);
+        let Ok(pidfd) = i32::try_from(pidfd) else {
+            return;
+        };
+        if pidfd < 0 {
+            return;
+        }
+        loop {
+            let mut fds = [
+                libc::pollfd {
+                    fd: pidfd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: lifeline,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            if libc::poll(fds.as_mut_ptr(), 2, -1) < 0 {
+                if *libc::__errno_location() == libc::EINTR {
+                    continue;
+                }
+                return;
+            }
+            if fds[0].revents != 0 {
+                return;
+            }
+            if fds[1].revents != 0 {
+                libc::kill(child, libc::SIGKILL);
+                return;
+            }
+        }
     }
 }
 
@@ -554,7 +644,7 @@ unsafe fn child_setup(
         match libc::fork() {
             -1 => return Err(last_err()),
             0 => {}
-            child => ns_waiter(child, plan.user),
+            child => ns_waiter(child, plan.user, plan.lifeline),
         }
         // PID 1 of the new namespace. A /proc of this namespace can only be
         // mounted from inside it, and only while still root.
@@ -675,6 +765,11 @@ impl GuestLauncher {
             },
             max_processes: policy.and_then(|p| p.max_processes),
             no_new_privs: spec.no_new_privs,
+            lifeline: if spec.pid_namespace || ns {
+                lifeline().unwrap_or(-1)
+            } else {
+                -1
+            },
         };
         let pidfile = match &spec.restore_pidfile {
             Some(p) => {

@@ -1,6 +1,6 @@
 //! Reads for the station's dashboard summary (`home::summary`): per-owner
-//! counts with the oldest idle submission, and the newest evictions and
-//! holds. Each is one bounded query.
+//! counts with the oldest idle submission, the newest evictions and
+//! holds, and a job's newest events. Each is one bounded query.
 
 use super::rows::time_from;
 use super::{JobQueue, Result};
@@ -109,5 +109,47 @@ impl JobQueue {
             });
         }
         Ok(out)
+    }
+
+    /// The newest `limit` events of job `id`, oldest first, and how many
+    /// it has in all: walks its events backwards on the `events_by_job`
+    /// index, so a long history costs no more than a short one.
+    pub fn newest_events_of(&self, id: JobId, limit: usize) -> Result<(Vec<OwnedEvent>, u64)> {
+        let cluster = i64::try_from(id.cluster).unwrap_or(i64::MAX);
+        let total: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM events WHERE cluster = ?1 AND proc = ?2",
+            params![cluster, id.proc],
+            |r| r.get(0),
+        )?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT e.kind, e.detail, e.at, j.owner FROM events e \
+             JOIN jobs j ON j.cluster = e.cluster AND j.proc = e.proc \
+             WHERE e.cluster = ?1 AND e.proc = ?2 ORDER BY e.seq DESC LIMIT ?3",
+        )?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = stmt.query_map(params![cluster, id.proc, limit], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (kind, detail, at, owner) = row?;
+            let Some(kind) = JobEventKind::from_name(&kind) else {
+                continue;
+            };
+            out.push(OwnedEvent {
+                job: id,
+                owner,
+                kind,
+                detail,
+                at: time_from(at),
+            });
+        }
+        out.reverse();
+        Ok((out, u64::try_from(total).unwrap_or(0)))
     }
 }

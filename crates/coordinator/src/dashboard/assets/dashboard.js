@@ -78,7 +78,8 @@
   }
 
   // What the coordinator knows of a job: where it runs, its evictions and
-  // holds; its full history is on its home (glean history / glean q -l).
+  // holds, and its newest events as its home's ad carries them (bounded:
+  // the whole history stays on its home, glean q -l / glean history).
   function showJob(home, job) {
     openJob = [home, job];
     renderJob();
@@ -91,15 +92,22 @@
     const running = p.stations.flatMap(s => s.guests.filter(g => g.job === job && g.home === home)
       .map(g => ({ host: s.name, g })));
     const events = p.recent.filter(r => r.station === home && r.job === job);
+    const trail = (p.trails || []).find(t => t.station === home && t.job === job);
     replace(panel,
       el("button", { class: "close", onclick: () => { openJob = null; panel.hidden = true; }, "aria-label": "close" }, "×"),
       el("h3", {}, `Job ${job} of ${home}`),
       running.length ? running.map(({ host, g }) => el("p", {}, `Runs on ${host} as ${g.owner}, ${g.state}, since ${when(g.since_ms)}.`))
         : el("p", { class: "note" }, "Not running on any host now."),
+      el("h4", {}, "History"),
+      trail ? el("ol", { class: "trail", "data-job": job, "data-home": home },
+        trail.events.map(e => el("li", { "data-kind": e.kind },
+          `${when(e.at_ms)} ${e.kind}${e.detail ? ": " + e.detail : ""}`)))
+        : el("p", { class: "note" }, "not in its home's latest summary (it carries running jobs and recent evictions and holds)"),
+      trail && trail.earlier ? el("p", { class: "note" }, `${trail.earlier} earlier event(s) on ${home}.`) : null,
       el("h4", {}, "Evictions and holds seen lately"),
       events.length ? el("ul", {}, events.map(e => el("li", {}, `${when(e.at_ms)} ${e.kind}: ${e.reason}`)))
         : el("p", { class: "note" }, "none in the home's recent list"),
-      el("p", { class: "note" }, "Its whole history is kept on its home: ",
+      el("p", { class: "note" }, "Its whole history and output are kept on its home: ",
         el("code", {}, `glean q -l ${job}`), " or ", el("code", {}, `glean history`), ` on ${home}.`));
     panel.hidden = false;
   }
