@@ -196,7 +196,7 @@ pub struct Pool {
     partition: Option<partition::Partition>,
     /// Guests asked to leave a reserved station, until when the request
     /// stands (so it is not repeated every pass).
-    evicting: BTreeMap<(StationId, gleaner_proto::job::JobId), Time>,
+    evicting: BTreeMap<(StationId, gleaner_proto::guest_key::GuestKey), Time>,
 }
 
 impl Pool {
@@ -731,7 +731,7 @@ mod match_tests;
 mod event_tests;
 
 #[cfg(test)]
-mod partition_tests;
+mod same_id_tests;
 
 #[cfg(test)]
-mod same_id_tests;
+mod partition_tests;

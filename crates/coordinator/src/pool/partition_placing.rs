@@ -129,11 +129,7 @@ impl Pool {
                         host,
                         g.home.clone(),
                         g.job,
-                        k.ad.claim_of(&gleaner_proto::guest_key::GuestKey::new(
-                            g.home.clone(),
-                            g.job,
-                        ))
-                        .map(str::to_string),
+                        k.ad.claim_of(&g.key()).map(str::to_string),
                         why,
                     ));
                 }
@@ -159,7 +155,10 @@ impl Pool {
             }
         }
         for (host, home, job, claim, reason) in victims {
-            if self.evicting.contains_key(&(host, job)) {
+            // A guest is its home's job: another home's job of the same id
+            // on this host is another guest.
+            let guest = gleaner_proto::guest_key::GuestKey::new(home.clone(), job);
+            if self.evicting.contains_key(&(host, guest.clone())) {
                 continue;
             }
             let host_name = self.name(host).to_string();
@@ -174,7 +173,7 @@ impl Pool {
                 },
             });
             self.evicting
-                .insert((host, job), now + self.timing.preempt_timeout);
+                .insert((host, guest), now + self.timing.preempt_timeout);
         }
     }
 
