@@ -725,13 +725,26 @@ fn home_station_sigkill_loses_no_job_and_keeps_finished_output() {
     std::thread::sleep(Duration::from_millis(500));
     pool.stations[0].start();
 
+    // The queue before the history: a job that finishes between the two
+    // reads is then in one of them (the other order could miss it).
     let (h, q) = wait_for(&pool, 30, "the restarted station's queue", || {
-        Some((alice.jobs("history")?, alice.jobs("q")?))
+        let q = alice.jobs("q")?;
+        Some((alice.jobs("history")?, q))
     });
     let mut ids: BTreeSet<String> = h.iter().map(|j| j.id.to_string()).collect();
     ids.extend(q.iter().map(|j| j.id.to_string()));
     for j in queued.iter().chain(&finished) {
-        assert!(ids.contains(&j.id.to_string()), "job {} lost", j.id);
+        assert!(
+            ids.contains(&j.id.to_string()),
+            "job {} lost: history {:?}, queue {:?}",
+            j.id,
+            h.iter()
+                .map(|j| (j.id.to_string(), j.state.clone()))
+                .collect::<Vec<_>>(),
+            q.iter()
+                .map(|j| (j.id.to_string(), j.state.clone()))
+                .collect::<Vec<_>>()
+        );
     }
     assert_eq!(ids.len(), 13, "{ids:?}");
     assert!(h.len() >= finished.len(), "history shrank");

@@ -325,13 +325,20 @@ fn hybrid_picks_v1_controllers_and_v2_core_files() {
         m.controller_root(Controller::Freezer),
         Some((unified.clone(), true))
     );
+    // CPU usage from v1's cpuacct: the v2 cpu.stat counts for sure only
+    // with the v2 cpu controller, which this layout does not have.
     assert_eq!(
         m.controller_root(Controller::Usage),
-        Some((unified.clone(), true))
+        Some((base.join("cpuacct"), false))
     );
     assert_eq!(
         m.roots(),
-        &[unified.clone(), base.join("cpu"), base.join("memory")]
+        &[
+            unified.clone(),
+            base.join("cpu"),
+            base.join("memory"),
+            base.join("cpuacct")
+        ]
     );
     let g = m.create("j").unwrap();
     g.add_pid(FAKE_PID).unwrap();
@@ -347,7 +354,7 @@ fn hybrid_picks_v1_controllers_and_v2_core_files() {
     assert_eq!(read(unified.join("gleaner/j/cgroup.freeze")), "1");
     // The v1 freezer is not touched.
     assert_eq!(read(base.join("freezer/gleaner/j/freezer.state")), "THAWED");
-    assert_eq!(g.cpu_usage().unwrap(), Duration::from_micros(42));
+    assert_eq!(g.cpu_usage().unwrap(), Duration::from_nanos(123_456_789));
 
     // Forcing the v1 freezer on the same layout.
     let mut c = quick(CgroupLayout::Hybrid {

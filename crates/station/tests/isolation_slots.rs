@@ -972,7 +972,15 @@ fn slots_are_exclusive_and_a_busy_slot_is_not_leased() {
     assert_eq!(c.slot().unwrap().name, slots[0].name, "freed slot reused");
     b.release(REAP_TIMEOUT).unwrap();
 
-    // A process of slot 2 that outlived its lease (started here by hand).
+    // A process of slot 2 that outlived a lease of another station on this
+    // machine (started here by hand). That station's lease rewrote the
+    // slot's lock marker, so this pool's proof that the slot was left
+    // empty no longer holds and the lease scans /proc.
+    std::fs::write(
+        format!("/run/gleaner-slots/{}.lock", slots[1].name),
+        "leased by another station",
+    )
+    .unwrap();
     let tmp = shared_tempdir("glbusy");
     let mut spec = GuestSpec::new("/bin/sleep", tmp.path().join("sandbox")).arg("1000");
     spec.user = Some(slots[1].user);
