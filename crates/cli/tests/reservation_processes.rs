@@ -16,11 +16,13 @@
 
 mod common;
 
-use common::{TestKeys, TestOwner, free_port, glean_bin, kill9, socket_line, stop_term};
+use common::{
+    TestKeys, TestOwner, free_port, glean_bin, kill9, socket_line, start_daemon, stop_term,
+};
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 const SLOT_SECS: u64 = 30;
@@ -35,34 +37,7 @@ struct Daemon {
 
 impl Daemon {
     fn start(&mut self) {
-        let out = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .unwrap();
-        let err = out.try_clone().unwrap();
-        let mut child = Command::new(glean_bin())
-            .arg(self.what)
-            .arg("--config")
-            .arg(&self.config)
-            .env("GLEAN_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_err() {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!(
-                    "{} exited at start ({status}):\n{}",
-                    self.what,
-                    std::fs::read_to_string(&self.log).unwrap_or_default()
-                );
-            }
-            assert!(Instant::now() < deadline, "{} did not listen", self.what);
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let child = start_daemon(self.what, &self.config, &self.log, self.addr);
         self.child = Some(child);
     }
 }

@@ -287,3 +287,39 @@ impl UserDirs {
         self.keys.user(self.owner.name())
     }
 }
+
+/// Starts `glean WHAT --config CONFIG` with its output appended to `log`
+/// (each start of the same daemon appends, so a failure shows all runs)
+/// and waits until it listens on `addr`; panics with the log if it exits
+/// first or does not listen within 30 s.
+pub fn start_daemon(what: &str, config: &Path, log: &Path, addr: SocketAddr) -> Child {
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .unwrap();
+    let err = out.try_clone().unwrap();
+    let mut child = Command::new(glean_bin())
+        .arg(what)
+        .arg("--config")
+        .arg(config)
+        .env("GLEAN_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!(
+                "{what} {} exited at start ({status}):\n{}",
+                config.display(),
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        assert!(Instant::now() < deadline, "{what} did not listen on {addr}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
