@@ -16,14 +16,14 @@
 mod common;
 
 use common::{
-    TestKeys, TestOwner, free_port, glean_bin, kill9, socket_line, start_daemon, stop_term,
+    TestKeys, TestOwner, free_port, glean_in, kill9, socket_line, start_daemon, stop_term,
 };
 use gleaner_proto::api::JobInfo;
 use gleaner_proto::job::JobState;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
+use std::process::{Child, Output};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -229,13 +229,7 @@ struct User {
 
 impl User {
     fn glean(&self, args: &[&str]) -> Output {
-        Command::new(glean_bin())
-            .args(args)
-            .env("GLEAN_HOME", &self.home)
-            .env_remove("GLEAN_LOG")
-            .current_dir(&self.work)
-            .output()
-            .unwrap()
+        glean_in(&self.home, &self.work, args)
     }
 
     fn submit(&self, file: &str, text: &str) {

@@ -17,12 +17,12 @@
 mod common;
 
 use common::{
-    TestKeys, TestOwner, free_port, glean_bin, kill9, socket_line, start_daemon, stop_term,
+    TestKeys, TestOwner, free_port, glean_in, kill9, socket_line, start_daemon, stop_term,
 };
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
+use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
 const SLOT_SECS: u64 = 30;
@@ -59,13 +59,7 @@ struct User {
 
 impl User {
     fn glean(&self, args: &[&str]) -> Output {
-        Command::new(glean_bin())
-            .args(args)
-            .env("GLEAN_HOME", &self.home)
-            .env_remove("GLEAN_LOG")
-            .current_dir(&self.work)
-            .output()
-            .unwrap()
+        glean_in(&self.home, &self.work, args)
     }
     fn json(&self, args: &[&str]) -> (bool, serde_json::Value) {
         let out = self.glean(args);

@@ -182,9 +182,12 @@ impl Drop for UpProcess {
 
 /// `glean ARGS` in `dir` with GLEAN_HOME=home.
 pub fn glean_in(home: &Path, dir: &Path, args: &[&str]) -> Output {
+    // No client logs in what a test parses (a daemon's GLEAN_LOG is
+    // set on the daemon's command, never in the test's own environment).
     Command::new(glean_bin())
         .args(args)
         .env("GLEAN_HOME", home)
+        .env_remove("GLEAN_LOG")
         .current_dir(dir)
         .output()
         .unwrap()
