@@ -88,6 +88,10 @@ cpu_pct() {
         printf "%.1f", 100 * t / hz / s }'
 }
 rss_total_mb() { local p t=0; for p in "$@"; do t=$((t + $(rss_kb "$p"))); done; awk -v t="$t" 'BEGIN{printf "%.1f", t/1024}'; }
+# Proportional set size: the daemons share one binary's pages, which RSS
+# counts once per daemon and PSS splits between them.
+pss_kb() { awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup"; }
+pss_total_mb() { local p t=0; for p in "$@"; do t=$((t + $(pss_kb "$p"))); done; awk -v t="$t" 'BEGIN{printf "%.1f", t/1024}'; }
 
 # Percentiles of a list of numbers on stdin: prints "p50 p99 max".
 pctl() { sort -g | awk '{v[NR]=$1} END { if (NR == 0) { print "- - -"; exit }
@@ -96,7 +100,7 @@ pctl() { sort -g | awk '{v[NR]=$1} END { if (NR == 0) { print "- - -"; exit }
 
 # --- the Gleaner pool ----------------------------------------------------
 LAT50="-"; LAT99="-"; TP_SPAN="-"; WALL="-"; TP="-"; Q50="-"; Q99="-"; FAILED="-"
-IDLE_CPU="-"; LOAD_CPU="-"; IDLE_RSS="-"; IDLE_RSS_C="-"; PEAK="-"; PEAK_C="-"
+IDLE_CPU="-"; LOAD_CPU="-"; IDLE_RSS="-"; IDLE_PSS="-"; IDLE_RSS_C="-"; PEAK="-"; PEAK_C="-"
 if [ -z "${SKIP_GLEAN:-}" ]; then
 say "== starting a personal pool of $STATIONS stations in $WORK (glean up)"
 # `glean up` makes the keys and tokens and starts the coordinator and the
@@ -132,6 +136,7 @@ sleep "$IDLE_SECS"
 b=$(snap_ticks "${DAEMONS[@]}"); t1=$(now_s)
 IDLE_CPU=$(cpu_pct "$a" "$b" "$(echo "$t1 - $t0" | bc)")
 IDLE_RSS=$(rss_total_mb "${DAEMONS[@]}")
+IDLE_PSS=$(pss_total_mb "${DAEMONS[@]}")
 IDLE_RSS_C=$(rss_total_mb "$CPID")
 
 history_json() { glean history --json; }
@@ -373,6 +378,7 @@ HyperQueue: $HQ_STATUS
 | daemons' CPU, idle (${IDLE_SECS}s)              | ${IDLE_CPU} % | ${SL_IDLE_CPU} % | - | | |
 | daemons' CPU, during the $JOBS jobs             | ${LOAD_CPU} % | ${SL_LOAD_CPU} % | - | | |
 | daemons' RSS, idle (total)                     | ${IDLE_RSS} MiB (coordinator ${IDLE_RSS_C}) | ${SL_RSS} MiB | - | | |
+| daemons' PSS, idle (total; shared pages split)  | ${IDLE_PSS} MiB | - | - | | |
 | daemons' RSS, peak under load                  | ${PEAK} MiB (coordinator ${PEAK_C}) | ${SL_PEAK} MiB | - | | |
 
 A $BIG_JOBS-job cluster at station0 (Gleaner):

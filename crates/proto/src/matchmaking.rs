@@ -86,6 +86,11 @@ fn fnv(bytes: &[u8]) -> u64 {
 }
 
 impl JobClass {
+    /// The version of [`JobClass::of`]'s key: a queue that stored keys of
+    /// another version computes them again. Change it with `of` or the
+    /// key's hash.
+    pub const KEY_VERSION: i64 = 1;
+
     /// The class of one job (count 1). Like HTCondor's autoclusters, only
     /// the custom attributes that the job's requirements or rank mention
     /// count, so that e.g. `+Index = $(Process)` does not make every job a

@@ -223,6 +223,40 @@ fn illegal_transitions_change_nothing() {
 }
 
 #[test]
+fn a_batch_transition_changes_the_legal_ones_and_leaves_the_rest_untouched() {
+    let (_d, _p, mut q) = temp_queue();
+    let ids = submit_n(&mut q, "a", 4, t(0));
+    q.transition(ids[1], JobState::Running, "", t(1)).unwrap();
+    q.transition(ids[2], JobState::Running, "", t(1)).unwrap();
+    q.transition(ids[2], JobState::Completed { exit_code: 0 }, "", t(2))
+        .unwrap();
+    let done_before = q.get(ids[2]).unwrap().unwrap();
+    let done_events = q.events(ids[2]).unwrap();
+    let mut asked = ids.clone();
+    asked.push(JobId::new(77, 0));
+    let out = q
+        .transition_many(&asked, &JobState::Removed, "removed by a", t(5))
+        .unwrap();
+    assert_eq!(out.len(), 5);
+    // Each outcome names the state the job left.
+    assert_eq!(out[0].as_ref().unwrap(), &JobState::Idle);
+    assert_eq!(out[1].as_ref().unwrap(), &JobState::Running);
+    assert!(matches!(out[2], Err(QueueError::IllegalTransition { job, .. }) if job == ids[2]));
+    assert_eq!(out[3].as_ref().unwrap(), &JobState::Idle);
+    assert!(matches!(out[4], Err(QueueError::NotFound(_))));
+    for &i in [ids[0], ids[1], ids[3]].iter() {
+        let r = q.get(i).unwrap().unwrap();
+        assert_eq!(r.state, JobState::Removed);
+        assert_eq!(r.finished_at, Some(t(5)));
+        let last = q.events(i).unwrap().pop().unwrap();
+        assert_eq!(last.kind, JobEventKind::Removed);
+        assert_eq!(last.detail, "removed by a");
+    }
+    assert_eq!(q.get(ids[2]).unwrap().unwrap(), done_before);
+    assert_eq!(q.events(ids[2]).unwrap(), done_events);
+}
+
+#[test]
 fn list_filters_history_and_fifo() {
     let (_d, _p, mut q) = temp_queue();
     let a = submit_n(&mut q, "alice", 3, t(1));
@@ -475,13 +509,13 @@ fn a_schema_1_queue_is_migrated_and_keeps_its_jobs() {
     let v: i64 = c
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(v, 7);
+    assert_eq!(v, 8);
     // A newer schema is refused, not misread.
-    c.execute_batch("PRAGMA user_version = 8;").unwrap();
+    c.execute_batch("PRAGMA user_version = 9;").unwrap();
     drop(c);
     assert!(matches!(
         JobQueue::open(&path),
-        Err(QueueError::SchemaTooNew { found: 8 })
+        Err(QueueError::SchemaTooNew { found: 9 })
     ));
 }
 
@@ -530,6 +564,67 @@ fn a_schema_3_queue_gains_the_current_run() {
         q.current_run(JobId::new(99, 0)),
         Err(QueueError::NotFound(_))
     ));
+}
+
+#[test]
+fn a_schema_7_queue_gains_class_keys_for_the_jobs_that_can_still_run() {
+    use gleaner_proto::matchmaking::JobClass;
+    let (_d, path, mut q) = temp_queue();
+    let ids = submit_n(&mut q, "a", 3, t(1));
+    q.transition(ids[0], JobState::Removed, "", t(2)).unwrap();
+    drop(q);
+    let key_of = |c: &rusqlite::Connection, id: JobId| -> Option<String> {
+        c.query_row(
+            "SELECT class_key FROM jobs WHERE cluster = ?1 AND proc = ?2",
+            rusqlite::params![id.cluster as i64, id.proc],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        let stored = key_of(&c, ids[1]).unwrap();
+        let d = JobQueue::open(&path).unwrap().get(ids[1]).unwrap().unwrap();
+        assert_eq!(stored, JobClass::of(&d.description).key, "stored at submit");
+        c.execute_batch(
+            "DROP INDEX jobs_by_class; DROP INDEX jobs_in_order; \
+             ALTER TABLE jobs DROP COLUMN class_key; \
+             DELETE FROM meta WHERE key = 'class_key_version'; \
+             CREATE INDEX jobs_by_state ON jobs (state, priority, cluster, proc); \
+             PRAGMA user_version = 7;",
+        )
+        .unwrap();
+    }
+    let q = JobQueue::open(&path).unwrap();
+    let c = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(
+        key_of(&c, ids[0]),
+        None,
+        "a removed job is never matched again"
+    );
+    let key = key_of(&c, ids[1]).unwrap();
+    assert_eq!(key_of(&c, ids[2]).as_deref(), Some(key.as_str()));
+    assert_eq!(
+        q.matchable_idle_ids_of_class(&key, 0, 10, t(5)).unwrap(),
+        vec![ids[1], ids[2]]
+    );
+    assert_eq!(
+        q.matchable_idle_ids_of_class(&key, 1, 10, t(5)).unwrap(),
+        vec![ids[2]]
+    );
+    assert!(
+        q.matchable_idle_ids_of_class("other", 0, 10, t(5))
+            .unwrap()
+            .is_empty()
+    );
+    let old: i64 = c
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'jobs_by_state'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(old, 0, "the unordered index is gone");
 }
 
 #[test]

@@ -5,8 +5,9 @@
 //! description never changes once queued, so its class is computed once
 //! and kept ([`ClassCache`]); the queue is read through its state index
 //! only, and a description is decoded only for a job not seen before.
-//! That keeps the per-grant cost independent of how many jobs wait
-//! (issue 15, item 4).
+//! A grant for a class finds its job through the queue's class index
+//! (`jobs.class_key`, stored at submit): the per-grant cost does not grow
+//! with how many jobs of other classes wait (issue 15, item 4).
 
 use crate::queue::{JobQueue, JobRecord};
 use gleaner_proto::job::JobId;
@@ -30,11 +31,21 @@ const MAX_CLASSES: usize = 256;
 #[derive(Default)]
 pub struct ClassCache {
     classes: Mutex<HashMap<JobId, JobClass>>,
+    /// The class advertised for jobs avoiding some hosts → the class the
+    /// queue stores for them (the one without avoided hosts), so that a
+    /// grant for either finds its jobs through the queue's class index.
+    stored: Mutex<HashMap<String, String>>,
 }
 
 impl ClassCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, JobClass>> {
         self.classes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn stored(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.stored
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -75,11 +86,16 @@ impl ClassCache {
         };
         let mut out: Vec<JobClass> = Vec::new();
         let mut at: HashMap<String, usize> = HashMap::new();
+        let mut stored: HashMap<String, String> = HashMap::new();
         for &id in ids.iter().filter(|id| !skip.contains(id)) {
             let Some(c) = self.class_of(q, id) else {
                 continue;
             };
+            let base = c.key.clone();
             let c = c.with_avoided(avoided(id));
+            if c.key != base {
+                stored.insert(c.key.clone(), base);
+            }
             match at.get(&c.key) {
                 Some(&i) => out[i].count += 1,
                 None => {
@@ -93,6 +109,7 @@ impl ClassCache {
         // to the queue, and are then looked up once more).
         let idle: HashSet<JobId> = ids.into_iter().collect();
         self.lock().retain(|id, _| idle.contains(id));
+        *self.stored() = stored;
         out
     }
 
@@ -112,10 +129,39 @@ impl ClassCache {
                         .is_some_and(|c| c.with_avoided(avoided(id)).key == k)
                 })
         };
-        // The job is nearly always among the first few (those being placed
-        // come first): a short read, then the long one if needed.
+        let now = crate::clock::now();
+        if let Some(k) = class {
+            // The class's own jobs, through the queue's class index: a
+            // page at a time, however many jobs of other classes wait.
+            let base = self
+                .stored()
+                .get(k)
+                .cloned()
+                .unwrap_or_else(|| k.to_string());
+            let mut skip = 0;
+            while skip < MAX_GROUPED {
+                let ids = match q.matchable_idle_ids_of_class(&base, skip, FIRST_LOOK, now) {
+                    Ok(ids) => ids,
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot read idle jobs");
+                        return None;
+                    }
+                };
+                let short = ids.len() < FIRST_LOOK;
+                if let Some(id) = ids.into_iter().find(|&id| fits(id)) {
+                    return q.get(id).ok().flatten();
+                }
+                if short {
+                    break;
+                }
+                skip += FIRST_LOOK;
+            }
+            return None;
+        }
+        // Any class: the job is nearly always among the first few (those
+        // being placed come first): a short read, then the long one.
         for n in [FIRST_LOOK, MAX_GROUPED] {
-            let ids = match q.matchable_idle_ids(n, crate::clock::now()) {
+            let ids = match q.matchable_idle_ids(n, now) {
                 Ok(ids) => ids,
                 Err(e) => {
                     tracing::error!(error = %e, "cannot read idle jobs");
@@ -205,5 +251,47 @@ mod tests {
                 .first_idle(&q, Some("nope"), |_| true, avoided)
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_grant_finds_its_class_behind_any_number_of_other_jobs() {
+        // More jobs of one class wait ahead than an idle scan would read.
+        let mut owners = vec!["ann"; MAX_GROUPED + 50];
+        owners.push("bob");
+        let (_d, q, ids) = queue(&owners);
+        let cache = ClassCache::default();
+        let bob = JobClass::of(&JobDescription::new("bob", "/bin/true")).key;
+        let job = cache
+            .first_idle(&q, Some(&bob), |_| true, |_| Vec::new())
+            .unwrap();
+        assert_eq!(job.id, *ids.last().unwrap());
+    }
+
+    #[test]
+    fn a_class_advertised_with_avoided_hosts_finds_its_jobs_through_the_stored_class() {
+        let (_d, q, ids) = queue(&["ann", "bob", "bob"]);
+        let cache = ClassCache::default();
+        let avoided = |id: JobId| {
+            if id == ids[2] {
+                vec!["h1".to_string()]
+            } else {
+                Vec::new()
+            }
+        };
+        let classes = cache.idle_classes(&q, &HashSet::new(), avoided);
+        let bob = JobClass::of(&JobDescription::new("bob", "/bin/true")).key;
+        let k = classes
+            .iter()
+            .find(|c| c.owner == "bob" && !c.avoid_hosts.is_empty())
+            .map(|c| c.key.clone())
+            .unwrap();
+        assert_ne!(k, bob);
+        let job = cache.first_idle(&q, Some(&k), |_| true, avoided).unwrap();
+        assert_eq!(
+            job.id, ids[2],
+            "the job avoiding h1, not the other of bob's"
+        );
+        let job = cache.first_idle(&q, Some(&bob), |_| true, avoided).unwrap();
+        assert_eq!(job.id, ids[1]);
     }
 }

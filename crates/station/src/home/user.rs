@@ -11,7 +11,7 @@
 //! ([`super::submit_check`]).
 
 use super::submit_check::queue_checked;
-use super::user_log::{UserEvent, user_log};
+use super::user_log::{UserEvent, user_log_records};
 use super::{Home, parse_job_id, schedd, shadow};
 use crate::clock::now;
 use crate::queue::{JobFilter, JobRecord};
@@ -118,10 +118,13 @@ async fn submit(
     // Only a cluster with a user log has anything to write (a large one
     // without would read every job back for nothing).
     if queued.logged {
-        for id in &ids {
-            let host = home.address.clone();
-            user_log(&home, *id, at, UserEvent::Submitted { host }).await;
-        }
+        let rows = home.queue().list(&JobFilter {
+            cluster: Some(cluster),
+            ..Default::default()
+        })?;
+        let rows: Vec<&JobRecord> = rows.iter().collect();
+        let host = home.address.clone();
+        user_log_records(&rows, at, &UserEvent::Submitted { host }).await;
     }
     tracing::info!(owner = %caller.name, cluster, procs = ids.len(), "cluster submitted");
     // A new demand is news for the coordinator: advertise now.
@@ -245,6 +248,9 @@ fn target_jobs(home: &Home, id: &str) -> Result<Vec<JobRecord>, ApiError> {
     Ok(rows)
 }
 
+/// Jobs changed per transaction by a user's action on a cluster.
+const ACTION_BATCH: usize = 2_000;
+
 #[derive(Clone, Copy)]
 enum Action {
     Rm,
@@ -314,30 +320,41 @@ async fn act(
     };
     let at = now();
     let mut resp = ActionResponse::default();
-    for j in &jobs {
-        let was_remote = matches!(j.state, JobState::Running | JobState::Suspended);
-        let r = home.queue().transition(j.id, to.clone(), &detail, at);
-        match r {
-            Ok(_) => {
-                resp.changed.push(j.id);
-                user_log(&home, j.id, at, event.clone()).await;
-                if was_remote {
-                    let kind = match action {
-                        Action::Rm => "remove",
-                        Action::Hold => "hold",
-                        Action::Release => "vacate",
-                    };
-                    schedd::spawn_vacate_as(&home, j.id, &detail, kind);
-                    // Nothing more of this run is heard: not its output,
-                    // nor its eviction report (which would undo a hold).
-                    super::runs::retire_run(&home, j.id);
+    let kind = match action {
+        Action::Rm => "remove",
+        Action::Hold => "hold",
+        Action::Release => "vacate",
+    };
+    // A few thousand jobs per transaction: one commit for each, and the
+    // queue free for the home's other work in between.
+    for chunk in jobs.chunks(ACTION_BATCH) {
+        let ids: Vec<JobId> = chunk.iter().map(|j| j.id).collect();
+        let outcomes = home.queue().transition_many(&ids, &to, &detail, at)?;
+        let mut changed = Vec::with_capacity(chunk.len());
+        for (j, outcome) in chunk.iter().zip(outcomes) {
+            match outcome {
+                Ok(from) => {
+                    resp.changed.push(j.id);
+                    changed.push(j);
+                    // The state it was in when it changed, not when listed.
+                    if matches!(from, JobState::Running | JobState::Suspended) {
+                        schedd::spawn_vacate_as(&home, j.id, &detail, kind);
+                        // Nothing more of this run is heard: not its
+                        // output, nor its eviction report (which would
+                        // undo a hold).
+                        super::runs::retire_run(&home, j.id);
+                    }
                 }
+                Err(crate::queue::QueueError::IllegalTransition { source, .. }) => {
+                    resp.skipped.push((j.id, source.to_string()));
+                }
+                Err(crate::queue::QueueError::NotFound(id)) => {
+                    resp.skipped.push((id, "no such job".into()));
+                }
+                Err(e) => return Err(e.into()),
             }
-            Err(crate::queue::QueueError::IllegalTransition { source, .. }) => {
-                resp.skipped.push((j.id, source.to_string()));
-            }
-            Err(e) => return Err(e.into()),
         }
+        user_log_records(&changed, at, &event).await;
     }
     // Acknowledged to the user: every change on disk before the answer
     // (one sync for a whole cluster, `queue::durability`).

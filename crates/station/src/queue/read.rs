@@ -271,7 +271,7 @@ impl JobQueue {
     }
 
     /// The ids of [`JobQueue::next_idle_jobs`], in the same order, read
-    /// from the `jobs_by_state` index alone (no description is decoded).
+    /// from the `jobs_in_order` index alone (no description is decoded).
     pub fn next_idle_ids(&self, n: usize) -> Result<Vec<JobId>> {
         self.idle_ids(n, None)
     }
@@ -283,9 +283,42 @@ impl JobQueue {
         self.idle_ids(n, Some(now))
     }
 
+    /// The matchable idle jobs of one class (`JobClass::of`'s key, stored
+    /// at submit), in queue order, skipping the first `skip`: a range of
+    /// the `jobs_by_class` index, whatever else waits (issue 15).
+    pub fn matchable_idle_ids_of_class(
+        &self,
+        class_key: &str,
+        skip: usize,
+        n: usize,
+        now: Time,
+    ) -> Result<Vec<JobId>> {
+        let limit = i64::try_from(n).unwrap_or(i64::MAX);
+        let offset = i64::try_from(skip).unwrap_or(i64::MAX);
+        let now = time_sql(now)?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT cluster, proc FROM jobs WHERE state = ?1 AND class_key = ?4 \
+               AND (match_from IS NULL OR match_from <= ?3) \
+             ORDER BY priority DESC, cluster, proc LIMIT ?2 OFFSET ?5",
+        )?;
+        let rows = stmt.query_map(
+            params![JobStateKind::Idle.code(), limit, now, class_key, offset],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?)),
+        )?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (cluster, proc) = row?;
+            let cluster = u64::try_from(cluster).map_err(|_| QueueError::Range("cluster id"))?;
+            out.push(JobId::new(cluster, proc));
+        }
+        Ok(out)
+    }
+
     fn idle_ids(&self, n: usize, now: Option<Time>) -> Result<Vec<JobId>> {
         let limit = i64::try_from(n).unwrap_or(i64::MAX);
         let now = now.map(time_sql).transpose()?;
+        // `jobs_in_order` is in this order: the first n are read, not all
+        // idle jobs sorted.
         let mut stmt = self.conn.prepare_cached(
             "SELECT cluster, proc FROM jobs WHERE state = ?1 \
                AND (?3 IS NULL OR match_from IS NULL OR match_from <= ?3) \
@@ -305,7 +338,7 @@ impl JobQueue {
 
     /// Jobs that hold a host now (Running or Suspended) with the host they
     /// were last placed on, in job-id order: what the home's lease monitor
-    /// watches. Reads only the `jobs_by_state` index range and three
+    /// watches. Reads only the `jobs_in_order` index range and three
     /// columns (no description is decoded), so its cost follows the number
     /// of running jobs, not the size of the queue.
     pub fn running_jobs(&self) -> Result<Vec<(JobId, Option<String>)>> {

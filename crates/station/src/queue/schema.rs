@@ -7,7 +7,7 @@
 //! misread).
 
 use super::{QueueError, Result};
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 /// Schema version stored in `PRAGMA user_version`.
 /// 1: jobs, events, meta. 2: `jobs.host_address`, the base URL of the host
@@ -27,7 +27,12 @@ use rusqlite::Connection;
 /// ones included), `jobs.not_before` (a deferred or cron job's
 /// `DeferralTime`) and `jobs.match_from` (when it may be matched: the
 /// deferral time less `DeferralPrepTime`) (issue 19).
-pub(super) const SCHEMA_VERSION: i64 = 7;
+/// 8: `jobs.class_key` (the job's matchmaking class, `JobClass::of`) with
+/// the index `jobs_by_class`, so that a grant for a class finds its next
+/// job without reading other jobs; `jobs_in_order` replaces
+/// `jobs_by_state` with the queue's own order (`priority DESC`), so that
+/// the first idle jobs are read without sorting all of them (issue 15).
+pub(super) const SCHEMA_VERSION: i64 = 8;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (
@@ -59,9 +64,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     completions  INTEGER NOT NULL DEFAULT 0, -- NumJobCompletions (schema 7)
     not_before   INTEGER,                -- DeferralTime, microseconds (schema 7)
     match_from   INTEGER,                -- matched from, microseconds (schema 7)
+    class_key    TEXT,                   -- JobClass key (schema 8)
     PRIMARY KEY (cluster, proc)
 );
-CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, priority, cluster, proc);
 CREATE INDEX IF NOT EXISTS jobs_by_owner ON jobs (owner, state);
 -- glean q's summary by cluster reads this index alone (issue 15).
 CREATE INDEX IF NOT EXISTS jobs_by_cluster ON jobs (cluster, state, owner, submitted_at);
@@ -118,6 +123,22 @@ pub(super) fn create_or_migrate(conn: &Connection) -> Result<()> {
                 migrated = true;
             }
         }
+        if !has_column(conn, "jobs", "class_key")? {
+            conn.execute_batch("ALTER TABLE jobs ADD COLUMN class_key TEXT;")?;
+            migrated = true;
+        }
+        // Indexes in the queue's order (`priority DESC, cluster, proc`):
+        // the first n idle jobs, of all classes or of one, are an index
+        // range, not a sort of every idle job.
+        conn.execute_batch(
+            "DROP INDEX IF EXISTS jobs_by_state;
+             CREATE INDEX IF NOT EXISTS jobs_in_order ON jobs (state, priority DESC, cluster, proc);
+             CREATE INDEX IF NOT EXISTS jobs_by_class
+                 ON jobs (state, class_key, priority DESC, cluster, proc);",
+        )?;
+        if fill_class_keys(conn)? > 0 {
+            migrated = true;
+        }
         if migrated {
             tracing::info!(
                 from = found,
@@ -138,6 +159,47 @@ pub(super) fn create_or_migrate(conn: &Connection) -> Result<()> {
             Err(e)
         }
     }
+}
+
+/// Gives every job that may still be matched its class key: jobs queued
+/// before schema 8, and all of them when the key's definition changed
+/// (`JobClass::KEY_VERSION`, kept in `meta`). Finished jobs are never
+/// matched again and keep none. Returns how many were keyed.
+fn fill_class_keys(conn: &Connection) -> Result<usize> {
+    use gleaner_proto::job::{JobDescription, JobStateKind};
+    use gleaner_proto::matchmaking::JobClass;
+    let version: Option<i64> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'class_key_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if version != Some(JobClass::KEY_VERSION) {
+        conn.execute_batch("UPDATE jobs SET class_key = NULL;")?;
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('class_key_version', ?1)",
+            [JobClass::KEY_VERSION],
+        )?;
+    }
+    let done = [JobStateKind::Completed.code(), JobStateKind::Removed.code()];
+    let mut read = conn.prepare(
+        "SELECT cluster, proc, description FROM jobs \
+         WHERE class_key IS NULL AND state NOT IN (?1, ?2)",
+    )?;
+    let rows: Vec<(i64, i64, String)> = read
+        .query_map(done, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<std::result::Result<_, _>>()?;
+    let mut write =
+        conn.prepare("UPDATE jobs SET class_key = ?3 WHERE cluster = ?1 AND proc = ?2")?;
+    for (cluster, proc, description) in &rows {
+        // A description that no longer reads keeps no key: the job is
+        // reported corrupt where it is read, as before.
+        if let Ok(d) = serde_json::from_str::<JobDescription>(description) {
+            write.execute(rusqlite::params![cluster, proc, JobClass::of(&d).key])?;
+        }
+    }
+    Ok(rows.len())
 }
 
 pub(super) fn has_column(conn: &Connection, table: &str, column: &str) -> Result<bool> {

@@ -207,82 +207,43 @@ impl JobQueue {
         publishing: Option<&str>,
         exited: bool,
     ) -> Result<JobRecord> {
-        let now = time_sql(at)?;
-        let cluster = to_i64(id.cluster, "cluster id")?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let current: Option<(u8, Option<String>, Option<i32>, String)> = tx
-            .query_row(
-                "SELECT state, hold_reason, exit_code, description FROM jobs \
-                 WHERE cluster = ?1 AND proc = ?2",
-                params![cluster, id.proc],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )
-            .optional()?;
-        let Some((code, reason, exit, description)) = current else {
-            return Err(QueueError::NotFound(id));
-        };
-        let from = decode_state(id, code, reason, exit)?;
-        let event = from
-            .check_transition(&to)
-            .map_err(|source| QueueError::IllegalTransition { job: id, source })?;
-
-        let (hold_reason, exit_code) = match &to {
-            JobState::Held { reason } => (Some(reason.clone()), None),
-            JobState::Completed { exit_code } => (None, Some(*exit_code)),
-            _ => (None, None),
-        };
-        let starting = to.kind() == JobStateKind::Running && event == JobEventKind::Started;
-        // A CronTab job back in the queue (requeued after a run, evicted,
-        // released) waits for its schedule's next time (HTCondor computes
-        // a new DeferralTime then).
-        if to.kind() == JobStateKind::Idle
-            && let Ok(d) = serde_json::from_str::<gleaner_proto::job::JobDescription>(&description)
-            && let Some(next) = crate::schedule::next_cron_start(&d, at)
-        {
-            tx.execute(
-                "UPDATE jobs SET not_before = ?3, match_from = ?4 WHERE cluster = ?1 AND proc = ?2",
-                params![
-                    cluster,
-                    id.proc,
-                    time_sql(next.at)?,
-                    time_sql(next.match_from)?
-                ],
-            )?;
-        }
-        tx.execute(
-            "UPDATE jobs SET state = ?3, hold_reason = ?4, exit_code = ?5, updated_at = ?6, \
-               started_at = CASE WHEN ?7 THEN ?6 ELSE started_at END, \
-               run_count = run_count + CASE WHEN ?7 THEN 1 ELSE 0 END, \
-               finished_at = CASE WHEN ?8 THEN ?6 ELSE finished_at END, \
-               publishing = COALESCE(?9, publishing), \
-               hold_code = NULL, hold_subcode = NULL, \
-               start_failures = CASE WHEN ?10 THEN 0 ELSE start_failures END, \
-               completions = completions + CASE WHEN ?11 THEN 1 ELSE 0 END \
-             WHERE cluster = ?1 AND proc = ?2",
-            params![
-                cluster,
-                id.proc,
-                to.code(),
-                hold_reason,
-                exit_code,
-                now,
-                starting,
-                to.is_terminal(),
-                publishing,
-                // A release starts a new series of starts.
-                event == JobEventKind::Released,
-                exited
-            ],
-        )?;
-        tx.execute(
-            "INSERT INTO events (cluster, proc, at, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![cluster, id.proc, now, event.name(), detail],
-        )?;
+        apply_transition(&tx, id, &to, detail, at, publishing, exited)?;
         tx.commit()?;
         self.committed();
         self.get(id)?.ok_or(QueueError::NotFound(id))
+    }
+
+    /// Moves each of `ids` to `to` in one transaction (a user's `rm`,
+    /// `hold` or `release` of a whole cluster): one commit, not one per
+    /// job. A job that is gone or may not make this transition gets its
+    /// error and stays as it was (nothing of it was written); the others
+    /// change. Each job's outcome (the state it left), in the order given.
+    pub fn transition_many(
+        &mut self,
+        ids: &[JobId],
+        to: &JobState,
+        detail: &str,
+        at: Time,
+    ) -> Result<Vec<Result<JobState>>> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids {
+            match apply_transition(&tx, id, to, detail, at, None, false) {
+                Err(e @ (QueueError::NotFound(_) | QueueError::IllegalTransition { .. })) => {
+                    out.push(Err(e))
+                }
+                Err(e) => return Err(e),
+                Ok(from) => out.push(Ok(from)),
+            }
+        }
+        tx.commit()?;
+        self.committed();
+        Ok(out)
     }
 
     /// Records an event that does not change the job's state: `Placed`
@@ -437,7 +398,8 @@ fn insert_proc(
         hold_reason,
         hold_code,
         start.map(|s| time_sql(s.at)).transpose()?,
-        start.map(|s| time_sql(s.match_from)).transpose()?
+        start.map(|s| time_sql(s.match_from)).transpose()?,
+        gleaner_proto::matchmaking::JobClass::of(d).key
     ])?;
     ev.execute(params![
         next,
@@ -451,8 +413,8 @@ fn insert_proc(
 
 /// One job row as [`insert_proc`] fills it.
 const INSERT_JOB: &str = "INSERT INTO jobs (cluster, proc, owner, description, state, priority, \
-     submitted_at, updated_at, hold_reason, hold_code, not_before, match_from) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11)";
+     submitted_at, updated_at, hold_reason, hold_code, not_before, match_from, class_key) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12)";
 
 /// The `Submitted` event of one job.
 const INSERT_SUBMITTED: &str =
@@ -484,4 +446,90 @@ impl JobQueue {
         }
         Ok(())
     }
+}
+
+/// One job's transition inside `tx`: checked against its current state
+/// first, so a refused one writes nothing. Returns the state it left.
+fn apply_transition(
+    tx: &rusqlite::Transaction<'_>,
+    id: JobId,
+    to: &JobState,
+    detail: &str,
+    at: Time,
+    publishing: Option<&str>,
+    exited: bool,
+) -> Result<JobState> {
+    let now = time_sql(at)?;
+    let cluster = to_i64(id.cluster, "cluster id")?;
+    // Cached statements: a cluster's `rm` runs these once per job.
+    let current: Option<(u8, Option<String>, Option<i32>, String)> = tx
+        .prepare_cached(
+            "SELECT state, hold_reason, exit_code, description FROM jobs \
+             WHERE cluster = ?1 AND proc = ?2",
+        )?
+        .query_row(params![cluster, id.proc], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .optional()?;
+    let Some((code, reason, exit, description)) = current else {
+        return Err(QueueError::NotFound(id));
+    };
+    let from = decode_state(id, code, reason, exit)?;
+    let event = from
+        .check_transition(to)
+        .map_err(|source| QueueError::IllegalTransition { job: id, source })?;
+
+    let (hold_reason, exit_code) = match to {
+        JobState::Held { reason } => (Some(reason.clone()), None),
+        JobState::Completed { exit_code } => (None, Some(*exit_code)),
+        _ => (None, None),
+    };
+    let starting = to.kind() == JobStateKind::Running && event == JobEventKind::Started;
+    // A CronTab job back in the queue (requeued after a run, evicted,
+    // released) waits for its schedule's next time (HTCondor computes
+    // a new DeferralTime then).
+    if to.kind() == JobStateKind::Idle
+        && let Ok(d) = serde_json::from_str::<gleaner_proto::job::JobDescription>(&description)
+        && let Some(next) = crate::schedule::next_cron_start(&d, at)
+    {
+        tx.execute(
+            "UPDATE jobs SET not_before = ?3, match_from = ?4 WHERE cluster = ?1 AND proc = ?2",
+            params![
+                cluster,
+                id.proc,
+                time_sql(next.at)?,
+                time_sql(next.match_from)?
+            ],
+        )?;
+    }
+    tx.prepare_cached(
+        "UPDATE jobs SET state = ?3, hold_reason = ?4, exit_code = ?5, updated_at = ?6, \
+           started_at = CASE WHEN ?7 THEN ?6 ELSE started_at END, \
+           run_count = run_count + CASE WHEN ?7 THEN 1 ELSE 0 END, \
+           finished_at = CASE WHEN ?8 THEN ?6 ELSE finished_at END, \
+           publishing = COALESCE(?9, publishing), \
+           hold_code = NULL, hold_subcode = NULL, \
+           start_failures = CASE WHEN ?10 THEN 0 ELSE start_failures END, \
+           completions = completions + CASE WHEN ?11 THEN 1 ELSE 0 END \
+         WHERE cluster = ?1 AND proc = ?2",
+    )?
+    .execute(params![
+        cluster,
+        id.proc,
+        to.code(),
+        hold_reason,
+        exit_code,
+        now,
+        starting,
+        to.is_terminal(),
+        publishing,
+        // A release starts a new series of starts.
+        event == JobEventKind::Released,
+        exited
+    ])?;
+    tx.prepare_cached(
+        "INSERT INTO events (cluster, proc, at, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![cluster, id.proc, now, event.name(), detail])?;
+    Ok(from)
 }

@@ -8,9 +8,11 @@ pub use event::{UserEvent, format_event};
 
 use super::Home;
 use super::as_owner::{as_owner, io_error};
+use crate::queue::JobRecord;
 use crate::userfs::Op;
 use gleaner_core::time::Time;
 use gleaner_proto::job::{JobEventKind, JobId};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,25 +25,52 @@ pub async fn user_log(home: &Home, id: JobId, at: Time, event: UserEvent) {
     let Ok(Some(r)) = home.queue().get(id) else {
         return;
     };
-    let Some(log) = r.description.log.as_deref() else {
-        return;
-    };
-    let path = match (log.starts_with('/'), r.description.iwd.as_deref()) {
-        (true, _) => PathBuf::from(log),
-        (false, Some(iwd)) => PathBuf::from(iwd).join(log),
-        (false, None) => return,
-    };
-    let entry = format_event(id, at, &event);
-    let owner = r.owner.clone();
-    let target = path.clone();
-    let res = as_owner(&owner, move |u| {
-        let mut f = u.open_append_create(&target, 0o644)?;
-        f.write_all(entry.as_bytes())
-            .map_err(|e| io_error(Op::Append, &target, &u.user().name, e))
-    })
-    .await;
-    if let Err(e) = res {
-        tracing::warn!(job = %id, path = %path.display(), error = %e, "cannot write user log");
+    user_log_records(&[&r], at, &event).await;
+}
+
+/// [`user_log`] of one event for each of `jobs` (a user's action on a
+/// whole cluster), from records already read: the entries bound for one
+/// file are appended in one write, in the order given.
+pub async fn user_log_records(jobs: &[&JobRecord], at: Time, event: &UserEvent) {
+    // (owner, file) → entries, in first-seen order.
+    let mut files: Vec<((String, PathBuf), String)> = Vec::new();
+    let mut at_file: HashMap<(String, PathBuf), usize> = HashMap::new();
+    for r in jobs {
+        let Some(path) = log_path(r) else {
+            continue;
+        };
+        let key = (r.owner.clone(), path);
+        let entry = format_event(r.id, at, event);
+        match at_file.get(&key) {
+            Some(&i) => files[i].1.push_str(&entry),
+            None => {
+                at_file.insert(key.clone(), files.len());
+                files.push((key, entry));
+            }
+        }
+    }
+    for ((owner, path), text) in files {
+        let target = path.clone();
+        let res = as_owner(&owner, move |u| {
+            let mut f = u.open_append_create(&target, 0o644)?;
+            f.write_all(text.as_bytes())
+                .map_err(|e| io_error(Op::Append, &target, &u.user().name, e))
+        })
+        .await;
+        if let Err(e) = res {
+            tracing::warn!(path = %path.display(), error = %e, "cannot write user log");
+        }
+    }
+}
+
+/// Where a job's user log is: `log` from the submit file, relative to its
+/// initial directory.
+fn log_path(r: &JobRecord) -> Option<PathBuf> {
+    let log = r.description.log.as_deref()?;
+    match (log.starts_with('/'), r.description.iwd.as_deref()) {
+        (true, _) => Some(PathBuf::from(log)),
+        (false, Some(iwd)) => Some(PathBuf::from(iwd).join(log)),
+        (false, None) => None,
     }
 }
 
