@@ -37,6 +37,7 @@ mod claims;
 mod destinations;
 mod effects;
 mod event_pass;
+mod host_order;
 mod ledger;
 pub mod partition;
 mod partition_placing;

@@ -5,6 +5,7 @@
 
 use super::Pool;
 use super::effects::{Message, Outbox};
+use super::host_order::HostOrder;
 use super::ledger::Reservation;
 use crate::matchmaker::{self, Candidate, LicenceBook};
 use gleaner_core::alloc::{Decision, NodeId, PoolView, StationDemand, StationId};
@@ -121,7 +122,7 @@ impl Pool {
         let unix = Self::unix(now);
         // Built on first need: the hosts by σ (for jobs without a Rank) and
         // all candidates (for jobs with one).
-        let mut by_sigma: Option<Vec<(f64, StationId)>> = None;
+        let mut by_sigma: Option<HostOrder<StationId>> = None;
         let mut all: Option<(Vec<StationId>, Vec<Candidate<'_>>)> = None;
         for (i, job) in k.jobs.iter().enumerate() {
             if self.class_left(home, job) == 0 || self.waits_for_grace(job, &book, now) {
@@ -132,12 +133,22 @@ impl Pool {
                 // (then the lowest name) wins, so try them in that order
                 // and build a host's view only when its turn comes.
                 let order = by_sigma.get_or_insert_with(|| self.sigma_order(only));
-                order.iter().find_map(|&(_, h)| {
-                    let c = self.candidate(h, pass, now)?;
-                    (self.partition_allows(h, Some(&job.class.owner))
-                        && fit::fits(job, &c.fit, &book, unix))
-                    .then_some(h)
-                })
+                let by_name = |a: StationId, b: StationId| self.name(a).cmp(self.name(b));
+                let mut found = None;
+                let mut i = 0;
+                while let Some(h) = order.get(i, by_name) {
+                    i += 1;
+                    let Some(c) = self.candidate(h, pass, now) else {
+                        continue;
+                    };
+                    if self.partition_allows(h, Some(&job.class.owner))
+                        && fit::fits(job, &c.fit, &book, unix)
+                    {
+                        found = Some(h);
+                        break;
+                    }
+                }
+                found
             } else {
                 let (ids, hosts) = all.get_or_insert_with(|| self.candidates(only, pass, now));
                 if self.partition.is_some() {
@@ -164,24 +175,20 @@ impl Pool {
     }
 
     /// The hosts a placement may use (`only`, or those with a free node),
-    /// by σ descending, then name.
-    fn sigma_order(&self, only: Option<StationId>) -> Vec<(f64, StationId)> {
+    /// by σ descending, then name (ordered as far as they are looked at).
+    fn sigma_order(&self, only: Option<StationId>) -> HostOrder<StationId> {
         let ids: Vec<StationId> = match only {
             Some(h) => vec![h],
             None => self.free_hosts.iter().copied().collect(),
         };
-        let mut order: Vec<(f64, StationId)> = ids
-            .into_iter()
-            .filter_map(|h| {
-                let k = self.stations.get(&h)?;
-                Some((matchmaker::sigma(&k.ad, self.pending_on(h)), h))
-            })
-            .collect();
-        order.sort_by(|a, b| {
-            b.0.total_cmp(&a.0)
-                .then_with(|| self.name(a.1).cmp(self.name(b.1)))
-        });
-        order
+        HostOrder::new(
+            ids.into_iter()
+                .filter_map(|h| {
+                    let k = self.stations.get(&h)?;
+                    Some((matchmaker::sigma(&k.ad, self.pending_on(h)), h))
+                })
+                .collect(),
+        )
     }
 
     /// How many of `home`'s idle jobs some host of `hosts` could take,
