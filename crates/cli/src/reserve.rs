@@ -30,6 +30,10 @@ pub struct ReserveArgs {
     /// The session file (default: $GLEAN_HOME/reserve-session.json).
     #[arg(long, value_name = "FILE", global = true)]
     session: Option<PathBuf>,
+    /// Act for this user (administrators only; e.g. to cancel a user's
+    /// reservation). Best with a --session file of its own.
+    #[arg(long, value_name = "NAME", global = true, value_parser = user_name)]
+    user: Option<String>,
     #[command(flatten)]
     connect: ConnectArgs,
     #[command(subcommand)]
@@ -175,21 +179,58 @@ fn connect(args: &ReserveArgs) -> anyhow::Result<Coordinator> {
     Ok(Coordinator { url, client })
 }
 
-fn fetch(c: &Coordinator, slots: u64) -> anyhow::Result<ReservationsView> {
+/// `?user=NAME` when a user is named, else nothing. User names are Unix
+/// account names, which need no escaping (others are refused at parse).
+fn for_user(user: Option<&str>, sep: char) -> String {
+    match user.filter(|u| !u.is_empty()) {
+        Some(u) => format!("{sep}user={u}"),
+        None => String::new(),
+    }
+}
+
+/// `--user`: a Unix account name.
+fn user_name(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?} is not a user name (letters, digits, '_', '-', '.')"
+        ))
+    }
+}
+
+fn fetch(c: &Coordinator, slots: u64, user: Option<&str>) -> anyhow::Result<ReservationsView> {
     let rt = runtime()?;
-    Ok(rt.block_on(
-        c.client
-            .get_json(&format!("/v1/reservations?slots={slots}")),
-    )?)
+    Ok(rt.block_on(c.client.get_json(&format!(
+        "/v1/reservations?slots={slots}{}",
+        for_user(user, '&')
+    )))?)
 }
 
 /// The open session, opening one (fetching the tables) if there is none.
 fn open(args: &ReserveArgs, path: &Path) -> anyhow::Result<Session> {
     if let Some(s) = load(path)? {
+        if let Some(u) = &args.user
+            && *u != s.view.user
+        {
+            bail!(
+                "{}: the open session is {}'s, not {u}'s: close it or pass another --session",
+                path.display(),
+                if s.view.user.is_empty() {
+                    "the whole pool"
+                } else {
+                    &s.view.user
+                }
+            );
+        }
         return Ok(s);
     }
     let c = connect(args)?;
-    let view = fetch(&c, 24)?;
+    let view = fetch(&c, 24, args.user.as_deref())?;
     let s = Session {
         coordinator: c.url,
         view,
@@ -266,7 +307,8 @@ pub fn run(args: ReserveArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
             let mut s = open(&args, &path)?;
             if *refresh || *slots != 24 {
                 let c = connect(&args)?;
-                s.view = fetch(&c, *slots)?;
+                let user = Some(s.view.user.as_str()).filter(|u| !u.is_empty());
+                s.view = fetch(&c, *slots, user.or(args.user.as_deref()))?;
                 save(&path, &s)?;
             }
             out.reserve(&Report::Display {
@@ -383,7 +425,12 @@ fn sync(args: &ReserveArgs, s: &mut Session) -> anyhow::Result<SyncReply> {
     let body = SyncBody {
         rows: s.rows.clone(),
     };
-    let reply: SyncReply = rt.block_on(c.client.post_json("/v1/reservations/sync", &body))?;
+    // The session's user: the caller, or the user an admin acts for.
+    let path = format!(
+        "/v1/reservations/sync{}",
+        for_user(Some(s.view.user.as_str()), '?')
+    );
+    let reply: SyncReply = rt.block_on(c.client.post_json(&path, &body))?;
     s.rows.clear();
     s.view = reply.view.clone();
     Ok(reply)

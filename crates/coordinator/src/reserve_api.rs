@@ -8,9 +8,11 @@
 //!   slots, the stations serving the user now). Users see only themselves;
 //!   an admin sees anyone, and without `user` everything (System Table,
 //!   Accounting List, every reservation, the binding, replacement counts).
-//! - `POST /v1/reservations/sync` (`{"rows": [RequestEntry…]}`): applies the
-//!   rows for the caller, in order, each all-or-nothing; answers the acks and
-//!   the new view once the state is on disk.
+//! - `POST /v1/reservations/sync[?user=NAME]` (`{"rows": [RequestEntry…]}`):
+//!   applies the rows for the caller, in order, each all-or-nothing; answers
+//!   the acks and the new view once the state is on disk. An admin may name
+//!   another user and act for them (e.g. cancel their reservation: the
+//!   refund is theirs); a user naming anyone else is refused.
 //!
 //! Stations hold no account: their tokens are refused before any body is
 //! read, as is a user naming another user.
@@ -251,14 +253,41 @@ async fn read_rows(body: Body, headers: &HeaderMap, max: usize) -> Result<SyncBo
     Ok(body)
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SyncQuery {
+    user: Option<String>,
+}
+
 async fn sync(
     State(shared): State<Arc<Shared>>,
     Extension(caller): Extension<Caller>,
+    query: Result<Query<SyncQuery>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    // Who is calling is settled before a byte of the body is read.
+    // Who is calling, and for whom, is settled before a byte of the body
+    // is read.
     person(&caller)?;
+    let Query(q) = query.map_err(|e| ApiError::bad("query", e.to_string()))?;
+    let user = match q.user {
+        Some(u) if u != caller.name => {
+            if caller.role != Role::Admin {
+                tracing::warn!(user = %caller.name, target = %u, "reservation sync for another user refused");
+                return Err(ApiError::field(
+                    ErrorCode::Forbidden,
+                    "user",
+                    format!("{} may act only on their own reservations", caller.name),
+                ));
+            }
+            if u.is_empty() {
+                return Err(ApiError::bad("user", "an empty user name"));
+            }
+            tracing::info!(admin = %caller.name, user = %u, "admin acts on a user's reservations");
+            u
+        }
+        _ => caller.name.clone(),
+    };
     if shared.pool().partition().is_none() {
         return Err(not_configured());
     }
@@ -267,17 +296,17 @@ async fn sync(
     let (acks, view, state) = {
         let mut pool = shared.pool();
         let acks = pool
-            .with_partition(now, |p| p.sync(&caller.name, &rows.rows, now))
+            .with_partition(now, |p| p.sync(&user, &rows.rows, now))
             .ok_or_else(not_configured)?;
         let p = pool.partition().ok_or_else(not_configured)?;
-        let view = view(p, Some(&caller.name), DEFAULT_SLOTS, now);
+        let view = view(p, Some(&user), DEFAULT_SLOTS, now);
         let state = pool
             .take_partition_state()
             .map(|s| (shared.stamp_reservations(), s));
         (acks, view, state)
     };
     for a in acks.iter().filter(|a| !a.accepted) {
-        tracing::info!(user = %caller.name, row = a.row, error = ?a.error, "reservation row refused");
+        tracing::info!(user = %user, row = a.row, error = ?a.error, "reservation row refused");
     }
     if let Some((serial, state)) = state
         && !shared.save_reservations(serial, state).await

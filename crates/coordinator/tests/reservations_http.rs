@@ -296,3 +296,71 @@ async fn users_act_only_for_themselves_and_stations_not_at_all() {
     let p = Pool::start(dir.path()).await;
     assert_eq!(money_and_list(&p.admin_view().await), after_reserve);
 }
+
+#[tokio::test]
+async fn an_admin_cancels_a_users_reservation_and_a_user_cannot_act_for_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Pool::start(dir.path()).await;
+    let alice = p.tok("alice", Role::User);
+    let bob = p.tok("bob", Role::User);
+    let (_, text) = http(p.addr(), "GET", "/v1/reservations", Some(&alice), "").await;
+    let view: ReservationsView = serde_json::from_str(&text).unwrap();
+    let (st, text) = http(
+        p.addr(),
+        "POST",
+        "/v1/reservations/sync",
+        Some(&alice),
+        // Far enough ahead to be cancelled (Last_cancel_time, L1042).
+        &serde_json::json!({"rows": [{"row": 1, "op": {"op": "add", "user": "alice",
+            "start": (view.slot + 6) * view.slot_secs * 1_000_000,
+            "stop": (view.slot + 7) * view.slot_secs * 1_000_000,
+            "lower": 2, "upper": 2, "class": "second"}}]})
+        .to_string(),
+    )
+    .await;
+    assert_eq!(st, 200, "{text}");
+    let r: SyncReply = serde_json::from_str(&text).unwrap();
+    let id = r.acks[0].reservation.unwrap();
+    let cancel = format!(
+        "{{\"rows\": [{{\"row\": 1, \"op\": {{\"op\": \"delete\", \"reservation\": {id}, \"machines\": null}}}}]}}"
+    );
+    let reserved = money_and_list(&p.admin_view().await);
+
+    // Bob naming Alice: refused before the body is read, nothing changes.
+    for body in [cancel.as_str(), "{garbage"] {
+        let (st, text) = http(
+            p.addr(),
+            "POST",
+            "/v1/reservations/sync?user=alice",
+            Some(&bob),
+            body,
+        )
+        .await;
+        assert_eq!(st, 403, "{text}");
+    }
+    assert_eq!(money_and_list(&p.admin_view().await), reserved);
+
+    // An admin acting for Alice cancels it; the refund is Alice's.
+    let admin = p.tok("root", Role::Admin);
+    let (st, text) = http(
+        p.addr(),
+        "POST",
+        "/v1/reservations/sync?user=alice",
+        Some(&admin),
+        &cancel,
+    )
+    .await;
+    assert_eq!(st, 200, "{text}");
+    let r: SyncReply = serde_json::from_str(&text).unwrap();
+    assert!(r.acks[0].accepted, "{:?}", r.acks);
+    assert_eq!(r.view.user, "alice");
+    assert!(
+        r.view
+            .reservations
+            .iter()
+            .all(|x| x.id != id || x.counts.values().all(|&m| m == 0)),
+        "{:?}",
+        r.view.reservations
+    );
+    assert_ne!(money_and_list(&p.admin_view().await), reserved);
+}
