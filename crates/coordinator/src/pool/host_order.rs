@@ -1,59 +1,81 @@
-//! Hosts in placement order (σ descending, then name), sorted only as far
-//! as a placement looks.
+//! The free hosts in placement order — σ descending, then name — kept up
+//! to date as hosts change, so that a placement reads them in order
+//! instead of computing and sorting σ for every free host each time.
 //!
-//! A grant usually takes the first or second host of the order, and a
-//! pass makes a grant for each placement: sorting every free host for
-//! each was most of a 10 000-station pass (issue 15). The order here is
-//! built by picking the best remaining host on demand; past
-//! [`PICKS_BEFORE_SORT`] picks the rest is sorted once, so a job that fits
-//! nowhere costs one sort, as before.
+//! A pass makes a grant for each placement and each grant looked at every
+//! free host: with 10 000 stations that sorting was the largest part of a
+//! pass (issue 15). `Pool::sync_free` — called after anything that changes
+//! a host's ad or its claims, the inputs of σ — updates one entry here.
 
+use gleaner_core::alloc::StationId;
 use std::cmp::Ordering;
+use std::collections::{BTreeSet, HashMap};
 
-/// Picks made one at a time before the rest is sorted.
-const PICKS_BEFORE_SORT: usize = 16;
-
-/// `(σ, host)` pairs, delivered best first.
-pub(super) struct HostOrder<H> {
-    /// The first hosts of the order, in order.
-    done: Vec<(f64, H)>,
-    /// The others, unordered until `sorted`.
-    rest: Vec<(f64, H)>,
-    sorted: bool,
+#[derive(Clone, Debug)]
+struct Entry {
+    sigma: f64,
+    name: String,
+    id: StationId,
 }
 
-impl<H: Copy> HostOrder<H> {
-    pub(super) fn new(hosts: Vec<(f64, H)>) -> Self {
-        HostOrder {
-            done: Vec::new(),
-            rest: hosts,
-            sorted: false,
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .sigma
+            .total_cmp(&self.sigma)
+            .then_with(|| self.name.cmp(&other.name))
+            .then_with(|| self.id.cmp(&other.id))
+    }
+}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Entry {}
+
+/// Hosts with a free node, best first.
+#[derive(Debug, Default)]
+pub(super) struct FreeOrder {
+    set: BTreeSet<Entry>,
+    at: HashMap<StationId, Entry>,
+}
+
+impl FreeOrder {
+    /// `id` is free with this σ (`Some`), or not free (`None`).
+    pub(super) fn set(&mut self, id: StationId, free: Option<(f64, &str)>) {
+        if let Some((sigma, name)) = free
+            && let Some(old) = self.at.get(&id)
+            && old.sigma.total_cmp(&sigma) == Ordering::Equal
+            && old.name == name
+        {
+            return;
+        }
+        if let Some(old) = self.at.remove(&id) {
+            self.set.remove(&old);
+        }
+        if let Some((sigma, name)) = free {
+            let e = Entry {
+                sigma,
+                name: name.to_string(),
+                id,
+            };
+            self.set.insert(e.clone());
+            self.at.insert(id, e);
         }
     }
 
-    /// The `i`-th host of the order: higher σ first, then by `names`
-    /// ascending; `None` past the end.
-    pub(super) fn get(&mut self, i: usize, names: impl Fn(H, H) -> Ordering) -> Option<H> {
-        let cmp = |a: &(f64, H), b: &(f64, H)| b.0.total_cmp(&a.0).then_with(|| names(a.1, b.1));
-        while self.done.len() <= i && !self.rest.is_empty() {
-            if self.sorted {
-                // Sorted best-last, so that taking the next is a pop.
-                let next = self.rest.pop()?;
-                self.done.push(next);
-            } else if self.done.len() >= PICKS_BEFORE_SORT {
-                self.rest.sort_by(|a, b| cmp(b, a));
-                self.sorted = true;
-            } else {
-                let mut best = 0;
-                for j in 1..self.rest.len() {
-                    if cmp(&self.rest[j], &self.rest[best]) == Ordering::Less {
-                        best = j;
-                    }
-                }
-                self.done.push(self.rest.swap_remove(best));
-            }
-        }
-        self.done.get(i).map(|&(_, h)| h)
+    /// `(σ, host)`, best first.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (f64, StationId)> + '_ {
+        self.set.iter().map(|e| (e.sigma, e.id))
     }
 }
 
@@ -63,30 +85,28 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// Walked to any depth, the order is the full sort's.
+        /// After any sequence of changes the order is the full sort of
+        /// the hosts that are free.
         #[test]
-        fn the_order_is_the_sorted_order(
-            sigmas in proptest::collection::vec(0u8..4, 0..60),
-            depth in 0usize..70,
+        fn the_order_is_always_the_sorted_free_hosts(
+            ops in proptest::collection::vec((0u32..30, proptest::option::of(0u8..4)), 0..200),
         ) {
-            let hosts: Vec<(f64, u32)> = sigmas
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (f64::from(*s), (i as u32 * 7919) % 101))
-                .collect();
-            let mut want = hosts.clone();
-            want.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-            let mut order = HostOrder::new(hosts);
-            let got: Vec<u32> = (0..depth.min(want.len()))
-                .map(|i| order.get(i, |a, b| a.cmp(&b)).unwrap())
-                .collect();
-            let want_ids: Vec<u32> = want.iter().take(got.len()).map(|h| h.1).collect();
-            prop_assert_eq!(&got, &want_ids);
-            // Asking again, or for an earlier one, gives the same host.
-            if let Some(&first) = got.first() {
-                prop_assert_eq!(order.get(0, |a, b| a.cmp(&b)), Some(first));
+            let mut order = FreeOrder::default();
+            let mut model: HashMap<StationId, f64> = HashMap::new();
+            let name = |id: StationId| format!("h{:02}", (id * 7) % 30);
+            for (id, s) in ops {
+                let s = s.map(f64::from);
+                order.set(id, s.map(|s| (s, name(id))).as_ref().map(|(s, n)| (*s, n.as_str())));
+                match s {
+                    Some(s) => model.insert(id, s),
+                    None => model.remove(&id),
+                };
             }
-            prop_assert_eq!(order.get(want.len(), |a, b| a.cmp(&b)), None);
+            let mut want: Vec<(f64, StationId)> = model.into_iter().map(|(h, s)| (s, h)).collect();
+            want.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| name(a.1).cmp(&name(b.1))));
+            let got: Vec<(f64, StationId)> = order.iter().collect();
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(order.set.len(), order.at.len());
         }
     }
 }

@@ -171,6 +171,8 @@ pub struct Pool {
     /// Hosts with a node free now ([`Pool::free_on`] > 0), kept up to
     /// date so a placement looks only at them.
     free_hosts: BTreeSet<StationId>,
+    /// The same hosts by σ, then name: the order a placement tries them.
+    free_order: host_order::FreeOrder,
     started: Time,
     nonce: u64,
     /// Floating-licence limits, lower-case names.
@@ -223,6 +225,7 @@ impl Pool {
             reservations: Reservations::default(),
             guests_of: HashMap::new(),
             free_hosts: BTreeSet::new(),
+            free_order: host_order::FreeOrder::default(),
             started: now,
             nonce: 0,
             licence_limits: BTreeMap::new(),
@@ -419,11 +422,20 @@ impl Pool {
     /// Records whether `host` has a free node now (call after anything
     /// that changes its ad or its claims).
     fn sync_free(&mut self, host: StationId) {
-        if self.free_on(host) > 0 {
+        let free = self.free_on(host) > 0;
+        if free {
             self.free_hosts.insert(host);
         } else {
             self.free_hosts.remove(&host);
         }
+        // σ depends on the ad and the pending claims: what this follows.
+        let sigma = self
+            .stations
+            .get(&host)
+            .filter(|_| free)
+            .map(|k| crate::matchmaker::sigma(&k.ad, self.pending_on(host)));
+        let name = self.names.get(host as usize).map_or("?", String::as_str);
+        self.free_order.set(host, sigma.map(|s| (s, name)));
     }
 
     /// Nodes of `host` that nothing occupies or reserves.
@@ -586,7 +598,7 @@ impl Pool {
             self.transfer_rate = None;
             self.used_unseen.remove(&id);
             out.forgotten.push(self.name(id).to_string());
-            self.free_hosts.remove(&id);
+            self.sync_free(id);
             for h in self.claims.retain(|c| c.host != id && c.home != id) {
                 self.sync_free(h);
             }

@@ -5,7 +5,6 @@
 
 use super::Pool;
 use super::effects::{Message, Outbox};
-use super::host_order::HostOrder;
 use super::ledger::Reservation;
 use crate::matchmaker::{self, Candidate, LicenceBook};
 use gleaner_core::alloc::{Decision, NodeId, PoolView, StationDemand, StationId};
@@ -120,9 +119,7 @@ impl Pool {
         let k = self.stations.get(&home)?;
         let book = self.licence_book();
         let unix = Self::unix(now);
-        // Built on first need: the hosts by σ (for jobs without a Rank) and
-        // all candidates (for jobs with one).
-        let mut by_sigma: Option<HostOrder<StationId>> = None;
+        // Built on first need: all candidates (for jobs with a Rank).
         let mut all: Option<(Vec<StationId>, Vec<Candidate<'_>>)> = None;
         for (i, job) in k.jobs.iter().enumerate() {
             if self.class_left(home, job) == 0 || self.waits_for_grace(job, &book, now) {
@@ -132,23 +129,27 @@ impl Pool {
                 // Every host ranks 0: the fitting host with the highest σ
                 // (then the lowest name) wins, so try them in that order
                 // and build a host's view only when its turn comes.
-                let order = by_sigma.get_or_insert_with(|| self.sigma_order(only));
-                let by_name = |a: StationId, b: StationId| self.name(a).cmp(self.name(b));
-                let mut found = None;
-                let mut i = 0;
-                while let Some(h) = order.get(i, by_name) {
-                    i += 1;
-                    let Some(c) = self.candidate(h, pass, now) else {
-                        continue;
-                    };
-                    if self.partition_allows(h, Some(&job.class.owner))
-                        && fit::fits(job, &c.fit, &book, unix)
-                    {
-                        found = Some(h);
-                        break;
-                    }
+                let fits = |h: StationId| {
+                    let c = self.candidate(h, pass, now)?;
+                    (self.partition_allows(h, Some(&job.class.owner))
+                        && fit::fits(job, &c.fit, &book, unix))
+                    .then_some(h)
+                };
+                match only {
+                    Some(h) => fits(h),
+                    // The free hosts kept in this order (`host_order`).
+                    None => self.free_order.iter().find_map(|(sigma, h)| {
+                        debug_assert_eq!(
+                            self.stations
+                                .get(&h)
+                                .map(|k| matchmaker::sigma(&k.ad, self.pending_on(h))),
+                            Some(sigma),
+                            "the free order's σ of {} is stale",
+                            self.name(h)
+                        );
+                        fits(h)
+                    }),
                 }
-                found
             } else {
                 let (ids, hosts) = all.get_or_insert_with(|| self.candidates(only, pass, now));
                 if self.partition.is_some() {
@@ -172,23 +173,6 @@ impl Pool {
             }
         }
         None
-    }
-
-    /// The hosts a placement may use (`only`, or those with a free node),
-    /// by σ descending, then name (ordered as far as they are looked at).
-    fn sigma_order(&self, only: Option<StationId>) -> HostOrder<StationId> {
-        let ids: Vec<StationId> = match only {
-            Some(h) => vec![h],
-            None => self.free_hosts.iter().copied().collect(),
-        };
-        HostOrder::new(
-            ids.into_iter()
-                .filter_map(|h| {
-                    let k = self.stations.get(&h)?;
-                    Some((matchmaker::sigma(&k.ad, self.pending_on(h)), h))
-                })
-                .collect(),
-        )
     }
 
     /// How many of `home`'s idle jobs some host of `hosts` could take,
