@@ -35,8 +35,10 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![forbid(unsafe_code)]
 
+mod admin_api;
 mod config;
 pub mod dashboard;
+mod drain_state;
 pub mod enrol;
 mod mailbox;
 pub mod matchmaker;
