@@ -166,7 +166,11 @@ fn only_viewers_with_sessions_and_only_the_owner_get_in() {
         &coord,
         "POST",
         "/dashboard/logout",
-        &[("Cookie", &cookie), ("X-Gleaner-CSRF", &csrf)],
+        &[
+            ("Cookie", &cookie),
+            ("X-Gleaner-CSRF", &csrf),
+            ("Origin", &coord)
+        ],
         "",
     );
     assert_eq!(s, 204);
