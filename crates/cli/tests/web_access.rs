@@ -246,7 +246,16 @@ fn only_viewers_with_sessions_and_only_the_owner_get_in() {
         401
     );
 
+    // The page's event stream, open while the owner stops lending: the
+    // stop reaches it without a reload.
+    let events = event_lines(&station1, "/owner/api/events", &cookie);
+    let first = events
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the stream's first event");
+    assert!(first.1.contains("\"lending\":true"), "{}", first.1);
+
     // Root's controls take effect, are kept 0600, survive a SIGKILL.
+    let mut stopped_at = None;
     for args in [
         vec!["owner", "stop", "--until", "+1h"],
         vec!["owner", "policy", "ie"],
@@ -257,7 +266,21 @@ fn only_viewers_with_sessions_and_only_the_owner_get_in() {
         a.extend(["--station", sock1.as_str()]);
         let out = glean_in(&home, &work, &a);
         assert!(out.status.success(), "{a:?}: {out:?}");
+        stopped_at.get_or_insert_with(Instant::now);
     }
+    let stopped_at = stopped_at.unwrap();
+    let seen = loop {
+        let (at, line) = events
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the stop reaches the open stream");
+        if line.contains("\"lending\":false") && line.contains("\"why\":\"stopped\"") {
+            break at;
+        }
+    };
+    println!(
+        "owner's stop reached the open page stream {:.0} ms after `glean owner stop` returned",
+        seen.saturating_duration_since(stopped_at).as_secs_f64() * 1000.0
+    );
     let after = status(&home);
     assert_eq!(
         (after["lending"].as_bool(), after["why"].as_str()),
@@ -300,6 +323,27 @@ fn only_viewers_with_sessions_and_only_the_owner_get_in() {
     let out = glean_in(&home, &work, &["owner", "resume", "--station", &sock1]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(status(&home)["lending"], true);
+}
+
+/// The `data:` lines of a server-sent-events stream at `base` `path` with
+/// the session `cookie`, each with when it arrived; the channel closes
+/// with the stream.
+fn event_lines(base: &str, path: &str, cookie: &str) -> std::sync::mpsc::Receiver<(Instant, String)> {
+    use std::io::BufRead;
+    let addr = base.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = TcpStream::connect(addr).unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(s).lines() {
+            let Ok(line) = line else { break };
+            if line.starts_with("data:") && tx.send((Instant::now(), line)).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }
 
 /// The pid of the `glean station` process reading `config`.
