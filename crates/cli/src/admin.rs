@@ -62,7 +62,9 @@ fn call(
     let c = settings.coordinator_client(&coord)?;
     let reply: Value = runtime()?
         .block_on(c.post_json(path, &serde_json::json!({})))
-        .with_context(|| format!("asking the coordinator ({path}); an administrator's token is needed"))?;
+        .with_context(|| {
+            format!("asking the coordinator ({path}); an administrator's token is needed")
+        })?;
     if json {
         println!("{reply}");
     }
@@ -76,7 +78,10 @@ pub fn drain(args: DrainArgs, json: bool) -> anyhow::Result<ExitCode> {
     if !json {
         let changed = r["changed"].as_bool().unwrap_or(false);
         match (args.cancel, changed) {
-            (false, true) => println!("{}: drained: no new guests; running guests finish", args.name),
+            (false, true) => println!(
+                "{}: drained: no new guests; running guests finish",
+                args.name
+            ),
             (false, false) => println!("{}: already drained", args.name),
             (true, true) => println!("{}: drain ended: it takes new guests again", args.name),
             (true, false) => println!("{}: was not drained", args.name),

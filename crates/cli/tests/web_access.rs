@@ -169,7 +169,7 @@ fn only_viewers_with_sessions_and_only_the_owner_get_in() {
         &[
             ("Cookie", &cookie),
             ("X-Gleaner-CSRF", &csrf),
-            ("Origin", &coord)
+            ("Origin", &coord),
         ],
         "",
     );
@@ -328,7 +328,11 @@ fn only_viewers_with_sessions_and_only_the_owner_get_in() {
 /// The `data:` lines of a server-sent-events stream at `base` `path` with
 /// the session `cookie`, each with when it arrived; the channel closes
 /// with the stream.
-fn event_lines(base: &str, path: &str, cookie: &str) -> std::sync::mpsc::Receiver<(Instant, String)> {
+fn event_lines(
+    base: &str,
+    path: &str,
+    cookie: &str,
+) -> std::sync::mpsc::Receiver<(Instant, String)> {
     use std::io::BufRead;
     let addr = base.trim_start_matches("http://").trim_end_matches('/');
     let mut s = TcpStream::connect(addr).unwrap();

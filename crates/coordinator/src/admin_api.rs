@@ -73,10 +73,7 @@ impl Admin for Shared {
     fn drain(&self, station: &str, on: bool, by: &str) -> Result<Value, ApiError> {
         check_station(station)?;
         // One change at a time, so the file and the pool agree.
-        let _one = self
-            .drain_change
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let _one = self.drain_change.lock().unwrap_or_else(|p| p.into_inner());
         let mut hosts = self.pool().drained();
         if !hosts.contains(station) && !self.knows(station) {
             return Err(unknown_station(station));
@@ -110,7 +107,9 @@ impl Admin for Shared {
     fn revoke(&self, token_id: &str, by: &str) -> Result<Value, ApiError> {
         if token_id.is_empty()
             || token_id.len() > MAX_TOKEN_ID
-            || !token_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            || !token_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-')
         {
             return Err(ApiError::bad("token_id", "a token id is hexadecimal"));
         }
@@ -128,7 +127,9 @@ impl Admin for Shared {
             Err(e) => return Err(internal(e)),
         };
         tracing::info!(admin = by, token_id, subject = %record.subject, changed, "token revoked");
-        Ok(json!({ "token_id": token_id, "subject": record.subject, "revoked": true, "changed": changed }))
+        Ok(
+            json!({ "token_id": token_id, "subject": record.subject, "revoked": true, "changed": changed }),
+        )
     }
 
     fn tokens(&self) -> Result<Value, ApiError> {

@@ -288,7 +288,13 @@ fn home(name: &str, idle: u32) -> StationAd {
 async fn dashboard_shows(p: &Pool, cookie: &str, name: &str, f: impl Fn(&Value) -> bool) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
-        let (_, _, b) = http(p.addr(), "GET", "/dashboard/api/state", &[("Cookie", cookie)]).await;
+        let (_, _, b) = http(
+            p.addr(),
+            "GET",
+            "/dashboard/api/state",
+            &[("Cookie", cookie)],
+        )
+        .await;
         let v: Value = serde_json::from_str(&b).unwrap();
         if v["pool"]["stations"]
             .as_array()
@@ -341,9 +347,18 @@ async fn an_administrator_drains_vacates_and_revokes_from_the_dashboard() {
     assert_eq!(r.preemptions[0].reason, "vacated by administrator root");
 
     // The token list names alice's token; revoking it refuses it at once.
-    let (s, _, b) = http(p.addr(), "GET", "/dashboard/api/tokens", &[("Cookie", &cookie)]).await;
+    let (s, _, b) = http(
+        p.addr(),
+        "GET",
+        "/dashboard/api/tokens",
+        &[("Cookie", &cookie)],
+    )
+    .await;
     assert_eq!(s, 200, "{b}");
-    assert!(b.contains(&p.alice_id) && !b.contains(&p.alice), "ids, never tokens");
+    assert!(
+        b.contains(&p.alice_id) && !b.contains(&p.alice),
+        "ids, never tokens"
+    );
     assert_eq!(p.call("GET", "/v1/pool", &p.alice).await.0, 200);
     let path = format!("/dashboard/api/tokens/{}/revoke", p.alice_id);
     let (s, b) = p
@@ -384,9 +399,15 @@ async fn refused_actions_change_nothing() {
         let p = pr;
         assert!(!p.drained("ws1").await, "ws1 drained by a refused request");
         assert!(!p.state_dir().join("drained.json").exists());
-        assert!(!p.revoked_in_registry(&p.alice_id), "token revoked by a refused request");
+        assert!(
+            !p.revoked_in_registry(&p.alice_id),
+            "token revoked by a refused request"
+        );
         let r = p.advertise(&home("home", 0)).await;
-        assert!(r.preemptions.is_empty(), "a refused vacate preempted: {r:?}");
+        assert!(
+            r.preemptions.is_empty(),
+            "a refused vacate preempted: {r:?}"
+        );
     };
     let paths = [
         "/dashboard/api/stations/ws1/drain",
@@ -404,8 +425,16 @@ async fn refused_actions_change_nothing() {
         let attempts: [(Option<&str>, Option<&str>, &str); 5] = [
             (None, Some(&origin), "no CSRF token"),
             (Some("00"), Some(&origin), "a wrong CSRF token"),
-            (Some(&user_csrf), Some(&origin), "another session's CSRF token"),
-            (Some(&admin_csrf), Some("http://evil.example"), "a foreign Origin"),
+            (
+                Some(&user_csrf),
+                Some(&origin),
+                "another session's CSRF token",
+            ),
+            (
+                Some(&admin_csrf),
+                Some("http://evil.example"),
+                "a foreign Origin",
+            ),
             (Some(&admin_csrf), None, "no Origin"),
         ];
         for (csrf, org, what) in attempts {
@@ -421,10 +450,22 @@ async fn refused_actions_change_nothing() {
     }
     // The user's page model carries the role the page hides buttons by;
     // the token list is an administrator's only.
-    let (_, _, b) = http(p.addr(), "GET", "/dashboard/api/state", &[("Cookie", &user_cookie)]).await;
+    let (_, _, b) = http(
+        p.addr(),
+        "GET",
+        "/dashboard/api/state",
+        &[("Cookie", &user_cookie)],
+    )
+    .await;
     let v: Value = serde_json::from_str(&b).unwrap();
     assert_eq!(v["viewer"]["role"], "user");
-    let (s, _, _) = http(p.addr(), "GET", "/dashboard/api/tokens", &[("Cookie", &user_cookie)]).await;
+    let (s, _, _) = http(
+        p.addr(),
+        "GET",
+        "/dashboard/api/tokens",
+        &[("Cookie", &user_cookie)],
+    )
+    .await;
     assert_eq!(s, 403);
 
     // The token API: a user's or a station's token is refused, none is 401.
@@ -445,7 +486,10 @@ async fn refused_actions_change_nothing() {
     // Unknown targets: 404, nothing written.
     let (s, b) = p.call("POST", "/v1/stations/nowhere/drain", &p.admin).await;
     assert_eq!(s, 404, "{b}");
-    assert_eq!(p.call("POST", "/v1/tokens/ffff/revoke", &p.admin).await.0, 404);
+    assert_eq!(
+        p.call("POST", "/v1/tokens/ffff/revoke", &p.admin).await.0,
+        404
+    );
     nothing_changed().await;
 }
 
@@ -494,7 +538,8 @@ async fn a_revoked_tokens_session_and_stream_end_at_once() {
     let open_until = Instant::now() + Duration::from_millis(2500);
     let mut buf = vec![0u8; 65536];
     while Instant::now() < open_until {
-        if let Ok(r) = tokio::time::timeout(Duration::from_millis(200), stream.read(&mut buf)).await {
+        if let Ok(r) = tokio::time::timeout(Duration::from_millis(200), stream.read(&mut buf)).await
+        {
             assert!(r.unwrap() > 0, "the stream ended while the token was good");
         }
     }
@@ -512,7 +557,11 @@ async fn a_revoked_tokens_session_and_stream_end_at_once() {
         "event stream closed {:.0} ms after the revocation",
         revoked_at.elapsed().as_secs_f64() * 1000.0
     );
-    for path in ["/dashboard/api/state", "/dashboard/api/events", "/dashboard/"] {
+    for path in [
+        "/dashboard/api/state",
+        "/dashboard/api/events",
+        "/dashboard/",
+    ] {
         let (s, _, b) = http(p.addr(), "GET", path, &[("Cookie", &cookie)]).await;
         assert_eq!(s, 401, "{path} after the revocation: {b}");
     }
@@ -541,6 +590,12 @@ async fn a_session_ends_when_its_token_expires() {
         .unwrap();
     assert!(max_age <= 3, "cookie outlives the token: Max-Age={max_age}");
     tokio::time::sleep(Duration::from_millis(3500)).await;
-    let (s, _, _) = http(p.addr(), "GET", "/dashboard/api/state", &[("Cookie", &cookie)]).await;
+    let (s, _, _) = http(
+        p.addr(),
+        "GET",
+        "/dashboard/api/state",
+        &[("Cookie", &cookie)],
+    )
+    .await;
     assert_eq!(s, 401, "the session ended with its token");
 }

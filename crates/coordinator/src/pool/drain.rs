@@ -70,10 +70,9 @@ impl Pool {
                 k.ad.claim_of(&g.key()).map(str::to_string),
             )
         });
-        let idle = k
-            .ad
-            .idle_claims()
-            .map(|c| (c.home.clone(), c.job, Some(c.claim.clone())));
+        let idle =
+            k.ad.idle_claims()
+                .map(|c| (c.home.clone(), c.job, Some(c.claim.clone())));
         let asked: Vec<_> = running.chain(idle).collect();
         for (home, job, claim) in &asked {
             tracing::info!(host, %home, %job, reason, "administrator: preempt");
@@ -109,7 +108,12 @@ mod tests {
             p.tick(t);
         }
         assert_eq!(got, 0, "drained: nothing granted on h");
-        assert!(p.status(t0).stations.iter().any(|s| s.name == "h" && s.drained));
+        assert!(
+            p.status(t0)
+                .stations
+                .iter()
+                .any(|s| s.name == "h" && s.drained)
+        );
         assert!(p.set_drained("h", false) && !p.set_drained("h", false));
         let t = t0 + Dur::from_secs(7);
         p.advertise(ad("h", true, 2, 0, &[]), t);
@@ -127,7 +131,9 @@ mod tests {
             p.advertise(ad("heavy", false, 1, 3, &[]), t);
             p.advertise(ad("light", false, 1, 1, &[]), t);
             p.tick(t);
-            p.advertise(ad("heavy", false, 1, 3, &[]), t).preemptions.len()
+            p.advertise(ad("heavy", false, 1, 3, &[]), t)
+                .preemptions
+                .len()
         };
         let mut asked = 0;
         for i in 1..8u64 {
@@ -161,9 +167,16 @@ mod tests {
         let ra = p.advertise(ad("a", false, 1, 0, &[]), t0);
         let rb = p.advertise(ad("b", false, 1, 0, &[]), t0);
         assert_eq!((ra.preemptions.len(), rb.preemptions.len()), (2, 1));
-        assert!(ra.preemptions.iter().all(|x| x.host == "h"
-            && x.reason == "administrator root vacated h"));
-        assert!(ra.preemptions.iter().any(|x| x.claim.as_deref() == Some("c-idle")));
+        assert!(
+            ra.preemptions
+                .iter()
+                .all(|x| x.host == "h" && x.reason == "administrator root vacated h")
+        );
+        assert!(
+            ra.preemptions
+                .iter()
+                .any(|x| x.claim.as_deref() == Some("c-idle"))
+        );
         // A drain leaves the guests alone and calls back the idle claim.
         assert!(p.set_drained("h", true));
         let ra = p.advertise(ad("a", false, 1, 0, &[]), t0);
