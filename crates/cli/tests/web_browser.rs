@@ -110,12 +110,14 @@ fn dashboard_and_owner_page_in_a_real_browser() {
     // station K's at /run/gleaner/up-PORT.sock, PORT = base + 2 + K).
     let mut owner_urls = serde_json::Map::new();
     let mut owner_files = serde_json::Map::new();
+    let mut owner_sockets = serde_json::Map::new();
     for (k, s) in stations.iter().enumerate() {
         let sock = format!("unix:/run/gleaner/up-{}.sock", base + 2 + k as u16);
         owner_urls.insert(
             s.to_string(),
             link(glean_in(&home, &work, &["owner", "--station", &sock])).into(),
         );
+        owner_sockets.insert(s.to_string(), sock.clone().into());
         owner_files.insert(
             s.to_string(),
             home.join("stations")
@@ -143,6 +145,7 @@ fn dashboard_and_owner_page_in_a_real_browser() {
         "admin_dashboard_url": admin_dashboard_url,
         "owner_urls": owner_urls,
         "owner_files": owner_files,
+        "owner_sockets": owner_sockets,
         "screenshots": shots,
         // Several scheduling intervals (1 s) for a placement to happen.
         "no_guest_wait_secs": 6,

@@ -256,7 +256,13 @@ def main():
 
         # Lend again: the guest resumes.
         op.click("#resume")
-        op.wait_for_selector('#lending-badge[data-state="AV"]', timeout=5000)
+        try:
+            op.wait_for_selector('#lending-badge[data-state="AV"]', timeout=5000)
+        except Exception:
+            fail("resume not shown on the owner's page: badge " +
+                 repr(op.evaluate("document.getElementById('lending-badge').dataset.state")) +
+                 ", message " + repr(op.inner_text("#msg-stop")) + ", glean owner status: " +
+                 glean("--json", "owner", "status", "--station", CFG["owner_sockets"][host], check=False))
         dash.wait_for_selector(f'[data-station="{host}"][data-state="AV"]', timeout=5000)
         op.wait_for_selector('#guests-now li[data-guest-state="running"]', timeout=10000)
 
