@@ -6,6 +6,9 @@
 //!   session; the page's state needs the session (a bearer token is not
 //!   one); a station token gets no ticket; logout without the CSRF token
 //!   is refused and the session lives on;
+//! - `glean drain`/`vacate` with a user's token are refused and change
+//!   nothing; with the administrator's, `glean status` shows the drain
+//!   (`AV drained`) and `--cancel` ends it;
 //! - owner: another Unix user's `glean owner` (link, status, stop) is
 //!   refused and the controls stay as they were; the page's API needs the
 //!   session, and a change without the CSRF token is refused with nothing
@@ -185,6 +188,59 @@ fn only_viewers_with_sessions_and_only_the_owner_get_in() {
         .0,
         401
     );
+
+    // --- an administrator's hold on a station, from the command line ---
+    let admin_token = home.join("admin.token").display().to_string();
+    // A station the coordinator knows (the pool may still be announcing
+    // the second).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let host = loop {
+        let st = json(glean_in(&home, &work, &["--json", "status"]));
+        if let Some(n) = st["stations"][0]["name"].as_str() {
+            break n.to_string();
+        }
+        assert!(Instant::now() < deadline, "no station in glean status");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let host = host.as_str();
+    let drained = |name: &str| {
+        json(glean_in(&home, &work, &["--json", "status"]))["stations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == name && s["drained"] == true)
+    };
+    for args in [vec!["drain", host], vec!["vacate", host]] {
+        let out = glean_in(&home, &work, &args);
+        assert!(
+            !out.status.success(),
+            "{args:?} with a user's token: {out:?}"
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("403"), "{err}");
+    }
+    assert!(!drained(host), "a refused drain changed nothing");
+    let out = glean_in(&home, &work, &["drain", host, "--token", &admin_token]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(drained(host));
+    let table = glean_in(&home, &work, &["status"]);
+    assert!(
+        String::from_utf8_lossy(&table.stdout).contains(" drained"),
+        "{table:?}"
+    );
+    let out = glean_in(
+        &home,
+        &work,
+        &["drain", "--cancel", host, "--token", &admin_token],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(!drained(host));
+    let out = glean_in(
+        &home,
+        &work,
+        &["vacate", "nowhere", "--token", &admin_token],
+    );
+    assert!(!out.status.success(), "vacate of an unknown station");
 
     // --- the owner's side of station1 ---
     let status = |h: &Path| {
