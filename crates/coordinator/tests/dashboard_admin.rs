@@ -5,13 +5,14 @@
 //! its token: revoked, the next request is 401 and an open event stream
 //! ends; expiring, the session ends with it.
 
+mod common;
+
 use gleaner_coordinator::tokens::{TokenRegistry, TokenRequest};
 use gleaner_coordinator::{CoordinatorConfig, RunningCoordinator, spawn_for_test};
 use gleaner_core::detector::OwnerState;
-use gleaner_core::time::Time;
 use gleaner_proto::creds::{Claims, PoolSigner, Role, load_or_create_signing_key};
 use gleaner_proto::job::JobId;
-use gleaner_proto::wire::{AdvertiseReply, Demand, GuestInfo, PoolStatus, StationAd};
+use gleaner_proto::wire::{AdvertiseReply, PoolStatus, StationAd};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -235,44 +236,7 @@ impl Pool {
 }
 
 fn ad(name: &str, cpus: u32, idle: u32, guests: &[(JobId, &str)]) -> StationAd {
-    StationAd {
-        protocol: 1,
-        name: name.into(),
-        address: format!("http://{name}:9618"),
-        state: OwnerState::Av,
-        cpus,
-        memory_mb: 1024,
-        disk_free_kb: 1 << 20,
-        arch: "X86_64".into(),
-        opsys: "LINUX".into(),
-        speed: 1.0,
-        running_guests: guests
-            .iter()
-            .map(|(job, home)| GuestInfo {
-                job: *job,
-                home: (*home).into(),
-                owner: "u".into(),
-                since: Time::from_secs(1),
-                suspended: false,
-                concurrency_limits: Vec::new(),
-                class: None,
-            })
-            .collect(),
-        attrs: Default::default(),
-        demand: Demand {
-            idle_jobs: idle,
-            remote_jobs: 0,
-        },
-        policy: Default::default(),
-        classes: Vec::new(),
-        submit_only: false,
-        execute_only: false,
-        sequence: 0,
-        sent_at: Time::from_secs(1),
-        claims_used: Vec::new(),
-        claims_held: Vec::new(),
-        summary: None,
-    }
+    common::ad(name, OwnerState::Av, cpus, idle, guests)
 }
 
 /// A home that only submits.

@@ -359,14 +359,25 @@ async fn page_index(
     })
 }
 
+/// The owner's session behind a page request from `peer`: loopback, a
+/// live session, the owner's.
+fn owner_session(
+    w: &OwnerWeb,
+    peer: &NetPeer,
+    headers: &HeaderMap,
+) -> Result<gleaner_edge::web::Session, ApiError> {
+    require_loopback(&peer.addr)?;
+    let s = w.sessions.session(headers)?;
+    w.require_owner(&s.caller)?;
+    Ok(s)
+}
+
 async fn page_state(
     State(w): State<Arc<OwnerWeb>>,
     ConnectInfo(peer): ConnectInfo<NetPeer>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    require_loopback(&peer.addr)?;
-    let s = w.sessions.session(&headers)?;
-    w.require_owner(&s.caller)?;
+    let s = owner_session(&w, &peer, &headers)?;
     let state = serde_json::to_value(w.state()?).unwrap_or_default();
     let mut r = Json(page_model(&s, state)).into_response();
     page_headers(r.headers_mut());
@@ -390,9 +401,7 @@ async fn page_events(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     use axum::response::sse::{Event, KeepAlive, Sse};
-    require_loopback(&peer.addr)?;
-    let s = w.sessions.session(&headers)?;
-    w.require_owner(&s.caller)?;
+    let s = owner_session(&w, &peer, &headers)?;
     w.side()?;
     // (what was sent last, less its clock; when)
     let start: (Option<serde_json::Value>, Option<std::time::Instant>) = (None, None);
