@@ -79,6 +79,9 @@
   function render(data) {
     csrf = data.viewer.csrf;
     const o = data.owner;
+    // A change's answer may be older than an update the stream brought
+    // meanwhile (the station's clock says): keep the newer.
+    if (last && o.now_ms < last.now_ms) return;
     last = o;
     $("title").textContent = `${o.station}: this machine`;
     $("sub").textContent = `owner ${o.account || "root"} · updated ${clock(o.now_ms)}`;
