@@ -4,6 +4,7 @@
 //! crate and prints the result. Errors reach the user through `anyhow` with
 //! the file, line or field that caused them.
 
+mod admin;
 mod classad;
 mod daemons;
 mod dag;
@@ -78,6 +79,12 @@ enum Command {
     Watch(watch::WatchArgs),
     /// Show the coordinator's Up-Down table (condor_userprio).
     Userprio(jobs::StatusArgs),
+    /// Drain a station: no new guests, running ones finish (condor_drain;
+    /// --cancel ends it). Administrators only.
+    Drain(admin::DrainArgs),
+    /// Vacate a station's guests now: they checkpoint and move
+    /// (condor_vacate). Administrators only.
+    Vacate(admin::VacateArgs),
     /// Start a personal pool on this machine (a coordinator and N stations).
     Up(up::UpArgs),
     /// Create, list and revoke the pool's tokens (where the coordinator's
@@ -133,6 +140,8 @@ fn main() -> ExitCode {
         Command::Watch(args) => watch::watch(args, out),
         Command::Up(args) => up::up(args),
         Command::Userprio(args) => jobs::userprio(args, out),
+        Command::Drain(args) => admin::drain(args, cli.json),
+        Command::Vacate(args) => admin::vacate(args, cli.json),
         Command::Token(args) => token::run(args, out),
         Command::Generate(args) => generate::run(args, Cli::command()),
         Command::Dashboard(args) => web::dashboard(args),

@@ -6,6 +6,9 @@
 //!   session; the page's state needs the session (a bearer token is not
 //!   one); a station token gets no ticket; logout without the CSRF token
 //!   is refused and the session lives on;
+//! - `glean drain`/`vacate` with a user's token are refused and change
+//!   nothing; with the administrator's, `glean status` shows the drain
+//!   (`AV drained`) and `--cancel` ends it;
 //! - owner: another Unix user's `glean owner` (link, status, stop) is
 //!   refused and the controls stay as they were; the page's API needs the
 //!   session, and a change without the CSRF token is refused with nothing
@@ -166,7 +169,11 @@ fn only_viewers_with_sessions_and_only_the_owner_get_in() {
         &coord,
         "POST",
         "/dashboard/logout",
-        &[("Cookie", &cookie), ("X-Gleaner-CSRF", &csrf)],
+        &[
+            ("Cookie", &cookie),
+            ("X-Gleaner-CSRF", &csrf),
+            ("Origin", &coord),
+        ],
         "",
     );
     assert_eq!(s, 204);
@@ -181,6 +188,59 @@ fn only_viewers_with_sessions_and_only_the_owner_get_in() {
         .0,
         401
     );
+
+    // --- an administrator's hold on a station, from the command line ---
+    let admin_token = home.join("admin.token").display().to_string();
+    // A station the coordinator knows (the pool may still be announcing
+    // the second).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let host = loop {
+        let st = json(glean_in(&home, &work, &["--json", "status"]));
+        if let Some(n) = st["stations"][0]["name"].as_str() {
+            break n.to_string();
+        }
+        assert!(Instant::now() < deadline, "no station in glean status");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let host = host.as_str();
+    let drained = |name: &str| {
+        json(glean_in(&home, &work, &["--json", "status"]))["stations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == name && s["drained"] == true)
+    };
+    for args in [vec!["drain", host], vec!["vacate", host]] {
+        let out = glean_in(&home, &work, &args);
+        assert!(
+            !out.status.success(),
+            "{args:?} with a user's token: {out:?}"
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("403"), "{err}");
+    }
+    assert!(!drained(host), "a refused drain changed nothing");
+    let out = glean_in(&home, &work, &["drain", host, "--token", &admin_token]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(drained(host));
+    let table = glean_in(&home, &work, &["status"]);
+    assert!(
+        String::from_utf8_lossy(&table.stdout).contains(" drained"),
+        "{table:?}"
+    );
+    let out = glean_in(
+        &home,
+        &work,
+        &["drain", "--cancel", host, "--token", &admin_token],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(!drained(host));
+    let out = glean_in(
+        &home,
+        &work,
+        &["vacate", "nowhere", "--token", &admin_token],
+    );
+    assert!(!out.status.success(), "vacate of an unknown station");
 
     // --- the owner's side of station1 ---
     let status = |h: &Path| {
@@ -242,7 +302,16 @@ fn only_viewers_with_sessions_and_only_the_owner_get_in() {
         401
     );
 
+    // The page's event stream, open while the owner stops lending: the
+    // stop reaches it without a reload.
+    let events = event_lines(&station1, "/owner/api/events", &cookie);
+    let first = events
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the stream's first event");
+    assert!(first.1.contains("\"lending\":true"), "{}", first.1);
+
     // Root's controls take effect, are kept 0600, survive a SIGKILL.
+    let mut stopped_at = None;
     for args in [
         vec!["owner", "stop", "--until", "+1h"],
         vec!["owner", "policy", "ie"],
@@ -253,7 +322,21 @@ fn only_viewers_with_sessions_and_only_the_owner_get_in() {
         a.extend(["--station", sock1.as_str()]);
         let out = glean_in(&home, &work, &a);
         assert!(out.status.success(), "{a:?}: {out:?}");
+        stopped_at.get_or_insert_with(Instant::now);
     }
+    let stopped_at = stopped_at.unwrap();
+    let seen = loop {
+        let (at, line) = events
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the stop reaches the open stream");
+        if line.contains("\"lending\":false") && line.contains("\"why\":\"stopped\"") {
+            break at;
+        }
+    };
+    println!(
+        "owner's stop reached the open page stream {:.0} ms after `glean owner stop` returned",
+        seen.saturating_duration_since(stopped_at).as_secs_f64() * 1000.0
+    );
     let after = status(&home);
     assert_eq!(
         (after["lending"].as_bool(), after["why"].as_str()),
@@ -296,6 +379,31 @@ fn only_viewers_with_sessions_and_only_the_owner_get_in() {
     let out = glean_in(&home, &work, &["owner", "resume", "--station", &sock1]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(status(&home)["lending"], true);
+}
+
+/// The `data:` lines of a server-sent-events stream at `base` `path` with
+/// the session `cookie`, each with when it arrived; the channel closes
+/// with the stream.
+fn event_lines(
+    base: &str,
+    path: &str,
+    cookie: &str,
+) -> std::sync::mpsc::Receiver<(Instant, String)> {
+    use std::io::BufRead;
+    let addr = base.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = TcpStream::connect(addr).unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\n\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(s).lines() {
+            let Ok(line) = line else { break };
+            if line.starts_with("data:") && tx.send((Instant::now(), line)).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }
 
 /// The pid of the `glean station` process reading `config`.

@@ -16,7 +16,12 @@
 //!   guest (owner's page, dashboard, `glean q`), and a job submitted then
 //!   gets no placement there; "Lend again" resumes the guest; a forged
 //!   CSRF token is refused (403) and changes nothing; the page records
-//!   each guest's event→action latency.
+//!   each guest's event→action latency;
+//! - a user's dashboard shows no administrator actions, and its POST of
+//!   one is refused (403) with nothing changed; an administrator's (an
+//!   admin token's link) has them: "Drain" marks the station drained
+//!   without a reload, on both pages and in `glean status`, "Undrain"
+//!   ends it.
 //!
 //! Skipped with a printed reason when Chromium or Playwright is missing,
 //! unless `GLEANER_REQUIRE_BROWSER=1`. Screenshots go to
@@ -95,16 +100,24 @@ fn dashboard_and_owner_page_in_a_real_browser() {
     std::fs::write(work.join("short.sub"), "executable = burn.sh\nqueue 2\n").unwrap();
     let stations = ["station0", "station1"];
     let dashboard_url = link(glean_in(&home, &work, &["dashboard"]));
+    let admin_token = home.join("admin.token").display().to_string();
+    let admin_dashboard_url = link(glean_in(
+        &home,
+        &work,
+        &["dashboard", "--token", &admin_token],
+    ));
     // Each station's owner link, on its own user socket (`glean up` puts
     // station K's at /run/gleaner/up-PORT.sock, PORT = base + 2 + K).
     let mut owner_urls = serde_json::Map::new();
     let mut owner_files = serde_json::Map::new();
+    let mut owner_sockets = serde_json::Map::new();
     for (k, s) in stations.iter().enumerate() {
         let sock = format!("unix:/run/gleaner/up-{}.sock", base + 2 + k as u16);
         owner_urls.insert(
             s.to_string(),
             link(glean_in(&home, &work, &["owner", "--station", &sock])).into(),
         );
+        owner_sockets.insert(s.to_string(), sock.clone().into());
         owner_files.insert(
             s.to_string(),
             home.join("stations")
@@ -129,8 +142,10 @@ fn dashboard_and_owner_page_in_a_real_browser() {
         "stations": stations,
         "jobs": 2,
         "dashboard_url": dashboard_url,
+        "admin_dashboard_url": admin_dashboard_url,
         "owner_urls": owner_urls,
         "owner_files": owner_files,
+        "owner_sockets": owner_sockets,
         "screenshots": shots,
         // Several scheduling intervals (1 s) for a placement to happen.
         "no_guest_wait_secs": 6,
@@ -164,7 +179,7 @@ fn dashboard_and_owner_page_in_a_real_browser() {
     println!("measured: {m:#}");
     let shown = m["owner_active_shown_secs"].as_f64().unwrap();
     assert!(shown < 2.0, "owner-active shown after {shown} s");
-    for f in ["dashboard.png", "owner.png"] {
+    for f in ["dashboard.png", "owner.png", "dashboard-admin.png"] {
         let png = std::fs::read(shots.join(f)).unwrap();
         assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{f}");
     }

@@ -27,6 +27,10 @@
 //!   enrolment, issue 13).
 //! - [`tokens`]: the token registry behind `glean token`; the coordinator
 //!   alone holds the signing key (`signing.key`) and writes `pool.pub`.
+//! - `admin_api`: an administrator's drain, undrain, vacate and token
+//!   revocation (`/v1/stations/NAME/…`, `/v1/tokens…`), the same actions
+//!   the [`dashboard`] offers an administrator's session; drains kept in
+//!   `drained.json` (`drain_state`).
 //!
 //! Stations advertise every `advertise_period_secs` (told in each reply),
 //! and a station daemon should also advertise at once when its owner state
@@ -35,8 +39,10 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![forbid(unsafe_code)]
 
+mod admin_api;
 mod config;
 pub mod dashboard;
+mod drain_state;
 pub mod enrol;
 mod mailbox;
 pub mod matchmaker;

@@ -275,6 +275,29 @@ impl Served {
         self.pool.take_partition_state()
     }
 
+    /// Drains `host` or ends its drain ([`Pool::set_drained`]), posting
+    /// the call-backs of its idle claims; whether that changed anything.
+    pub(crate) fn set_drained(&mut self, host: &str, on: bool) -> bool {
+        let mut out = Outbox::default();
+        let changed = self.pool.set_drained(host, on, &mut out);
+        self.post(out);
+        changed
+    }
+
+    /// The drained hosts.
+    pub(crate) fn drained(&self) -> std::collections::BTreeSet<String> {
+        self.pool.drained().clone()
+    }
+
+    /// Preempts every guest on `host` now ([`Pool::vacate_host`]); how
+    /// many were asked to leave.
+    pub(crate) fn vacate(&mut self, host: &str, reason: &str) -> usize {
+        let mut out = Outbox::default();
+        let n = self.pool.vacate_host(host, reason, &mut out);
+        self.post(out);
+        n
+    }
+
     #[cfg(test)]
     pub(crate) fn pool(&self) -> &Pool {
         &self.pool

@@ -187,6 +187,7 @@ mod tests {
                     remote_jobs: 2,
                     submit_only: false,
                     execute_only: false,
+                    drained: false,
                     last_seen_secs: 0.5,
                 }],
             },

@@ -59,6 +59,21 @@ impl RegistryRevocations {
     }
 }
 
+impl RegistryRevocations {
+    /// Whether token `token_id` is revoked now (the registry reloaded if
+    /// it changed): asked on every use of a dashboard session.
+    pub(crate) fn is_revoked(&self, token_id: &str, now_secs: u64) -> bool {
+        let mut cache = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match cache.refresh(now_secs) {
+            Ok(r) => r.contains(token_id),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot reload the token registry; keeping the last revocations");
+                cache.current().contains(token_id)
+            }
+        }
+    }
+}
+
 impl RevocationCheck for RegistryRevocations {
     fn check(&self, claims: &Claims, now_secs: u64) -> Result<(), TokenError> {
         self.current(now_secs).check(claims)
@@ -73,7 +88,9 @@ pub(crate) struct Shared {
     pool: Mutex<Served>,
     revocations: Arc<RegistryRevocations>,
     pub(crate) max_body: usize,
-    state_dir: PathBuf,
+    pub(crate) state_dir: PathBuf,
+    /// Held while a drain changes (`drained.json`, then the pool).
+    pub(crate) drain_change: Mutex<()>,
     /// Serial number of the last claims snapshot taken (under the pool
     /// lock), and of the last one written: concurrent replies must never
     /// race on the temporary file, nor put an older snapshot over a newer.
@@ -462,9 +479,16 @@ fn router(
     dashboard: Arc<crate::dashboard::Dashboard>,
 ) -> Router {
     let dash = dashboard.clone();
-    let ticket = post(move |Extension(caller): Extension<Caller>| async move {
-        crate::dashboard::ticket_reply(&dash, caller)
-    });
+    let key = verifier.clone();
+    // The session lasts no longer than the token shown for its ticket.
+    let ticket = post(
+        move |Extension(caller): Extension<Caller>, headers: HeaderMap| async move {
+            let until = gleaner_edge::auth::bearer(&headers)
+                .and_then(|t| key.verify_at(t, gleaner_edge::wall_secs()).ok())
+                .and_then(|c| c.expires_at);
+            crate::dashboard::ticket_reply(&dash, caller, until)
+        },
+    );
     Router::new()
         .route("/v1/advertise", post(advertise))
         .route("/v1/dashboard/ticket", ticket)
@@ -475,6 +499,7 @@ fn router(
         .route("/v1/health", get(health))
         .route("/metrics", get(metrics))
         .merge(crate::reserve_api::routes())
+        .merge(crate::admin_api::routes())
         .fallback(not_found)
         .with_state(shared)
         .layer(middleware::from_fn_with_state(
@@ -629,7 +654,13 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
         pass_waiting: tokio::sync::Notify::new(),
         reservations_taken: Default::default(),
         reservations_written: Mutex::new(0),
+        drain_change: Mutex::new(()),
     });
+    // Drains survive a restart; a file that cannot be read stops the start.
+    let drained = crate::drain_state::load(&config.state_dir)?;
+    for h in &drained {
+        shared.pool().set_drained(h, true);
+    }
     let tls = match config.tls_paths() {
         Some(p) => Some(load_tls(&p, &config)?),
         None => None,
@@ -648,14 +679,26 @@ pub async fn spawn(config: CoordinatorConfig) -> Result<RunningCoordinator, Coor
             source,
         })?;
     tracing::info!(%addr, stations = restored.stations.len(), key = %public.fingerprint(),
-        tls = listener.is_tls(), revoked, "coordinator listening");
+        tls = listener.is_tls(), revoked, drained = drained.len(), "coordinator listening");
 
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let (halt_tx, mut halt_rx) = tokio::sync::watch::channel(false);
+    // A dashboard session ends as soon as its token is revoked.
+    let revoked = shared.revocations.clone();
+    let valid: gleaner_edge::web::Validator = Arc::new(move |c: &Caller| match &c.credential {
+        gleaner_edge::Credential::Token { token_id }
+            if revoked.is_revoked(token_id, gleaner_edge::wall_secs()) =>
+        {
+            Err(format!("token {token_id} has been revoked"))
+        }
+        _ => Ok(()),
+    });
     let dashboard = crate::dashboard::Dashboard::new(
+        shared.clone(),
         shared.clone(),
         config.state_dir.clone(),
         config.tls.is_some(),
+        valid,
     );
     let dash_sampler = dashboard.spawn_sampler(interval, halt_rx.clone());
     let mut app = router(shared.clone(), verifier, dashboard);

@@ -1,13 +1,14 @@
 //! The coordinator over real HTTP on loopback, with fake stations.
 
+mod common;
+
+use common::ad;
 use gleaner_coordinator::{CoordinatorConfig, RunningCoordinator, spawn_for_test};
 use gleaner_core::detector::OwnerState;
-use gleaner_core::time::Time;
 use gleaner_proto::creds::{Claims, PoolSigner, Role, load_or_create_signing_key};
 use gleaner_proto::job::JobId;
 use gleaner_proto::wire::{
-    AdvertiseReply, Demand, ErrorBody, ErrorCode, EventsReply, GuestInfo, PoolStatus, StationAd,
-    UserPrio,
+    AdvertiseReply, ErrorBody, ErrorCode, EventsReply, PoolStatus, StationAd, UserPrio,
 };
 use std::net::SocketAddr;
 use std::path::Path;
@@ -142,47 +143,6 @@ impl Pool {
         let (status, text) = http(self.addr(), "GET", path, Some(&self.user), None).await;
         assert_eq!(status, 200, "{text}");
         serde_json::from_str(&text).unwrap()
-    }
-}
-
-fn ad(name: &str, state: OwnerState, cpus: u32, idle: u32, guests: &[(JobId, &str)]) -> StationAd {
-    StationAd {
-        protocol: 1,
-        name: name.into(),
-        address: format!("http://{name}:9618"),
-        state,
-        cpus,
-        memory_mb: 1024,
-        disk_free_kb: 1 << 20,
-        arch: "X86_64".into(),
-        opsys: "LINUX".into(),
-        speed: 1.0,
-        running_guests: guests
-            .iter()
-            .map(|(job, home)| GuestInfo {
-                job: *job,
-                home: (*home).into(),
-                owner: "u".into(),
-                since: Time::from_secs(1),
-                suspended: false,
-                concurrency_limits: Vec::new(),
-                class: None,
-            })
-            .collect(),
-        attrs: Default::default(),
-        demand: Demand {
-            idle_jobs: idle,
-            remote_jobs: 0,
-        },
-        policy: Default::default(),
-        classes: Vec::new(),
-        submit_only: false,
-        execute_only: false,
-        sequence: 0,
-        sent_at: Time::from_secs(1),
-        claims_used: Vec::new(),
-        claims_held: Vec::new(),
-        summary: None,
     }
 }
 

@@ -348,6 +348,9 @@ pub struct StationStatus {
     pub submit_only: bool,
     #[serde(default)]
     pub execute_only: bool,
+    /// An administrator drained it: no new guests (`glean drain`).
+    #[serde(default)]
+    pub drained: bool,
     /// Seconds since the coordinator last heard from the station.
     pub last_seen_secs: f64,
 }

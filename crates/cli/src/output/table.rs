@@ -185,10 +185,13 @@ impl Output for TableOutput {
             "NAME", "STATE", "CPUS", "MEMORY", "GUESTS", "IDLE", "REMOTE", "SEEN",
         ]);
         for s in &pool.stations {
-            let state = match (s.submit_only, s.execute_only) {
+            let mut state = match (s.submit_only, s.execute_only) {
                 (true, _) => "submit-only".to_string(),
                 _ => format!("{:?}", s.state).to_uppercase(),
             };
+            if s.drained {
+                state.push_str(" drained");
+            }
             t.add_row(vec![
                 s.name.clone(),
                 state,

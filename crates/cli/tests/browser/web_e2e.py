@@ -139,6 +139,9 @@ def main():
         if "gleaner" in cookie_js:
             fail(f"the session cookie is readable by scripts: {cookie_js}")
         loads_before = dash.evaluate("performance.getEntriesByType('navigation').length")
+        # A user's session: no administrator's buttons, no token list.
+        if dash.query_selector_all("[data-action]") or dash.is_visible("#tokens"):
+            fail("a user's dashboard shows administrator actions")
 
         # 2. Short CPU-bound jobs first (what the owner's page lists as
         # having run here), then long ones that must appear running on the
@@ -253,7 +256,13 @@ def main():
 
         # Lend again: the guest resumes.
         op.click("#resume")
-        op.wait_for_selector('#lending-badge[data-state="AV"]', timeout=5000)
+        try:
+            op.wait_for_selector('#lending-badge[data-state="AV"]', timeout=5000)
+        except Exception:
+            fail("resume not shown on the owner's page: badge " +
+                 repr(op.evaluate("document.getElementById('lending-badge').dataset.state")) +
+                 ", message " + repr(op.inner_text("#msg-stop")) + ", glean owner status: " +
+                 glean("--json", "owner", "status", "--station", CFG["owner_sockets"][host], check=False))
         dash.wait_for_selector(f'[data-station="{host}"][data-state="AV"]', timeout=5000)
         op.wait_for_selector('#guests-now li[data-guest-state="running"]', timeout=10000)
 
@@ -278,6 +287,49 @@ def main():
         OUT["returns"] = [{"cause": r["cause"], "guests": r["guests"]} for r in state["owner"]["returns"]]
         if not any(g for r in state["owner"]["returns"] for g in r["guests"]):
             fail("no guest reaction recorded on the owner's page")
+        # 5. An administrator (admin token's link, its own browser context):
+        # the buttons are there; "Drain" marks the station drained without
+        # a reload, on the user's page too and in glean status; "Undrain"
+        # ends it. The user's page, posting the same action, gets 403.
+        admin_browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        actx = admin_browser.new_context(ignore_https_errors=True, viewport={"width": 1400, "height": 1000})
+        adm = actx.new_page()
+        watch(adm)
+        adm.goto(CFG["admin_dashboard_url"])
+        target = host
+        adm.wait_for_selector(f'[data-station="{target}"] [data-action="drain"]', timeout=10000)
+        adm.wait_for_selector("#tokens tr[data-token]", timeout=10000)
+        admin_loads = adm.evaluate("performance.getEntriesByType('navigation').length")
+        t0 = time.monotonic()
+        adm.click(f'[data-station="{target}"] [data-action="drain"]')
+        adm.wait_for_selector(f'[data-station="{target}"][data-drained="yes"]', timeout=5000)
+        OUT["drain_shown_secs"] = round(time.monotonic() - t0, 3)
+        dash.wait_for_selector(f'[data-station="{target}"][data-drained="yes"]', timeout=5000)
+        if not {r["name"]: r for r in status_rows()}[target].get("drained"):
+            fail(f"glean status does not show {target} drained")
+        if dash.query_selector_all("[data-action]"):
+            fail("a user's dashboard shows administrator actions after an update")
+        adm.wait_for_timeout(600)
+        adm.screenshot(path=os.path.join(shots, "dashboard-admin.png"), full_page=True)
+        adm.click(f'[data-station="{target}"] [data-action="undrain"]')
+        adm.wait_for_selector(f'[data-station="{target}"][data-drained="no"]', timeout=5000)
+        if adm.evaluate("performance.getEntriesByType('navigation').length") != admin_loads:
+            fail("the administrator's dashboard reloaded")
+        if {r["name"]: r for r in status_rows()}[target].get("drained"):
+            fail(f"glean status still shows {target} drained")
+        r = dash.evaluate("""async (name) => {
+            const s = await (await fetch('/dashboard/api/state', {credentials: 'same-origin'})).json();
+            const r = await fetch(`/dashboard/api/stations/${name}/drain`, {method: 'POST',
+                credentials: 'same-origin', headers: {'X-Gleaner-CSRF': s.viewer.csrf}});
+            return r.status;
+        }""", target)
+        if r != 403:
+            fail(f"a user's session drained a station: {r}")
+        if {r["name"]: r for r in status_rows()}[target].get("drained"):
+            fail("a user's refused drain changed the pool")
+        actx.close()
+        admin_browser.close()
+
         errors = [e for e in errors if "403" not in e]
         if errors:
             fail("console errors: " + "; ".join(errors))

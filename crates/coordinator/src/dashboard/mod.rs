@@ -16,11 +16,16 @@
 //! the user's pool token (behind the coordinator's usual authentication)
 //! for a single-use login ticket, and opens `/dashboard/login?ticket=…`,
 //! which trades it for a session cookie ([`gleaner_edge::web`]). Every
-//! other route but the static assets needs that session; the dashboard is
-//! read-only for every role, so nothing here changes the pool.
+//! other route but the static assets needs that session, and a session
+//! lasts no longer than its token: it ends when the token expires or is
+//! revoked (the coordinator's [`Validator`] asks the token registry on
+//! every request, and an open event stream ends within a second).
+//! The dashboard is read-only for users; an administrator's session also
+//! drains, undrains and vacates stations and revokes tokens ([`actions`]).
 //! The assets are compiled into the binary (`include_str!`): no CDN, no
 //! build step.
 
+pub mod actions;
 pub mod history;
 pub mod view;
 
@@ -30,7 +35,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use gleaner_edge::web::{WebSessions, asset, page_headers};
+use gleaner_edge::web::{Validator, WebSessions, asset, page_headers};
 use gleaner_edge::{ApiError, Caller};
 use history::{History, Snapshot};
 use std::path::PathBuf;
@@ -44,6 +49,9 @@ pub use view::PoolView;
 const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 /// A page hears from the server at least this often (ages, clocks).
 const HEARTBEAT: Duration = Duration::from_secs(5);
+/// How often an open event stream asks whether its session still holds
+/// (a revoked token's stream ends within this).
+const RECHECK: Duration = Duration::from_secs(1);
 /// How often the history is written to disk (and at stop).
 const SAVE_EVERY: Duration = Duration::from_secs(60);
 /// Shortest time between Up-Down snapshots.
@@ -63,6 +71,7 @@ fn now_ms() -> u64 {
 /// The dashboard's state.
 pub struct Dashboard {
     source: Arc<dyn Source>,
+    admin: Arc<dyn actions::Admin>,
     sessions: WebSessions,
     history: Mutex<History>,
     /// The latest page model as JSON; its number goes up on each change.
@@ -71,13 +80,24 @@ pub struct Dashboard {
 }
 
 impl Dashboard {
-    /// The dashboard over `source`, with the history saved in `state_dir`;
-    /// `tls`: served over TLS (`Secure` cookies).
-    pub fn new(source: Arc<dyn Source>, state_dir: PathBuf, tls: bool) -> Arc<Self> {
+    /// The dashboard over `source`, acting through `admin`, with the
+    /// history saved in `state_dir`; `tls`: served over TLS (`Secure`
+    /// cookies); `valid`: asked on every use of a session (is its token
+    /// still good).
+    pub fn new(
+        source: Arc<dyn Source>,
+        admin: Arc<dyn actions::Admin>,
+        state_dir: PathBuf,
+        tls: bool,
+        valid: Validator,
+    ) -> Arc<Self> {
         let history = History::load(&state_dir);
         Arc::new(Dashboard {
             source,
-            sessions: WebSessions::new("gleaner_dashboard", "/dashboard").over_tls(tls),
+            admin,
+            sessions: WebSessions::new("gleaner_dashboard", "/dashboard")
+                .over_tls(tls)
+                .with_validator(valid),
             history: Mutex::new(history),
             latest: watch::channel((0, Arc::new(String::from("{}")))).0,
             state_dir,
@@ -88,9 +108,10 @@ impl Dashboard {
         self.history.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A login ticket for `caller` (`POST /v1/dashboard/ticket`).
-    pub fn ticket(&self, caller: Caller) -> Result<String, ApiError> {
-        self.sessions.issue_ticket(caller)
+    /// A login ticket for `caller`, whose token is valid until `until`
+    /// (UNIX seconds) (`POST /v1/dashboard/ticket`).
+    pub fn ticket(&self, caller: Caller, until: Option<u64>) -> Result<String, ApiError> {
+        self.sessions.issue_ticket_until(caller, until)
     }
 
     /// One look at the pool: records owner-state changes and (every
@@ -264,20 +285,31 @@ async fn state(State(d): State<Arc<Dashboard>>, headers: HeaderMap) -> Result<Re
 }
 
 /// `GET /dashboard/api/events`: the page model at once and on every
-/// change (server-sent events, `event: pool`).
+/// change (server-sent events, `event: pool`). The stream ends as soon as
+/// its session does (logout, expiry, the token revoked): it asks every
+/// [`RECHECK`].
 async fn events(State(d): State<Arc<Dashboard>>, headers: HeaderMap) -> Result<Response, ApiError> {
     let s = d.sessions.session(&headers)?;
     let rx = d.latest.subscribe();
     let stream = futures_util::stream::unfold((rx, true), move |(mut rx, first)| {
-        let (caller, csrf) = (s.caller.clone(), s.csrf.clone());
+        let (d, s) = (d.clone(), s.clone());
         async move {
-            if !first && rx.changed().await.is_err() {
-                return None;
+            if !first {
+                loop {
+                    let changed = tokio::select! {
+                        r = rx.changed() => { r.ok()?; true }
+                        _ = tokio::time::sleep(RECHECK) => false,
+                    };
+                    d.sessions.revalidate(&s).ok()?;
+                    if changed {
+                        break;
+                    }
+                }
             }
             let pool = rx.borrow_and_update().1.clone();
             let ev = Event::default()
                 .event("pool")
-                .data(with_viewer(&caller, &csrf, &pool));
+                .data(with_viewer(&s.caller, &s.csrf, &pool));
             Some((Ok::<_, std::convert::Infallible>(ev), (rx, false)))
         }
     });
@@ -314,6 +346,7 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .route("/dashboard/logout", post(logout))
         .route("/dashboard/api/state", get(state))
         .route("/dashboard/api/events", get(events))
+        .merge(actions::routes())
         .route(
             "/dashboard/dashboard.js",
             get(|| async { asset("text/javascript; charset=utf-8", DASHBOARD_JS) }),
@@ -337,14 +370,18 @@ pub fn router(d: Arc<Dashboard>) -> Router {
 /// `POST /v1/dashboard/ticket` (behind the token authentication): a
 /// single-use login ticket for the caller and the path that redeems it.
 /// Users and administrators only: a station token is no viewer.
-pub fn ticket_reply(d: &Dashboard, caller: Caller) -> Result<Response, ApiError> {
+pub fn ticket_reply(
+    d: &Dashboard,
+    caller: Caller,
+    until: Option<u64>,
+) -> Result<Response, ApiError> {
     if caller.is_station() {
         return Err(ApiError::new(
             gleaner_proto::wire::ErrorCode::Forbidden,
             "stations do not log in to the dashboard",
         ));
     }
-    let t = d.ticket(caller)?;
+    let t = d.ticket(caller, until)?;
     Ok(axum::Json(serde_json::json!({
         "ticket": t,
         "path": format!("/dashboard/login?ticket={t}"),

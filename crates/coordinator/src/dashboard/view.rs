@@ -42,6 +42,8 @@ pub struct Station {
     pub idle_jobs: u32,
     pub remote_jobs: u32,
     pub submit_only: bool,
+    /// An administrator drained it: no new guests.
+    pub drained: bool,
     pub si: Option<f64>,
     pub nodes_held: u32,
     pub waiting: u32,
@@ -141,6 +143,11 @@ pub fn build(v: &PoolView, h: &History, now_ms: u64) -> Dashboard {
             .map(|g| ((g.job.to_string(), g.home.clone()), g.state.clone()))
             .collect();
         let p = prio.get(ad.name.as_str());
+        let drained = v
+            .status
+            .stations
+            .iter()
+            .any(|s| s.name == ad.name && s.drained);
         stations.push(Station {
             name: ad.name.clone(),
             state: state_name(ad.state),
@@ -149,6 +156,7 @@ pub fn build(v: &PoolView, h: &History, now_ms: u64) -> Dashboard {
             idle_jobs: ad.demand.idle_jobs,
             remote_jobs: ad.demand.remote_jobs,
             submit_only: ad.submit_only,
+            drained,
             si: p.map(|r| r.si),
             nodes_held: p.map_or(0, |r| r.nodes_held),
             waiting: p.map_or(0, |r| r.waiting),

@@ -35,6 +35,7 @@
 
 mod claims;
 mod destinations;
+mod drain;
 mod effects;
 mod event_pass;
 mod host_order;
@@ -200,6 +201,8 @@ pub struct Pool {
     /// Guests asked to leave a reserved station, until when the request
     /// stands (so it is not repeated every pass).
     evicting: BTreeMap<(StationId, gleaner_proto::guest_key::GuestKey), Time>,
+    /// Hosts an administrator drained, by name (`drain`).
+    drained: BTreeSet<String>,
 }
 
 impl Pool {
@@ -239,6 +242,7 @@ impl Pool {
             transitions: (0, 0),
             partition: None,
             evicting: BTreeMap::new(),
+            drained: BTreeSet::new(),
         };
         // Ids are dense and were validated on load: entry k has id k.
         for entry in &restored.stations {
@@ -441,7 +445,7 @@ impl Pool {
     /// Nodes of `host` that nothing occupies or reserves.
     fn free_on(&self, host: StationId) -> u32 {
         match self.stations.get(&host) {
-            Some(k) if k.hosting() => {
+            Some(k) if k.hosting() && !self.drained.contains(&k.ad.name) => {
                 k.ad.cpus
                     .saturating_sub(k.ad.occupied())
                     .saturating_sub(self.pending_on(host))
@@ -682,6 +686,7 @@ impl Pool {
                     remote_jobs: k.ad.demand.remote_jobs,
                     submit_only: k.ad.submit_only,
                     execute_only: k.ad.execute_only,
+                    drained: self.drained.contains(&k.ad.name),
                     last_seen_secs: now.since(k.last_seen).as_secs_f64(),
                 })
                 .collect(),

@@ -365,6 +365,10 @@ impl Pool {
                 }
                 Decision::Preempt { from, to, .. } => {
                     let Some(job) = slot.guest else { continue };
+                    if self.is_drained(self.name(slot.host)) {
+                        // A drained host's freed node would go to no one.
+                        continue;
+                    }
                     if !self.fits_after_vacate(to, slot.host, &book, now) {
                         // The freed node would be of no use to `to`.
                         continue;

@@ -11,7 +11,11 @@
 //! trades for a session cookie ([`gleaner_edge::web`]). The page is served
 //! to loopback peers only; a request from elsewhere is 403 before anything
 //! else is looked at. Changes from the page carry the session's CSRF
-//! token.
+//! token and the page's own `Origin`. The page stays current over
+//! server-sent events (`GET /owner/api/events`, `event: owner`): the
+//! station looks every [`SAMPLE_EVERY`] and sends the page's state when
+//! something on it changed (a stop, the owner's return, a guest's ladder
+//! state, a new entry in the history), and at least every [`HEARTBEAT`].
 
 use crate::config::StationConfig;
 use crate::host::Host;
@@ -38,6 +42,10 @@ const RETURNS_SENT: usize = 50;
 const RUNS_SENT: usize = 100;
 /// Largest control change accepted, bytes.
 const MAX_CHANGE_BYTES: usize = 16 * 1024;
+/// How often an open event stream looks at the owner's state.
+const SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+/// An open page hears from the station at least this often (its clock).
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The owner's side of the station's server.
 pub struct OwnerWeb {
@@ -351,21 +359,81 @@ async fn page_index(
     })
 }
 
+/// The owner's session behind a page request from `peer`: loopback, a
+/// live session, the owner's.
+fn owner_session(
+    w: &OwnerWeb,
+    peer: &NetPeer,
+    headers: &HeaderMap,
+) -> Result<gleaner_edge::web::Session, ApiError> {
+    require_loopback(&peer.addr)?;
+    let s = w.sessions.session(headers)?;
+    w.require_owner(&s.caller)?;
+    Ok(s)
+}
+
 async fn page_state(
     State(w): State<Arc<OwnerWeb>>,
     ConnectInfo(peer): ConnectInfo<NetPeer>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    require_loopback(&peer.addr)?;
-    let s = w.sessions.session(&headers)?;
-    w.require_owner(&s.caller)?;
+    let s = owner_session(&w, &peer, &headers)?;
     let state = serde_json::to_value(w.state()?).unwrap_or_default();
-    let body = serde_json::json!({
-        "viewer": {"name": s.caller.name, "csrf": s.csrf},
-        "owner": state,
-    });
-    let mut r = Json(body).into_response();
+    let mut r = Json(page_model(&s, state)).into_response();
     page_headers(r.headers_mut());
+    Ok(r)
+}
+
+/// The page's model: who looks, and the owner's state.
+fn page_model(s: &gleaner_edge::web::Session, owner: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "viewer": {"name": s.caller.name, "csrf": s.csrf},
+        "owner": owner,
+    })
+}
+
+/// `GET /owner/api/events`: the page's model at once, then on every
+/// change (server-sent events, `event: owner`); the stream ends with the
+/// session (logout, expiry).
+async fn page_events(
+    State(w): State<Arc<OwnerWeb>>,
+    ConnectInfo(peer): ConnectInfo<NetPeer>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let s = owner_session(&w, &peer, &headers)?;
+    w.side()?;
+    // (what was sent last, less its clock; when)
+    let start: (Option<serde_json::Value>, Option<std::time::Instant>) = (None, None);
+    let stream = futures_util::stream::unfold(start, move |(last, sent)| {
+        let (w, s) = (w.clone(), s.clone());
+        async move {
+            loop {
+                if sent.is_some() {
+                    tokio::time::sleep(SAMPLE_EVERY).await;
+                }
+                let s = w.sessions.revalidate(&s).ok()?;
+                let owner = serde_json::to_value(w.state().ok()?).ok()?;
+                let mut key = owner.clone();
+                key["now_ms"] = serde_json::Value::Null;
+                let due = sent.is_none_or(|t| t.elapsed() >= HEARTBEAT);
+                if due || last.as_ref() != Some(&key) {
+                    let ev = Event::default()
+                        .event("owner")
+                        .data(page_model(&s, owner).to_string());
+                    let next = (Some(key), Some(std::time::Instant::now()));
+                    return Some((Ok::<_, std::convert::Infallible>(ev), next));
+                }
+            }
+        }
+    });
+    let mut r = Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
+        .into_response();
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
     Ok(r)
 }
 
@@ -425,6 +493,7 @@ pub fn page_router(w: Arc<OwnerWeb>) -> Router {
         .route("/owner/login", get(page_login))
         .route("/owner/logout", post(page_logout))
         .route("/owner/api/state", get(page_state))
+        .route("/owner/api/events", get(page_events))
         .route("/owner/api/controls", post(page_change))
         .route("/owner/owner.js", get(|c| loopback_asset(c, "js")))
         .route("/owner/charts.js", get(|c| loopback_asset(c, "charts")))

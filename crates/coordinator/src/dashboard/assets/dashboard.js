@@ -4,7 +4,58 @@
 (() => {
   const { el, replace, dur, when, clock, color, strip, lines, bars, live, post } = G;
   const $ = id => document.getElementById(id);
-  let model = null, csrf = "", openJob = null;
+  let model = null, csrf = "", openJob = null, admin = false;
+
+  // An administrator's action: the server checks the session, its Origin,
+  // the CSRF token and the role again; the buttons are only a convenience.
+  async function act(path, what, msg) {
+    msg.textContent = what + "…";
+    msg.className = "msg";
+    try {
+      await post(path, csrf);
+      msg.textContent = what + ": done";
+      msg.className = "msg ok";
+      if (path.includes("/tokens/")) loadTokens();
+    } catch (e) {
+      msg.textContent = what + ": " + e.message;
+      msg.className = "msg err";
+    }
+  }
+
+  function stationActions(s) {
+    if (!admin) return null;
+    const msg = el("div", { class: "msg", "data-role": "action-msg" });
+    const base = `/dashboard/api/stations/${encodeURIComponent(s.name)}/`;
+    const drain = s.drained
+      ? el("button", { class: "btn go", "data-action": "undrain", onclick: () => act(base + "undrain", "undrain " + s.name, msg) }, "Undrain")
+      : el("button", { class: "btn", "data-action": "drain", title: "no new guests; running guests finish",
+          onclick: () => act(base + "drain", "drain " + s.name, msg) }, "Drain");
+    const vacate = el("button", { class: "btn primary", "data-action": "vacate", title: "guests checkpoint and move now",
+      disabled: s.guests.length === 0 ? "" : null,
+      onclick: () => { if (confirm(`Vacate every guest on ${s.name} now?`)) act(base + "vacate", "vacate " + s.name, msg); } }, "Vacate");
+    return el("div", { class: "actions" }, drain, " ", vacate, msg);
+  }
+
+  // Administrators: the pool's tokens, each revocable.
+  async function loadTokens() {
+    const box = $("tokens");
+    if (!admin) { box.hidden = true; return; }
+    box.hidden = false;
+    const r = await fetch("/dashboard/api/tokens", { credentials: "same-origin" });
+    if (!r.ok) { replace($("token-list"), el("p", { class: "empty" }, "cannot list tokens: " + r.status)); return; }
+    const { tokens } = await r.json();
+    const msg = el("div", { class: "msg" });
+    const head = el("tr", {}, el("th", {}, "Id"), el("th", {}, "Subject"), el("th", {}, "Role"),
+      el("th", {}, "Expires"), el("th", {}, "State"), el("th", {}, ""));
+    const rows = tokens.map(t => el("tr", { "data-token": t.token_id },
+      el("td", {}, el("code", {}, t.token_id)), el("td", {}, t.subject), el("td", {}, t.join ? "join" : t.role),
+      el("td", {}, t.expires_at ? when(t.expires_at * 1000) : "never"),
+      el("td", { "data-role": "token-state" }, t.revoked ? "revoked" : "valid"),
+      el("td", {}, t.revoked ? null : el("button", { class: "btn", "data-action": "revoke",
+        onclick: () => { if (confirm(`Revoke token ${t.token_id} of ${t.subject}?`))
+          act(`/dashboard/api/tokens/${encodeURIComponent(t.token_id)}/revoke`, "revoke " + t.token_id, msg); } }, "Revoke"))));
+    replace($("token-list"), el("table", {}, el("thead", {}, head), el("tbody", {}, rows)), msg);
+  }
 
   function stationCard(s, now) {
     const dayStart = now - 24 * 3600 * 1000;
@@ -15,16 +66,19 @@
           el("a", { href: `#job/${g.home}/${g.job}`, onclick: () => showJob(g.home, g.job) }, g.job + "@" + g.home),
           el("span", { class: "st" }, g.state)));
     const si = s.si === null || s.si === undefined ? "–" : s.si.toFixed(1);
-    return el("div", { class: "card " + s.state, "data-station": s.name, "data-state": s.state },
+    return el("div", { class: "card " + s.state + (s.drained ? " drained" : ""), "data-station": s.name,
+        "data-state": s.state, "data-drained": s.drained ? "yes" : "no" },
       el("h3", {}, s.name, el("span", { class: "badge " + s.state, "data-role": "state" },
-        s.state === "AV" ? "AV · lending" : "NA · owner active")),
+        s.state === "AV" ? "AV · lending" : "NA · owner active"),
+        s.drained ? el("span", { class: "badge drained", "data-role": "drained", title: "no new guests" }, "drained") : null),
       el("div", { class: "meta" },
         `${s.cpus} CPU · ${(s.memory_mb / 1024).toFixed(1)} GiB · SI ${si} · holds ${s.nodes_held}` +
         ` · ${s.idle_jobs} idle here · ${s.changes_today} owner changes today`),
       el("ul", { class: "guests" }, guests),
       el("div", { class: "timeline" },
         strip(s.owner_periods, dayStart, now, { label: `owner-active periods of ${s.name}` }),
-        el("div", { class: "lbl" }, el("span", {}, "24 h ago"), el("span", {}, "now"))));
+        el("div", { class: "lbl" }, el("span", {}, "24 h ago"), el("span", {}, "now"))),
+      stationActions(s));
   }
 
   function userTable(users, now) {
@@ -115,6 +169,9 @@
   function render(data) {
     model = data;
     csrf = data.viewer.csrf;
+    const wasAdmin = admin;
+    admin = data.viewer.role === "admin";
+    if (admin !== wasAdmin) loadTokens();
     const p = data.pool, now = p.now_ms || Date.now();
     const av = p.stations.filter(s => s.state === "AV").length;
     const guests = p.stations.reduce((n, s) => n + s.guests.length, 0);

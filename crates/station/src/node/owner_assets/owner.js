@@ -2,7 +2,7 @@
 // of the way, and the owner's controls. Refreshes every second.
 "use strict";
 (() => {
-  const { el, replace, dur, when, clock, bars, lines, post } = G;
+  const { el, replace, dur, when, clock, bars, lines, post, live } = G;
   const $ = id => document.getElementById(id);
   let csrf = "", last = null, formsFilled = false;
   const POLICY_WORDS = {
@@ -79,6 +79,9 @@
   function render(data) {
     csrf = data.viewer.csrf;
     const o = data.owner;
+    // A change's answer may be older than an update the stream brought
+    // meanwhile (the station's clock says): keep the newer.
+    if (last && o.now_ms < last.now_ms) return;
     last = o;
     $("title").textContent = `${o.station}: this machine`;
     $("sub").textContent = `owner ${o.account || "root"} · updated ${clock(o.now_ms)}`;
@@ -135,8 +138,9 @@
     $("policy-save").addEventListener("click", () => change({ action: "policy", name: $("policy").value }, "msg-policy"));
     $("memory-save").addEventListener("click", () => change({ action: "memory", mb: Number($("memory").value) || null }, "msg-memory"));
     $("memory-clear").addEventListener("click", () => { $("memory").value = ""; change({ action: "memory", mb: null }, "msg-memory"); });
+    // The state at once, then live over server-sent events (no polling).
     refresh();
-    setInterval(refresh, 1000);
+    live("/owner/api/events", "owner", render, $("live"));
   }
   document.addEventListener("DOMContentLoaded", start);
 })();
