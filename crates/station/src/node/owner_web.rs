@@ -253,15 +253,20 @@ async fn read_body(body: Body) -> Result<axum::body::Bytes, ApiError> {
         })
 }
 
-/// Loopback peers only: the owner's page is for the machine it runs on.
-fn require_loopback(peer: &SocketAddr) -> Result<(), ApiError> {
-    if peer.ip().is_loopback() {
+/// This machine's peers only: the owner's page is for the machine it runs
+/// on. A loopback peer, or — when the station listens on one address of
+/// its own — a peer with that very address: a connection from this machine
+/// to its own address carries it as its source, and a remote host cannot
+/// complete a TCP handshake from an address whose replies stay here.
+fn require_local(listen: &SocketAddr, peer: &SocketAddr) -> Result<(), ApiError> {
+    let own_address = !listen.ip().is_unspecified() && peer.ip() == listen.ip();
+    if peer.ip().is_loopback() || own_address {
         Ok(())
     } else {
         tracing::warn!(%peer, "owner's page asked from another machine");
         Err(ApiError::new(
             ErrorCode::Forbidden,
-            "the owner's page is served to this machine only (loopback)",
+            "the owner's page is served to this machine only",
         ))
     }
 }
@@ -339,7 +344,7 @@ async fn page_login(
     ConnectInfo(peer): ConnectInfo<NetPeer>,
     q: Result<Query<LoginQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
-    require_loopback(&peer.addr)?;
+    require_local(&w.listen, &peer.addr)?;
     let ticket = q.ok().and_then(|Query(q)| q.ticket).unwrap_or_default();
     Ok(w.sessions
         .login(&ticket, "/owner/")
@@ -351,7 +356,7 @@ async fn page_index(
     ConnectInfo(peer): ConnectInfo<NetPeer>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    require_loopback(&peer.addr)?;
+    require_local(&w.listen, &peer.addr)?;
     Ok(match w.sessions.caller(&headers) {
         Ok(c) if w.is_owner(&c) => asset("text/html; charset=utf-8", OWNER_HTML),
         Ok(_) => login_needed("This session is not the machine owner's."),
@@ -366,7 +371,7 @@ fn owner_session(
     peer: &NetPeer,
     headers: &HeaderMap,
 ) -> Result<gleaner_edge::web::Session, ApiError> {
-    require_loopback(&peer.addr)?;
+    require_local(&w.listen, &peer.addr)?;
     let s = w.sessions.session(headers)?;
     w.require_owner(&s.caller)?;
     Ok(s)
@@ -443,7 +448,7 @@ async fn page_change(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    require_loopback(&peer.addr)?;
+    require_local(&w.listen, &peer.addr)?;
     // Who, and the CSRF token, before the body is read.
     let s = w.sessions.check_csrf(&headers)?;
     w.require_owner(&s.caller)?;
@@ -457,7 +462,7 @@ async fn page_logout(
     ConnectInfo(peer): ConnectInfo<NetPeer>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    require_loopback(&peer.addr)?;
+    require_local(&w.listen, &peer.addr)?;
     w.sessions.check_csrf(&headers)?;
     w.sessions.logout(&headers);
     let mut r = StatusCode::NO_CONTENT.into_response();
@@ -466,11 +471,12 @@ async fn page_logout(
     Ok(r)
 }
 
-async fn loopback_asset(
+async fn local_asset(
+    State(w): State<Arc<OwnerWeb>>,
     ConnectInfo(peer): ConnectInfo<NetPeer>,
     which: &'static str,
 ) -> Result<Response, ApiError> {
-    require_loopback(&peer.addr)?;
+    require_local(&w.listen, &peer.addr)?;
     Ok(match which {
         "js" => asset("text/javascript; charset=utf-8", OWNER_JS),
         "charts" => asset(
@@ -495,8 +501,33 @@ pub fn page_router(w: Arc<OwnerWeb>) -> Router {
         .route("/owner/api/state", get(page_state))
         .route("/owner/api/events", get(page_events))
         .route("/owner/api/controls", post(page_change))
-        .route("/owner/owner.js", get(|c| loopback_asset(c, "js")))
-        .route("/owner/charts.js", get(|c| loopback_asset(c, "charts")))
-        .route("/owner/style.css", get(|c| loopback_asset(c, "css")))
+        .route("/owner/owner.js", get(|s, c| local_asset(s, c, "js")))
+        .route("/owner/charts.js", get(|s, c| local_asset(s, c, "charts")))
+        .route("/owner/style.css", get(|s, c| local_asset(s, c, "css")))
         .with_state(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::require_local;
+    use std::net::SocketAddr;
+
+    fn a(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn only_this_machine_reaches_the_page() {
+        let any = a("0.0.0.0:9618");
+        let own = a("10.1.2.3:9618");
+        assert!(require_local(&any, &a("127.0.0.1:40000")).is_ok());
+        assert!(require_local(&any, &a("[::1]:40000")).is_ok());
+        assert!(require_local(&own, &a("127.0.0.1:40000")).is_ok());
+        // Listening on its own address, the machine's browser comes from it.
+        assert!(require_local(&own, &a("10.1.2.3:40000")).is_ok());
+        // Anyone else, or any address when listening on all of them.
+        assert!(require_local(&own, &a("10.1.2.4:40000")).is_err());
+        assert!(require_local(&any, &a("10.1.2.3:40000")).is_err());
+        assert!(require_local(&a("[::]:9618"), &a("[fe80::1]:40000")).is_err());
+    }
 }
