@@ -37,6 +37,9 @@ mod claims;
 mod destinations;
 mod effects;
 mod event_pass;
+mod gang;
+#[cfg(test)]
+mod gang_tests;
 mod host_order;
 mod ledger;
 pub mod partition;
