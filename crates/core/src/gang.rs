@@ -361,7 +361,10 @@ mod tests {
         let ll = GangPolicy::linger(3);
         let lf = EvictionPolicy::LingerForever(LingerForeverConfig::default());
         assert_eq!(
-            member_ladder(&ll, EvictionPolicy::LingerLonger(LingerLongerConfig::default())),
+            member_ladder(
+                &ll,
+                EvictionPolicy::LingerLonger(LingerLongerConfig::default())
+            ),
             lf
         );
         assert_eq!(member_ladder(&ll, lf), lf);

@@ -401,16 +401,17 @@ fn parallel_jobs_become_one_proc_per_member() {
     assert!(jobs("executable = x\nqueue\n")[0].gang.is_none());
 
     let r = parse_submit(
-        "universe = parallel\nexecutable = x\nmachine_count = 8\ngang_policy = reconfigure\n\
-         gang_min = 2\ngang_shape = power_of_two\nqueue\n",
+        "universe = parallel\nexecutable = x\nmachine_count = 8\ngang_policy = linger\n\
+         gang_on_eviction = suspend\nqueue\n",
         &ctx(),
     )
     .unwrap()
     .expand(1)
     .unwrap();
     let g = r[0].gang.unwrap().gang;
-    assert_eq!(g.policy, GangPolicyKind::Reconfigure);
-    assert_eq!((g.min, g.shape), (2, Shape::PowerOfTwo));
+    assert_eq!(g.policy, GangPolicyKind::Linger);
+    assert_eq!((g.min, g.shape), (1, Shape::Any));
+    assert_eq!(g.on_eviction, OnEviction::Suspend);
 
     for (text, what) in [
         (
@@ -447,8 +448,8 @@ fn parallel_jobs_become_one_proc_per_member() {
         ),
         (
             "universe = parallel\nexecutable = x\nmachine_count = 3\ngang_policy = reconfigure\n\
-             gang_min = 3\ngang_shape = power_of_two\nqueue\n",
-            "fits gang_shape",
+             queue\n",
+            "job.sub:4: gang_policy = reconfigure is not supported by the daemons yet",
         ),
     ] {
         let e = parse_submit(text, &ctx()).unwrap_err().to_string();

@@ -32,7 +32,9 @@ impl GuestRun<'_> {
             match cmd {
                 Command::Vacate(why, _) => return Err(Stop::evicted(why)),
                 // Applied once the program runs (`supervise.rs`).
-                Command::GangHold(h) => self.gang_held.store(h, std::sync::atomic::Ordering::SeqCst),
+                Command::GangHold(h) => {
+                    self.gang_held.store(h, std::sync::atomic::Ordering::SeqCst)
+                }
             }
         }
         Ok(Prepared { program })

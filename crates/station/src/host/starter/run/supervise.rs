@@ -238,7 +238,8 @@ impl GuestRun<'_> {
                         "suspended with its gang: another member's owner is back",
                     );
                 }
-                self.entry.set_state("suspended", Some(pass.ctl.pgid as u32));
+                self.entry
+                    .set_state("suspended", Some(pass.ctl.pgid as u32));
                 return;
             }
             Some(Command::GangHold(false)) => {
