@@ -11,7 +11,9 @@
 //!   the job goes back to idle and runs again as a gang;
 //! - a job with `machine_count = 4`, more than the pool has, waits idle
 //!   and holds no node;
-//! - another home cannot hold or vacate this home's members.
+//! - another home cannot hold or vacate this home's members;
+//! - under LL-k, on hosts whose owners let guests linger, a member whose
+//!   owner returns lingers and the gang runs on undisturbed.
 //!
 //! Every member appends a line per second to one shared log (each member
 //! runs as its own slot account), which is how the test sees it run.
@@ -53,6 +55,11 @@ struct Pool {
 
 impl Pool {
     fn new(n: usize) -> Pool {
+        Pool::with_station_keys(n, "")
+    }
+
+    /// `n` stations, each with `keys` (top-level station settings) too.
+    fn with_station_keys(n: usize, extra: &str) -> Pool {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_path_buf();
         let keys = TestKeys::in_dir(&dir.join("keys")).unwrap();
@@ -91,7 +98,7 @@ impl Pool {
                 format!(
                     "name = \"station{k}\"\nlisten = \"{addr}\"\nstate_dir = {}\n\
                      coordinator = \"http://{caddr}\"\n{}advertise_secs = 1\n\
-                     placement_interval_secs = 0\ncpus = 1\nlease_secs = 20\n\
+                     placement_interval_secs = 0\ncpus = 1\nlease_secs = 20\n{extra}\
                      activity = {{ source = \"file\", path = {} }}\n{}{}",
                     q(&sdir.join("state")),
                     common::station_creds(&keys, &format!("station{k}"), &sdir),
@@ -483,4 +490,46 @@ fn with_vacate_a_returning_owner_sends_the_whole_gang_back_to_idle() {
         // Exactly one run's output: one header line.
         assert_eq!(out.matches("rank=").count(), 1, "out.{rank}: {out}");
     }
+}
+
+#[test]
+fn under_ll_k_a_member_lingers_where_its_owner_lets_guests_linger() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = Pool::with_station_keys(3, "eviction_policy = \"linger_longer\"\n");
+    let log = pool.shared_log();
+    let carol = pool.user("glgang_c", 0);
+    let script = member_script(&carol.work, &log);
+    carol.submit("gang.sub", &gang_submit(&script, "suspend", 16, 400));
+    wait_for(&pool, 90, "all three members running", || {
+        all_in(&carol.gang(1), 3, |s| *s == JobState::Running).then_some(())
+    });
+    wait_for(&pool, 30, "every member ticking", || {
+        ticks(&log).iter().all(|t| *t >= 1).then_some(())
+    });
+    let target = host_of(&carol, 1, 1);
+    pool.owner(&target, "active");
+    std::thread::sleep(Duration::from_secs(2));
+    let before = ticks(&log);
+    std::thread::sleep(Duration::from_secs(4));
+    let after = ticks(&log);
+    assert!(
+        after.iter().zip(before).all(|(a, b)| *a >= b + 2),
+        "every member runs on, the lingering one too: {before:?} -> {after:?}\n{}",
+        pool.logs()
+    );
+    let g = carol.gang(1);
+    assert!(
+        all_in(&g, 3, |s| *s == JobState::Running),
+        "{:?}",
+        g.iter().map(|j| (j.id, &j.state)).collect::<Vec<_>>()
+    );
+    let done = wait_for(&pool, 90, "the gang to complete", || {
+        let g = carol.gang(1);
+        all_in(&g, 3, |s| matches!(s, JobState::Completed { .. })).then_some(g)
+    });
+    for j in &done {
+        assert_eq!(j.state, JobState::Completed { exit_code: 7 });
+        assert_eq!(j.run_count, 1, "member {} ran once", j.id);
+    }
+    pool.owner(&target, "idle");
 }

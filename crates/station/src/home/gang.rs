@@ -249,7 +249,7 @@ const ON_HOST: [JobStateKind; 2] = [JobStateKind::Running, JobStateKind::Suspend
 
 /// A member's report was applied (`before` → `after`): what it means for
 /// its gang.
-pub(crate) async fn after_report(home: &Arc<Home>, before: &JobRecord, after: &JobRecord) {
+pub(crate) fn after_report(home: &Arc<Home>, before: &JobRecord, after: &JobRecord) {
     let Some(m) = after.description.gang else {
         return;
     };
@@ -328,7 +328,10 @@ pub(crate) async fn after_report(home: &Arc<Home>, before: &JobRecord, after: &J
             );
         }
         (_, JobState::Completed { exit_code }) if m.rank == 0 => {
-            stop_gang(home, cluster, m, *exit_code).await;
+            // In a task of its own: completing the others must not hang
+            // on rank 0's report (whose sender may give up waiting).
+            let (home, exit_code) = (home.clone(), *exit_code);
+            tokio::spawn(async move { stop_gang(&home, cluster, m, exit_code).await });
         }
         _ => {}
     }
@@ -356,7 +359,9 @@ async fn stop_gang(home: &Arc<Home>, cluster: u64, m: GangMember, exit_code: i32
     home.gangs.forget(cluster);
     let at = now();
     for r in members_in(home, cluster, m, &ON_HOST) {
-        schedd::spawn_vacate_as(home, r.id, "gang ended: rank 0 exited", "remove");
+        // Completed first, then removed from its host: the host's report
+        // of the removal then finds the member complete (the other order
+        // would requeue it).
         let detail = format!("gang ended: rank 0 exited with {exit_code}");
         let task = tokio::spawn(super::deliver::complete(
             home.clone(),
@@ -367,14 +372,21 @@ async fn stop_gang(home: &Arc<Home>, cluster: u64, m: GangMember, exit_code: i32
         ));
         match task.await {
             Ok(Ok((done, detail))) => {
+                schedd::spawn_vacate_as(home, r.id, "gang ended: rank 0 exited", "remove");
                 super::runs::retire_run(home, r.id);
                 home.remote.reported(r.id, false);
                 super::claim_reuse::after_departure(home, r.id);
                 tracing::info!(job = %r.id, state = %done.state, "member stopped with its gang");
                 user_log(home, r.id, at, UserEvent::Terminated { exit_code, detail }).await;
             }
-            Ok(Err(e)) => tracing::warn!(job = %r.id, error = ?e, "cannot complete a gang member"),
-            Err(e) => tracing::warn!(job = %r.id, error = %e, "cannot complete a gang member"),
+            Ok(Err(e)) => {
+                tracing::warn!(job = %r.id, error = ?e, "cannot complete a gang member; removed from its host all the same");
+                schedd::spawn_vacate_as(home, r.id, "gang ended: rank 0 exited", "remove");
+            }
+            Err(e) => {
+                tracing::warn!(job = %r.id, error = %e, "cannot complete a gang member; removed from its host all the same");
+                schedd::spawn_vacate_as(home, r.id, "gang ended: rank 0 exited", "remove");
+            }
         }
     }
     home.news.notify_one();

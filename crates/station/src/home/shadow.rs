@@ -538,7 +538,7 @@ async fn status(
     };
     user_log(&home, id, at, event).await;
     // A parallel job's member: what the report means for its gang.
-    super::gang::after_report(&home, &r, &new).await;
+    super::gang::after_report(&home, &r, &new);
     if !still_remote {
         // A completion leaves its claim to the next job of its class (claim
         // reuse); any other end of the run ended the claim on the host.

@@ -77,18 +77,7 @@ async fn vacate_handler(
         .parse()
         .map_err(|_| ApiError::bad("job", format!("invalid job id {job:?}")))?;
     let key = guest_to_vacate(&s, &caller, id, q.get("home").map(String::as_str))?;
-    // A claim speaks only for the placement it made.
-    if let Credential::Claim { nonce, .. } = &caller.credential
-        && s.guest_claim_nonce(&key).as_deref() != Some(nonce.as_str())
-    {
-        tracing::warn!(guest = %key, caller = %caller.name, "vacate with the claim of another placement refused");
-        return Err(ApiError::new(
-            ErrorCode::Forbidden,
-            format!(
-                "this claim did not place job {id} here: a claim speaks only for its own placement"
-            ),
-        ));
-    }
+    claim_speaks_for(&s, &caller, &key)?;
     let kind = super::guests::VacateKind::parse(q.get("kind").map(String::as_str));
     let why = match kind {
         super::guests::VacateKind::Hold => "held by its home",
@@ -128,17 +117,7 @@ async fn gang_handler(
         _ => return Err(ApiError::bad("hold", "expected hold=true or hold=false")),
     };
     let key = guest_to_vacate(&s, &caller, id, q.get("home").map(String::as_str))?;
-    if let Credential::Claim { nonce, .. } = &caller.credential
-        && s.guest_claim_nonce(&key).as_deref() != Some(nonce.as_str())
-    {
-        tracing::warn!(guest = %key, caller = %caller.name, "gang hold with the claim of another placement refused");
-        return Err(ApiError::new(
-            ErrorCode::Forbidden,
-            format!(
-                "this claim did not place job {id} here: a claim speaks only for its own placement"
-            ),
-        ));
-    }
+    claim_speaks_for(&s, &caller, &key)?;
     if !s.is_gang_member(&key) {
         return Err(ApiError::new(
             ErrorCode::Conflict,
@@ -155,6 +134,24 @@ async fn gang_handler(
     } else {
         Err(not_here(id))
     }
+}
+
+/// A claim speaks only for the placement it made: a caller presenting a
+/// claim may act on the guest `key` only if that claim placed it.
+fn claim_speaks_for(s: &Starter, caller: &Caller, key: &GuestKey) -> Result<(), ApiError> {
+    if let Credential::Claim { nonce, .. } = &caller.credential
+        && s.guest_claim_nonce(key).as_deref() != Some(nonce.as_str())
+    {
+        tracing::warn!(guest = %key, caller = %caller.name, "a request with the claim of another placement refused");
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "this claim did not place job {} here: a claim speaks only for its own placement",
+                key.job
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn not_here(id: JobId) -> ApiError {
