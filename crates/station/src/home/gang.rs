@@ -389,6 +389,21 @@ async fn stop_gang(home: &Arc<Home>, cluster: u64, m: GangMember, exit_code: i32
             }
         }
     }
+    // A member still waiting (its start failed, say) never runs alone:
+    // the job is over, so it leaves the queue.
+    for r in members_in(home, cluster, m, &[JobStateKind::Idle]) {
+        if home.remote.is_placing(r.id) {
+            continue;
+        }
+        let why = format!("gang ended: rank 0 exited with {exit_code} before this member ran");
+        let moved = home.queue().transition(r.id, JobState::Removed, &why, at);
+        match moved {
+            Ok(_) => user_log(home, r.id, at, UserEvent::Aborted { reason: why }).await,
+            Err(e) => {
+                tracing::warn!(job = %r.id, error = %e, "cannot remove a waiting gang member")
+            }
+        }
+    }
     home.news.notify_one();
 }
 
