@@ -15,6 +15,7 @@
 //! Both are pure decisions on a view of the nodes; the simulator and the
 //! daemons call the same functions.
 
+use crate::eviction::{EvictionPolicy, LingerForeverConfig};
 use serde::{Deserialize, Serialize};
 
 /// Node counts a program can run on.
@@ -248,6 +249,34 @@ impl GangPolicy {
     }
 }
 
+/// The eviction ladder a gang member runs under on a host whose owner
+/// chose `host`. Under LL-k a member lingers (Ryu & Hollingsworth L286:
+/// "some nonidle nodes by lingering") wherever the owner lets guests
+/// linger at all (Linger-Longer or Linger-Forever): it stays as long as
+/// the owner allows, never migrating alone, since a member that leaves
+/// stops the gang. Where the owner's ladder does not linger it stands,
+/// and what it does to the member the gang's `on_eviction` does to all
+/// ([`GangPolicy::member_left`]). Reconfiguration never lingers.
+pub fn member_ladder(policy: &GangPolicy, host: EvictionPolicy) -> EvictionPolicy {
+    match (policy, host) {
+        (
+            GangPolicy::LingerK { .. },
+            EvictionPolicy::LingerLonger(_) | EvictionPolicy::LingerForever(_),
+        ) => EvictionPolicy::LingerForever(LingerForeverConfig::default()),
+        _ => host,
+    }
+}
+
+impl GangPolicy {
+    /// A member's host did not let it linger (its ladder suspended or
+    /// evicted it): what the whole gang does, `free` being the free idle
+    /// nodes the caller knows of (none at a home, which sees no pool).
+    pub fn member_left(&self, gang: &[u32], node: u32, free: &[NodeView]) -> GangAction {
+        // Above any linger limit: the owner's ladder has ruled already.
+        self.on_owner_return(gang, node, f64::INFINITY, free)
+    }
+}
+
 fn eviction(e: OnEviction) -> GangAction {
     match e {
         OnEviction::Suspend => GangAction::Suspend,
@@ -324,6 +353,43 @@ mod tests {
         // No idle node at all: the gang is suspended.
         let none = pool(0, &[0.2; 4]);
         assert!(GangPolicy::reconfigure(4).place(&none).is_none());
+    }
+
+    #[test]
+    fn members_linger_where_the_owner_lets_guests_linger() {
+        use crate::eviction::{Condor1988Config, LingerLongerConfig};
+        let ll = GangPolicy::linger(3);
+        let lf = EvictionPolicy::LingerForever(LingerForeverConfig::default());
+        assert_eq!(
+            member_ladder(
+                &ll,
+                EvictionPolicy::LingerLonger(LingerLongerConfig::default())
+            ),
+            lf
+        );
+        assert_eq!(member_ladder(&ll, lf), lf);
+        let condor = EvictionPolicy::Condor1988(Condor1988Config::default());
+        assert_eq!(member_ladder(&ll, condor), condor);
+        assert_eq!(member_ladder(&GangPolicy::reconfigure(4), lf), lf);
+        assert_ne!(
+            member_ladder(
+                &GangPolicy::reconfigure(4),
+                EvictionPolicy::LingerLonger(LingerLongerConfig::default())
+            ),
+            lf
+        );
+        // A member its owner's ladder removed: the gang's on_eviction.
+        for (on_eviction, action) in [
+            (OnEviction::Suspend, GangAction::Suspend),
+            (OnEviction::Vacate, GangAction::Vacate),
+        ] {
+            let p = GangPolicy::LingerK {
+                k: 3,
+                linger_limit: 1.0,
+                on_eviction,
+            };
+            assert_eq!(p.member_left(&[0, 1, 2], 1, &[]), action);
+        }
     }
 
     #[test]

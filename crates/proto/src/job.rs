@@ -67,13 +67,97 @@ impl<'de> Deserialize<'de> for JobId {
     }
 }
 
-/// The execution environment. Only the vanilla universe exists in Gleaner;
-/// the enum keeps the field explicit in stored and transmitted descriptions.
+/// The execution environment: HTCondor's vanilla universe, or its
+/// parallel universe (`machine_count` processes started and stopped
+/// together, see [`GangMember`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Universe {
     #[default]
     Vanilla,
+    Parallel,
+}
+
+/// Most members one parallel job may have (`machine_count`).
+pub const MAX_MACHINE_COUNT: u32 = 64;
+
+/// Which gang policy a parallel job follows (Ryu & Hollingsworth §5,
+/// seeds/002_34f613b0a80e1e58.txt L286; `gleaner_core::gang`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GangPolicyKind {
+    /// LL-k: keep all k nodes; a member whose owner returns lingers.
+    #[default]
+    Linger,
+    /// Reconfiguration: run on as many idle nodes as the shape allows
+    /// (at least `gang_min`), restart on the idle ones when an owner
+    /// returns.
+    Reconfigure,
+}
+
+/// The settings every member of one parallel job shares: its class's part
+/// of the gang (the matchmaker places a gang of them at once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gang {
+    /// `machine_count`: k, the members started together.
+    pub machine_count: u32,
+    /// `gang_policy`.
+    #[serde(default)]
+    pub policy: GangPolicyKind,
+    /// `gang_on_eviction`: what a member that cannot stay does to the gang.
+    #[serde(default)]
+    pub on_eviction: gleaner_core::gang::OnEviction,
+    /// `gang_min` (reconfiguration): fewest members worth running.
+    #[serde(default = "one")]
+    pub min: u32,
+    /// `gang_shape` (reconfiguration): member counts the program runs on.
+    #[serde(default)]
+    pub shape: gleaner_core::gang::Shape,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Gang {
+    /// The pure policy of `gleaner_core::gang` these settings mean: the
+    /// same code the simulator's LL-k study runs. LL-k always lingers
+    /// where the owner lets guests linger (the paper's study, L286).
+    pub fn policy(&self) -> gleaner_core::gang::GangPolicy {
+        use gleaner_core::gang::GangPolicy;
+        match self.policy {
+            GangPolicyKind::Linger => GangPolicy::LingerK {
+                k: self.machine_count,
+                linger_limit: 1.0,
+                on_eviction: self.on_eviction,
+            },
+            GangPolicyKind::Reconfigure => GangPolicy::Reconfigure {
+                max: self.machine_count,
+                min: self.min,
+                shape: self.shape,
+                on_eviction: self.on_eviction,
+            },
+        }
+    }
+
+    /// Fewest nodes a placement of this gang takes: k for LL-k, `gang_min`
+    /// for reconfiguration.
+    pub fn fewest(&self) -> u32 {
+        match self.policy {
+            GangPolicyKind::Linger => self.machine_count,
+            GangPolicyKind::Reconfigure => self.min.max(1),
+        }
+    }
+}
+
+/// One member of a parallel job: proc `rank` of its cluster (proc ids are
+/// ranks, so every member is its own job id and its own guest on a host,
+/// `gleaner_proto::guest_key::GuestKey`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GangMember {
+    pub gang: Gang,
+    /// `$(Node)`, `_CONDOR_PROCNO`: 0 ends the job when it exits.
+    pub rank: u32,
 }
 
 /// `should_transfer_files`.
@@ -199,6 +283,10 @@ pub struct JobDescription {
     /// name as written → expression; the job needs `TARGET.<name> >=
     /// Request<name>`, as in HTCondor.
     pub custom_requests: BTreeMap<String, String>,
+    /// A member of a parallel job (`universe = parallel`), `None` for a
+    /// vanilla job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gang: Option<GangMember>,
 }
 
 /// Linux signal names, as `kill_sig` and HTCondor's `KillSig` spell them.

@@ -94,8 +94,17 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
     }
     // Gleaner's own: failed starts in a row (HTCondor has no such count).
     ad.insert_int("NumStartFailures", i64::from(j.start_failures));
-    // Only the vanilla universe exists in Gleaner: HTCondor's code 5.
-    ad.insert_int("JobUniverse", 5);
+    // HTCondor's codes: vanilla 5, parallel 11 (with its MachineCount; a
+    // member's rank is its ProcId).
+    match desc.gang {
+        Some(m) => {
+            ad.insert_int("JobUniverse", 11);
+            ad.insert_int("MachineCount", i64::from(m.gang.machine_count));
+            ad.insert_int("MinHosts", i64::from(m.gang.fewest()));
+            ad.insert_int("MaxHosts", i64::from(m.gang.machine_count));
+        }
+        None => ad.insert_int("JobUniverse", 5),
+    }
     ad.insert_str("Cmd", &desc.executable);
     ad.insert_str("Args", &desc.arguments.join(" "));
     // HTCondor's V2 forms, which keep every argument and value whole.

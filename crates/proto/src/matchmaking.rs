@@ -73,6 +73,10 @@ pub struct JobClass {
     pub avoid_hosts: Vec<String>,
     /// Idle jobs in the class.
     pub count: u32,
+    /// For the members of parallel jobs: their gang, placed all at once
+    /// (`count` then counts members, `machine_count` of them per job).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gang: Option<crate::job::Gang>,
 }
 
 /// FNV-1a, 64 bit: a stable, dependency-free hash for class keys.
@@ -161,6 +165,7 @@ impl JobClass {
             custom_attrs,
             avoid_hosts: Vec::new(),
             count: 1,
+            gang: d.gang.map(|m| m.gang),
         };
         c.rekey();
         c
@@ -194,6 +199,7 @@ impl JobClass {
             &self.concurrency_limits,
             &self.custom_attrs,
             &self.avoid_hosts,
+            &self.gang,
         ))
         .unwrap_or_default();
         self.key = format!("{:016x}", fnv(&sig));

@@ -52,6 +52,7 @@ mod functions;
 mod glob;
 pub(crate) mod keys;
 pub mod matchtime;
+mod parallel;
 mod queue;
 mod received;
 mod source;
@@ -323,8 +324,11 @@ pub struct ClusterSubmission {
 impl ClusterSubmission {
     /// Number of procs (jobs) the cluster will have.
     pub fn proc_count(&self) -> u32 {
-        let n: usize = self.batches.iter().map(|b| b.procs.len()).sum();
-        u32::try_from(n).unwrap_or(u32::MAX)
+        let n = self.batches.len();
+        self.batches
+            .iter()
+            .map(|b| parallel::jobs_of(b, n, &self.env))
+            .fold(0u32, u32::saturating_add)
     }
 
     /// What the parser warned about, in line order.
@@ -387,8 +391,25 @@ impl ClusterSubmission {
         let mut process: u32 = 0;
         let budget = Budget::new();
         let mut total: u64 = 0;
+        let n_batches = self.batches.len();
         'all: for batch in &self.batches {
-            for binding in &batch.procs {
+            // A parallel job's one proc becomes its machine_count members.
+            let gang = match parallel::gang_of(batch, n_batches, &self.env) {
+                Ok(g) => g,
+                Err(e) => {
+                    errs.push_file(e.file.as_deref(), e.line, e.kind);
+                    continue;
+                }
+            };
+            let ranks: Vec<Option<u32>> = match gang {
+                Some(g) => (0..g.machine_count).map(Some).collect(),
+                None => vec![None],
+            };
+            for (binding, node) in batch
+                .procs
+                .iter()
+                .flat_map(|b| ranks.iter().map(move |r| (b, *r)))
+            {
                 let ctx = Expander::new(
                     &batch.vars,
                     &self.env,
@@ -396,6 +417,7 @@ impl ClusterSubmission {
                         cluster,
                         process,
                         binding,
+                        node,
                     }),
                     &budget,
                 )
@@ -411,7 +433,11 @@ impl ClusterSubmission {
                 if budget.exhausted() {
                     break 'all;
                 }
-                if let Some(d) = built {
+                if let Some(mut d) = built {
+                    if let (Some(gang), Some(rank)) = (gang, node) {
+                        d.universe = crate::job::Universe::Parallel;
+                        d.gang = Some(crate::job::GangMember { gang, rank });
+                    }
                     total = total.saturating_add(description_bytes(&d) as u64);
                     if total > MAX_CLUSTER_BYTES {
                         errs.push_file(

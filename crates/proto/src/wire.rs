@@ -225,6 +225,21 @@ pub struct Grant {
     /// coordinator in a preemption of it (claim reuse).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
+    /// For a parallel job's class: every member's node, in rank order (the
+    /// first is the grant's own `host`). The coordinator grants a gang all
+    /// at once or not at all; the home starts the members together.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gang: Vec<GangNode>,
+}
+
+/// One node of a gang's [`Grant`]: a host and the claim on it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GangNode {
+    pub host: String,
+    pub host_address: String,
+    pub claim_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
 }
 
 /// A request to give back a host (Up-Down preemption).

@@ -289,7 +289,10 @@ fn every_command_is_implemented_recorded_or_refused() {
         ("x509userproxy = /tmp/p", "Gleaner forwards no credentials"),
         ("transfer_output_remaps = \"a=b\"", "outputs come back"),
         ("run_as_owner = true", "slot account"),
-        ("machine_count = 2", "parallel jobs"),
+        (
+            "machine_count = 2",
+            "machine_count needs universe = parallel",
+        ),
         ("ec2_ami_id = ami-1", "grid-universe"),
     ] {
         let e = parse_submit(&format!("executable = x\n{line}\nqueue\n"), &ctx()).unwrap_err();
@@ -365,4 +368,91 @@ fn a_macro_bomb_is_still_refused_quickly() {
     // the plain case).
     let e = parse_submit(&text, &ctx()).unwrap_err();
     assert!(e.to_string().contains("expands to more than 1 MiB"), "{e}");
+}
+
+/// The parallel universe: `machine_count = k` members become procs 0..k-1
+/// of the cluster, `$(Node)` is each one's rank, and the gang keys are
+/// checked with file and line.
+#[test]
+fn parallel_jobs_become_one_proc_per_member() {
+    use gleaner_core::gang::{OnEviction, Shape};
+    use gleaner_proto::job::{GangPolicyKind, Universe};
+    let text = "universe = parallel\nexecutable = x\nmachine_count = 3\n\
+                output = out.$(Node)\ngang_on_eviction = vacate\nqueue\n";
+    let s = parse_submit(text, &ctx()).unwrap();
+    assert_eq!(s.proc_count(), 3);
+    let j = s.expand(7).unwrap();
+    assert_eq!(j.len(), 3);
+    for (rank, d) in j.iter().enumerate() {
+        assert_eq!(d.universe, Universe::Parallel);
+        let m = d.gang.unwrap();
+        assert_eq!(m.rank, rank as u32);
+        assert_eq!(m.gang.machine_count, 3);
+        assert_eq!(m.gang.policy, GangPolicyKind::Linger);
+        assert_eq!(m.gang.on_eviction, OnEviction::Vacate);
+        assert_eq!(d.output.as_deref(), Some(format!("out.{rank}").as_str()));
+    }
+    // All members are one class: the coordinator places them together.
+    let classes = JobClass::group(&j);
+    assert_eq!(classes.len(), 1);
+    assert_eq!(classes[0].count, 3);
+    assert_eq!(classes[0].gang.unwrap().machine_count, 3);
+    // A vanilla job is no gang and its class says so.
+    assert!(jobs("executable = x\nqueue\n")[0].gang.is_none());
+
+    let r = parse_submit(
+        "universe = parallel\nexecutable = x\nmachine_count = 8\ngang_policy = linger\n\
+         gang_on_eviction = suspend\nqueue\n",
+        &ctx(),
+    )
+    .unwrap()
+    .expand(1)
+    .unwrap();
+    let g = r[0].gang.unwrap().gang;
+    assert_eq!(g.policy, GangPolicyKind::Linger);
+    assert_eq!((g.min, g.shape), (1, Shape::Any));
+    assert_eq!(g.on_eviction, OnEviction::Suspend);
+
+    for (text, what) in [
+        (
+            "universe = parallel\nexecutable = x\nmachine_count = 0\nqueue\n",
+            "job.sub:3: invalid value for machine_count",
+        ),
+        (
+            "universe = parallel\nexecutable = x\nmachine_count = 65\nqueue\n",
+            "from 1 to 64",
+        ),
+        (
+            "universe = parallel\nexecutable = x\nmachine_count = three\nqueue\n",
+            "job.sub:3: invalid value for machine_count",
+        ),
+        (
+            "universe = parallel\nexecutable = x\nqueue\n",
+            "job.sub:1: invalid value for universe: universe = parallel needs machine_count",
+        ),
+        (
+            "universe = parallel\nexecutable = x\nmachine_count = 2\nqueue 2\n",
+            "job.sub:4: ",
+        ),
+        (
+            "executable = x\ngang_policy = linger\nqueue\n",
+            "job.sub:2: invalid value for gang_policy: gang_policy needs universe = parallel",
+        ),
+        (
+            "universe = parallel\nexecutable = x\nmachine_count = 2\ngang_policy = fast\nqueue\n",
+            "job.sub:4: invalid value for gang_policy",
+        ),
+        (
+            "universe = parallel\nexecutable = x\nmachine_count = 2\ngang_min = 1\nqueue\n",
+            "gang_min applies to gang_policy = reconfigure only",
+        ),
+        (
+            "universe = parallel\nexecutable = x\nmachine_count = 3\ngang_policy = reconfigure\n\
+             queue\n",
+            "job.sub:4: gang_policy = reconfigure is not supported by the daemons yet",
+        ),
+    ] {
+        let e = parse_submit(text, &ctx()).unwrap_err().to_string();
+        assert!(e.contains(what), "{text}: {e}");
+    }
 }

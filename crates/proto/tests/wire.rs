@@ -78,6 +78,7 @@ fn replies_and_placements_round_trip() {
             claim_id: "c-1".into(),
             class: None,
             nonce: None,
+            gang: vec![],
         }],
         preemptions: vec![Preemption {
             host: "ws4".into(),

@@ -38,6 +38,9 @@ mod destinations;
 mod drain;
 mod effects;
 mod event_pass;
+mod gang;
+#[cfg(test)]
+mod gang_tests;
 mod host_order;
 mod ledger;
 pub mod partition;

@@ -45,7 +45,7 @@ impl Snapshot {
 
 impl Pool {
     /// `h` as the matchmaker sees it in `pass`.
-    fn candidate(&self, h: StationId, pass: Pass, now: Time) -> Option<Candidate<'_>> {
+    pub(super) fn candidate(&self, h: StationId, pass: Pass, now: Time) -> Option<Candidate<'_>> {
         let k = self.stations.get(&h)?;
         let pending = self.pending_on(h);
         Some(Candidate {
@@ -88,7 +88,7 @@ impl Pool {
     }
 
     /// Idle jobs of `home`'s class `c` not yet covered by a pending claim.
-    fn class_left(&self, home: StationId, c: &JobView) -> u32 {
+    pub(super) fn class_left(&self, home: StationId, c: &JobView) -> u32 {
         c.class
             .count
             .saturating_sub(self.claims.for_class(home, &c.class.key))
@@ -97,7 +97,7 @@ impl Pool {
 
     /// Whether a class must wait out the startup grace: after a restart the
     /// running licensed guests are known only once their hosts advertised.
-    fn waits_for_grace(&self, job: &JobView, book: &LicenceBook, now: Time) -> bool {
+    pub(super) fn waits_for_grace(&self, job: &JobView, book: &LicenceBook, now: Time) -> bool {
         self.in_grace(now)
             && job
                 .class
@@ -122,7 +122,11 @@ impl Pool {
         // Built on first need: all candidates (for jobs with a Rank).
         let mut all: Option<(Vec<StationId>, Vec<Candidate<'_>>)> = None;
         for (i, job) in k.jobs.iter().enumerate() {
-            if self.class_left(home, job) == 0 || self.waits_for_grace(job, &book, now) {
+            // Gangs are placed whole (`gang.rs`), never one node at a time.
+            if job.class.gang.is_some()
+                || self.class_left(home, job) == 0
+                || self.waits_for_grace(job, &book, now)
+            {
                 continue;
             }
             let found = if job.ad.get(gleaner_classad::matching::RANK).is_none() {
@@ -195,6 +199,7 @@ impl Pool {
                 hosts
                     .iter()
                     .any(|h| fit::could_fit(job, &h.fit, book, unix))
+                    && self.gang_could_fit(job, hosts, book, unix)
             })
             .map(|job| self.class_left(home, job))
             .sum()
@@ -223,8 +228,10 @@ impl Pool {
             self.embargoed(host, now, Pass::Regular),
         );
         let unix = Self::unix(now);
+        // No preemption for a gang: one freed node does not start it.
         k.jobs.iter().any(|job| {
-            self.class_left(home, job) > 0
+            job.class.gang.is_none()
+                && self.class_left(home, job) > 0
                 && self.partition_allows(host, Some(&job.class.owner))
                 && fit::could_fit(job, &view, book, unix)
         })
@@ -565,6 +572,11 @@ impl Pool {
             }
             return self.grant(node_host, to, None, Vec::new(), now, out);
         }
+        // A waiting gang takes its nodes all at once, wherever they are
+        // free (`gang.rs`).
+        if self.has_gangs(to) && self.place_gang(to, pass, now, out) {
+            return true;
+        }
         match self.choose(to, restrict.then_some(node_host), pass, now) {
             Some((class, host)) => {
                 let Some(job) = self.stations.get(&to).and_then(|k| k.jobs.get(class)) else {
@@ -627,6 +639,7 @@ impl Pool {
                 claim_id: minted.id,
                 class,
                 nonce: Some(minted.nonce),
+                gang: Vec::new(),
             },
         });
         true

@@ -442,9 +442,12 @@ fn implemented(
     }
     match name {
         "universe" => match keys::universe_refusal(value) {
+            // Parallel: set with the member's gang (`parallel.rs`).
             None => d.universe = Universe::Vanilla,
             Some(why) => errs.push_at(a, SubmitErrorKind::Unsupported(why)),
         },
+        // Checked once per submission, with the gang (`parallel.rs`).
+        "machine_count" | "gang_policy" | "gang_on_eviction" | "gang_min" | "gang_shape" => {}
         "executable" => {
             if value.is_empty() {
                 bad(errs, "empty".into());

@@ -62,6 +62,8 @@ pub(super) struct Builtins<'a> {
     pub(super) cluster: u64,
     pub(super) process: u32,
     pub(super) binding: &'a ProcBinding,
+    /// A parallel job's member rank (`$(Node)`); `None` otherwise.
+    pub(super) node: Option<u32>,
 }
 
 /// What a name refers to.
@@ -146,6 +148,7 @@ impl<'a> Expander<'a> {
                 "cluster" | "clusterid" => Some(b.cluster.to_string()),
                 "process" | "procid" => Some(b.process.to_string()),
                 "step" => Some(b.binding.step.to_string()),
+                "node" => b.node.map(|n| n.to_string()),
                 "itemindex" | "row" => Some(b.binding.item_index.to_string()),
                 _ => b.binding.items.get(lower).cloned(),
             };

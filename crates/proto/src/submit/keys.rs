@@ -191,6 +191,13 @@ pub(crate) const COMMANDS: &[Command] = &[
     imp("checkpoint_exit_code", &[]),
     imp("checkpoint_interval", &[]),
     imp("checkpoint_method", &[]),
+    // The parallel universe (HTCondor's `machine_count`) and Gleaner's
+    // own gang keys (docs/jobs.md, "Parallel jobs").
+    imp("machine_count", &["machinecount"]),
+    imp("gang_policy", &[]),
+    imp("gang_on_eviction", &[]),
+    imp("gang_min", &[]),
+    imp("gang_shape", &[]),
     // Policy.
     imp("hold", &[]),
     imp("priority", &["prio", "jobprio"]),
@@ -586,11 +593,6 @@ pub(crate) const COMMANDS: &[Command] = &[
     ),
     acc("on_evict_checks", "evictions are the owner's", NONE),
     // Refused when not harmless.
-    unless(
-        "machine_count",
-        &["1"],
-        "parallel jobs (machine_count > 1) are not supported yet: Gleaner runs one host per job",
-    ),
     unless("send_credential", FALSE, CREDENTIALS),
     unless("use_x509userproxy", FALSE, CREDENTIALS),
     unless("use_scitokens", FALSE, CREDENTIALS),
@@ -629,11 +631,13 @@ pub(crate) const COMMANDS: &[Command] = &[
     refuse("java_vm_arguments", JAVA),
     refuse(
         "parallel_script_shadow",
-        "parallel jobs are not supported yet",
+        "Gleaner runs no wrapper script for parallel jobs; the members learn their peers from \
+         GLEANER_PEERS",
     ),
     refuse(
         "parallel_script_starter",
-        "parallel jobs are not supported yet",
+        "Gleaner runs no wrapper script for parallel jobs; the members learn their peers from \
+         GLEANER_PEERS",
     ),
     refuse("tool_daemon_cmd", "tool daemons are not supported"),
     refuse("tool_daemon_args", "tool daemons are not supported"),
@@ -705,8 +709,8 @@ const REFUSED_PREFIXES: &[(&str, &str)] = &[
 pub(crate) fn universe_refusal(universe: &str) -> Option<String> {
     let u = universe.to_ascii_lowercase();
     let why = match u.as_str() {
-        "vanilla" => return None,
-        "parallel" | "mpi" => "parallel jobs are not supported yet",
+        "vanilla" | "parallel" => return None,
+        "mpi" => "it is the old name of the parallel universe: write universe = parallel",
         "scheduler" | "local" => {
             "it runs the job on the submit machine itself; Gleaner runs jobs on idle \
              workstations only"
@@ -718,12 +722,12 @@ pub(crate) fn universe_refusal(universe: &str) -> Option<String> {
         "vm" => "Gleaner runs no virtual machines",
         _ => {
             return Some(format!(
-                "universe \"{universe}\" is not an HTCondor universe (Gleaner runs vanilla jobs)"
+                "universe \"{universe}\" is not an HTCondor universe (Gleaner runs vanilla and parallel jobs)"
             ));
         }
     };
     Some(format!(
-        "universe \"{universe}\" is not supported: {why} (Gleaner runs vanilla jobs)"
+        "universe \"{universe}\" is not supported: {why} (Gleaner runs vanilla and parallel jobs)"
     ))
 }
 
@@ -797,10 +801,11 @@ mod tests {
         assert_eq!(custom_request("request_Boats"), Some("Boats"));
         assert_eq!(custom_request("request_memory"), None);
         assert!(universe_refusal("Vanilla").is_none());
+        assert!(universe_refusal("parallel").is_none());
         assert!(
-            universe_refusal("parallel")
+            universe_refusal("mpi")
                 .unwrap()
-                .contains("universe \"parallel\"")
+                .contains("universe = parallel")
         );
     }
 }

@@ -30,6 +30,7 @@ pub mod ckpt_store;
 pub mod claim_reuse;
 pub mod dagman;
 mod deliver;
+pub mod gang;
 mod host_caller;
 mod http;
 pub mod identity;
@@ -122,6 +123,8 @@ pub struct Home {
     classes: job_classes::ClassCache,
     /// The claims of the remote jobs, kept for the next job (claim reuse).
     claims: claim_reuse::ClaimBook,
+    /// The running parallel jobs' gang state (`gang`).
+    gangs: gang::GangBook,
     /// Counters and histograms for `/metrics`.
     pub meters: meters::HomeMeters,
 }
@@ -165,6 +168,7 @@ impl Home {
             completing: Mutex::new(HashSet::new()),
             classes: job_classes::ClassCache::default(),
             claims: claim_reuse::ClaimBook::default(),
+            gangs: gang::GangBook::default(),
             meters: meters::HomeMeters::default(),
         })
     }

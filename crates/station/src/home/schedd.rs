@@ -15,6 +15,7 @@
 use super::user_log::{UserEvent, user_log};
 use super::{Home, runs, start_failures};
 use crate::clock::now;
+use crate::queue::JobRecord;
 use gleaner_proto::job::{JobId, JobState};
 use gleaner_proto::run::RunId;
 use gleaner_proto::wire::{
@@ -28,7 +29,11 @@ impl Home {
     /// Uses the coordinator's grants, in order.
     pub async fn on_grants(self: &Arc<Self>, grants: &[Grant]) {
         for g in grants {
-            place(self, &Target::of(g)).await;
+            if g.gang.is_empty() {
+                place(self, &Target::of(g)).await;
+            } else {
+                super::gang::place_gang(self, g).await;
+            }
         }
     }
 
@@ -56,7 +61,7 @@ pub(crate) struct Target {
 }
 
 impl Target {
-    fn of(g: &Grant) -> Self {
+    pub(crate) fn of(g: &Grant) -> Self {
         Target {
             host: g.host.clone(),
             host_address: g.host_address.clone(),
@@ -97,24 +102,49 @@ pub(crate) async fn place(home: &Arc<Home>, g: &Target) -> bool {
         tracing::debug!(host = %g.host, class = ?g.class, "no idle job for the grant");
         return false;
     };
-    // This placement is a new run of the job, named before anything is
-    // sent: from now on only its data is heard (`runs.rs`).
+    if job.description.gang.is_some() {
+        // A parallel job's member starts only with its gang (`gang.rs`).
+        tracing::debug!(job = %job.id, host = %g.host, "a gang member waits for its gang's grant");
+        return false;
+    }
+    let Some(run) = begin(home, g, &job).await else {
+        return false;
+    };
+    *last = Some(Instant::now());
+    drop(last);
+    let description = super::timing::placed_description(&job);
+    send(home, g, &job, run, description).await
+}
+
+/// Names the new run of `job` on `g` and records the placement before
+/// anything is sent: from now on only its data is heard (`runs.rs`).
+pub(crate) async fn begin(home: &Arc<Home>, g: &Target, job: &JobRecord) -> Option<RunId> {
     let run = match RunId::new(&home.name, job.id, job.run_count.saturating_add(1)) {
         Ok(r) => r,
         Err(e) => {
             tracing::error!(job = %job.id, error = %e, "cannot name a new run (no randomness)");
-            return false;
+            return None;
         }
     };
-    *last = Some(Instant::now());
     runs::begin_run(home, job.id, &g.host, &g.host_address, &g.claim_id, &run).await;
-    drop(last);
+    Some(run)
+}
+
+/// Sends the placement of `job` (its run `run` begun) to `g`'s host with
+/// `description`, and applies the answer. True when the host accepted.
+pub(crate) async fn send(
+    home: &Arc<Home>,
+    g: &Target,
+    job: &JobRecord,
+    run: RunId,
+    description: gleaner_proto::job::JobDescription,
+) -> bool {
     let req = PlacementRequest {
         protocol: PROTOCOL_VERSION,
         job_id: job.id,
         home: home.name.clone(),
         claim_id: g.claim_id.clone(),
-        description: super::timing::placed_description(&job),
+        description,
         shadow: home.address.clone(),
         checkpoint: None,
         run_count: job.run_count,

@@ -499,7 +499,12 @@ async fn status(
     // A full disk (the home's spool, the host's sandbox) is no reason to
     // keep the job off the host for long: it stays queued and may return
     // there as soon as space does (issue 14).
-    if rep.event == JobEventKind::Evicted && !crate::disk::says_full(&rep.detail) {
+    // A gang member leaves with its gang, which is placed again whole: no
+    // member avoids its host (its class would split from the others').
+    if rep.event == JobEventKind::Evicted
+        && !crate::disk::says_full(&rep.detail)
+        && r.description.gang.is_none()
+    {
         // Resource feedback (Neeracher 1998 §4): not this host again soon.
         home.remote.avoid_host(id, &rep.host);
     }
@@ -532,6 +537,8 @@ async fn status(
         },
     };
     user_log(&home, id, at, event).await;
+    // A parallel job's member: what the report means for its gang.
+    super::gang::after_report(&home, &r, &new);
     if !still_remote {
         // A completion leaves its claim to the next job of its class (claim
         // reuse); any other end of the run ended the claim on the host.

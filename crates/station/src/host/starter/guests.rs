@@ -33,6 +33,9 @@ pub struct GuestListing {
 pub(crate) enum Command {
     /// Leave the host, and why.
     Vacate(String, VacateKind),
+    /// Suspend (true) or release (false) a parallel job's member with its
+    /// gang, as its home asks.
+    GangHold(bool),
 }
 
 /// Why a guest is asked to leave, which decides the signal it gets

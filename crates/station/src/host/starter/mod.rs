@@ -382,6 +382,22 @@ impl Starter {
         }
     }
 
+    /// Whether the guest `key` is a member of a parallel job.
+    pub fn is_gang_member(&self, key: &GuestKey) -> bool {
+        self.lock_guests()
+            .get(key)
+            .is_some_and(|g| g.info.class.as_ref().is_some_and(|c| c.gang.is_some()))
+    }
+
+    /// Holds (suspends) or releases a parallel job's member with its gang;
+    /// false when no such guest runs here.
+    pub fn gang_hold(&self, key: &GuestKey, hold: bool) -> bool {
+        match self.lock_guests().get(key) {
+            Some(g) => g.cmd.send(Command::GangHold(hold)).is_ok(),
+            None => false,
+        }
+    }
+
     /// The home gives up the claim `nonce` (no more jobs for it, or the
     /// coordinator preempted it): `Ok(true)` when it ended now (its node
     /// is free, the station advertises at once), `Ok(false)` when it ends

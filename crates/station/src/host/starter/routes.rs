@@ -20,6 +20,7 @@ pub fn router(starter: Arc<Starter>) -> Router {
         .route("/v1/place", post(place_handler))
         .route("/v1/guests", get(guests_handler))
         .route("/v1/guests/{job}/vacate", post(vacate_handler))
+        .route("/v1/guests/{job}/gang", post(gang_handler))
         .route("/v1/claims/release", post(release_handler))
         .with_state(starter)
 }
@@ -76,18 +77,7 @@ async fn vacate_handler(
         .parse()
         .map_err(|_| ApiError::bad("job", format!("invalid job id {job:?}")))?;
     let key = guest_to_vacate(&s, &caller, id, q.get("home").map(String::as_str))?;
-    // A claim speaks only for the placement it made.
-    if let Credential::Claim { nonce, .. } = &caller.credential
-        && s.guest_claim_nonce(&key).as_deref() != Some(nonce.as_str())
-    {
-        tracing::warn!(guest = %key, caller = %caller.name, "vacate with the claim of another placement refused");
-        return Err(ApiError::new(
-            ErrorCode::Forbidden,
-            format!(
-                "this claim did not place job {id} here: a claim speaks only for its own placement"
-            ),
-        ));
-    }
+    claim_speaks_for(&s, &caller, &key)?;
     let kind = super::guests::VacateKind::parse(q.get("kind").map(String::as_str));
     let why = match kind {
         super::guests::VacateKind::Hold => "held by its home",
@@ -103,6 +93,65 @@ async fn vacate_handler(
     } else {
         Err(not_here(id))
     }
+}
+
+/// `POST /v1/guests/{job}/gang?hold=true|false`: the home of a parallel
+/// job suspends (or releases) one member with its gang, because another
+/// member's owner came back (docs/jobs.md, "Parallel jobs"). Heard exactly
+/// as a vacate is: from the member's own home (its claim of this
+/// placement, or its station token) or an administrator, never another
+/// home.
+async fn gang_handler(
+    State(s): State<Arc<Starter>>,
+    Extension(caller): Extension<Caller>,
+    UrlPath(job): UrlPath<String>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    require_station(&caller, DAEMONS_ONLY)?;
+    let id: JobId = job
+        .parse()
+        .map_err(|_| ApiError::bad("job", format!("invalid job id {job:?}")))?;
+    let hold = match q.get("hold").map(String::as_str) {
+        Some("true") => true,
+        Some("false") => false,
+        _ => return Err(ApiError::bad("hold", "expected hold=true or hold=false")),
+    };
+    let key = guest_to_vacate(&s, &caller, id, q.get("home").map(String::as_str))?;
+    claim_speaks_for(&s, &caller, &key)?;
+    if !s.is_gang_member(&key) {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!("job {id} is no member of a parallel job"),
+        ));
+    }
+    if s.gang_hold(&key, hold) {
+        tracing::info!(guest = %key, hold, "gang hold requested by its home");
+        Ok((
+            StatusCode::ACCEPTED,
+            Json(serde_json::json!({"job": id, "home": key.home, "hold": hold})),
+        )
+            .into_response())
+    } else {
+        Err(not_here(id))
+    }
+}
+
+/// A claim speaks only for the placement it made: a caller presenting a
+/// claim may act on the guest `key` only if that claim placed it.
+fn claim_speaks_for(s: &Starter, caller: &Caller, key: &GuestKey) -> Result<(), ApiError> {
+    if let Credential::Claim { nonce, .. } = &caller.credential
+        && s.guest_claim_nonce(key).as_deref() != Some(nonce.as_str())
+    {
+        tracing::warn!(guest = %key, caller = %caller.name, "a request with the claim of another placement refused");
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "this claim did not place job {} here: a claim speaks only for its own placement",
+                key.job
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn not_here(id: JobId) -> ApiError {

@@ -39,6 +39,9 @@ impl GuestRun<'_> {
                         "owner active: suspended",
                     );
                 }
+                // A member held with its gang stays stopped until its home
+                // releases it.
+                Action::Resume if self.gang_held.load(std::sync::atomic::Ordering::SeqCst) => {}
                 Action::Resume => {
                     ctl.resume();
                     self.home.report(

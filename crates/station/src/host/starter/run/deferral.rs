@@ -50,6 +50,11 @@ impl GuestRun<'_> {
                         cmd = rx.recv() => {
                             let why = match cmd {
                                 Some(Command::Vacate(why, _)) => why,
+                                // Applied once the program runs.
+                                Some(Command::GangHold(h)) => {
+                                    self.gang_held.store(h, std::sync::atomic::Ordering::SeqCst);
+                                    continue;
+                                }
                                 None => "starter shutting down".into(),
                             };
                             return Err(Stop::evicted(why));

@@ -120,6 +120,10 @@ pub(crate) struct GuestRun<'a> {
     pub(crate) base_lens: Mutex<(u64, u64)>,
     /// CPU seconds the run used (set when its last pass ends).
     pub(crate) cpu_secs: Mutex<f64>,
+    /// A parallel job's member its home suspended with its gang (another
+    /// member's owner came back): it stays stopped, whatever its own
+    /// owner does, until the home releases it.
+    pub(crate) gang_held: std::sync::atomic::AtomicBool,
 }
 
 impl GuestRun<'_> {

@@ -28,8 +28,14 @@ impl GuestRun<'_> {
         prepare_sandbox(&self.sandbox, self.user())?;
         let program = self.program().await?;
         self.fetch_inputs().await?;
-        if let Ok(Command::Vacate(why, _)) = rx.try_recv() {
-            return Err(Stop::evicted(why));
+        while let Ok(cmd) = rx.try_recv() {
+            match cmd {
+                Command::Vacate(why, _) => return Err(Stop::evicted(why)),
+                // Applied once the program runs (`supervise.rs`).
+                Command::GangHold(h) => {
+                    self.gang_held.store(h, std::sync::atomic::Ordering::SeqCst)
+                }
+            }
         }
         Ok(Prepared { program })
     }

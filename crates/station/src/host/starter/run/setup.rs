@@ -173,7 +173,13 @@ impl GuestRun<'_> {
         let mut owner = self.starter.owner.clone();
         let owner_active = *owner.borrow_and_update() == OwnerState::Na;
         let now = self.starter.now();
-        let mut ladder = EvictionLadder::new(self.starter.policy(), now);
+        // A parallel job's member lingers under LL-k where the owner lets
+        // guests linger (gleaner_core::gang::member_ladder).
+        let policy = match self.req.description.gang {
+            Some(m) => gleaner_core::gang::member_ladder(&m.gang.policy(), self.starter.policy()),
+            None => self.starter.policy(),
+        };
+        let mut ladder = EvictionLadder::new(policy, now);
         let mut pool = PoolNews {
             destination: self.entry.destination.subscribe(),
             destination_open: true,

@@ -67,6 +67,15 @@ impl GuestRun<'_> {
             dumped: false,
             next_ckpt: pad.ckpt_interval.map(|i| Instant::now() + i),
         };
+        // Held with its gang before it ran (or between two starts).
+        if self.gang_held.load(std::sync::atomic::Ordering::SeqCst) && !pass.ctl.is_stopped() {
+            pass.ctl.suspend();
+            self.home.report(
+                gleaner_proto::job::JobEventKind::Suspended,
+                gleaner_proto::job::JobState::Suspended,
+                "suspended with its gang: another member's owner is back",
+            );
+        }
         let status = loop {
             if w.leave.is_some() {
                 break None;
@@ -91,7 +100,7 @@ impl GuestRun<'_> {
                 ch = pad.lease.changed(), if pad.lease_open => {
                     self.on_lease(ch.is_ok(), pad, &mut w);
                 }
-                cmd = rx.recv() => on_command(cmd, &mut w),
+                cmd = rx.recv() => self.on_command(cmd, pad, pass, &mut w),
             }
         };
         PassEnd {
@@ -208,13 +217,49 @@ impl GuestRun<'_> {
     }
 }
 
-/// A vacate request, or the starter is going away.
-fn on_command(cmd: Option<Command>, w: &mut Watch) {
-    w.leave = Some(match cmd {
-        Some(Command::Vacate(why, kind)) => {
-            w.kind = kind;
-            why
-        }
-        None => "starter shutting down".into(),
-    });
+impl GuestRun<'_> {
+    /// A vacate request, a gang hold or release, or the starter is going
+    /// away.
+    fn on_command(&self, cmd: Option<Command>, pad: &Launchpad, pass: &mut Pass, w: &mut Watch) {
+        use gleaner_core::eviction::GuestState;
+        use gleaner_proto::job::{JobEventKind, JobState};
+        use std::sync::atomic::Ordering;
+        w.leave = Some(match cmd {
+            Some(Command::Vacate(why, kind)) => {
+                w.kind = kind;
+                why
+            }
+            Some(Command::GangHold(true)) => {
+                if !self.gang_held.swap(true, Ordering::SeqCst) && !pass.ctl.is_stopped() {
+                    pass.ctl.suspend();
+                    self.home.report(
+                        JobEventKind::Suspended,
+                        JobState::Suspended,
+                        "suspended with its gang: another member's owner is back",
+                    );
+                }
+                self.entry
+                    .set_state("suspended", Some(pass.ctl.pgid as u32));
+                return;
+            }
+            Some(Command::GangHold(false)) => {
+                // Released by the gang; its own ladder may still hold it.
+                if self.gang_held.swap(false, Ordering::SeqCst)
+                    && pad.ladder.state() != GuestState::Suspended
+                    && pass.ctl.is_stopped()
+                {
+                    pass.ctl.resume();
+                    self.home.report(
+                        JobEventKind::Resumed,
+                        JobState::Running,
+                        "resumed with its gang",
+                    );
+                }
+                self.entry
+                    .set_state(pad.ladder.state().name(), Some(pass.ctl.pgid as u32));
+                return;
+            }
+            None => "starter shutting down".into(),
+        });
+    }
 }

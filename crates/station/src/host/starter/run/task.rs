@@ -69,6 +69,7 @@ pub(crate) async fn guest_task(
         lease: lease_rx,
         base_lens: Mutex::new((0, 0)),
         cpu_secs: Mutex::new(0.0),
+        gang_held: std::sync::atomic::AtomicBool::new(false),
     };
     let outcome = run.run(&mut rx).await;
     let cpu_secs = run.cpu_secs.lock().map_or(0.0, |c| *c);
