@@ -3,13 +3,13 @@
 //! every reservation and balance. Each refusal is checked to change
 //! nothing.
 
+mod common;
+
 use gleaner_coordinator::reserve_api::{ReservationsView, SyncReply};
 use gleaner_coordinator::reserve_config::{ReservationsConfig, ShareConfig};
 use gleaner_coordinator::{CoordinatorConfig, RunningCoordinator, spawn_for_test};
 use gleaner_core::detector::OwnerState;
-use gleaner_core::time::Time;
 use gleaner_proto::creds::{Claims, PoolSigner, Role, load_or_create_signing_key};
-use gleaner_proto::wire::{Demand, StationAd};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -80,33 +80,6 @@ fn config(dir: &Path) -> CoordinatorConfig {
     }
 }
 
-fn ad(name: &str) -> StationAd {
-    StationAd {
-        protocol: 1,
-        name: name.into(),
-        address: format!("http://{name}:9618"),
-        state: OwnerState::Av,
-        cpus: 1,
-        memory_mb: 1024,
-        disk_free_kb: 1 << 20,
-        arch: "X86_64".into(),
-        opsys: "LINUX".into(),
-        speed: 1.0,
-        running_guests: Vec::new(),
-        attrs: Default::default(),
-        demand: Demand::default(),
-        policy: Default::default(),
-        classes: Vec::new(),
-        submit_only: false,
-        execute_only: false,
-        sequence: 0,
-        sent_at: Time::from_secs(1),
-        claims_used: Vec::new(),
-        claims_held: Vec::new(),
-        summary: None,
-    }
-}
-
 struct Pool {
     key: PoolSigner,
     coord: RunningCoordinator,
@@ -119,7 +92,7 @@ impl Pool {
         let coord = spawn_for_test(cfg).await.unwrap();
         let p = Pool { key, coord };
         for s in ["s0", "s1", "s2", "s3"] {
-            let body = serde_json::to_string(&ad(s)).unwrap();
+            let body = serde_json::to_string(&common::ad(s, OwnerState::Av, 1, 0, &[])).unwrap();
             let t = token(&p.key, s, Role::Station);
             let (st, text) = http(p.addr(), "POST", "/v1/advertise", Some(&t), &body).await;
             assert_eq!(st, 200, "{text}");

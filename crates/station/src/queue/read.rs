@@ -305,13 +305,7 @@ impl JobQueue {
             params![JobStateKind::Idle.code(), limit, now, class_key, offset],
             |r| Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?)),
         )?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (cluster, proc) = row?;
-            let cluster = u64::try_from(cluster).map_err(|_| QueueError::Range("cluster id"))?;
-            out.push(JobId::new(cluster, proc));
-        }
-        Ok(out)
+        job_ids(rows)
     }
 
     fn idle_ids(&self, n: usize, now: Option<Time>) -> Result<Vec<JobId>> {
@@ -327,13 +321,7 @@ impl JobQueue {
         let rows = stmt.query_map(params![JobStateKind::Idle.code(), limit, now], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?))
         })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (cluster, proc) = row?;
-            let cluster = u64::try_from(cluster).map_err(|_| QueueError::Range("cluster id"))?;
-            out.push(JobId::new(cluster, proc));
-        }
-        Ok(out)
+        job_ids(rows)
     }
 
     /// Jobs that hold a host now (Running or Suspended) with the host they
@@ -523,6 +511,17 @@ impl JobQueue {
         rows.map(|r| r.map_err(QueueError::from).and_then(RawJob::decode))
             .collect()
     }
+}
+
+/// Job ids from rows of `(cluster, proc)`.
+fn job_ids(rows: impl Iterator<Item = rusqlite::Result<(i64, u32)>>) -> Result<Vec<JobId>> {
+    let mut out = Vec::new();
+    for row in rows {
+        let (cluster, proc) = row?;
+        let cluster = u64::try_from(cluster).map_err(|_| QueueError::Range("cluster id"))?;
+        out.push(JobId::new(cluster, proc));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
