@@ -114,6 +114,9 @@ impl Drop for DemoDirs {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(format!("/var/lib/gleaner/up-{}", self.0));
         let _ = std::fs::remove_dir_all(format!("/tmp/gleaner-up-{}", self.0));
+        // The parent too if nothing else is in it (a package's state is
+        // checked by scripts/test-deb.sh after the tests).
+        let _ = std::fs::remove_dir("/var/lib/gleaner");
     }
 }
 

@@ -177,6 +177,10 @@ impl Drop for UpProcess {
             Duration::from_secs(10),
             Duration::from_millis(100),
         );
+        // A root `glean up` may have made /var/lib/gleaner for sandboxes;
+        // left empty it would look like a package's state to
+        // scripts/test-deb.sh (removed only if empty).
+        let _ = std::fs::remove_dir("/var/lib/gleaner");
     }
 }
 
