@@ -123,7 +123,8 @@ pub(super) fn create_or_migrate(conn: &Connection) -> Result<()> {
                 migrated = true;
             }
         }
-        if !has_column(conn, "jobs", "class_key")? {
+        let keyless = !has_column(conn, "jobs", "class_key")?;
+        if keyless {
             conn.execute_batch("ALTER TABLE jobs ADD COLUMN class_key TEXT;")?;
             migrated = true;
         }
@@ -136,7 +137,7 @@ pub(super) fn create_or_migrate(conn: &Connection) -> Result<()> {
              CREATE INDEX IF NOT EXISTS jobs_by_class
                  ON jobs (state, class_key, priority DESC, cluster, proc);",
         )?;
-        if fill_class_keys(conn)? > 0 {
+        if fill_class_keys(conn, keyless)? > 0 {
             migrated = true;
         }
         if migrated {
@@ -164,8 +165,10 @@ pub(super) fn create_or_migrate(conn: &Connection) -> Result<()> {
 /// Gives every job that may still be matched its class key: jobs queued
 /// before schema 8, and all of them when the key's definition changed
 /// (`JobClass::KEY_VERSION`, kept in `meta`). Finished jobs are never
-/// matched again and keep none. Returns how many were keyed.
-fn fill_class_keys(conn: &Connection) -> Result<usize> {
+/// matched again and keep none. Every job queued since has its key from
+/// its insert, so an ordinary start reads no job here (`added`: the
+/// column was just added). Returns how many were keyed.
+fn fill_class_keys(conn: &Connection, added: bool) -> Result<usize> {
     use gleaner_proto::job::{JobDescription, JobStateKind};
     use gleaner_proto::matchmaking::JobClass;
     let version: Option<i64> = conn
@@ -175,12 +178,16 @@ fn fill_class_keys(conn: &Connection) -> Result<usize> {
             |r| r.get(0),
         )
         .optional()?;
-    if version != Some(JobClass::KEY_VERSION) {
+    let stale = version != Some(JobClass::KEY_VERSION);
+    if stale {
         conn.execute_batch("UPDATE jobs SET class_key = NULL;")?;
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('class_key_version', ?1)",
             [JobClass::KEY_VERSION],
         )?;
+    }
+    if !(added || stale) {
+        return Ok(0);
     }
     let done = [JobStateKind::Completed.code(), JobStateKind::Removed.code()];
     let mut read = conn.prepare(

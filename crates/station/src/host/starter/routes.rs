@@ -73,11 +73,8 @@ async fn vacate_handler(
     Query(q): Query<std::collections::HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     require_station(&caller, DAEMONS_ONLY)?;
-    let id: JobId = job
-        .parse()
-        .map_err(|_| ApiError::bad("job", format!("invalid job id {job:?}")))?;
-    let key = guest_to_vacate(&s, &caller, id, q.get("home").map(String::as_str))?;
-    claim_speaks_for(&s, &caller, &key)?;
+    let id = parse_job(&job)?;
+    let key = callers_guest(&s, &caller, id, q.get("home").map(String::as_str))?;
     let kind = super::guests::VacateKind::parse(q.get("kind").map(String::as_str));
     let why = match kind {
         super::guests::VacateKind::Hold => "held by its home",
@@ -108,16 +105,13 @@ async fn gang_handler(
     Query(q): Query<std::collections::HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     require_station(&caller, DAEMONS_ONLY)?;
-    let id: JobId = job
-        .parse()
-        .map_err(|_| ApiError::bad("job", format!("invalid job id {job:?}")))?;
+    let id = parse_job(&job)?;
     let hold = match q.get("hold").map(String::as_str) {
         Some("true") => true,
         Some("false") => false,
         _ => return Err(ApiError::bad("hold", "expected hold=true or hold=false")),
     };
-    let key = guest_to_vacate(&s, &caller, id, q.get("home").map(String::as_str))?;
-    claim_speaks_for(&s, &caller, &key)?;
+    let key = callers_guest(&s, &caller, id, q.get("home").map(String::as_str))?;
     if !s.is_gang_member(&key) {
         return Err(ApiError::new(
             ErrorCode::Conflict,
@@ -134,6 +128,25 @@ async fn gang_handler(
     } else {
         Err(not_here(id))
     }
+}
+
+/// The job id of a guest route.
+fn parse_job(job: &str) -> Result<JobId, ApiError> {
+    job.parse()
+        .map_err(|_| ApiError::bad("job", format!("invalid job id {job:?}")))
+}
+
+/// The guest a vacate or gang request means ([`guest_to_vacate`]), if the
+/// caller's claim is the one that placed it ([`claim_speaks_for`]).
+fn callers_guest(
+    s: &Starter,
+    caller: &Caller,
+    id: JobId,
+    home: Option<&str>,
+) -> Result<GuestKey, ApiError> {
+    let key = guest_to_vacate(s, caller, id, home)?;
+    claim_speaks_for(s, caller, &key)?;
+    Ok(key)
 }
 
 /// A claim speaks only for the placement it made: a caller presenting a
