@@ -58,6 +58,12 @@ const PRIVATE: [(&str, &str); 3] = [
     ("var", "/var/lib/gleaner"),
     ("run", "/run/gleaner"),
 ];
+/// A file left in each standard path on the real host while the test
+/// runs. Another test that removes an empty `/var/lib/gleaner` (a root
+/// `glean up`'s cleanup) would otherwise succeed, and removing a directory
+/// detaches whatever other mount namespaces have mounted on it: the
+/// hosts' private directories would vanish under their daemons.
+const GUARD: &str = ".gltls-in-use";
 
 fn ns(host: &str) -> String {
     format!("{PREFIX}-{host}")
@@ -104,6 +110,9 @@ fn cleanup(made_dirs: &[PathBuf]) {
         }
         let _ = Command::new("ip").args(["netns", "del", name]).status();
     }
+    for (_, at) in PRIVATE {
+        let _ = std::fs::remove_file(Path::new(at).join(GUARD));
+    }
     for d in made_dirs {
         let _ = std::fs::remove_dir(d);
     }
@@ -141,6 +150,7 @@ impl Net {
                 std::fs::create_dir_all(at).unwrap();
                 made_dirs.push(PathBuf::from(at));
             }
+            std::fs::write(Path::new(at).join(GUARD), b"").unwrap();
         }
         let net = Net {
             root,
