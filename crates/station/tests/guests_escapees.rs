@@ -18,6 +18,11 @@
 //! Measured (printed): how long after the vacate report and after the
 //! restart the escapees were found dead, and the station's own log lines
 //! of its kills by uid (processes, rounds, milliseconds).
+//!
+//! And the usual case, with cgroups and namespaces: a guest that leaves
+//! escapees and exits leaves no process of its uid when the home hears
+//! `completed`, and the station knew it from the guest's empty cgroup,
+//! without a scan of `/proc` by uid.
 
 use gleaner_proto::job::{JobDescription, JobEventKind, JobId};
 use gleaner_proto::wire::{PlacementRequest, PlacementResponse};
@@ -45,7 +50,15 @@ const ESCAPER: &str = "#!/bin/sh\n\
 echo started\n\
 exec sleep 1000\n";
 
-/// The station daemon of the test below, in a process of its own. Does
+/// Leaves two processes in sessions of their own, then exits once the test
+/// says so (a file `go` in its sandbox).
+const ESCAPE_AND_EXIT: &str = "#!/bin/sh\n\
+( setsid sh -c 'touch esc1; exec sleep 1000' & )\n\
+( setsid sh -c 'touch esc2; while :; do sleep 1; done' & )\n\
+while [ ! -e go ]; do sleep 0.05; done\n\
+exit 0\n";
+
+/// The station daemon of the tests below, in a process of its own. Does
 /// nothing when run on its own.
 #[test]
 #[ignore = "the station process of a_double_forking_setsid_escapee_dies_on_vacate_and_at_restart"]
@@ -54,7 +67,8 @@ fn station_process() {
         return;
     };
     tracing_subscriber::fmt()
-        .with_env_filter("info")
+        // The slot's debug lines say how a guest's end was proven.
+        .with_env_filter("info,gleaner_station::host::starter::slot=debug")
         .with_ansi(false)
         .with_writer(std::io::stderr)
         .init();
@@ -151,8 +165,12 @@ impl Client {
     }
 
     async fn place(&self, job: JobId) {
+        self.place_script(job, ESCAPER).await
+    }
+
+    async fn place_script(&self, job: JobId, script: &str) {
         let claim = self.keys.claim(HOST, "home", &self.shadow.url);
-        self.shadow.put_input(job, "escape.sh", ESCAPER.as_bytes());
+        self.shadow.put_input(job, "escape.sh", script.as_bytes());
         let mut d = JobDescription::new("mallory", "escape.sh");
         d.transfer_output_files = None;
         let req = PlacementRequest {
@@ -254,6 +272,36 @@ async fn dead_within(pids: &[i32], within: Duration) -> Option<Duration> {
     Some(t0.elapsed())
 }
 
+/// The test station's configuration, its keys under `root`.
+fn station_config(
+    root: &Path,
+    keys: &TestKeys,
+    addr: SocketAddr,
+    cgroups: CgroupMode,
+    namespaces: NamespaceMode,
+) -> StationConfig {
+    StationConfig {
+        name: HOST.into(),
+        listen: addr,
+        state_dir: root.join("station"),
+        public_key: keys.public_key(),
+        token_file: keys
+            .station_token_file(HOST, &root.join("station.token"))
+            .unwrap(),
+        role: StationRole::ExecuteOnly,
+        placement_interval_secs: 0.0,
+        cpus: Some(2),
+        isolation: CgroupSettings {
+            cgroups,
+            namespaces,
+            slot_prefix: gleaner_testkit::slot_prefix(),
+            slot_count: Some(2),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_double_forking_setsid_escapee_dies_on_vacate_and_at_restart() {
     if gleaner_testkit::skip_unless_root("runs guests as slot accounts and kills by uid") {
@@ -271,28 +319,9 @@ async fn a_double_forking_setsid_escapee_dies_on_vacate_and_at_restart() {
         .unwrap()
         .port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let cfg = StationConfig {
-        name: HOST.into(),
-        listen: addr,
-        state_dir: state.clone(),
-        public_key: keys.public_key(),
-        token_file: keys
-            .station_token_file(HOST, &root.join("station.token"))
-            .unwrap(),
-        role: StationRole::ExecuteOnly,
-        placement_interval_secs: 0.0,
-        cpus: Some(2),
-        isolation: CgroupSettings {
-            // The worst case: no cgroup, no PID namespace to hold the
-            // guest; only its uid.
-            cgroups: CgroupMode::Off,
-            namespaces: NamespaceMode::Off,
-            slot_prefix: gleaner_testkit::slot_prefix(),
-            slot_count: Some(2),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    // The worst case: no cgroup, no PID namespace to hold the guest; only
+    // its uid.
+    let cfg = station_config(root, &keys, addr, CgroupMode::Off, NamespaceMode::Off);
     let config = root.join("station.toml");
     std::fs::write(&config, toml::to_string(&cfg).unwrap()).unwrap();
     let log = root.join("station.log");
@@ -371,5 +400,72 @@ async fn a_double_forking_setsid_escapee_dies_on_vacate_and_at_restart() {
             .contains("killed by uid what a guest of a previous run left"),
         "{}",
         station.log_text()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contained_guest_that_exits_leaves_nothing_and_needs_no_scan_by_uid() {
+    if gleaner_testkit::skip_unless_root("runs guests as slot accounts in cgroups") {
+        return;
+    }
+    let _l = serial_lock();
+    let dir = shared_tempdir();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("station")).unwrap();
+    let keys = TestKeys::in_dir(&root.join("coord")).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let cfg = station_config(root, &keys, addr, CgroupMode::Auto, NamespaceMode::Required);
+    let config = root.join("station.toml");
+    std::fs::write(&config, toml::to_string(&cfg).unwrap()).unwrap();
+    let log = root.join("station.log");
+    let station = StationProcess::spawn(&config, &log, addr);
+    let client = Client {
+        addr,
+        keys,
+        http: reqwest::Client::new(),
+        shadow: Shadow::start().await,
+    };
+    let job = JobId::new(3, 0);
+    client.place_script(job, ESCAPE_AND_EXIT).await;
+    let g = client.guest(job).await;
+    let uid = g.uid.expect("a slot uid");
+    let sandbox = root.join("station/execute").join(&g.guest_id);
+    let t0 = Instant::now();
+    while !(sandbox.join("esc1").exists() && sandbox.join("esc2").exists()) {
+        assert!(t0.elapsed() < Duration::from_secs(120), "no escapees");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let running = gleaner_station::isolation::processes_of_uid(uid);
+    // The job and its two escapees (and their sleeps, maybe).
+    assert!(running.len() >= 3, "processes of uid {uid}: {running:?}");
+    std::fs::write(sandbox.join("go"), b"").unwrap();
+    let t0 = Instant::now();
+    while client.shadow.report(job, JobEventKind::Completed).is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no completed report:\n{}",
+            station.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let left = gleaner_station::isolation::processes_of_uid(uid);
+    println!("while running: {running:?}; at the completed report: {left:?}");
+    assert!(left.is_empty(), "processes of uid {uid} left: {left:?}");
+    let t1 = Instant::now();
+    while !station.log_text().contains("slot released (proven empty)")
+        && t1.elapsed() < Duration::from_secs(10)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let text = station.log_text();
+    assert!(
+        text.contains("guest's cgroup empty: no scan by uid")
+            && text.contains("slot released (proven empty)"),
+        "the end was not proven by the cgroup:\n{text}"
     );
 }

@@ -22,6 +22,9 @@ pub(crate) struct Control {
     pub(crate) checkpoint_signal: i32,
     /// The slot account's uid (`None` in a personal pool).
     pub(crate) uid: Option<u32>,
+    /// The guest runs in a PID namespace of its own: what it leaves behind
+    /// dies and is reaped with the namespace, never re-parented to us.
+    pub(crate) pid_ns: bool,
 }
 
 impl Control {
@@ -30,6 +33,7 @@ impl Control {
         cgroup: Option<GuestCgroup>,
         checkpoint_signal: i32,
         uid: Option<u32>,
+        pid_ns: bool,
     ) -> Self {
         Control {
             pgid,
@@ -38,7 +42,19 @@ impl Control {
             frozen: false,
             checkpoint_signal,
             uid,
+            pid_ns,
         }
+    }
+
+    /// After [`Control::kill`]: the guest ran in a cgroup and a PID
+    /// namespace of its own, and its cgroup has no process left, so no
+    /// process of it lives anywhere (`slot.rs`).
+    pub(crate) fn contained_and_empty(&self) -> bool {
+        self.pid_ns
+            && self
+                .cgroup
+                .as_ref()
+                .is_some_and(|g| g.pids().is_ok_and(|p| p.is_empty()))
     }
 
     /// Every pid of the guest.

@@ -6,23 +6,56 @@
 //! The lease's own `Drop` kills by uid (blocking), so a guest whose task
 //! panics or is cancelled leaves nothing behind; the normal ends
 //! ([`SlotHold::release`]) do the same work off the runtime.
+//!
+//! A guest in its own cgroup and PID namespace whose cgroup is empty after
+//! the kill has nothing left of its uid: it cannot leave the cgroup (its
+//! `cgroup.procs` files are root's), and whatever it left in the
+//! namespace died and was reaped with the namespace's first process. The
+//! scan of `/proc` by uid is then skipped, at the kill and at the release
+//! (it was a fifth of a trivial job's cost to the station). Without that
+//! proof, the kill scans, and a scan that killed everything stands as the
+//! proof for the release, until the next start of the program.
+
+use super::control::Control;
 
 use crate::host::orphans::kill_and_reap;
 use crate::isolation::{GuestUser, REAP_TIMEOUT, SlotLease};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// The slot of one guest (no identity in a personal pool).
 #[derive(Debug)]
 pub(crate) struct SlotHold {
     lease: Mutex<Option<SlotLease>>,
+    /// No process of the slot's uid lives since the program's last start
+    /// (see the module's comment).
+    empty: AtomicBool,
 }
 
 impl SlotHold {
     pub(crate) fn new(lease: SlotLease) -> Self {
         SlotHold {
             lease: Mutex::new(Some(lease)),
+            empty: AtomicBool::new(false),
         }
+    }
+
+    /// The program is about to start (again): whatever proved the slot
+    /// empty no longer holds.
+    pub(crate) fn starting(&self) {
+        self.empty.store(false, Ordering::SeqCst);
+    }
+
+    /// After `ctl`'s kill: every process of the slot's uid killed and
+    /// reaped, by the cgroup's proof when it has one, else by uid.
+    pub(crate) async fn kill_left(&self, ctl: &Control, job: &str) {
+        if ctl.contained_and_empty() {
+            self.empty.store(true, Ordering::SeqCst);
+            tracing::debug!(job, "guest's cgroup empty: no scan by uid");
+            return;
+        }
+        self.kill_all(job).await;
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<SlotLease>> {
@@ -50,12 +83,14 @@ impl SlotHold {
         let Some(u) = self.user() else { return };
         let job = job.to_string();
         let r = tokio::task::spawn_blocking(move || kill_and_reap(u.uid, REAP_TIMEOUT)).await;
+        self.empty.store(matches!(r, Ok(Ok(_))), Ordering::SeqCst);
         log_kill(&job, u.uid, r, "stragglers killed by uid");
     }
 
     /// Replaces the lease (a CRIU restore needs the uid it was dumped as);
     /// the old one is released off the runtime.
     pub(crate) async fn replace(&self, new: SlotLease, job: &str) {
+        self.starting();
         let old = self.lock().replace(new);
         if let Some(old) = old {
             release_lease(old, job).await;
@@ -67,6 +102,11 @@ impl SlotHold {
     pub(crate) async fn release(&self, job: &str) {
         let lease = self.lock().take();
         if let Some(l) = lease {
+            if self.empty.load(Ordering::SeqCst) {
+                l.free_killed(true);
+                tracing::debug!(job, "slot released (proven empty)");
+                return;
+            }
             release_lease(l, job).await;
         }
     }
@@ -75,6 +115,10 @@ impl SlotHold {
     pub(crate) fn release_now(&self) {
         let lease = self.lock().take();
         if let Some(l) = lease {
+            if self.empty.load(Ordering::SeqCst) {
+                l.free_killed(true);
+                return;
+            }
             let job = l.job().to_string();
             if let Some((uid, r)) = kill_and_free(l) {
                 log_kill(&job, uid, Ok(r), "slot released");

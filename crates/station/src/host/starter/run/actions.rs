@@ -113,7 +113,7 @@ impl GuestRun<'_> {
             tracing::info!(job = %self.req.job_id, sig, secs = wait.as_secs_f64(), ?kind, "leave signal sent");
             if let Ok(r) = tokio::time::timeout(wait, &mut *exit_rx).await {
                 ctl.kill();
-                self.entry.slot.kill_all(&self.entry.guest_id).await;
+                self.entry.slot.kill_left(ctl, &self.entry.guest_id).await;
                 return self
                     .ckpt
                     .as_ref()
@@ -121,7 +121,7 @@ impl GuestRun<'_> {
             }
             ctl.kill();
             let _ = tokio::time::timeout(Duration::from_secs(10), &mut *exit_rx).await;
-            self.entry.slot.kill_all(&self.entry.guest_id).await;
+            self.entry.slot.kill_left(ctl, &self.entry.guest_id).await;
             return false;
         }
         if let Some(c) = self.criu()
@@ -133,7 +133,7 @@ impl GuestRun<'_> {
                 Ok(()) => {
                     ctl.kill();
                     let _ = tokio::time::timeout(Duration::from_secs(10), &mut *exit_rx).await;
-                    self.entry.slot.kill_all(&self.entry.guest_id).await;
+                    self.entry.slot.kill_left(ctl, &self.entry.guest_id).await;
                     return true;
                 }
                 Err(e) => {
@@ -149,7 +149,7 @@ impl GuestRun<'_> {
             let grace = self.starter.config.checkpoint_grace;
             if let Ok(r) = tokio::time::timeout(grace, &mut *exit_rx).await {
                 ctl.kill();
-                self.entry.slot.kill_all(&self.entry.guest_id).await;
+                self.entry.slot.kill_left(ctl, &self.entry.guest_id).await;
                 return matches!(r, Ok(Ok(s)) if exit_code(s) == sc.exit_code);
             }
         }
@@ -158,7 +158,7 @@ impl GuestRun<'_> {
         let _ = tokio::time::timeout(Duration::from_secs(10), exit_rx).await;
         // What left the guest's process group (or, without cgroups, the
         // tree) dies by its uid.
-        self.entry.slot.kill_all(&self.entry.guest_id).await;
+        self.entry.slot.kill_left(ctl, &self.entry.guest_id).await;
         false
     }
 }

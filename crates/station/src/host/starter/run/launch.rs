@@ -45,6 +45,7 @@ impl GuestRun<'_> {
     ) -> Result<Pass, Stop> {
         let restoring = self.criu().filter(Criu::has_images);
         let spec = self.spec(pad, prepared, restoring.as_ref())?;
+        self.entry.slot.starting();
         // Idle at all times, own PID and mount namespaces where allowed
         // (not for CRIU jobs), umask 077: the station's confinement.
         let proc = match GuestLauncher::new().spawn_confined(
@@ -86,6 +87,7 @@ impl GuestRun<'_> {
             pad.iso.cgroup.clone(),
             self.starter.config.checkpoint_signal,
             self.user().map(|u| u.uid),
+            proc.has_namespaces(),
         );
         let (exit_tx, exit) = oneshot::channel();
         std::thread::spawn(move || {

@@ -42,7 +42,10 @@ impl GuestRun<'_> {
             (None, Some(why)) => Ok(self.leave(pad, pass, why, end.lease_lost, end.kind).await),
             (None, None) => {
                 pass.ctl.kill();
-                self.entry.slot.kill_all(&self.entry.guest_id).await;
+                self.entry
+                    .slot
+                    .kill_left(&pass.ctl, &self.entry.guest_id)
+                    .await;
                 let usage = pass.ctl.usage(pad.started);
                 Ok(Next::Done {
                     outcome: Outcome::Evicted("internal: no exit and no eviction".into()),
@@ -76,7 +79,10 @@ impl GuestRun<'_> {
         let usage = pass.ctl.usage(pad.started);
         pass.ctl.resume();
         pass.ctl.kill();
-        self.entry.slot.kill_all(&self.entry.guest_id).await;
+        self.entry
+            .slot
+            .kill_left(&pass.ctl, &self.entry.guest_id)
+            .await;
         let outcome = if dumped || pad.checkpoint_exit == Some(code) {
             let shipped = self
                 .take_checkpoint(&mut pad.ladder, &mut pad.seq, &pad.streams, &pad.capture)
