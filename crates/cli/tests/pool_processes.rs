@@ -570,6 +570,71 @@ fn light_user_preempts_a_heavy_users_reused_claim_within_a_pass() {
     eprintln!("light job: waited {waited:.2} s after submit (heavy's claims reused)");
 }
 
+/// A drain (issue 18) also ends claim reuse on the drained host: the host
+/// hears of the drain in its next advertise reply, and the job that was
+/// running on a held claim is the last one there; the home's next jobs wait
+/// for a grant elsewhere. Claims live 10 minutes here, so without that the
+/// host would take one job after another on its claim.
+#[test]
+fn a_drained_host_takes_no_next_job_on_a_claim_it_holds() {
+    let _g = serial();
+    let pool = TestPool::new(
+        2,
+        Timing {
+            interval: 1.0,
+            per_pass: "until_satisfied",
+            claim_lifetime: Some(600),
+        },
+    );
+    let user = pool.user("drainr", 0);
+    user.submit(
+        "d.sub",
+        "executable = /bin/sleep\narguments = 2\nqueue 10\n",
+    );
+    let all = |u: &User| u.queue().into_iter().chain(u.history()).collect::<Vec<_>>();
+    let on_s1 = |jobs: &[JobInfo]| {
+        jobs.iter()
+            .filter(|j| j.host.as_deref() == Some("station1") && j.started_at.is_some())
+            .map(|j| j.id)
+            .collect::<BTreeSet<_>>()
+    };
+    wait_for(&pool, 60, "a job on station1", || {
+        (!on_s1(&all(&user)).is_empty()).then_some(())
+    });
+    let admin = pool.dir.join("admin.token");
+    std::fs::write(&admin, pool.keys.admin("root")).unwrap();
+    let admin = admin.display().to_string();
+    let out = user.glean(&["drain", "station1", "--token", &admin]);
+    assert!(out.status.success(), "{out:?}");
+    // The host hears of it within an advertise period (1 s); the job
+    // running then ends within 2 s more.
+    std::thread::sleep(Duration::from_secs(4));
+    let settled = on_s1(&all(&user));
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(8) {
+        let now = on_s1(&all(&user));
+        let new: Vec<_> = now.difference(&settled).collect();
+        assert!(
+            new.is_empty(),
+            "jobs {new:?} started on the drained station1\n{}",
+            pool.logs()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // Station0 kept working meanwhile; after the drain's end station1
+    // takes jobs again, and every job completes.
+    let out = user.glean(&["drain", "--cancel", "station1", "--token", &admin]);
+    assert!(out.status.success(), "{out:?}");
+    wait_for(&pool, 90, "every job to complete", || {
+        let h = user.history();
+        (h.len() == 10 && user.queue().is_empty()).then_some(())
+    });
+    eprintln!(
+        "jobs on station1 before the drain settled: {}, after it: none in 8 s",
+        settled.len()
+    );
+}
+
 #[test]
 fn coordinator_sigkill_loses_no_job_and_keeps_the_updown_table() {
     let _g = serial();

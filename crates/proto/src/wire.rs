@@ -290,6 +290,12 @@ pub struct AdvertiseReply {
     /// model). Empty from older coordinators.
     #[serde(default, skip_serializing_if = "Revocations::is_empty")]
     pub revoked: Revocations,
+    /// For a host: an administrator drained it (`glean drain`). It then
+    /// keeps no claim for its homes' next jobs: a claim whose guest was
+    /// running when the drain began ends with that guest. False from
+    /// older coordinators.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drained: bool,
 }
 
 /// `GET /v1/events?after=SEQ`: the coordinator's grants and preemptions

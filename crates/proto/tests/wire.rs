@@ -89,6 +89,7 @@ fn replies_and_placements_round_trip() {
         next_advertise_secs: 120,
         claims: vec![],
         checkpoint_transfer_rate: Some(52_000_000),
+        drained: true,
         destinations: vec![Destination {
             job: JobId::new(3, 1),
             home: "ws7".into(),

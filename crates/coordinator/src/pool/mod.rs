@@ -573,6 +573,7 @@ impl Pool {
             destinations: self.destinations(id, now),
             // The daemon fills them in (server.rs): the pool keeps no tokens.
             revoked: Default::default(),
+            drained: self.drained.contains(self.name(id)),
         }
     }
 

@@ -347,6 +347,15 @@ impl Host {
         }
     }
 
+    /// The coordinator's word on whether an administrator drained this
+    /// host: a drained host keeps no claim for its homes' next jobs
+    /// (`starter::held_claims`).
+    pub fn on_drained(&self, drained: bool) {
+        if let Some(s) = &self.starter {
+            s.on_drained(drained);
+        }
+    }
+
     /// Stops hosting: no new guests; every guest is vacated (a
     /// self-checkpointing one checkpoints first, within its grace) and
     /// reported to its home, which requeues it. Returns when they are gone

@@ -59,6 +59,7 @@ async fn dispatch(
     revocations.absorb(&reply.revoked, now_secs());
     host.on_pool_transfer_rate(reply.checkpoint_transfer_rate);
     host.on_destinations(&reply.destinations);
+    host.on_drained(reply.drained);
     home.on_preemptions(&reply.preemptions);
     // A grant may wait out the placement interval: the loop goes on.
     if !reply.grants.is_empty() {

@@ -21,6 +21,12 @@
 //!   gives the claim back at once (`POST /v1/claims/release`); one that
 //!   went silent loses it after that time.
 //!
+//! - none on a drained host: once the coordinator's reply says an
+//!   administrator drained it ([`HeldClaims::set_drained`]), idle claims
+//!   end, running ones end with their guest, and no reuse is taken (the
+//!   coordinator calls the idle ones back too, but a claim whose guest was
+//!   running then would otherwise carry its home's next job).
+//!
 //! Nothing here is kept on disk: after a restart the host holds no claim,
 //! and every reuse is refused (the home then waits for a grant).
 //!
@@ -36,6 +42,7 @@ use gleaner_proto::guest_key::GuestKey;
 use gleaner_proto::job::JobId;
 use gleaner_proto::wire::HeldClaim;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -85,6 +92,8 @@ pub(crate) struct Placed<'a> {
 #[derive(Default)]
 pub(crate) struct HeldClaims {
     map: Mutex<HashMap<String, Held>>,
+    /// The coordinator said this host is drained.
+    drained: AtomicBool,
 }
 
 fn now_secs() -> u64 {
@@ -103,6 +112,9 @@ impl HeldClaims {
     /// `nonce` now? `Err` says why not (a refusal of the claim).
     pub(crate) fn check_reuse(&self, nonce: &str, home: &str, seq: u64) -> Result<(), String> {
         let map = self.lock();
+        if self.drained.load(Ordering::SeqCst) {
+            return Err("this station is drained by its administrator".into());
+        }
         let Some(h) = map.get(nonce) else {
             return Err("this claim is not held here for another job".into());
         };
@@ -139,7 +151,7 @@ impl HeldClaims {
                 seq: 0,
                 job: p.guest.job,
                 running: true,
-                retired: false,
+                retired: self.drained.load(Ordering::SeqCst),
                 spell: 0,
                 cpus: p.cpus,
                 memory_mb: p.memory_mb,
@@ -173,7 +185,7 @@ impl HeldClaims {
         if !h.placed_last(g) || !h.running {
             return None;
         }
-        if h.retired || now_secs() >= h.expires_at {
+        if h.retired || now_secs() >= h.expires_at || self.drained.load(Ordering::SeqCst) {
             map.remove(nonce);
             return None;
         }
@@ -228,6 +240,24 @@ impl HeldClaims {
         }
         map.remove(nonce);
         Ok(true)
+    }
+
+    /// What the coordinator's latest reply says of a drain. When it
+    /// begins, every idle claim ends and every running one is given up
+    /// (it ends with its guest); returns whether an idle claim ended (its
+    /// node is free).
+    pub(crate) fn set_drained(&self, on: bool) -> bool {
+        let mut map = self.lock();
+        let was = self.drained.swap(on, Ordering::SeqCst);
+        if !on || was {
+            return false;
+        }
+        let before = map.len();
+        map.retain(|_, h| h.running);
+        for h in map.values_mut() {
+            h.retired = true;
+        }
+        map.len() < before
     }
 
     /// The claims held, for the ad; `except` (a claim being reused right
@@ -347,6 +377,35 @@ mod tests {
         h.hold(&placed("n5", &key("a", "5.0")), now_secs());
         assert_eq!(h.completed("n5", &key("a", "5.0")), None);
         assert!(h.listing(None).is_empty());
+    }
+
+    #[test]
+    fn a_drained_host_keeps_no_claim_for_a_next_job() {
+        let h = HeldClaims::default();
+        let far = now_secs() + 600;
+        h.hold(&placed("idle", &key("a", "1.0")), far);
+        h.completed("idle", &key("a", "1.0")).unwrap();
+        h.hold(&placed("busy", &key("a", "2.0")), far);
+        // The drain ends the idle claim at once (its node is free)...
+        assert!(h.set_drained(true));
+        assert!(!h.set_drained(true), "only a new drain ends claims");
+        assert_eq!(h.listing(None).len(), 1);
+        assert!(
+            h.check_reuse("idle", "a", 1)
+                .unwrap_err()
+                .contains("drained")
+        );
+        // ...the running one ends with its guest, even a completed one.
+        assert_eq!(h.completed("busy", &key("a", "2.0")), None);
+        assert!(h.listing(None).is_empty());
+        // A placement granted before the drain holds no reusable claim.
+        h.hold(&placed("late", &key("a", "3.0")), far);
+        assert_eq!(h.completed("late", &key("a", "3.0")), None);
+        // After the drain, claims are kept again.
+        assert!(!h.set_drained(false));
+        h.hold(&placed("after", &key("a", "4.0")), far);
+        assert!(h.completed("after", &key("a", "4.0")).is_some());
+        h.check_reuse("after", "a", 1).unwrap();
     }
 
     #[test]

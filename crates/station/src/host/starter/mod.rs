@@ -433,6 +433,15 @@ impl Starter {
         });
     }
 
+    /// See [`crate::host::Host::on_drained`]: an idle claim ended by the
+    /// drain frees its node, which the next ad says at once.
+    pub(crate) fn on_drained(&self, drained: bool) {
+        if self.held.set_drained(drained) {
+            tracing::info!("drained by the administrator: idle claims given back");
+            self.guest_ended.notify_one();
+        }
+    }
+
     /// Vacate every guest (shutdown).
     pub fn vacate_all(&self, reason: &str) {
         for g in self.lock_guests().values() {
