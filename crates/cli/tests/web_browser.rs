@@ -21,7 +21,9 @@
 //!   one is refused (403) with nothing changed; an administrator's (an
 //!   admin token's link) has them: "Drain" marks the station drained
 //!   without a reload, on both pages and in `glean status`, "Undrain"
-//!   ends it.
+//!   ends it; "Vacate" (confirmed) sends the station's guests back to
+//!   the queue; "Revoke" on the administrator's own token ends its
+//!   session (401) and the token no longer drains anything.
 //!
 //! Skipped with a printed reason when Chromium or Playwright is missing,
 //! unless `GLEANER_REQUIRE_BROWSER=1`. Screenshots go to
@@ -143,6 +145,7 @@ fn dashboard_and_owner_page_in_a_real_browser() {
         "jobs": 2,
         "dashboard_url": dashboard_url,
         "admin_dashboard_url": admin_dashboard_url,
+        "admin_token": admin_token,
         "owner_urls": owner_urls,
         "owner_files": owner_files,
         "owner_sockets": owner_sockets,

@@ -61,6 +61,13 @@ def glean(*args, as_user=False, check=True):
     return run([CFG["glean"], *args], as_user=as_user, check=check)
 
 
+def glean_code(*args):
+    """The exit code and stderr of a glean command (as root)."""
+    p = subprocess.run([CFG["glean"], *args], env=dict(os.environ, GLEAN_HOME=CFG["glean_home"]),
+                       cwd=CFG["work"], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stderr
+
+
 def job_name(j):
     i = j["id"]
     return i if isinstance(i, str) else f"{i['cluster']}.{i['proc']}"
@@ -327,6 +334,51 @@ def main():
             fail(f"a user's session drained a station: {r}")
         if {r["name"]: r for r in status_rows()}[target].get("drained"):
             fail("a user's refused drain changed the pool")
+
+        # Vacate, clicked (its confirmation accepted): the guests on the
+        # station leave it now, and their jobs are queued again (idle, or
+        # started once more), without a reload.
+        adm.on("dialog", lambda d: d.accept())
+        on_target = sorted(j for j, v in guests_on_page(adm).items() if v[0] == target)
+        if not on_target:
+            fail(f"no guest on {target} to vacate")
+        runs = {job_name(j): j.get("run_count", 0) for j in q_jobs()}
+        t0 = time.monotonic()
+        adm.click(f'[data-station="{target}"] [data-action="vacate"]')
+
+        def vacated():
+            now = {job_name(j): (job_state(j), j.get("run_count", 0)) for j in q_jobs()}
+            return all(j in now and (now[j][0] == "idle" or now[j][1] > runs.get(j, 0)) for j in on_target)
+        wait_until(vacated, 20, f"{on_target} vacated from {target}")
+        OUT["vacate_requeued_secs"] = round(time.monotonic() - t0, 3)
+        OUT["vacated_jobs"] = on_target
+
+        # Revoke, clicked: the administrator revokes its own token. Its
+        # session ends with it (the page's API answers 401) and the token
+        # is refused on the token API as well.
+        mine = adm.eval_on_selector_all(
+            "#tokens tr[data-token]",
+            "rs => rs.filter(r => r.children[2].textContent === 'admin' && "
+            "r.querySelector('[data-action=revoke]')).map(r => r.dataset.token)")
+        if len(mine) != 1:
+            fail(f"expected one administrator's token listed, found {mine}")
+        code, _ = glean_code("drain", "--cancel", target, "--token", CFG["admin_token"])
+        if code != 0:
+            fail("the administrator's token did not work before its revocation")
+        t0 = time.monotonic()
+        # What the ended session's page logs afterwards (its 401s) is the
+        # point, not an error.
+        errors_before_revoke = len(errors)
+        adm.click(f'#tokens tr[data-token="{mine[0]}"] [data-action="revoke"]')
+        wait_until(lambda: adm.evaluate("fetch('/dashboard/api/state').then(r => r.status)") == 401, 10,
+                   "the revoked administrator's session to end")
+        OUT["revoke_session_ended_secs"] = round(time.monotonic() - t0, 3)
+        code, err = glean_code("drain", target, "--token", CFG["admin_token"])
+        if code == 0 or "401" not in err:
+            fail(f"a revoked administrator's token still drains: exit {code}, {err!r}")
+        if {r["name"]: r for r in status_rows()}[target].get("drained"):
+            fail("a revoked token's drain changed the pool")
+        errors[errors_before_revoke:] = [e for e in errors[errors_before_revoke:] if "401" not in e]
         actx.close()
         admin_browser.close()
 
