@@ -302,6 +302,34 @@ fn station_config(
     }
 }
 
+/// A station process under `root` with these isolation settings, and a
+/// client speaking to it as its coordinator's keys allow.
+async fn start(
+    root: &Path,
+    cgroups: CgroupMode,
+    namespaces: NamespaceMode,
+) -> (StationProcess, Client, SocketAddr) {
+    std::fs::create_dir_all(root.join("station")).unwrap();
+    let keys = TestKeys::in_dir(&root.join("coord")).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let cfg = station_config(root, &keys, addr, cgroups, namespaces);
+    let config = root.join("station.toml");
+    std::fs::write(&config, toml::to_string(&cfg).unwrap()).unwrap();
+    let station = StationProcess::spawn(&config, &root.join("station.log"), addr);
+    let client = Client {
+        addr,
+        keys,
+        http: reqwest::Client::new(),
+        shadow: Shadow::start().await,
+    };
+    (station, client, addr)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_double_forking_setsid_escapee_dies_on_vacate_and_at_restart() {
     if gleaner_testkit::skip_unless_root("runs guests as slot accounts and kills by uid") {
@@ -311,27 +339,9 @@ async fn a_double_forking_setsid_escapee_dies_on_vacate_and_at_restart() {
     let dir = shared_tempdir();
     let root = dir.path();
     let state = root.join("station");
-    std::fs::create_dir_all(&state).unwrap();
-    let keys = TestKeys::in_dir(&root.join("coord")).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     // The worst case: no cgroup, no PID namespace to hold the guest; only
     // its uid.
-    let cfg = station_config(root, &keys, addr, CgroupMode::Off, NamespaceMode::Off);
-    let config = root.join("station.toml");
-    std::fs::write(&config, toml::to_string(&cfg).unwrap()).unwrap();
-    let log = root.join("station.log");
-    let mut station = StationProcess::spawn(&config, &log, addr);
-    let client = Client {
-        addr,
-        keys,
-        http: reqwest::Client::new(),
-        shadow: Shadow::start().await,
-    };
+    let (mut station, client, addr) = start(root, CgroupMode::Off, NamespaceMode::Off).await;
     let execute = state.join("execute");
 
     // 1. A vacate leaves nothing of the guest.
@@ -411,25 +421,7 @@ async fn a_contained_guest_that_exits_leaves_nothing_and_needs_no_scan_by_uid() 
     let _l = serial_lock();
     let dir = shared_tempdir();
     let root = dir.path();
-    std::fs::create_dir_all(root.join("station")).unwrap();
-    let keys = TestKeys::in_dir(&root.join("coord")).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let cfg = station_config(root, &keys, addr, CgroupMode::Auto, NamespaceMode::Required);
-    let config = root.join("station.toml");
-    std::fs::write(&config, toml::to_string(&cfg).unwrap()).unwrap();
-    let log = root.join("station.log");
-    let station = StationProcess::spawn(&config, &log, addr);
-    let client = Client {
-        addr,
-        keys,
-        http: reqwest::Client::new(),
-        shadow: Shadow::start().await,
-    };
+    let (station, client, _) = start(root, CgroupMode::Auto, NamespaceMode::Required).await;
     let job = JobId::new(3, 0);
     client.place_script(job, ESCAPE_AND_EXIT).await;
     let g = client.guest(job).await;
