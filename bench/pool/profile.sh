@@ -25,12 +25,13 @@ id "$BENCH_USER" >/dev/null 2>&1 || useradd -M -s /usr/sbin/nologin "$BENCH_USER
 
 WORK=$(mktemp -d /tmp/glean-profile.XXXXXX)
 chmod 755 "$WORK"
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(python3 "$ROOT/bench/pool/free_base.py" 10)
 GLEAN_HOME="$WORK/pool" "$GLEAN_BIN" up --stations 4 --port "$PORT" >"$WORK/up.log" 2>&1 &
 UP=$!
 # The work dir goes at the end unless it holds the profile (PERF) or KEEP=1.
 trap 'kill -INT $UP 2>/dev/null || true; sleep 3; [ -n "${PERF:-}${KEEP:-}" ] || rm -rf "$WORK"' EXIT
 for _ in $(seq 1 600); do [ -s "$WORK/pool/pool.toml" ] && break; sleep 0.1; done
+[ -s "$WORK/pool/pool.toml" ] || { echo "profile: glean up did not start:" >&2; cat "$WORK/up.log" >&2; exit 1; }
 chmod 755 "$WORK/pool"
 chmod 644 "$WORK/pool/pool.toml"
 mkdir -p "$WORK/jobs"

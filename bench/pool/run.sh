@@ -61,7 +61,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 wait_port() {
     local port=$1 i
     for i in $(seq 1 200); do
@@ -105,7 +104,7 @@ if [ -z "${SKIP_GLEAN:-}" ]; then
 say "== starting a personal pool of $STATIONS stations in $WORK (glean up)"
 # `glean up` makes the keys and tokens and starts the coordinator and the
 # stations as its children, with its own defaults.
-BASE_PORT=$(free_port)
+BASE_PORT=$(python3 "$ROOT/bench/pool/free_base.py" $((STATIONS + 2)))
 GLEAN_HOME="$WORK/pool" "$GLEAN_BIN" up --stations "$STATIONS" --port "$BASE_PORT" \
     ${INTERVAL:+--interval "$INTERVAL"} >"$WORK/up.log" 2>&1 &
 UP=$!; PIDS+=("$UP")

@@ -740,3 +740,74 @@ proptest! {
         }
     }
 }
+
+// ---- the memo of verified signatures ---------------------------------------
+
+/// A verifier that already verified `t` and `c` (its memo holds them).
+fn warmed(s: &PoolSigner, t: &str, c: &str) -> PoolVerifier {
+    let v = s.verifier();
+    assert!(v.verify(t, 1_500).is_ok());
+    assert!(v.verify_claim(c, "exec1", 1_100).is_ok());
+    v
+}
+
+#[test]
+fn a_remembered_signature_still_gets_every_other_check() {
+    let s = signer(7);
+    let t = s.sign(&user_claims()).unwrap();
+    let c = s.sign_claim(&ticket()).unwrap();
+    let v = warmed(&s, &t, &c);
+    // The second time, from the memo: the same answers, expiry included.
+    assert_eq!(v.verify(&t, 1_500).unwrap(), user_claims());
+    assert!(matches!(
+        v.verify(&t, 2_000),
+        Err(TokenError::Expired { .. })
+    ));
+    assert!(matches!(
+        v.verify_claim(&c, "exec2", 1_100),
+        Err(ClaimError::WrongHost { .. })
+    ));
+    assert!(matches!(
+        v.verify_claim(&c, "exec1", 1_360),
+        Err(ClaimError::Expired { .. })
+    ));
+    // A token's text is no claim, and a claim's no token, memo or not.
+    assert!(v.verify_claim(&t, "exec1", 1_100).is_err());
+    assert!(v.verify(&c, 1_100).is_err());
+    // Another key's verifier shares nothing with this one.
+    assert_eq!(
+        signer(8).verifier().verify(&t, 1_500),
+        Err(TokenError::BadSignature)
+    );
+}
+
+proptest! {
+    /// The memo never changes a verdict: any one-character change to a
+    /// remembered token or claim gets the answer a fresh verifier gives.
+    #[test]
+    fn the_memo_never_changes_a_verdict(
+        pos in 0usize..400,
+        with in proptest::sample::select(
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.".chars().collect::<Vec<_>>()
+        ),
+        now in 900u64..2_100,
+    ) {
+        let s = signer(9);
+        let t = s.sign(&user_claims()).unwrap();
+        let c = s.sign_claim(&ticket()).unwrap();
+        let warm = warmed(&s, &t, &c);
+        let change = |text: &str| {
+            let mut chars: Vec<char> = text.chars().collect();
+            let i = pos % chars.len();
+            chars[i] = with;
+            chars.into_iter().collect::<String>()
+        };
+        let (t2, c2) = (change(&t), change(&c));
+        prop_assert_eq!(warm.verify(&t2, now), s.verifier().verify(&t2, now));
+        prop_assert_eq!(
+            warm.verify_claim(&c2, "exec1", now),
+            s.verifier().verify_claim(&c2, "exec1", now)
+        );
+        prop_assert_eq!(warm.open_claim(&c2), s.verifier().open_claim(&c2));
+    }
+}

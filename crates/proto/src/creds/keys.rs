@@ -12,6 +12,7 @@
 use super::claim::{self, ClaimError, ClaimTicket};
 use super::envelope::{self, Kind};
 use super::fsio;
+use super::seen::SeenSignatures;
 use super::token::{self, Claims, TokenError};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -19,6 +20,7 @@ use ed25519_dalek::{SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Label of the public-key line.
 pub const PUBLIC_LABEL: &str = "gleaner-ed25519";
@@ -63,6 +65,7 @@ impl PoolSigner {
     pub fn verifier(&self) -> PoolVerifier {
         PoolVerifier {
             key: self.key.verifying_key(),
+            seen: Arc::default(),
         }
     }
 
@@ -94,10 +97,20 @@ impl PoolSigner {
 }
 
 /// The pool's public key: verifies tokens and claims, cannot sign.
-#[derive(Clone, PartialEq, Eq)]
+/// Clones share the memo of signatures already verified (`seen.rs`).
+#[derive(Clone)]
 pub struct PoolVerifier {
     key: VerifyingKey,
+    seen: Arc<SeenSignatures>,
 }
+
+impl PartialEq for PoolVerifier {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for PoolVerifier {}
 
 impl fmt::Debug for PoolVerifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -113,7 +126,10 @@ impl PoolVerifier {
         if key.is_weak() {
             return Err(KeyError::NotAKey);
         }
-        Ok(PoolVerifier { key })
+        Ok(PoolVerifier {
+            key,
+            seen: Arc::default(),
+        })
     }
 
     pub fn to_bytes(&self) -> [u8; KEY_BYTES] {
@@ -148,7 +164,7 @@ impl PoolVerifier {
     /// rules ([`Claims::validate`]) and expiry. Revocation is the caller's
     /// ([`super::Revocations::check`]).
     pub fn verify(&self, token: &str, now_secs: u64) -> Result<Claims, TokenError> {
-        let json = envelope::open(&self.key, Kind::Token, token)?;
+        let json = self.open(Kind::Token, token)?;
         token::claims_from_verified(&json, now_secs)
     }
 
@@ -162,7 +178,7 @@ impl PoolVerifier {
         host: &str,
         now_secs: u64,
     ) -> Result<ClaimTicket, ClaimError> {
-        let json = envelope::open(&self.key, Kind::Claim, claim)?;
+        let json = self.open(Kind::Claim, claim)?;
         claim::ticket_from_verified(&json, host, now_secs)
     }
 
@@ -171,8 +187,20 @@ impl PoolVerifier {
     /// for as long as the placement it made lasts (the placement itself
     /// was checked with [`Self::verify_claim`]).
     pub fn open_claim(&self, claim: &str) -> Result<ClaimTicket, ClaimError> {
-        let json = envelope::open(&self.key, Kind::Claim, claim)?;
+        let json = self.open(Kind::Claim, claim)?;
         claim::ticket_from_signed(&json)
+    }
+
+    /// The payload of an envelope whose signature this key verifies, now
+    /// or before (`seen.rs`).
+    fn open(&self, kind: Kind, text: &str) -> Result<Vec<u8>, envelope::EnvelopeError> {
+        let digest = SeenSignatures::digest(kind, text);
+        if self.seen.contains(&digest) {
+            return envelope::payload_of_verified(text);
+        }
+        let json = envelope::open(&self.key, kind, text)?;
+        self.seen.insert(digest);
+        Ok(json)
     }
 }
 

@@ -18,6 +18,7 @@ mod fsio;
 mod keys;
 mod nonce;
 mod revoke;
+mod seen;
 mod subject;
 mod token;
 

@@ -42,22 +42,23 @@ impl JobQueue {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let current: Option<(u8, Option<String>, Option<i32>, u32)> = tx
-            .query_row(
+            .prepare_cached(
                 "SELECT state, hold_reason, exit_code, start_failures FROM jobs \
                  WHERE cluster = ?1 AND proc = ?2",
-                params![cluster, id.proc],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )
+            )?
+            .query_row(params![cluster, id.proc], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
             .optional()?;
         let Some((code, reason, exit, before)) = current else {
             return Err(QueueError::NotFound(id));
         };
         let from = decode_state(id, code, reason, exit)?;
         let event = |kind: JobEventKind, detail: &str| {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO events (cluster, proc, at, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![cluster, id.proc, now, kind.name(), detail],
-            )
+            )?
+            .execute(params![cluster, id.proc, now, kind.name(), detail])
         };
         event(
             JobEventKind::StartFailed,
@@ -78,39 +79,39 @@ impl JobQueue {
                     };
                     from.check_transition(&to)
                         .map_err(|source| QueueError::IllegalTransition { job: id, source })?;
-                    tx.execute(
+                    tx.prepare_cached(
                         "UPDATE jobs SET state = ?3, hold_reason = ?4, hold_code = ?5, \
                            hold_subcode = ?6, start_failures = ?7, updated_at = ?8 \
                          WHERE cluster = ?1 AND proc = ?2",
-                        params![
-                            cluster,
-                            id.proc,
-                            to.code(),
-                            reason,
-                            failure.code,
-                            failure.subcode,
-                            failures,
-                            now
-                        ],
-                    )?;
+                    )?
+                    .execute(params![
+                        cluster,
+                        id.proc,
+                        to.code(),
+                        reason,
+                        failure.code,
+                        failure.subcode,
+                        failures,
+                        now
+                    ])?;
                     event(JobEventKind::Held, &reason)?;
                     held = true;
                 }
                 None => {
                     let back = from.kind() != JobStateKind::Idle;
-                    tx.execute(
+                    tx.prepare_cached(
                         "UPDATE jobs SET start_failures = ?3, updated_at = ?4, \
                            state = CASE WHEN ?5 THEN ?6 ELSE state END \
                          WHERE cluster = ?1 AND proc = ?2",
-                        params![
-                            cluster,
-                            id.proc,
-                            failures,
-                            now,
-                            back,
-                            JobStateKind::Idle.code()
-                        ],
-                    )?;
+                    )?
+                    .execute(params![
+                        cluster,
+                        id.proc,
+                        failures,
+                        now,
+                        back,
+                        JobStateKind::Idle.code()
+                    ])?;
                     if back {
                         event(
                             JobEventKind::Evicted,
@@ -133,17 +134,18 @@ impl JobQueue {
     /// Sets the `HoldReasonCode`/`HoldReasonSubCode` of a held job (a
     /// hold by the job's policy, `home::job_policy`).
     pub fn set_hold_code(&mut self, id: JobId, code: u32, subcode: i32) -> Result<()> {
-        self.conn.execute(
-            "UPDATE jobs SET hold_code = ?3, hold_subcode = ?4 \
+        self.conn
+            .prepare_cached(
+                "UPDATE jobs SET hold_code = ?3, hold_subcode = ?4 \
              WHERE cluster = ?1 AND proc = ?2 AND state = ?5",
-            params![
+            )?
+            .execute(params![
                 to_i64(id.cluster, "cluster id")?,
                 id.proc,
                 code,
                 subcode,
                 JobStateKind::Held.code()
-            ],
-        )?;
+            ])?;
         self.committed();
         Ok(())
     }
@@ -151,11 +153,12 @@ impl JobQueue {
     /// The program of `id` is running: its series of failed starts is
     /// over.
     pub fn clear_start_failures(&mut self, id: JobId) -> Result<()> {
-        self.conn.execute(
-            "UPDATE jobs SET start_failures = 0 \
+        self.conn
+            .prepare_cached(
+                "UPDATE jobs SET start_failures = 0 \
              WHERE cluster = ?1 AND proc = ?2 AND start_failures <> 0",
-            params![to_i64(id.cluster, "cluster id")?, id.proc],
-        )?;
+            )?
+            .execute(params![to_i64(id.cluster, "cluster id")?, id.proc])?;
         self.committed();
         Ok(())
     }

@@ -12,11 +12,10 @@ impl JobQueue {
     pub fn current_run(&self, id: JobId) -> Result<Option<String>> {
         let run = self
             .conn
-            .query_row(
-                "SELECT run_id FROM jobs WHERE cluster = ?1 AND proc = ?2",
-                params![to_i64(id.cluster, "cluster id")?, id.proc],
-                |r| r.get::<_, Option<String>>(0),
-            )
+            .prepare_cached("SELECT run_id FROM jobs WHERE cluster = ?1 AND proc = ?2")?
+            .query_row(params![to_i64(id.cluster, "cluster id")?, id.proc], |r| {
+                r.get::<_, Option<String>>(0)
+            })
             .optional()?;
         run.ok_or(QueueError::NotFound(id))
     }
@@ -49,11 +48,10 @@ impl JobQueue {
     pub fn publishing_of(&self, id: JobId) -> Result<Option<String>> {
         let r = self
             .conn
-            .query_row(
-                "SELECT publishing FROM jobs WHERE cluster = ?1 AND proc = ?2",
-                params![to_i64(id.cluster, "cluster id")?, id.proc],
-                |r| r.get::<_, Option<String>>(0),
-            )
+            .prepare_cached("SELECT publishing FROM jobs WHERE cluster = ?1 AND proc = ?2")?
+            .query_row(params![to_i64(id.cluster, "cluster id")?, id.proc], |r| {
+                r.get::<_, Option<String>>(0)
+            })
             .optional()?;
         Ok(r.flatten())
     }

@@ -116,11 +116,10 @@ impl JobQueue {
     /// index, so a long history costs no more than a short one.
     pub fn newest_events_of(&self, id: JobId, limit: usize) -> Result<(Vec<OwnedEvent>, u64)> {
         let cluster = i64::try_from(id.cluster).unwrap_or(i64::MAX);
-        let total: i64 = self.conn.query_row(
-            "SELECT COUNT(*) FROM events WHERE cluster = ?1 AND proc = ?2",
-            params![cluster, id.proc],
-            |r| r.get(0),
-        )?;
+        let total: i64 = self
+            .conn
+            .prepare_cached("SELECT COUNT(*) FROM events WHERE cluster = ?1 AND proc = ?2")?
+            .query_row(params![cluster, id.proc], |r| r.get(0))?;
         let mut stmt = self.conn.prepare_cached(
             "SELECT e.kind, e.detail, e.at, j.owner FROM events e \
              JOIN jobs j ON j.cluster = e.cluster AND j.proc = e.proc \

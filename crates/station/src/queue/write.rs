@@ -56,11 +56,9 @@ impl JobQueue {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let next: i64 = tx.query_row(
-            "SELECT value FROM meta WHERE key = 'next_cluster'",
-            [],
-            |r| r.get(0),
-        )?;
+        let next: i64 = tx
+            .prepare_cached("SELECT value FROM meta WHERE key = 'next_cluster'")?
+            .query_row([], |r| r.get(0))?;
         let cluster = u64::try_from(next).map_err(|_| QueueError::Range("cluster id"))?;
         let descs = build(cluster)?;
         if descs.is_empty() {
@@ -75,10 +73,10 @@ impl JobQueue {
                 ids.push(insert_proc(&mut ins, &mut ev, cluster, proc, d, at)?);
             }
         }
-        tx.execute(
-            "UPDATE meta SET value = ?1 WHERE key = 'next_cluster'",
-            params![next.checked_add(1).ok_or(QueueError::Range("cluster id"))?],
-        )?;
+        tx.prepare_cached("UPDATE meta SET value = ?1 WHERE key = 'next_cluster'")?
+            .execute(params![
+                next.checked_add(1).ok_or(QueueError::Range("cluster id"))?
+            ])?;
         also(&tx, &ids)?;
         tx.commit()?;
         self.committed();
@@ -101,11 +99,9 @@ impl JobQueue {
             let tx = q
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let next: i64 = tx.query_row(
-                "SELECT value FROM meta WHERE key = 'next_cluster'",
-                [],
-                |r| r.get(0),
-            )?;
+            let next: i64 = tx
+                .prepare_cached("SELECT value FROM meta WHERE key = 'next_cluster'")?
+                .query_row([], |r| r.get(0))?;
             if u64::try_from(next).ok() != Some(cluster) {
                 return Ok(None);
             }
@@ -124,10 +120,10 @@ impl JobQueue {
             if ids.is_empty() {
                 return Err(QueueError::EmptySubmission);
             }
-            tx.execute(
-                "UPDATE meta SET value = ?1 WHERE key = 'next_cluster'",
-                params![next.checked_add(1).ok_or(QueueError::Range("cluster id"))?],
-            )?;
+            tx.prepare_cached("UPDATE meta SET value = ?1 WHERE key = 'next_cluster'")?
+                .execute(params![
+                    next.checked_add(1).ok_or(QueueError::Range("cluster id"))?
+                ])?;
             tx.commit()?;
             q.committed();
             tracing::debug!(cluster, procs = ids.len(), "submitted cluster (streamed)");
@@ -138,20 +134,18 @@ impl JobQueue {
     /// Records, before they are written, the outputs about to be staged
     /// for `id` (see `home::deliver`); the completion's commit replaces it.
     pub fn set_publishing(&mut self, id: JobId, record: &str) -> Result<()> {
-        self.conn.execute(
-            "UPDATE jobs SET publishing = ?3 WHERE cluster = ?1 AND proc = ?2",
-            params![to_i64(id.cluster, "cluster id")?, id.proc, record],
-        )?;
+        self.conn
+            .prepare_cached("UPDATE jobs SET publishing = ?3 WHERE cluster = ?1 AND proc = ?2")?
+            .execute(params![to_i64(id.cluster, "cluster id")?, id.proc, record])?;
         self.committed();
         Ok(())
     }
 
     /// Forgets the staged outputs of `id` once they are in place.
     pub fn published(&mut self, id: JobId) -> Result<()> {
-        self.conn.execute(
-            "UPDATE jobs SET publishing = NULL WHERE cluster = ?1 AND proc = ?2",
-            params![to_i64(id.cluster, "cluster id")?, id.proc],
-        )?;
+        self.conn
+            .prepare_cached("UPDATE jobs SET publishing = NULL WHERE cluster = ?1 AND proc = ?2")?
+            .execute(params![to_i64(id.cluster, "cluster id")?, id.proc])?;
         self.committed();
         Ok(())
     }
@@ -301,10 +295,10 @@ impl JobQueue {
     /// lease expired): an empty `run_id`, which no run matches.
     pub fn retire_run(&mut self, id: JobId) -> Result<()> {
         let cluster = to_i64(id.cluster, "cluster id")?;
-        let changed = self.conn.execute(
-            "UPDATE jobs SET run_id = '' WHERE cluster = ?1 AND proc = ?2",
-            params![cluster, id.proc],
-        )?;
+        let changed = self
+            .conn
+            .prepare_cached("UPDATE jobs SET run_id = '' WHERE cluster = ?1 AND proc = ?2")?
+            .execute(params![cluster, id.proc])?;
         self.committed();
         if changed == 0 {
             return Err(QueueError::NotFound(id));
@@ -328,13 +322,15 @@ impl JobQueue {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let changed = tx.execute(
-            "UPDATE jobs SET updated_at = ?3, host = CASE WHEN ?4 THEN ?5 ELSE host END, \
+        let changed = tx
+            .prepare_cached(
+                "UPDATE jobs SET updated_at = ?3, host = CASE WHEN ?4 THEN ?5 ELSE host END, \
                host_address = CASE WHEN ?4 THEN ?6 ELSE host_address END, \
                host_claim = CASE WHEN ?4 THEN ?7 ELSE host_claim END, \
                run_id = CASE WHEN ?4 THEN ?8 ELSE run_id END \
              WHERE cluster = ?1 AND proc = ?2",
-            params![
+            )?
+            .execute(params![
                 cluster,
                 id.proc,
                 now,
@@ -343,15 +339,14 @@ impl JobQueue {
                 address,
                 claim,
                 run
-            ],
-        )?;
+            ])?;
         if changed == 0 {
             return Err(QueueError::NotFound(id));
         }
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO events (cluster, proc, at, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![cluster, id.proc, now, kind.name(), detail],
-        )?;
+        )?
+        .execute(params![cluster, id.proc, now, kind.name(), detail])?;
         tx.commit()?;
         self.committed();
         Ok(())
@@ -432,15 +427,17 @@ impl JobQueue {
     /// the home's timing loop moves a cron job that missed its window to
     /// its next time.
     pub fn set_schedule(&mut self, id: JobId, start: Option<crate::schedule::Start>) -> Result<()> {
-        let changed = self.conn.execute(
-            "UPDATE jobs SET not_before = ?3, match_from = ?4 WHERE cluster = ?1 AND proc = ?2",
-            params![
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE jobs SET not_before = ?3, match_from = ?4 WHERE cluster = ?1 AND proc = ?2",
+            )?
+            .execute(params![
                 to_i64(id.cluster, "cluster id")?,
                 id.proc,
                 start.map(|s| time_sql(s.at)).transpose()?,
                 start.map(|s| time_sql(s.match_from)).transpose()?
-            ],
-        )?;
+            ])?;
         if changed == 0 {
             return Err(QueueError::NotFound(id));
         }
@@ -492,15 +489,15 @@ fn apply_transition(
         && let Ok(d) = serde_json::from_str::<gleaner_proto::job::JobDescription>(&description)
         && let Some(next) = crate::schedule::next_cron_start(&d, at)
     {
-        tx.execute(
+        tx.prepare_cached(
             "UPDATE jobs SET not_before = ?3, match_from = ?4 WHERE cluster = ?1 AND proc = ?2",
-            params![
-                cluster,
-                id.proc,
-                time_sql(next.at)?,
-                time_sql(next.match_from)?
-            ],
-        )?;
+        )?
+        .execute(params![
+            cluster,
+            id.proc,
+            time_sql(next.at)?,
+            time_sql(next.match_from)?
+        ])?;
     }
     tx.prepare_cached(
         "UPDATE jobs SET state = ?3, hold_reason = ?4, exit_code = ?5, updated_at = ?6, \
