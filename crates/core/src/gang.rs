@@ -15,9 +15,7 @@
 //! Both are pure decisions on a view of the nodes; the simulator and the
 //! daemons call the same functions.
 
-use crate::eviction::{
-    EvictionPolicy, LingerForeverConfig, NoDestination, PauseAndMigrateConfig,
-};
+use crate::eviction::{EvictionPolicy, LingerForeverConfig, NoDestination, PauseAndMigrateConfig};
 use serde::{Deserialize, Serialize};
 
 mod settle;
@@ -442,6 +440,30 @@ mod tests {
         };
         let ok: Vec<u32> = (0..=10).filter(|n| r.runs_on(*n)).collect();
         assert_eq!(ok, vec![2, 4, 8]);
+    }
+
+    proptest::proptest! {
+        /// A gang placed by a policy runs on as many members as the policy
+        /// says it runs on: the home takes every grant the coordinator
+        /// makes with `place`.
+        #[test]
+        fn every_placement_is_a_count_the_policy_runs_on(
+            idle in 0u32..40,
+            k in 1u32..33,
+            min in 1u32..33,
+            shape in 0u8..3,
+            reconfigure: bool,
+        ) {
+            let shape = [Shape::Any, Shape::PowerOfTwo, Shape::Square][shape as usize];
+            let p = if reconfigure {
+                GangPolicy::Reconfigure { max: k, min: min.min(k), shape, on_eviction: OnEviction::Suspend }
+            } else {
+                GangPolicy::linger(k)
+            };
+            if let Some(pl) = p.place(&pool(idle, &[])) {
+                proptest::prop_assert!(p.runs_on(pl.nodes.len() as u32));
+            }
+        }
     }
 
     #[test]

@@ -192,7 +192,11 @@ fn a_reconfigurable_gang_starts_on_the_idle_hosts_it_finds_and_is_granted_once()
     assert_eq!(got.len(), 1, "one grant for the one job: {got:?}");
     let mut hosts = got[0].1.clone();
     hosts.sort();
-    assert_eq!(hosts, ["h1", "h3"], "fewer than machine_count, idle hosts only");
+    assert_eq!(
+        hosts,
+        ["h1", "h3"],
+        "fewer than machine_count, idle hosts only"
+    );
     assert_eq!(p.claims.len(), 2);
 
     // Below gang_min: nothing at all.
@@ -211,7 +215,6 @@ fn a_reconfigurable_gang_starts_on_the_idle_hosts_it_finds_and_is_granted_once()
 
 #[test]
 fn gangs_left_counts_whole_jobs() {
-
     // LL-k: k members a job, k claims a gang.
     assert_eq!(gangs_left(6, 0, 3, 3), 2);
     assert_eq!(gangs_left(6, 3, 3, 3), 1);

@@ -176,8 +176,8 @@ pub fn settle(
 mod tests {
     use super::*;
     use crate::gang::{OnEviction, Shape};
-    use proptest::prelude::*;
     use Member::{Done, Idle, Running, Suspended};
+    use proptest::prelude::*;
 
     fn ll(on_eviction: OnEviction) -> GangPolicy {
         GangPolicy::LingerK {
@@ -284,7 +284,11 @@ mod tests {
     }
 
     fn hold() -> impl Strategy<Value = Option<Hold>> {
-        prop_oneof![Just(None), Just(Some(Hold::Held)), Just(Some(Hold::Releasing))]
+        prop_oneof![
+            Just(None),
+            Just(Some(Hold::Held)),
+            Just(Some(Hold::Releasing))
+        ]
     }
 
     fn policy() -> impl Strategy<Value = GangPolicy> {

@@ -43,32 +43,55 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// What the home keeps in memory of its gangs: only when it last vacated
-/// each, so that the reports of the members leaving do not send the same
-/// vacates again (everything that must survive a restart is in the queue).
+/// What the home keeps in memory of its gangs: when it last vacated each,
+/// so that the reports of the members leaving do not send the same
+/// vacates again, and the gangs whose run just ended, which wait
+/// [`REGROUP`] before they ask for nodes again (everything that must
+/// survive a restart is in the queue).
 #[derive(Default)]
 pub struct GangBook {
     vacated: Mutex<HashMap<u64, Instant>>,
+    /// Cluster → (when its run ended, machine_count).
+    ended: Mutex<HashMap<u64, (Instant, u32)>>,
 }
 
 /// How long a gang's vacate is not sent again.
 const VACATE_AGAIN: Duration = Duration::from_secs(30);
 
-impl GangBook {
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Instant>> {
-        self.vacated
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
+/// How long a gang whose members all left their hosts waits before it
+/// asks for nodes again: the hosts it left advertise themselves free at
+/// once, and a reconfigurable gang placed before they do would start on
+/// fewer of them than are idle.
+pub(crate) const REGROUP: Duration = Duration::from_secs(3);
 
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl GangBook {
     /// True when `cluster`'s gang was not vacated lately (and now is).
     fn vacate_now(&self, cluster: u64) -> bool {
-        let mut m = self.lock();
+        let mut m = lock(&self.vacated);
         m.retain(|_, t| t.elapsed() < VACATE_AGAIN);
         m.insert(cluster, Instant::now()).is_none()
     }
 
     fn forget(&self, cluster: u64) {
-        self.lock().remove(&cluster);
+        lock(&self.vacated).remove(&cluster);
+        lock(&self.ended).remove(&cluster);
+    }
+
+    /// `cluster`'s run (of `machine_count` members) ended just now.
+    fn run_ended(&self, cluster: u64, machine_count: u32) {
+        lock(&self.vacated).remove(&cluster);
+        lock(&self.ended).insert(cluster, (Instant::now(), machine_count));
+    }
+
+    /// The gangs whose run ended less than [`REGROUP`] ago, with their
+    /// member counts.
+    fn regrouping(&self) -> Vec<(u64, u32)> {
+        let mut m = lock(&self.ended);
+        m.retain(|_, (t, _)| t.elapsed() < REGROUP);
+        m.iter().map(|(c, (_, k))| (*c, *k)).collect()
     }
 }

@@ -206,7 +206,9 @@ mod tests {
         let mut q = JobQueue::open(&path).unwrap();
         let ids = q
             .submit_with(Time::from_secs(1), |_| {
-                Ok((0..3).map(|_| JobDescription::new("u", "/bin/true")).collect())
+                Ok((0..3)
+                    .map(|_| JobDescription::new("u", "/bin/true"))
+                    .collect())
             })
             .unwrap();
         let c = ids[0].cluster;

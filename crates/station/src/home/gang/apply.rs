@@ -123,7 +123,12 @@ fn settle_gang(home: &Arc<Home>, cluster: u64, gang: Gang, resend: bool) {
         let on_host: Vec<JobId> = records
             .iter()
             .flatten()
-            .filter(|r| matches!(r.state.kind(), JobStateKind::Running | JobStateKind::Suspended))
+            .filter(|r| {
+                matches!(
+                    r.state.kind(),
+                    JobStateKind::Running | JobStateKind::Suspended
+                )
+            })
             .map(|r| r.id)
             .collect();
         let run: Vec<Member> = records.into_iter().map(|r| member(home, r)).collect();
@@ -131,11 +136,20 @@ fn settle_gang(home: &Arc<Home>, cluster: u64, gang: Gang, resend: bool) {
     };
     let mut q = home.queue();
     if plan.ended {
+        // The members wait a moment with the job (from before the run's
+        // record goes), so the hosts they left are seen free when it asks
+        // again; then the coordinator hears.
+        home.gangs.run_ended(cluster, gang.machine_count);
+        let ended = q.end_gang_run(cluster);
         drop(q);
-        home.gangs.forget(cluster);
-        if let Err(e) = home.queue().end_gang_run(cluster) {
+        if let Err(e) = ended {
             tracing::warn!(cluster, error = %e, "cannot forget a gang's run");
         }
+        let home = home.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(super::REGROUP).await;
+            home.news.notify_one();
+        });
         return;
     }
     if !plan.forget.is_empty()

@@ -115,9 +115,11 @@ pub(super) async fn stop_gang(home: &Arc<Home>, cluster: u64, m: GangMember, exi
 /// The idle members that wait with their gang rather than for a grant of
 /// their own: every idle member of a parallel job with a recorded run
 /// that still has a member on a host or being placed (a reconfigured
-/// run's unused ranks, members back in the queue while the others leave).
-/// Left out of the home's demand and classes.
+/// run's unused ranks, members back in the queue while the others leave),
+/// and of a gang whose run ended less than `REGROUP` ago. Left out of the
+/// home's demand and classes.
 pub(crate) fn parked(home: &Home) -> HashSet<JobId> {
+    let regrouping = home.gangs.regrouping();
     let q = home.queue();
     let runs = match q.gang_runs() {
         Ok(r) => r,
@@ -126,7 +128,16 @@ pub(crate) fn parked(home: &Home) -> HashSet<JobId> {
             return HashSet::new();
         }
     };
-    let mut out = HashSet::new();
+    let mut out: HashSet<JobId> = regrouping
+        .into_iter()
+        .flat_map(|(c, k)| (0..k).map(move |r| JobId::new(c, r)))
+        .filter(|id| {
+            q.get(*id)
+                .ok()
+                .flatten()
+                .is_some_and(|j| j.state == JobState::Idle)
+        })
+        .collect();
     for run in runs {
         let members: Vec<(JobId, JobStateKind)> = (0..run.machine_count)
             .filter_map(|r| {
