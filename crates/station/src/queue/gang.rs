@@ -119,32 +119,38 @@ impl JobQueue {
 
     /// Marks `ranks` of `cluster` as `hold`, in one transaction.
     pub fn mark_gang_holds(&mut self, cluster: u64, ranks: &[u32], hold: Hold) -> Result<()> {
-        let c = cluster_sql(cluster)?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        for r in ranks {
+        let releasing = hold == Hold::Releasing;
+        self.each_rank(cluster, ranks, |tx, c, r| {
             tx.execute(
                 "INSERT OR REPLACE INTO gang_holds (cluster, proc, releasing) VALUES (?1, ?2, ?3)",
-                params![c, r, hold == Hold::Releasing],
-            )?;
-        }
-        tx.commit()?;
-        self.committed();
-        Ok(())
+                params![c, r, releasing],
+            )
+        })
     }
 
     /// Drops the marks of `ranks` of `cluster`.
     pub fn forget_gang_holds(&mut self, cluster: u64, ranks: &[u32]) -> Result<()> {
+        self.each_rank(cluster, ranks, |tx, c, r| {
+            tx.execute(
+                "DELETE FROM gang_holds WHERE cluster = ?1 AND proc = ?2",
+                params![c, r],
+            )
+        })
+    }
+
+    /// `write` for each of `ranks` of `cluster`, in one transaction.
+    fn each_rank(
+        &mut self,
+        cluster: u64,
+        ranks: &[u32],
+        write: impl Fn(&rusqlite::Transaction<'_>, i64, u32) -> rusqlite::Result<usize>,
+    ) -> Result<()> {
         let c = cluster_sql(cluster)?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         for r in ranks {
-            tx.execute(
-                "DELETE FROM gang_holds WHERE cluster = ?1 AND proc = ?2",
-                params![c, r],
-            )?;
+            write(&tx, c, *r)?;
         }
         tx.commit()?;
         self.committed();
