@@ -745,7 +745,12 @@ fn a_home_killed_while_its_gang_is_held_releases_it_when_the_owner_leaves() {
     std::thread::sleep(Duration::from_secs(3));
     let frozen = ticks(&log);
     std::thread::sleep(Duration::from_secs(4));
-    assert_eq!(ticks(&log), frozen, "still held after the restart");
+    assert_eq!(
+        ticks(&log),
+        frozen,
+        "still held after the restart\n{}",
+        pool.logs()
+    );
     assert!(all_in(&erin.gang(1), 3, |s| *s == JobState::Suspended));
     // The owner leaves: the restarted home releases the two it held.
     pool.owner(&target, "idle");
