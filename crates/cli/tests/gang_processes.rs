@@ -13,16 +13,27 @@
 //!   and holds no node;
 //! - another home cannot hold or vacate this home's members;
 //! - under LL-k, on hosts whose owners let guests linger, a member whose
-//!   owner returns lingers and the gang runs on undisturbed.
+//!   owner returns lingers and the gang runs on undisturbed;
+//! - under reconfiguration (`machine_count = 3`), an owner's return
+//!   restarts the gang on the two idle stations, each member told its two
+//!   actual peers; the unused rank waits with the job and completes with
+//!   it;
+//! - a home SIGKILLed while its gang is held, and started again, releases
+//!   the gang when the owner leaves (the holds are in its queue);
+//! - `glean rm` of one member, or of the cluster, stops all three.
 //!
 //! Every member appends a line per second to one shared log (each member
 //! runs as its own slot account), which is how the test sees it run.
 
 mod common;
 
-use common::{TestKeys, TestOwner, free_port, glean_in, socket_line, start_daemon, stop_term};
+use common::{
+    TestKeys, TestOwner, free_port, glean_in, kill9, socket_line, start_daemon, stop_term,
+};
+use gleaner_core::detector::OwnerState;
 use gleaner_proto::api::JobInfo;
 use gleaner_proto::job::JobState;
+use gleaner_proto::wire::PoolStatus;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output};
@@ -33,6 +44,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 struct Daemon {
     log: PathBuf,
+    cfg: PathBuf,
     addr: SocketAddr,
     child: Option<Child>,
 }
@@ -60,6 +72,11 @@ impl Pool {
 
     /// `n` stations, each with `keys` (top-level station settings) too.
     fn with_station_keys(n: usize, extra: &str) -> Pool {
+        Pool::build(n, |_| extra.to_string())
+    }
+
+    /// `n` stations, station `k` with the settings `extra(k)` too.
+    fn build(n: usize, extra: impl Fn(usize) -> String) -> Pool {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_path_buf();
         let keys = TestKeys::in_dir(&dir.join("keys")).unwrap();
@@ -83,6 +100,7 @@ impl Pool {
         let coordinator = Daemon {
             child: Some(start_daemon("coordinator", &ccfg, &clog, caddr)),
             log: clog,
+            cfg: ccfg,
             addr: caddr,
         };
         let mut stations = Vec::new();
@@ -93,6 +111,7 @@ impl Pool {
             let owner = sdir.join("owner");
             std::fs::write(&owner, "idle\n").unwrap();
             let cfg = sdir.join("station.toml");
+            let extra = extra(k);
             std::fs::write(
                 &cfg,
                 format!(
@@ -112,6 +131,7 @@ impl Pool {
             stations.push(Daemon {
                 child: Some(start_daemon("station", &cfg, &log, addr)),
                 log,
+                cfg,
                 addr,
             });
         }
@@ -146,6 +166,19 @@ impl Pool {
         }
     }
 
+    /// SIGKILL station `k`: no chance to clean up or answer anyone.
+    fn kill_station(&mut self, k: usize) {
+        if let Some(mut c) = self.stations[k].child.take() {
+            kill9(&mut c);
+        }
+    }
+
+    /// Starts station `k` again with its state.
+    fn start_station(&mut self, k: usize) {
+        let d = &mut self.stations[k];
+        d.child = Some(start_daemon("station", &d.cfg, &d.log, d.addr));
+    }
+
     fn owner(&self, station: &str, state: &str) {
         std::fs::write(
             self.dir.join(format!("{station}/owner")),
@@ -168,10 +201,14 @@ impl Pool {
 
     /// A shared log every member (each its own slot account) appends to.
     fn shared_log(&self) -> PathBuf {
+        self.shared_log_named("members.log")
+    }
+
+    fn shared_log_named(&self, name: &str) -> PathBuf {
         use std::os::unix::fs::PermissionsExt;
         let d = self.dir.join("runs");
         std::fs::create_dir_all(&d).unwrap();
-        let f = d.join("members.log");
+        let f = d.join(name);
         std::fs::write(&f, "").unwrap();
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777)).unwrap();
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o666)).unwrap();
@@ -220,6 +257,27 @@ impl User {
     }
 }
 
+/// Waits until the coordinator knows `n` stations whose owners are away
+/// and that run no guest (a reconfigurable gang takes the idle stations it
+/// finds: the test must not submit before they are known).
+fn wait_idle_stations(pool: &Pool, u: &User, n: usize) {
+    wait_for(
+        pool,
+        60,
+        "the coordinator to know every idle station",
+        || {
+            let out = u.glean(&["status", "--json"]);
+            let status: PoolStatus = serde_json::from_slice(&out.stdout).ok()?;
+            let idle = status
+                .stations
+                .iter()
+                .filter(|s| s.state == OwnerState::Av && s.guests == 0)
+                .count();
+            (idle >= n).then_some(())
+        },
+    );
+}
+
 fn wait_for<T>(pool: &Pool, secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
@@ -244,7 +302,11 @@ fn all_in(g: &[JobInfo], k: usize, ok: impl Fn(&JobState) -> bool) -> bool {
 /// second into the shared log; rank 0 runs `$1` ticks and exits 7, the
 /// others `$2` (they are stopped with the gang before that).
 fn member_script(work: &Path, log: &Path) -> String {
-    let script = work.join("member.sh");
+    member_script_named(work, log, "member.sh")
+}
+
+fn member_script_named(work: &Path, log: &Path, name: &str) -> String {
+    let script = work.join(name);
     std::fs::write(
         &script,
         format!(
@@ -260,7 +322,7 @@ fn member_script(work: &Path, log: &Path) -> String {
         ),
     )
     .unwrap();
-    "member.sh".into()
+    name.into()
 }
 
 /// Ticks of each rank in the shared log so far.
@@ -532,4 +594,223 @@ fn under_ll_k_a_member_lingers_where_its_owner_lets_guests_linger() {
         assert_eq!(j.run_count, 1, "member {} ran once", j.id);
     }
     pool.owner(&target, "idle");
+}
+
+/// The submit file of a reconfigurable job of `k` members.
+fn reconfigure_submit(script: &str, k: u32, min: u32, rank0: u32, others: u32) -> String {
+    format!(
+        "universe = parallel\nexecutable = {script}\narguments = {rank0} {others}\n\
+         machine_count = {k}\ngang_policy = reconfigure\ngang_min = {min}\ngang_shape = any\n\
+         output = out.$(Node)\nerror = err.$(Node)\nqueue\n"
+    )
+}
+
+/// The coordinator's gang grants so far: the member count of each.
+fn gang_grants(pool: &Pool) -> Vec<String> {
+    std::fs::read_to_string(&pool.coordinator.log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("gang granted"))
+        .map(|l| {
+            l.split("members=")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .unwrap_or("?")
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn under_reconfiguration_an_owner_back_restarts_the_gang_on_the_idle_stations() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = Pool::new(3);
+    let log = pool.shared_log();
+    let dana = pool.user("glgang_d", 0);
+    let script = member_script(&dana.work, &log);
+    wait_idle_stations(&pool, &dana, 3);
+    dana.submit("gang.sub", &reconfigure_submit(&script, 3, 1, 20, 400));
+    let started = Instant::now();
+    wait_for(&pool, 90, "all three members running", || {
+        all_in(&dana.gang(1), 3, |s| *s == JobState::Running).then_some(())
+    });
+    wait_for(&pool, 30, "every member ticking", || {
+        ticks(&log).iter().all(|t| *t >= 1).then_some(())
+    });
+    assert_eq!(
+        gang_grants(&pool),
+        ["3"],
+        "three idle stations: three nodes"
+    );
+    // Member 2's owner returns: the gang restarts on the two idle stations.
+    let busy = host_of(&dana, 1, 2);
+    pool.owner(&busy, "active");
+    let shrunk = Instant::now();
+    let g = wait_for(&pool, 90, "the gang running again on two stations", || {
+        let g = dana.gang(1);
+        (g.len() == 3
+            && g[0].state == JobState::Running
+            && g[1].state == JobState::Running
+            && g[0].run_count == 2
+            && g[1].run_count == 2
+            && g[2].state == JobState::Idle)
+            .then_some(g)
+    });
+    eprintln!(
+        "gang restarted on 2 stations {:.1} s after the owner's return",
+        shrunk.elapsed().as_secs_f64()
+    );
+    assert_eq!(
+        gang_grants(&pool),
+        ["3", "2"],
+        "the second grant has two nodes"
+    );
+    let hosts: Vec<String> = g[..2].iter().map(|j| j.host.clone().unwrap()).collect();
+    assert!(
+        !hosts.contains(&busy),
+        "never on the busy station: {hosts:?}"
+    );
+    assert_ne!(hosts[0], hosts[1]);
+    // The unused member waits with the job: no demand, never placed alone.
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(dana.gang(1)[2].state, JobState::Idle);
+    assert_eq!(gang_grants(&pool), ["3", "2"]);
+    let done = wait_for(&pool, 120, "the gang to complete", || {
+        let g = dana.gang(1);
+        all_in(&g, 3, |s| matches!(s, JobState::Completed { .. })).then_some(g)
+    });
+    eprintln!(
+        "reconfigured gang done {:.1} s after submit",
+        started.elapsed().as_secs_f64()
+    );
+    // The job is done, every proc of it: the unused rank too, with rank
+    // 0's code; it ran only in the first run.
+    for j in &done {
+        assert_eq!(j.state, JobState::Completed { exit_code: 7 }, "{}", j.id);
+    }
+    assert_eq!(done[2].run_count, 1);
+    // Each member of the second run knew its actual peers.
+    for rank in 0..2 {
+        let out = wait_for(&pool, 30, "member output delivered", || {
+            std::fs::read_to_string(dana.work.join(format!("out.{rank}"))).ok()
+        });
+        assert_eq!(out.matches("rank=").count(), 1, "out.{rank}: {out}");
+        assert!(
+            out.contains(&format!("rank={rank} procno={rank} nprocs=2 ")),
+            "out.{rank}: {out}"
+        );
+        assert!(
+            out.contains(&format!("stations={},{} ", hosts[0], hosts[1])),
+            "out.{rank} names the two stations it ran with ({hosts:?}): {out}"
+        );
+        assert!(
+            out.contains("peers=127.0.0.1,127.0.0.1\n"),
+            "out.{rank}: {out}"
+        );
+    }
+    pool.owner(&busy, "idle");
+}
+
+#[test]
+fn a_home_killed_while_its_gang_is_held_releases_it_when_the_owner_leaves() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // station0 is the home only: killing it kills no member.
+    let mut pool = Pool::build(4, |k| {
+        if k == 0 {
+            "role = \"submit_only\"\n".to_string()
+        } else {
+            String::new()
+        }
+    });
+    let log = pool.shared_log();
+    let erin = pool.user("glgang_e", 0);
+    let script = member_script(&erin.work, &log);
+    erin.submit("gang.sub", &gang_submit(&script, "suspend", 30, 400));
+    wait_for(&pool, 90, "all three members running", || {
+        all_in(&erin.gang(1), 3, |s| *s == JobState::Running).then_some(())
+    });
+    wait_for(&pool, 30, "every member ticking", || {
+        ticks(&log).iter().all(|t| *t >= 1).then_some(())
+    });
+    let target = host_of(&erin, 1, 1);
+    pool.owner(&target, "active");
+    wait_for(&pool, 60, "all three members suspended", || {
+        all_in(&erin.gang(1), 3, |s| *s == JobState::Suspended).then_some(())
+    });
+    // The home dies without a word, and comes back.
+    pool.kill_station(0);
+    std::thread::sleep(Duration::from_secs(1));
+    pool.start_station(0);
+    let restarted = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    let frozen = ticks(&log);
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(
+        ticks(&log),
+        frozen,
+        "still held after the restart\n{}",
+        pool.logs()
+    );
+    assert!(all_in(&erin.gang(1), 3, |s| *s == JobState::Suspended));
+    // The owner leaves: the restarted home releases the two it held.
+    pool.owner(&target, "idle");
+    wait_for(&pool, 60, "every member ticking again", || {
+        let t = ticks(&log);
+        t.iter().zip(frozen).all(|(a, b)| *a >= b + 2).then_some(())
+    });
+    eprintln!(
+        "gang resumed {:.1} s after the home's restart",
+        restarted.elapsed().as_secs_f64()
+    );
+    let done = wait_for(&pool, 120, "the gang to complete", || {
+        let g = erin.gang(1);
+        all_in(&g, 3, |s| matches!(s, JobState::Completed { .. })).then_some(g)
+    });
+    for j in &done {
+        assert_eq!(j.state, JobState::Completed { exit_code: 7 });
+        assert_eq!(j.run_count, 1, "member {} ran once", j.id);
+    }
+}
+
+#[test]
+fn rm_of_one_member_or_of_the_cluster_stops_every_member() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = Pool::new(3);
+    let fred = pool.user("glgang_f", 0);
+    for (cluster, what) in [(1u64, "1.2"), (2, "2")] {
+        let log = pool.shared_log_named(&format!("job{cluster}.log"));
+        let script = member_script_named(&fred.work, &log, &format!("member{cluster}.sh"));
+        fred.submit(
+            &format!("gang{cluster}.sub"),
+            &gang_submit(&script, "suspend", 400, 400),
+        );
+        wait_for(&pool, 90, "all three members running", || {
+            all_in(&fred.gang(cluster), 3, |s| *s == JobState::Running).then_some(())
+        });
+        wait_for(&pool, 30, "every member ticking", || {
+            ticks(&log).iter().all(|t| *t >= 1).then_some(())
+        });
+        let out = fred.glean(&["rm", what]);
+        assert!(
+            out.status.success(),
+            "rm {what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let gone = Instant::now();
+        wait_for(&pool, 30, "every member removed", || {
+            all_in(&fred.gang(cluster), 3, |s| *s == JobState::Removed).then_some(())
+        });
+        // Every member's process stops on its host.
+        wait_for(&pool, 30, "no member ticking", || {
+            let a = ticks(&log);
+            std::thread::sleep(Duration::from_secs(3));
+            (ticks(&log) == a).then_some(())
+        });
+        eprintln!(
+            "rm {what}: all three stopped within {:.1} s",
+            gone.elapsed().as_secs_f64()
+        );
+        // And their stations are free for the next gang (the loop's next
+        // job needs all three).
+    }
 }

@@ -15,8 +15,11 @@
 //! Both are pure decisions on a view of the nodes; the simulator and the
 //! daemons call the same functions.
 
-use crate::eviction::{EvictionPolicy, LingerForeverConfig};
+use crate::eviction::{EvictionPolicy, LingerForeverConfig, NoDestination, PauseAndMigrateConfig};
 use serde::{Deserialize, Serialize};
+
+mod settle;
+pub use settle::{Hold, Member, Plan, VacateWhy, settle};
 
 /// Node counts a program can run on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -256,14 +259,42 @@ impl GangPolicy {
 /// the owner allows, never migrating alone, since a member that leaves
 /// stops the gang. Where the owner's ladder does not linger it stands,
 /// and what it does to the member the gang's `on_eviction` does to all
-/// ([`GangPolicy::member_left`]). Reconfiguration never lingers.
+/// ([`GangPolicy::member_left`]).
+///
+/// Reconfiguration never lingers: it runs on idle nodes only and shrinks
+/// when an owner returns (L268, L286). On a host whose owner would let
+/// guests linger, its member is suspended at once instead (Pause-and-
+/// Migrate, checkpointing if it must leave), so that its home hears of the
+/// owner and reconfigures the gang; any other owner's ladder stands.
 pub fn member_ladder(policy: &GangPolicy, host: EvictionPolicy) -> EvictionPolicy {
     match (policy, host) {
         (
             GangPolicy::LingerK { .. },
             EvictionPolicy::LingerLonger(_) | EvictionPolicy::LingerForever(_),
         ) => EvictionPolicy::LingerForever(LingerForeverConfig::default()),
+        (
+            GangPolicy::Reconfigure { .. },
+            EvictionPolicy::LingerLonger(_) | EvictionPolicy::LingerForever(_),
+        ) => EvictionPolicy::PauseAndMigrate(PauseAndMigrateConfig {
+            checkpoint_first: true,
+            no_destination: NoDestination::Vacate,
+            ..PauseAndMigrateConfig::default()
+        }),
         _ => host,
+    }
+}
+
+impl GangPolicy {
+    /// Whether a gang of this policy runs on `n` members: LL-k on exactly
+    /// k; reconfiguration on a count its shape allows, from `min` to `max`
+    /// (what [`GangPolicy::place`] may choose).
+    pub fn runs_on(&self, n: u32) -> bool {
+        match *self {
+            GangPolicy::LingerK { k, .. } => n == k && k > 0,
+            GangPolicy::Reconfigure {
+                max, min, shape, ..
+            } => n >= min.max(1) && n <= max && shape.floor(n) == n,
+        }
     }
 }
 
@@ -370,14 +401,18 @@ mod tests {
         assert_eq!(member_ladder(&ll, lf), lf);
         let condor = EvictionPolicy::Condor1988(Condor1988Config::default());
         assert_eq!(member_ladder(&ll, condor), condor);
-        assert_eq!(member_ladder(&GangPolicy::reconfigure(4), lf), lf);
-        assert_ne!(
-            member_ladder(
-                &GangPolicy::reconfigure(4),
-                EvictionPolicy::LingerLonger(LingerLongerConfig::default())
-            ),
-            lf
-        );
+        // Reconfiguration never lingers: suspended at once where the
+        // owner would let guests linger; other ladders stand.
+        for host in [
+            lf,
+            EvictionPolicy::LingerLonger(LingerLongerConfig::default()),
+        ] {
+            assert!(matches!(
+                member_ladder(&GangPolicy::reconfigure(4), host),
+                EvictionPolicy::PauseAndMigrate(c) if c.checkpoint_first
+            ));
+        }
+        assert_eq!(member_ladder(&GangPolicy::reconfigure(4), condor), condor);
         // A member its owner's ladder removed: the gang's on_eviction.
         for (on_eviction, action) in [
             (OnEviction::Suspend, GangAction::Suspend),
@@ -389,6 +424,45 @@ mod tests {
                 on_eviction,
             };
             assert_eq!(p.member_left(&[0, 1, 2], 1, &[]), action);
+        }
+    }
+
+    #[test]
+    fn which_member_counts_a_gang_runs_on() {
+        assert!(GangPolicy::linger(3).runs_on(3));
+        assert!(!GangPolicy::linger(3).runs_on(2));
+        assert!(!GangPolicy::linger(0).runs_on(0));
+        let r = GangPolicy::Reconfigure {
+            max: 8,
+            min: 2,
+            shape: Shape::PowerOfTwo,
+            on_eviction: OnEviction::Suspend,
+        };
+        let ok: Vec<u32> = (0..=10).filter(|n| r.runs_on(*n)).collect();
+        assert_eq!(ok, vec![2, 4, 8]);
+    }
+
+    proptest::proptest! {
+        /// A gang placed by a policy runs on as many members as the policy
+        /// says it runs on: the home takes every grant the coordinator
+        /// makes with `place`.
+        #[test]
+        fn every_placement_is_a_count_the_policy_runs_on(
+            idle in 0u32..40,
+            k in 1u32..33,
+            min in 1u32..33,
+            shape in 0u8..3,
+            reconfigure: bool,
+        ) {
+            let shape = [Shape::Any, Shape::PowerOfTwo, Shape::Square][shape as usize];
+            let p = if reconfigure {
+                GangPolicy::Reconfigure { max: k, min: min.min(k), shape, on_eviction: OnEviction::Suspend }
+            } else {
+                GangPolicy::linger(k)
+            };
+            if let Some(pl) = p.place(&pool(idle, &[])) {
+                proptest::prop_assert!(p.runs_on(pl.nodes.len() as u32));
+            }
         }
     }
 

@@ -413,6 +413,24 @@ fn parallel_jobs_become_one_proc_per_member() {
     assert_eq!((g.min, g.shape), (1, Shape::Any));
     assert_eq!(g.on_eviction, OnEviction::Suspend);
 
+    // Reconfiguration (Ryu & Hollingsworth §7): from gang_min to
+    // machine_count members, shaped.
+    let r = parse_submit(
+        "universe = parallel\nexecutable = x\nmachine_count = 8\ngang_policy = reconfigure\n\
+         gang_min = 2\ngang_shape = power_of_two\ngang_on_eviction = vacate\nqueue\n",
+        &ctx(),
+    )
+    .unwrap()
+    .expand(1)
+    .unwrap();
+    assert_eq!(r.len(), 8);
+    let g = r[0].gang.unwrap().gang;
+    assert_eq!(g.policy, GangPolicyKind::Reconfigure);
+    assert_eq!((g.min, g.shape), (2, Shape::PowerOfTwo));
+    assert_eq!(g.on_eviction, OnEviction::Vacate);
+    assert_eq!(g.fewest(), 2);
+    assert!(g.policy().runs_on(4) && !g.policy().runs_on(3));
+
     for (text, what) in [
         (
             "universe = parallel\nexecutable = x\nmachine_count = 0\nqueue\n",
@@ -448,8 +466,19 @@ fn parallel_jobs_become_one_proc_per_member() {
         ),
         (
             "universe = parallel\nexecutable = x\nmachine_count = 3\ngang_policy = reconfigure\n\
-             queue\n",
-            "job.sub:4: gang_policy = reconfigure is not supported by the daemons yet",
+             gang_min = 4\nqueue\n",
+            "job.sub:5: invalid value for gang_min: expected a whole number from 1 to 3",
+        ),
+        (
+            "universe = parallel\nexecutable = x\nmachine_count = 3\ngang_policy = reconfigure\n\
+             gang_shape = hexagon\nqueue\n",
+            "job.sub:5: invalid value for gang_shape",
+        ),
+        (
+            "universe = parallel\nexecutable = x\nmachine_count = 3\ngang_policy = reconfigure\n\
+             gang_min = 3\ngang_shape = power_of_two\nqueue\n",
+            "job.sub:5: invalid value for gang_min: no member count from gang_min 3 to \
+             machine_count 3 fits gang_shape",
         ),
     ] {
         let e = parse_submit(text, &ctx()).unwrap_err().to_string();

@@ -31,16 +31,31 @@ pub(crate) fn node_views(hosts: usize) -> Vec<NodeView> {
         .collect()
 }
 
+/// How many whole gangs of a class still wait for a grant: the class's
+/// idle members (`count`; a home advertises only the members of gangs
+/// whose members are all idle) make `count / k` jobs, less the gangs
+/// granted and not yet seen placed (`pending` claims). Each such gang took
+/// at least `fewest` nodes, so at most `pending / fewest` gangs are
+/// pending: counting that many never grants a job twice (a reconfigured
+/// gang of fewer than k nodes leaves no stray members to grant).
+pub(crate) fn gangs_left(count: u32, pending: u32, k: u32, fewest: u32) -> u32 {
+    (count / k.max(1)).saturating_sub(pending / fewest.max(1))
+}
+
 impl Pool {
-    /// Whether `home` has a gang class with enough members idle.
+    /// Whole gangs of `job`'s class (a gang class) still waiting.
+    fn gangs_waiting(&self, home: StationId, job: &fit::JobView) -> u32 {
+        let Some(g) = job.class.gang else { return 0 };
+        let left = self.class_left(home, job);
+        let pending = job.class.count.saturating_sub(left);
+        gangs_left(job.class.count, pending, g.machine_count, g.fewest())
+    }
+
+    /// Whether `home` has a gang class with a whole gang waiting.
     pub(super) fn has_gangs(&self, home: StationId) -> bool {
-        self.stations.get(&home).is_some_and(|k| {
-            k.jobs.iter().any(|j| {
-                j.class
-                    .gang
-                    .is_some_and(|g| self.class_left(home, j) >= g.fewest())
-            })
-        })
+        self.stations
+            .get(&home)
+            .is_some_and(|k| k.jobs.iter().any(|j| self.gangs_waiting(home, j) > 0))
     }
 
     /// Grants `to` the nodes of one of its waiting gangs (queue order), all
@@ -63,7 +78,7 @@ impl Pool {
         let mut chosen = None;
         for job in &k.jobs {
             let Some(gang) = job.class.gang else { continue };
-            if self.class_left(to, job) < gang.fewest() || self.waits_for_grace(job, &book, now) {
+            if self.gangs_waiting(to, job) == 0 || self.waits_for_grace(job, &book, now) {
                 continue;
             }
             // One member per host: the hosts this class fits now.

@@ -2,6 +2,7 @@
 //! not at all, each on its own host.
 
 use super::event_tests::pool_with;
+use super::gang::gangs_left;
 use super::*;
 use crate::CoordinatorConfig;
 use gleaner_core::gang::{OnEviction, Shape};
@@ -160,6 +161,90 @@ proptest! {
         }
         if !reconfigure && hosts_up >= k {
             prop_assert!(granted >= k, "a gang that fits starts at once");
+        }
+    }
+}
+
+#[test]
+fn a_reconfigurable_gang_starts_on_the_idle_hosts_it_finds_and_is_granted_once() {
+    let (mut p, t0) = pool_with(CoordinatorConfig::default());
+    let mut out = Outbox::default();
+    // Three hosts, one of them with its owner back: two idle hosts fit.
+    for h in ["h1", "h2", "h3"] {
+        let mut a = host(h, 1);
+        if h == "h2" {
+            a.state = OwnerState::Na;
+        }
+        p.advertise(a, t0, &mut out);
+    }
+    let g = gang(3, GangPolicyKind::Reconfigure, 1, Shape::Any);
+    for s in 1..10 {
+        let t = t0 + Dur::from_secs(s);
+        if s == 3 {
+            // A host comes free while the gang's grant is pending: the
+            // job, granted already, takes no stray member there.
+            p.advertise(host("h4", 1), t, &mut out);
+        }
+        p.advertise(home_with("a", g, 1), t, &mut out);
+        p.tick(t, &mut out);
+    }
+    let got = gangs(&out);
+    assert_eq!(got.len(), 1, "one grant for the one job: {got:?}");
+    let mut hosts = got[0].1.clone();
+    hosts.sort();
+    assert_eq!(
+        hosts,
+        ["h1", "h3"],
+        "fewer than machine_count, idle hosts only"
+    );
+    assert_eq!(p.claims.len(), 2);
+
+    // Below gang_min: nothing at all.
+    let (mut p, t0) = pool_with(CoordinatorConfig::default());
+    let mut out = Outbox::default();
+    for h in ["h1", "h2"] {
+        p.advertise(host(h, 1), t0, &mut out);
+    }
+    let g = gang(3, GangPolicyKind::Reconfigure, 3, Shape::Any);
+    let t = t0 + Dur::from_secs(1);
+    p.advertise(home_with("a", g, 1), t, &mut out);
+    p.tick(t, &mut out);
+    assert!(gangs(&out).is_empty(), "{out:?}");
+    assert_eq!(p.claims.len(), 0);
+}
+
+#[test]
+fn gangs_left_counts_whole_jobs() {
+    // LL-k: k members a job, k claims a gang.
+    assert_eq!(gangs_left(6, 0, 3, 3), 2);
+    assert_eq!(gangs_left(6, 3, 3, 3), 1);
+    assert_eq!(gangs_left(2, 0, 3, 3), 0, "no whole job");
+    // Reconfiguration: a gang of 2 of 3 granted leaves no job behind.
+    assert_eq!(gangs_left(3, 2, 3, 1), 0);
+    assert_eq!(gangs_left(6, 2, 3, 2), 1);
+}
+
+proptest! {
+    /// However many gangs were granted (each between `fewest` and k
+    /// nodes), the jobs still waiting are never overcounted.
+    #[test]
+    fn gangs_left_never_counts_a_granted_job(
+        k in 1u32..8,
+        fewest in 1u32..8,
+        jobs in 0u32..6,
+        sizes in proptest::collection::vec(0u32..8, 0..6),
+    ) {
+        let fewest = fewest.min(k);
+        let granted: Vec<u32> = sizes
+            .iter()
+            .take(jobs as usize)
+            .map(|s| fewest + s % (k - fewest + 1))
+            .collect();
+        let pending: u32 = granted.iter().sum();
+        let left = gangs_left(jobs * k, pending, k, fewest);
+        prop_assert!(left <= jobs - granted.len() as u32);
+        if granted.is_empty() {
+            prop_assert_eq!(left, jobs);
         }
     }
 }

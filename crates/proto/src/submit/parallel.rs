@@ -120,19 +120,7 @@ pub(super) fn gang_of(
     if let Some(a) = command(batch, "gang_policy") {
         gang.policy = match value(a)?.as_str() {
             "linger" | "ll-k" | "llk" => GangPolicyKind::Linger,
-            // The coordinator places a reconfigurable gang
-            // (`pool::gang`), but no home yet runs one on fewer members
-            // than machine_count: refused rather than run as LL-k.
-            "reconfigure" | "reconfiguration" => {
-                return Err(at(
-                    a,
-                    SubmitErrorKind::Unsupported(
-                        "gang_policy = reconfigure is not supported by the daemons yet (glean \
-                         sim gang runs it); use gang_policy = linger (LL-k)"
-                            .into(),
-                    ),
-                ));
-            }
+            "reconfigure" | "reconfiguration" => GangPolicyKind::Reconfigure,
             v => return Err(bad(a, format!("\"{v}\" (expected linger or reconfigure)"))),
         };
     }

@@ -241,6 +241,9 @@ impl Home {
             )));
         }
         tasks.push(tokio::spawn(lease::monitor(self.clone(), shutdown.clone())));
+        // Running gangs: holds resent at start, then settled every few
+        // seconds.
+        tasks.push(tokio::spawn(gang::watch(self.clone(), shutdown.clone())));
         // Placements a killed home may have lost the answer to.
         let doubt = recover::in_doubt(self);
         tasks.push(tokio::spawn(recover::settle_in_doubt(self.clone(), doubt)));
@@ -267,7 +270,9 @@ impl Home {
                 .find(|(s, _)| *s == k)
                 .map_or(0, |(_, n)| u32::try_from(*n).unwrap_or(u32::MAX))
         };
-        let placing = self.remote.placing();
+        let mut placing = self.remote.placing();
+        // A gang's members that wait with it are no demand of their own.
+        placing.extend(gang::parked(self));
         let demand = Demand {
             idle_jobs: count(JobStateKind::Idle)
                 .saturating_sub(u32::try_from(placing.len()).unwrap_or(0)),

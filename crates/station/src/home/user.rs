@@ -227,7 +227,8 @@ fn target_jobs(home: &Home, id: &str) -> Result<Vec<JobRecord>, ApiError> {
         let r = q
             .get(id)?
             .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no such job {id}")))?;
-        return Ok(vec![r]);
+        // A parallel job's member names the whole job.
+        return Ok(super::gang::whole_job(&q, r));
     }
     let cluster: u64 = id.parse().map_err(|_| {
         ApiError::bad(

@@ -19,6 +19,7 @@
 
 mod durability;
 mod failures;
+mod gang;
 mod read;
 mod rows;
 mod schema;
@@ -27,6 +28,7 @@ mod write;
 
 pub use durability::GROUP_WINDOW;
 pub use failures::FailedStart;
+pub use gang::GangRun;
 use gleaner_core::time::Time;
 use gleaner_proto::job::{
     IllegalTransition, JobDescription, JobEventKind, JobId, JobState, JobStateKind,

@@ -32,7 +32,11 @@ use rusqlite::{Connection, OptionalExtension};
 /// job without reading other jobs; `jobs_in_order` replaces
 /// `jobs_by_state` with the queue's own order (`priority DESC`), so that
 /// the first idle jobs are read without sorting all of them (issue 15).
-pub(super) const SCHEMA_VERSION: i64 = 8;
+/// 9: `gang_runs` (each running parallel job's member count) and
+/// `gang_holds` (the members its home suspended with their gang), so that
+/// a restarted home releases a held gang when the owner leaves (issue 17;
+/// `home::gang`).
+pub(super) const SCHEMA_VERSION: i64 = 9;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (
@@ -84,6 +88,20 @@ CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
 CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
     BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 INSERT OR IGNORE INTO meta (key, value) VALUES ('next_cluster', 1);
+-- A parallel job's current run: its members are ranks 0..size-1 (schema 9).
+CREATE TABLE IF NOT EXISTS gang_runs (
+    cluster       INTEGER PRIMARY KEY,
+    size          INTEGER NOT NULL,
+    machine_count INTEGER NOT NULL
+);
+-- Members the home suspended with their gang; releasing = 1 once released
+-- and until their host reports them running (schema 9).
+CREATE TABLE IF NOT EXISTS gang_holds (
+    cluster   INTEGER NOT NULL,
+    proc      INTEGER NOT NULL,
+    releasing INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (cluster, proc)
+);
 ";
 
 /// Creates the schema, or migrates an older one, in one transaction.
