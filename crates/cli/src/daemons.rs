@@ -46,15 +46,29 @@ async fn shutdown_signal() {
     }
 }
 
+/// A daemon has finished starting (credentials, queue, listeners, first
+/// advertisement) well within this; its start-up code is unmapped then
+/// (`daemon_memory`). A page used again later is simply mapped again.
+const STARTED_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Runs a daemon's main future on a multi-threaded runtime until it ends.
 fn serve<E: std::error::Error + Send + Sync + 'static>(
     what: &'static str,
     daemon: impl std::future::Future<Output = Result<(), E>>,
 ) -> anyhow::Result<ExitCode> {
+    crate::daemon_memory::one_arena();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    rt.spawn(async {
+        tokio::time::sleep(STARTED_WITHIN).await;
+        match tokio::task::spawn_blocking(crate::daemon_memory::drop_mappings).await {
+            Ok(Ok(bytes)) => tracing::debug!(bytes, "start-up code unmapped"),
+            Ok(Err(e)) => tracing::warn!("unmapping start-up code: {e}"),
+            Err(e) => tracing::warn!("unmapping start-up code: {e}"),
+        }
+    });
     rt.block_on(daemon).context(what)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,7 @@
 
 mod admin;
 mod classad;
+mod daemon_memory;
 mod daemons;
 mod dag;
 mod demo;
