@@ -140,7 +140,11 @@ impl<K: Clone + Ord> Binding<K> {
     }
 
     /// The reservation `station` serves, if any.
-    pub fn holder(&self, station: &K) -> Option<ReservationId> {
+    pub fn holder<Q>(&self, station: &Q) -> Option<ReservationId>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
         self.holders.get(station).copied()
     }
     /// Stations serving reservation `id`.
