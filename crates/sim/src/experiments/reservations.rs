@@ -540,3 +540,50 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
     );
     rep.finish("reservations")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: u64 = 60_000_000;
+
+    /// The hour's counts are the coordinator role's decisions: Longest-Free
+    /// as `Partition` applies it picks each replacement, its
+    /// `ReplacementStats` are what the hour reports, and the machine a
+    /// user lost follows the role's replacement (Fig. 6.5).
+    #[test]
+    fn an_hour_counts_what_the_role_decided() {
+        let names: Vec<String> = ["s0", "s1", "s2"].map(String::from).to_vec();
+        let mut p = role(&arm_config(ReplacementRule::LongestFree, "s0"), 7).unwrap();
+        // AV since 0, 20 and 10 minutes: Longest-Free order s0, s2, s1.
+        for (s, m) in [(0u32, 0u64), (1, 20), (2, 10)] {
+            p.observe(&names[s as usize], ad(true), Time(m * MIN));
+        }
+        let t0 = Time(HOUR);
+        let inside = [
+            (Time(HOUR + 5 * MIN), 0, State::Na),
+            (Time(HOUR + 10 * MIN), 2, State::Na),
+        ];
+        let mut rng = gleaner_core::rng::seeded(1);
+        let o = run_hour(&mut p, &names, &[], &inside, t0, 1, 1, &mut rng).unwrap();
+        // s0 (bound) → s2 (AV longest of the rest) → s1.
+        assert_eq!(p.holder("s1"), Some(RESERVER));
+        let stats = p.stats();
+        assert_eq!((stats.withdrawals, stats.replaced, stats.errors), (2, 2, 0));
+        assert_eq!(o.preemptions, 2);
+        assert!(!o.error);
+        assert_eq!((o.users, o.users_hit), (1, 1));
+        assert!(!o.below_level);
+
+        // Next hour: two machines, one AV station: the role's bind error is
+        // the hour's error, and so is its withdrawal with none free.
+        let t0 = Time(2 * HOUR);
+        let inside = [(Time(2 * HOUR + MIN), 1, State::Na)];
+        let o = run_hour(&mut p, &names, &[], &inside, t0, 2, 2, &mut rng).unwrap();
+        let stats = p.stats();
+        assert_eq!((stats.withdrawals, stats.replaced, stats.errors), (3, 2, 2));
+        assert_eq!(o.preemptions, 1);
+        assert!(o.error && o.below_level);
+        assert_eq!(p.holder("s1"), None);
+    }
+}
