@@ -5,9 +5,11 @@
 //! Each hour a partition of `share × N` machines is reserved (0–40 % of 23
 //! stations, L883) and bound to AV stations when the hour begins; when a
 //! reserved machine's owner returns, an unreserved AV station replaces it,
-//! chosen by **Longest-Free** or **Random** (`gleaner_core::reservation::
-//! replacement`, the code the coordinator uses); with none free the hour
-//! counts as an error. We report the preemption rate (replacements per
+//! chosen by **Longest-Free** or **Random**; with none free the hour
+//! counts as an error. All of that is the coordinator's reservation role,
+//! `gleaner_coordinator::pool::partition::Partition`, one per (rule,
+//! share), fed every station's ads and each hour's reservation through the
+//! reserve API's entry point (`super::reserve_role`). We report the preemption rate (replacements per
 //! hour, Fig. 6.3), Longest-Free's weekday rate by day/evening/night (Fig.
 //! 6.4), the share of reservation users preempted per hour (Fig. 6.5: each
 //! hour 1..=k users, each reserved machine given to one at random, L895),
@@ -435,7 +437,8 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
         "# reservations: Longest-Free vs Random replacement (Mutka 1988 §6.2, Figs 6.3–6.5)\n\n\
          {STATIONS} stations, {} ({} days × {} seeds from {}); each hour a partition of \
          share × {STATIONS} machines is bound when the hour begins and every owner return \
-         inside the hour is replaced by the rule (`gleaner_core::reservation::replacement`). \
+         inside the hour is replaced by the rule, all by the coordinator's reservation role \
+         (`gleaner_coordinator::pool::partition::Partition`). \
          The thesis's curves are plots only; the text gives their shape (L893, L895), which \
          the checks below test.\n",
         source.describe(),
