@@ -612,7 +612,7 @@ impl Pool {
             }
             self.reservations
                 .take_unless(|r| r.host != id && r.to != id);
-            self.partition_forget(id);
+            self.partition_forget(id, now);
         }
         for h in self.claims.retain(|c| c.expires > now) {
             self.sync_free(h);

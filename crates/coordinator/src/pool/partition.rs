@@ -21,7 +21,7 @@
 use crate::reserve_config::ReservationsConfig;
 use gleaner_core::reservation::replacement::{Binding, Demand, ReplacementRule};
 use gleaner_core::reservation::session::{Ack, RequestEntry};
-use gleaner_core::reservation::{Market, MarketError, ReservationId, StationState};
+use gleaner_core::reservation::{Market, MarketError, MarketParams, ReservationId, StationState};
 use gleaner_core::rng::PolicyRng;
 use gleaner_core::time::Time;
 use serde::{Deserialize, Serialize};
@@ -116,6 +116,21 @@ impl Partition {
         let params = config
             .market_params()
             .map_err(|e| PartitionError::Config(e.to_string()))?;
+        Partition::with_params(config, params, seed, saved)
+    }
+
+    /// The role with market parameters resolved by the caller: the
+    /// simulator's, whose clock starts on a Monday (`Calendar::SIM`), not
+    /// at the Unix epoch. `params` are `config.market_params()` otherwise.
+    pub fn with_params(
+        config: &ReservationsConfig,
+        params: MarketParams,
+        seed: u64,
+        saved: Option<PartitionState>,
+    ) -> Result<Partition, PartitionError> {
+        params.validate().map_err(|(field, msg)| {
+            PartitionError::Config(format!("reservations.{field}: {msg}"))
+        })?;
         let mut p = Partition {
             market: Market::new(params.clone())?,
             rule: config.replacement,
@@ -220,7 +235,7 @@ impl Partition {
 
     /// The user whose reservation `station` serves now.
     pub fn holder(&self, station: &str) -> Option<&str> {
-        let id = self.binding.as_ref()?.holder(&station.to_string())?;
+        let id = self.binding.as_ref()?.holder(station)?;
         self.market.reservation(id).map(|r| r.user.as_str())
     }
 
@@ -300,6 +315,7 @@ impl Partition {
         if seen.hosting && !was {
             self.av_since.insert(name.to_string(), now);
             self.dirty = true;
+            self.catch_up(now);
             if let Some(b) = &mut self.binding
                 && b.available(&name.to_string()).is_some()
             {
@@ -308,24 +324,42 @@ impl Partition {
         } else if !seen.hosting && was {
             self.av_since.remove(name);
             self.dirty = true;
+            self.catch_up(now);
             out.replaced.extend(self.withdraw(name));
         }
-        self.sync_states();
+        if out.replaced.is_empty() {
+            self.sync_state(name);
+        } else {
+            self.sync_states();
+        }
         out
     }
 
     /// A station left the pool (silent): as if its owner came back.
-    pub fn forget(&mut self, name: &str) -> Rebound {
+    pub fn forget(&mut self, name: &str, now: Time) -> Rebound {
         let mut out = Rebound::default();
         if self.av_since.remove(name).is_some() {
             self.dirty = true;
+            self.catch_up(now);
             out.replaced.extend(self.withdraw(name));
             self.sync_states();
         }
         out
     }
 
+    /// Moves to `now`'s slot first if the binding is for a slot that has
+    /// ended: an owner returning after its hour is no withdrawal from that
+    /// hour (the thesis's error is an hour's shortfall, L883); the new
+    /// slot binds from the stations AV now instead.
+    fn catch_up(&mut self, now: Time) {
+        if self.slot.is_some_and(|s| s != self.market.slot_of(now)) {
+            self.advance(now);
+        }
+    }
+
     fn withdraw(&mut self, name: &str) -> Option<(String, Option<String>)> {
+        // Most owners who return hold no reserved machine: no list to build.
+        self.binding.as_ref()?.holder(name)?;
         let av = self.av_list(Some(name));
         let b = self.binding.as_mut()?;
         let r = b.withdrawn(&name.to_string(), &av, &mut self.rng)?;
@@ -347,23 +381,42 @@ impl Partition {
         Some((name.to_string(), r.by))
     }
 
-    /// The System Table's states: RES for bound stations, AV or NA.
+    /// The System Table's state of `name` now: RES if bound, AV or NA.
+    fn table_state(&self, name: &str) -> (StationState, Option<&str>) {
+        let holder = self.holder(name);
+        let state = match (holder, self.av_since.contains_key(name)) {
+            (Some(_), _) => StationState::Res,
+            (None, true) => StationState::Av,
+            (None, false) => StationState::Na,
+        };
+        (state, holder)
+    }
+
+    /// Brings every station's System Table entry up to date.
     fn sync_states(&mut self) {
-        let names: Vec<String> = self.market.stations().map(|(n, _)| n.to_string()).collect();
-        for n in names {
-            let holder = self.holder(&n).map(str::to_string);
-            let state = match (&holder, self.av_since.contains_key(&n)) {
-                (Some(_), _) => StationState::Res,
-                (None, true) => StationState::Av,
-                (None, false) => StationState::Na,
-            };
-            let same = self
-                .market
-                .station(&n)
-                .is_some_and(|e| e.state == state && e.client == holder);
-            if !same {
-                let _ = self.market.set_state(&n, state, holder);
+        // Allocates only for the entries that change.
+        let mut changed: Vec<(String, StationState, Option<String>)> = Vec::new();
+        for (n, e) in self.market.stations() {
+            let (state, holder) = self.table_state(n);
+            if e.state != state || e.client.as_deref() != holder {
+                changed.push((n.to_string(), state, holder.map(str::to_string)));
             }
+        }
+        for (n, state, holder) in changed {
+            let _ = self.market.set_state(&n, state, holder);
+        }
+    }
+
+    /// Brings `name`'s entry up to date: all an ad changes when it moves
+    /// no reserved machine (every ad of a pool calls this).
+    fn sync_state(&mut self, name: &str) {
+        let Some(e) = self.market.station(name) else {
+            return;
+        };
+        let (state, holder) = self.table_state(name);
+        if e.state != state || e.client.as_deref() != holder {
+            let holder = holder.map(str::to_string);
+            let _ = self.market.set_state(name, state, holder);
         }
     }
 
@@ -421,7 +474,7 @@ impl Partition {
             .collect();
         let mut have: BTreeMap<ReservationId, u32> = BTreeMap::new();
         for (n, _) in self.market.stations() {
-            if let Some(id) = b.holder(&n.to_string()) {
+            if let Some(id) = b.holder(n) {
                 *have.entry(id).or_default() += 1;
             }
         }

@@ -78,10 +78,10 @@ impl Pool {
     }
 
     /// A silent station left: the role treats it as withdrawn.
-    pub(super) fn partition_forget(&mut self, id: StationId) {
+    pub(super) fn partition_forget(&mut self, id: StationId, now: Time) {
         let name = self.name(id).to_string();
         if let Some(p) = &mut self.partition {
-            p.forget(&name);
+            p.forget(&name, now);
         }
     }
 

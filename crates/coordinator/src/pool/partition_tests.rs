@@ -489,3 +489,58 @@ proptest! {
         }
     }
 }
+
+/// An owner returning at the instant its station's reserved hour ended is
+/// no withdrawal from that hour: the role moves to the new slot first and
+/// binds it from the stations AV then (Mutka 1988 L883: the error is an
+/// hour's shortfall). A continuing reservation gets another machine, and
+/// nothing is counted.
+#[test]
+fn an_owner_returning_as_the_slot_ends_is_no_withdrawal() {
+    let ad = |hosting| Seen {
+        hosting,
+        donated: false,
+    };
+    let at = |slot: u64| Time::from_secs(T0 + slot * SLOT);
+    let before = |secs: u64| Time::from_secs(T0 - secs);
+    let after = |slot: u64, secs: u64| Time::from_secs(T0 + slot * SLOT + secs);
+    let reserve = |p: &mut Partition, slots: u64| {
+        let row = RequestEntry {
+            row: 1,
+            op: RequestOp::Add(Request {
+                user: "alice".into(),
+                start: at(0),
+                stop: at(slots),
+                lower: 1,
+                upper: 1,
+                class: Class::Second,
+                specific: vec![],
+                preempt: false,
+            }),
+        };
+        assert!(p.sync("alice", &[row], at(0))[0].accepted);
+    };
+    for slots in [1, 2] {
+        let mut p = Partition::new(&res_config(ReplacementRule::LongestFree), 1, None).unwrap();
+        // h1 AV longest: Longest-Free binds it.
+        p.observe("h1", ad(true), before(10));
+        p.observe("h2", ad(true), before(5));
+        reserve(&mut p, slots);
+        assert_eq!(p.holder("h1"), Some("alice"));
+        // h1's owner is back exactly when slot 1 begins.
+        let r = p.observe("h1", ad(false), at(1));
+        assert!(r.replaced.is_empty(), "{r:?}");
+        assert_eq!(p.stats(), super::partition::ReplacementStats::default());
+        let want = (slots == 2).then_some("alice");
+        assert_eq!(p.holder("h2"), want, "slots {slots}");
+        assert_eq!(p.holder("h1"), None);
+        // Inside the slot the same return is a withdrawal, replaced.
+        if slots == 2 {
+            p.observe("h1", ad(true), after(1, 1));
+            let r = p.observe("h2", ad(false), after(1, 2));
+            assert_eq!(r.replaced, vec![("h2".to_string(), Some("h1".to_string()))]);
+            assert_eq!(p.stats().withdrawals, 1);
+            assert_eq!(p.stats().replaced, 1);
+        }
+    }
+}

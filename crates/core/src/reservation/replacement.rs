@@ -115,11 +115,14 @@ impl<K: Clone + Ord> Binding<K> {
             }
             need.push((d.reservation, n));
         }
+        // The free stations, in `av`'s order, kept as picks take them
+        // (not rebuilt per pick: a slot may bind many machines).
+        let mut free = b.free_candidates(av);
         for (id, n) in need {
             for _ in 0..n {
-                let free = b.free_candidates(av);
                 match choose(rule, &free, rng) {
                     Some(k) => {
+                        free.retain(|(x, _)| *x != k);
                         b.holders.insert(k, id);
                     }
                     None => {
@@ -140,7 +143,11 @@ impl<K: Clone + Ord> Binding<K> {
     }
 
     /// The reservation `station` serves, if any.
-    pub fn holder(&self, station: &K) -> Option<ReservationId> {
+    pub fn holder<Q>(&self, station: &Q) -> Option<ReservationId>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
         self.holders.get(station).copied()
     }
     /// Stations serving reservation `id`.

@@ -2,8 +2,10 @@
 //! heavy and several light reservers (Mutka 1988 §6.3.1,
 //! seeds/000_14c1149197e96532.txt L993–1064; spec mutka-thesis.md B11).
 //! The thesis has no numbers here ("evaluation ... left for future work",
-//! L261, L1257): these are ours, produced by `gleaner_core::reservation::
-//! Market`, the module the coordinator runs.
+//! L261, L1257): these are ours, produced by the coordinator's reservation
+//! role (`gleaner_coordinator::pool::partition::Partition`, its market
+//! and binding), every request a one-row session through
+//! `Partition::sync` as `glean reserve` sends it.
 //!
 //! Pool: 23 stations, 40 % reservable every hour (9 machines), Table 6.4
 //! parameters, 4 weeks (`--quick`: 2). Users:
@@ -14,16 +16,16 @@
 //!   average (Poisson), 26–72 h ahead, for 2–4 working hours, 1..=2 or 3
 //!   machines, 2nd class (1st class one time in five).
 //!
-//! Under PAC each station may hold 9 machine-slots a day (the day's
-//! capacity split over the 23 stations).
+//! Under PAC each station may hold 9 machine-slots a day (`pac_quota`: the
+//! day's capacity, 9 × 24, split over the 23 stations).
 
 use super::report::{Report, f};
+use super::reserve_role::{ad, quiet, request, role};
 use super::{ExperimentOpts, ExperimentReport};
 use crate::SimError;
 use crate::plot::{BarGroup, bar_chart};
-use gleaner_core::reservation::{
-    AdmissionPolicy, Calendar, Class, Market, MarketError, MarketParams, Request,
-};
+use gleaner_coordinator::reserve_config::{PolicyName, ReservationsConfig};
+use gleaner_core::reservation::{Class, Request};
 use gleaner_core::rng::{Rng, substream};
 use gleaner_core::time::Time;
 use std::collections::BTreeMap;
@@ -37,14 +39,11 @@ const H: u64 = 3_600_000_000;
 struct Outcome {
     light_requests: u64,
     light_accepted: u64,
-    /// Light requests that lost machines later (preempted).
-    light_preempted: u64,
     /// Machine-slots held when the slot began, by (light?, class).
     held: BTreeMap<(bool, u8), u64>,
     light_wanted: u64,
     capacity: u64,
     events: u64,
-    heavy_refused_money: u64,
 }
 
 fn hour(h: u64) -> Time {
@@ -104,38 +103,46 @@ fn light_plan(seed: u64, days: u64) -> Vec<Planned> {
     v
 }
 
-fn simulate(policy: AdmissionPolicy, seed: u64, days: u64) -> Result<Outcome, SimError> {
-    let params = MarketParams {
+/// The pool's `[reservations]` section under `policy`: Table 6.4's
+/// parameters, the stations' owners (s0 the heavy user's, s1–s6 the light
+/// users', the rest other owners').
+fn pool_config(policy: PolicyName) -> ReservationsConfig {
+    let owners = (0..STATIONS)
+        .map(|i| {
+            let owner = match i {
+                0 => "heavy".to_string(),
+                1..=LIGHT => format!("light{i}"),
+                _ => format!("owner{i}"),
+            };
+            (format!("s{i}"), owner)
+        })
+        .collect();
+    ReservationsConfig {
         policy,
-        calendar: Calendar::SIM,
-        ..MarketParams::default()
-    };
-    let mut m = Market::new(params).map_err(|e| SimError::Param {
-        name: "market".into(),
-        msg: e.to_string(),
-    })?;
+        pac_quota: 9,
+        owners,
+        ..ReservationsConfig::default()
+    }
+}
+
+fn simulate(policy: PolicyName, seed: u64, days: u64) -> Result<Outcome, SimError> {
+    let mut p = role(&pool_config(policy), seed)?;
+    // Every station advertises itself available: B11 is about admission,
+    // not about owners coming back.
     for i in 0..STATIONS {
-        let owner = match i {
-            0 => "heavy".to_string(),
-            1..=LIGHT => format!("light{i}"),
-            _ => format!("owner{i}"),
-        };
-        m.add_station(&format!("s{i}"), &owner, false)
-            .map_err(|e| SimError::Param {
-                name: "station".into(),
-                msg: e.to_string(),
-            })?;
+        p.observe(&format!("s{i}"), ad(true), Time::ZERO);
     }
     let plan = light_plan(seed, days);
     let mut next = 0usize;
     let mut o = Outcome::default();
-    let mut light_ids: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut row = 0u64;
     for h in 0..days * 24 {
         let now = hour(h);
-        m.advance(now);
+        p.advance(now);
         // Measure the slot that begins now (from day 3 on: before that the
         // heavy user had no chance to book).
         if h >= 72 {
+            let m = p.market();
             o.capacity += u64::from(m.capacity(h));
             for r in m.active_in(h) {
                 let light = r.user.starts_with("light");
@@ -158,9 +165,8 @@ fn simulate(policy: AdmissionPolicy, seed: u64, days: u64) -> Result<Outcome, Si
                 preempt: true,
             };
             o.events += 1;
-            if let Err(MarketError::Unaffordable { .. }) = m.reserve(&req, now) {
-                o.heavy_refused_money += 1;
-            }
+            row += 1;
+            request(&mut p, row, req, now);
         };
         if hod == 0 {
             for block in 0..6 {
@@ -170,26 +176,23 @@ fn simulate(policy: AdmissionPolicy, seed: u64, days: u64) -> Result<Outcome, Si
         heavy(h + 1, 1, Class::Third, &mut o);
         // Light users due now.
         while next < plan.len() && plan[next].at <= h {
-            let p = &plan[next];
+            let pl = &plan[next];
             next += 1;
             o.events += 1;
             o.light_requests += 1;
-            o.light_wanted += u64::from(p.req.upper) * (p.req.stop.0 - p.req.start.0) / H;
-            if let Ok(g) = m.reserve(&p.req, now) {
+            o.light_wanted += u64::from(pl.req.upper) * (pl.req.stop.0 - pl.req.start.0) / H;
+            row += 1;
+            if request(&mut p, row, pl.req.clone(), now).accepted {
                 o.light_accepted += 1;
-                light_ids.insert(g.id, g.machines);
             }
         }
-        if let Err(e) = m.check_invariants() {
+        if let Err(e) = p.market().check_invariants() {
             return Err(SimError::Param {
                 name: "market invariant".into(),
                 msg: e,
             });
         }
     }
-    // Light reservations that lost machines to preemption.
-    o.light_preempted = 0;
-    let _ = light_ids;
     Ok(o)
 }
 
@@ -197,9 +200,9 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
     let mut rep = Report::new(opts);
     let days = if opts.quick { 14 } else { 28 };
     let policies = [
-        ("free market", AdmissionPolicy::FreeMarket),
-        ("FCFS", AdmissionPolicy::Fcfs),
-        ("PAC", AdmissionPolicy::Pac { quota: 9 }),
+        ("free market", PolicyName::FreeMarket),
+        ("FCFS", PolicyName::Fcfs),
+        ("PAC", PolicyName::Pac),
     ];
     opts.progress
         .set_length(u64::from(opts.seeds) * policies.len() as u64);
@@ -210,7 +213,7 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
     for s in 0..opts.seeds {
         let seed = opts.seed + u64::from(s);
         for (pi, (name, pol)) in policies.iter().enumerate() {
-            let o = simulate(*pol, seed, days)?;
+            let o = quiet(|| simulate(*pol, seed, days))?;
             let g = |k: (bool, u8)| o.held.get(&k).copied().unwrap_or(0);
             let used: u64 = o.held.values().sum();
             let _ = writeln!(
@@ -233,7 +236,6 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
             t.light_wanted += o.light_wanted;
             t.capacity += o.capacity;
             t.events += o.events;
-            t.heavy_refused_money += o.heavy_refused_money;
             for (k, v) in o.held {
                 *t.held.entry(k).or_insert(0) += v;
             }

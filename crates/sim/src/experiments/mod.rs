@@ -15,6 +15,7 @@ pub mod profile;
 pub mod ps_toy;
 mod report;
 pub mod reservations;
+mod reserve_role;
 pub mod throttle;
 pub mod updown;
 

@@ -5,9 +5,11 @@
 //! Each hour a partition of `share × N` machines is reserved (0–40 % of 23
 //! stations, L883) and bound to AV stations when the hour begins; when a
 //! reserved machine's owner returns, an unreserved AV station replaces it,
-//! chosen by **Longest-Free** or **Random** (`gleaner_core::reservation::
-//! replacement`, the code the coordinator uses); with none free the hour
-//! counts as an error. We report the preemption rate (replacements per
+//! chosen by **Longest-Free** or **Random**; with none free the hour
+//! counts as an error. All of that is the coordinator's reservation role,
+//! `gleaner_coordinator::pool::partition::Partition`, one per (rule,
+//! share), fed every station's ads and each hour's reservation through the
+//! reserve API's entry point (`super::reserve_role`). We report the preemption rate (replacements per
 //! hour, Fig. 6.3), Longest-Free's weekday rate by day/evening/night (Fig.
 //! 6.4), the share of reservation users preempted per hour (Fig. 6.5: each
 //! hour 1..=k users, each reserved machine given to one at random, L895),
@@ -18,18 +20,26 @@
 //! `--quick`: 7 days.
 
 use super::report::{Report, f};
+use super::reserve_role::{ad, quiet, request, role};
 use super::{ExperimentOpts, ExperimentReport};
 use crate::SimError;
 use crate::availability::{Interval, Model, Source, State, Trace, day_of_week, hour_of_day};
 use crate::plot::{Series, line_chart};
-use gleaner_core::reservation::replacement::{Binding, Demand, ReplacementRule};
+use gleaner_coordinator::pool::partition::Partition;
+use gleaner_coordinator::reserve_config::{AmountConfig, ReservationsConfig, ShareConfig};
+use gleaner_core::reservation::replacement::ReplacementRule;
+use gleaner_core::reservation::{Class, Request};
 use gleaner_core::rng::{Rng, substream};
 use gleaner_core::time::{Dur, Time};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 const STATIONS: u32 = 23;
 const SHARES: [u32; 9] = [0, 5, 10, 15, 20, 25, 30, 35, 40];
 const HOUR: u64 = 3_600_000_000;
+const RULES: [ReplacementRule; 2] = [ReplacementRule::LongestFree, ReplacementRule::Random];
+/// Streams of the arms' roles (their Random rule), apart from the hours'.
+const ARM_STREAM: u64 = 1 << 48;
 
 /// Period of a weekday hour (L900: day 8–17, evening 17–24, night 0–8).
 fn period(h: u32) -> usize {
@@ -57,126 +67,189 @@ struct Tally {
     by_hour: [(u64, u64, u64); 24],
 }
 
-/// One hour of one partition size under one rule. Returns (preemptions,
-/// error?, users, users preempted).
+/// What one hour of one (rule, share) arm counted.
+struct Hour {
+    preemptions: u64,
+    error: bool,
+    users: u64,
+    users_hit: u64,
+    below_level: bool,
+}
+
+/// The reserver: one user whose account is the first station's.
+const RESERVER: &str = "reserver";
+
+/// The `[reservations]` section of one arm: every machine reservable (the
+/// arm's `k` is what is asked for), reservations free (money is not what
+/// B10 studies), one-hour slots, the arm's replacement rule.
+fn arm_config(rule: ReplacementRule, first_station: &str) -> ReservationsConfig {
+    let zero = AmountConfig {
+        fixed: 0.0,
+        per_workstation: 0.0,
+    };
+    ReservationsConfig {
+        slot_secs: HOUR / 1_000_000,
+        reservable_share: ShareConfig::All(1.0),
+        first_class_rate: 0.0,
+        second_class_rate: 0.0,
+        third_class_rate: 0.0,
+        initial_p_money: zero,
+        initial_np_money: zero,
+        replacement: rule,
+        accounts: [(RESERVER.to_string(), first_station.to_string())].into(),
+        ..ReservationsConfig::default()
+    }
+}
+
+/// One hour of one arm, driven through the coordinator's reservation role
+/// `p`: the ads at `t0` (the stations' states when the hour begins), a
+/// reservation of `k` machines for the hour made at `t0` (the role binds
+/// them by its rule), then every ad inside the hour (a bound station whose
+/// owner returns is replaced by the rule, or counted an error). `rng`
+/// only spreads the bound machines over the hour's users (Fig. 6.5).
+#[allow(clippy::too_many_arguments)]
 fn run_hour(
-    stations: &[Vec<Interval>],
-    cursor: &[usize],
+    p: &mut Partition,
+    names: &[String],
+    at_start: &[(Time, u32, State)],
+    inside: &[(Time, u32, State)],
     t0: Time,
     k: u32,
-    rule: ReplacementRule,
+    row: u64,
     rng: &mut gleaner_core::rng::PolicyRng,
-) -> (u64, bool, u64, u64, bool) {
-    let t1 = t0 + Dur(HOUR);
-    // AV stations at t0 with the start of their AV interval.
-    let mut av: Vec<(u32, Time)> = Vec::new();
-    let mut events: Vec<(Time, u32, State)> = Vec::new();
-    for (s, ivs) in stations.iter().enumerate() {
-        let mut i = cursor[s];
-        while i < ivs.len() && ivs[i].start < t1 {
-            let iv = ivs[i];
-            if iv.start <= t0 && t0 < iv.end {
-                if iv.state == State::Av {
-                    // Longest-Free looks back to the start of the AV period.
-                    av.push((s as u32, iv.start));
-                }
-            } else if iv.start > t0 {
-                events.push((iv.start, s as u32, iv.state));
-            }
-            i += 1;
-        }
+) -> Result<Hour, SimError> {
+    let name = |s: u32| names[s as usize].as_str();
+    for (t, s, state) in at_start {
+        p.observe(name(*s), ad(*state == State::Av), *t);
     }
-    events.sort();
-    let mut min_av = av.len();
-    let demand = [Demand {
-        reservation: 1,
-        count: k,
-        specific: vec![],
-    }];
-    let mut b = Binding::bind(rule, &demand, &av, rng);
-    let mut error = b.errors > 0;
+    let before = p.stats();
+    if k > 0 {
+        let req = Request {
+            user: RESERVER.into(),
+            start: t0,
+            stop: t0 + Dur(HOUR),
+            lower: k,
+            upper: k,
+            class: Class::Second,
+            specific: vec![],
+            preempt: true,
+        };
+        let ack = request(p, row, req, t0);
+        if !ack.accepted {
+            return Err(SimError::Param {
+                name: "reservation".into(),
+                msg: format!(
+                    "the role refused {k} machines at {t0}: {}",
+                    ack.error.unwrap_or_default()
+                ),
+            });
+        }
+    } else {
+        p.advance(t0);
+    }
+    let mut min_av = p.av_since().len();
     // Users of this hour (Fig. 6.5): 1..=k, machines given out at random.
     let users = if k == 0 { 0 } else { rng.random_range(1..=k) };
-    let mut owner_of: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
-    for st in b.stations_of(1) {
-        owner_of.insert(st, rng.random_range(0..users.max(1)));
+    let index = |n: &str| names.iter().position(|x| x == n);
+    let mut owner_of: BTreeMap<usize, u32> = BTreeMap::new();
+    for (st, _) in p.bound() {
+        if let Some(i) = index(&st) {
+            owner_of.insert(i, rng.random_range(0..users.max(1)));
+        }
     }
-    let mut hit = std::collections::BTreeSet::new();
-    for (t, s, state) in events {
+    let mut hit = BTreeSet::new();
+    for (t, s, state) in inside {
+        let rebound = p.observe(name(*s), ad(*state == State::Av), *t);
         match state {
             State::Na => {
-                av.retain(|(x, _)| *x != s);
-                min_av = min_av.min(av.len());
-                let user = owner_of.remove(&s);
-                if let Some(r) = b.withdrawn(&s, &av, rng) {
+                min_av = min_av.min(p.av_since().len());
+                let user = owner_of.remove(&(*s as usize));
+                for (_, by) in rebound.replaced.iter().filter(|(w, _)| w == name(*s)) {
                     if let Some(u) = user {
                         hit.insert(u);
-                        if let Some(by) = r.by {
-                            owner_of.insert(by, u);
+                        if let Some(i) = by.as_deref().and_then(index) {
+                            owner_of.insert(i, u);
                         }
-                    }
-                    if r.by.is_none() {
-                        error = true;
                     }
                 }
             }
             State::Av => {
-                av.push((s, t));
-                if b.available(&s).is_some() {
-                    owner_of.insert(s, rng.random_range(0..users.max(1)));
+                // A station coming back fills a machine the hour lacked.
+                if p.holder(name(*s)).is_some() {
+                    owner_of.insert(*s as usize, rng.random_range(0..users.max(1)));
                 }
             }
         }
     }
-    let below = (min_av as u32) < k;
-    (
-        b.preemptions,
-        error,
-        u64::from(users),
-        hit.len() as u64,
-        below,
-    )
+    let after = p.stats();
+    Ok(Hour {
+        preemptions: after.withdrawals - before.withdrawals,
+        error: after.errors > before.errors,
+        users: u64::from(users),
+        users_hit: hit.len() as u64,
+        below_level: (min_av as u32) < k,
+    })
 }
 
-pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
-    let mut rep = Report::new(opts);
-    let days = if opts.quick { 7 } else { 28 };
-    let horizon = Time(days * 24 * HOUR);
-    let source = Source::from_opts(
-        opts.trace.as_deref(),
-        opts.model.as_deref(),
-        Model::M5(Box::default()),
-    )?;
-    let rules = [ReplacementRule::LongestFree, ReplacementRule::Random];
-    let mut tallies = vec![vec![Tally::default(); SHARES.len()]; rules.len()];
-    let mut level_p = vec![[0u64; 2]; SHARES.len()];
-    opts.progress
-        .set_length(u64::from(opts.seeds) * days * 24 * (rules.len() * SHARES.len()) as u64);
+/// Every seed's hours for every arm, into `tallies` (rule × share) and
+/// `level_p` (share → hours, hours below the level).
+fn simulate(
+    opts: &ExperimentOpts,
+    source: &Source,
+    days: u64,
+    horizon: Time,
+    rep: &mut Report,
+    tallies: &mut [Vec<Tally>],
+    level_p: &mut [[u64; 2]],
+) -> Result<(), SimError> {
+    let rules = RULES;
     for i in 0..opts.seeds {
         let seed = opts.seed + u64::from(i);
-        let trace = match &source {
+        let trace = match source {
             Source::Model(m) => Trace::generate(m, seed, STATIONS, horizon),
             Source::Trace(t) => (**t).clone(),
         };
         let n = trace.stations.len();
         let stations: Vec<Vec<Interval>> = (0..n).map(|s| trace.contiguous(s, horizon)).collect();
         rep.events += stations.iter().map(|v| v.len() as u64).sum::<u64>();
-        let mut cursor = vec![0usize; n];
+        // Zero-padded names: the role breaks Longest-Free ties by name.
+        let width = n.saturating_sub(1).to_string().len();
+        let names: Vec<String> = (0..n).map(|s| format!("s{s:0width$}")).collect();
+        // Every ad: a station's state changes at the start of each interval.
+        let mut ads: Vec<(Time, u32, State)> = stations
+            .iter()
+            .enumerate()
+            .flat_map(|(s, ivs)| ivs.iter().map(move |iv| (iv.start, s as u32, iv.state)))
+            .collect();
+        ads.sort();
+        let first = names.first().map_or("", String::as_str);
+        let mut arms: Vec<Vec<Partition>> = Vec::with_capacity(rules.len());
+        for (ri, rule) in rules.iter().enumerate() {
+            let mut row = Vec::with_capacity(SHARES.len());
+            for si in 0..SHARES.len() {
+                let role_seed =
+                    substream(seed, ARM_STREAM | ((ri as u64) << 8) | si as u64).random::<u64>();
+                row.push(role(&arm_config(*rule, first), role_seed)?);
+            }
+            arms.push(row);
+        }
+        let mut cursor = 0usize;
         for h in 0..days * 24 {
             let t0 = Time(h * HOUR);
-            for (s, ivs) in stations.iter().enumerate() {
-                while cursor[s] < ivs.len() && ivs[cursor[s]].end <= t0 {
-                    cursor[s] += 1;
-                }
-            }
+            let t1 = t0 + Dur(HOUR);
+            let mid = cursor + ads[cursor..].partition_point(|a| a.0 <= t0);
+            let end = mid + ads[mid..].partition_point(|a| a.0 < t1);
+            let (at_start, inside) = (&ads[cursor..mid], &ads[mid..end]);
+            cursor = end;
             let hod = hour_of_day(t0);
             let weekday = day_of_week(t0) < 5;
-            for (ri, rule) in rules.iter().enumerate() {
+            for (ri, arm) in arms.iter_mut().enumerate() {
                 for (si, share) in SHARES.iter().enumerate() {
                     let k = (f64::from(*share) / 100.0 * n as f64).round() as u32;
                     let mut rng = substream(seed, (h << 16) | ((ri as u64) << 8) | si as u64);
+                    let o = run_hour(&mut arm[si], &names, at_start, inside, t0, k, h, &mut rng)?;
                     let (pre, err, users, hit, below) =
-                        run_hour(&stations, &cursor, t0, k, *rule, &mut rng);
+                        (o.preemptions, o.error, o.users, o.users_hit, o.below_level);
                     let t = &mut tallies[ri][si];
                     t.hours += 1;
                     t.preemptions += pre;
@@ -204,6 +277,34 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
             opts.progress.advance((rules.len() * SHARES.len()) as u64);
         }
     }
+    Ok(())
+}
+
+pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
+    let mut rep = Report::new(opts);
+    let days = if opts.quick { 7 } else { 28 };
+    let horizon = Time(days * 24 * HOUR);
+    let source = Source::from_opts(
+        opts.trace.as_deref(),
+        opts.model.as_deref(),
+        Model::M5(Box::default()),
+    )?;
+    let rules = RULES;
+    let mut tallies = vec![vec![Tally::default(); SHARES.len()]; rules.len()];
+    let mut level_p = vec![[0u64; 2]; SHARES.len()];
+    opts.progress
+        .set_length(u64::from(opts.seeds) * days * 24 * (rules.len() * SHARES.len()) as u64);
+    quiet(|| {
+        simulate(
+            opts,
+            &source,
+            days,
+            horizon,
+            &mut rep,
+            &mut tallies,
+            &mut level_p,
+        )
+    })?;
     let rate = |t: &Tally| t.preemptions as f64 / t.hours.max(1) as f64;
     let pct = |a: u64, b: u64| 100.0 * a as f64 / b.max(1) as f64;
 
@@ -336,7 +437,8 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
         "# reservations: Longest-Free vs Random replacement (Mutka 1988 §6.2, Figs 6.3–6.5)\n\n\
          {STATIONS} stations, {} ({} days × {} seeds from {}); each hour a partition of \
          share × {STATIONS} machines is bound when the hour begins and every owner return \
-         inside the hour is replaced by the rule (`gleaner_core::reservation::replacement`). \
+         inside the hour is replaced by the rule, all by the coordinator's reservation role \
+         (`gleaner_coordinator::pool::partition::Partition`). \
          The thesis's curves are plots only; the text gives their shape (L893, L895), which \
          the checks below test.\n",
         source.describe(),
@@ -440,4 +542,51 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
         format!("largest gap {} points", f(gap, 2)),
     );
     rep.finish("reservations")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: u64 = 60_000_000;
+
+    /// The hour's counts are the coordinator role's decisions: Longest-Free
+    /// as `Partition` applies it picks each replacement, its
+    /// `ReplacementStats` are what the hour reports, and the machine a
+    /// user lost follows the role's replacement (Fig. 6.5).
+    #[test]
+    fn an_hour_counts_what_the_role_decided() {
+        let names: Vec<String> = ["s0", "s1", "s2"].map(String::from).to_vec();
+        let mut p = role(&arm_config(ReplacementRule::LongestFree, "s0"), 7).unwrap();
+        // AV since 0, 20 and 10 minutes: Longest-Free order s0, s2, s1.
+        for (s, m) in [(0u32, 0u64), (1, 20), (2, 10)] {
+            p.observe(&names[s as usize], ad(true), Time(m * MIN));
+        }
+        let t0 = Time(HOUR);
+        let inside = [
+            (Time(HOUR + 5 * MIN), 0, State::Na),
+            (Time(HOUR + 10 * MIN), 2, State::Na),
+        ];
+        let mut rng = gleaner_core::rng::seeded(1);
+        let o = run_hour(&mut p, &names, &[], &inside, t0, 1, 1, &mut rng).unwrap();
+        // s0 (bound) → s2 (AV longest of the rest) → s1.
+        assert_eq!(p.holder("s1"), Some(RESERVER));
+        let stats = p.stats();
+        assert_eq!((stats.withdrawals, stats.replaced, stats.errors), (2, 2, 0));
+        assert_eq!(o.preemptions, 2);
+        assert!(!o.error);
+        assert_eq!((o.users, o.users_hit), (1, 1));
+        assert!(!o.below_level);
+
+        // Next hour: two machines, one AV station: the role's bind error is
+        // the hour's error, and so is its withdrawal with none free.
+        let t0 = Time(2 * HOUR);
+        let inside = [(Time(2 * HOUR + MIN), 1, State::Na)];
+        let o = run_hour(&mut p, &names, &[], &inside, t0, 2, 2, &mut rng).unwrap();
+        let stats = p.stats();
+        assert_eq!((stats.withdrawals, stats.replaced, stats.errors), (3, 2, 2));
+        assert_eq!(o.preemptions, 1);
+        assert!(o.error && o.below_level);
+        assert_eq!(p.holder("s1"), None);
+    }
 }
