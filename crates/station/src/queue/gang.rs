@@ -316,7 +316,7 @@ mod tests {
     #[test]
     fn a_vacated_run_sends_members_that_exited_early_back_to_the_queue() {
         let dir = tempfile::tempdir().unwrap();
-        let mut q = JobQueue::open(&dir.path().join("queue.db")).unwrap();
+        let mut q = JobQueue::open(dir.path().join("queue.db")).unwrap();
         let ids = q
             .submit_with(Time::from_secs(1), |_| {
                 Ok((0..3)
