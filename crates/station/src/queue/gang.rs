@@ -251,18 +251,22 @@ mod tests {
     use super::*;
     use gleaner_proto::job::{JobDescription, JobState};
 
+    /// A cluster of three procs in `q`.
+    fn three(q: &mut JobQueue) -> Vec<JobId> {
+        q.submit_with(Time::from_secs(1), |_| {
+            Ok((0..3)
+                .map(|_| JobDescription::new("u", "/bin/true"))
+                .collect())
+        })
+        .unwrap()
+    }
+
     #[test]
     fn gang_runs_and_holds_survive_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("queue.db");
         let mut q = JobQueue::open(&path).unwrap();
-        let ids = q
-            .submit_with(Time::from_secs(1), |_| {
-                Ok((0..3)
-                    .map(|_| JobDescription::new("u", "/bin/true"))
-                    .collect())
-            })
-            .unwrap();
+        let ids = three(&mut q);
         let c = ids[0].cluster;
         q.start_gang_run(GangRun {
             cluster: c,
@@ -317,13 +321,7 @@ mod tests {
     fn a_vacated_run_sends_members_that_exited_early_back_to_the_queue() {
         let dir = tempfile::tempdir().unwrap();
         let mut q = JobQueue::open(dir.path().join("queue.db")).unwrap();
-        let ids = q
-            .submit_with(Time::from_secs(1), |_| {
-                Ok((0..3)
-                    .map(|_| JobDescription::new("u", "/bin/true"))
-                    .collect())
-            })
-            .unwrap();
+        let ids = three(&mut q);
         let c = ids[0].cluster;
         let run = GangRun {
             cluster: c,
