@@ -300,7 +300,8 @@ fn all_in(g: &[JobInfo], k: usize, ok: impl Fn(&JobState) -> bool) -> bool {
 
 /// The member program: one line with its rank and peers, then a tick a
 /// second into the shared log; rank 0 runs `$1` ticks and exits 7, the
-/// others `$2` (they are stopped with the gang before that).
+/// others `$2` (they are stopped with the gang before that), rank 1 `$3`
+/// if given (and exits 0).
 fn member_script(work: &Path, log: &Path) -> String {
     member_script_named(work, log, "member.sh")
 }
@@ -314,6 +315,7 @@ fn member_script_named(work: &Path, log: &Path, name: &str) -> String {
              echo \"rank=$GLEANER_RANK procno=$_CONDOR_PROCNO nprocs=$_CONDOR_NPROCS \
              stations=$GLEANER_PEER_STATIONS peers=$GLEANER_PEERS\"\n\
              n=$2; [ \"$GLEANER_RANK\" = 0 ] && n=$1\n\
+             [ \"$GLEANER_RANK\" = 1 ] && [ -n \"$3\" ] && n=$3\n\
              i=0\n\
              while [ $i -lt $n ]; do echo \"$GLEANER_RANK $i\" >> {log}; i=$((i+1)); sleep 1; done\n\
              [ \"$GLEANER_RANK\" = 0 ] && exit 7\n\
@@ -340,8 +342,13 @@ fn ticks(log: &Path) -> [usize; 3] {
 }
 
 fn gang_submit(script: &str, on_eviction: &str, rank0: u32, others: u32) -> String {
+    gang_submit_args(script, on_eviction, &format!("{rank0} {others}"))
+}
+
+/// `gang_submit` with the member program's `arguments`.
+fn gang_submit_args(script: &str, on_eviction: &str, arguments: &str) -> String {
     format!(
-        "universe = parallel\nexecutable = {script}\narguments = {rank0} {others}\n\
+        "universe = parallel\nexecutable = {script}\narguments = {arguments}\n\
          machine_count = 3\ngang_on_eviction = {on_eviction}\n\
          output = out.$(Node)\nerror = err.$(Node)\nqueue\n"
     )
@@ -455,8 +462,47 @@ fn a_three_node_job_starts_together_sees_its_peers_and_is_suspended_whole() {
     );
     assert!(frozen.iter().zip(before).all(|(a, b)| *a >= b));
 
-    // The owner leaves: all three resume and rank 0 ends the job.
+    // Member 2's own owner returns too while the gang holds it; then
+    // member 1's owner leaves. The home releases 0 and 2, but 2's own
+    // owner keeps it suspended (its host says so): the gang is held again
+    // for that owner, as for any member's owner.
+    let other = host_of(&alice, 2, 2);
+    pool.owner(&other, "active");
+    std::thread::sleep(Duration::from_secs(2));
     pool.owner(&target, "idle");
+    let released = Instant::now();
+    let home_log = || std::fs::read_to_string(&pool.stations[0].log).unwrap_or_default();
+    wait_for(
+        &pool,
+        60,
+        "the home to hear that member 2's owner is back",
+        || {
+            home_log()
+                .contains("released with its gang, but its own owner is back")
+                .then_some(())
+        },
+    );
+    wait_for(
+        &pool,
+        60,
+        "the gang held again for member 2's owner",
+        || {
+            if !all_in(&alice.gang(2), 3, |s| *s == JobState::Suspended) {
+                return None;
+            }
+            let a = ticks(&log);
+            std::thread::sleep(Duration::from_secs(4));
+            (ticks(&log) == a && all_in(&alice.gang(2), 3, |s| *s == JobState::Suspended))
+                .then_some(())
+        },
+    );
+    eprintln!(
+        "gang held again for member 2's owner {:.1} s after member 1's owner left",
+        released.elapsed().as_secs_f64()
+    );
+
+    // Member 2's owner leaves: all three resume and rank 0 ends the job.
+    pool.owner(&other, "idle");
     wait_for(&pool, 90, "all three members running again", || {
         let g = alice.gang(2);
         (all_in(&g, 3, |s| {
@@ -505,6 +551,11 @@ fn a_three_node_job_starts_together_sees_its_peers_and_is_suspended_whole() {
     let _ = alice.glean(&["rm", "1"]);
 }
 
+/// Member 1 exits (0) after 2 ticks, before rank 0; then member 2's owner
+/// returns and the gang is vacated. As in HTCondor's parallel universe,
+/// where a node evicted requeues the whole job, the job runs again whole
+/// from the start: member 1 goes back to the queue with the others and
+/// runs again in the second run.
 #[test]
 fn with_vacate_a_returning_owner_sends_the_whole_gang_back_to_idle() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -512,20 +563,32 @@ fn with_vacate_a_returning_owner_sends_the_whole_gang_back_to_idle() {
     let log = pool.shared_log();
     let bob = pool.user("glgang_b", 0);
     let script = member_script(&bob.work, &log);
-    bob.submit("gang.sub", &gang_submit(&script, "vacate", 12, 400));
+    bob.submit("gang.sub", &gang_submit_args(&script, "vacate", "16 400 2"));
     wait_for(&pool, 90, "all three members running", || {
         all_in(&bob.gang(1), 3, |s| *s == JobState::Running).then_some(())
     });
-    wait_for(&pool, 30, "every member ticking", || {
-        ticks(&log).iter().all(|t| *t >= 1).then_some(())
+    wait_for(&pool, 30, "member 1 exited before rank 0", || {
+        let g = bob.gang(1);
+        (g.len() == 3 && g[1].state == JobState::Completed { exit_code: 0 }).then_some(())
     });
+    let g = bob.gang(1);
+    assert!(
+        g[0].state == JobState::Running && g[2].state == JobState::Running,
+        "the others run on: {:?}",
+        g.iter().map(|j| (j.id, &j.state)).collect::<Vec<_>>()
+    );
     let target = host_of(&bob, 1, 2);
+    let vacated = Instant::now();
     pool.owner(&target, "active");
-    // All three leave and the job is idle (only two stations are free:
-    // it cannot start again until the owner leaves).
+    // All three leave and the job is idle, member 1 too (only two
+    // stations are free: it cannot start again until the owner leaves).
     wait_for(&pool, 60, "all three members back to idle", || {
         all_in(&bob.gang(1), 3, |s| *s == JobState::Idle).then_some(())
     });
+    eprintln!(
+        "gang vacated, member 1 back in the queue, {:.1} s after the owner's return",
+        vacated.elapsed().as_secs_f64()
+    );
     std::thread::sleep(Duration::from_secs(3));
     let idle = ticks(&log);
     std::thread::sleep(Duration::from_secs(3));
@@ -543,7 +606,9 @@ fn with_vacate_a_returning_owner_sends_the_whole_gang_back_to_idle() {
             j.id,
             j.run_count
         );
-        assert_eq!(j.state, JobState::Completed { exit_code: 7 });
+        // Member 1 exited on its own again, before rank 0.
+        let code = if j.id.proc == 1 { 0 } else { 7 };
+        assert_eq!(j.state, JobState::Completed { exit_code: code });
     }
     for rank in 0..3 {
         let out = wait_for(&pool, 30, "member output delivered", || {
@@ -689,6 +754,13 @@ fn under_reconfiguration_an_owner_back_restarts_the_gang_on_the_idle_stations() 
         assert_eq!(j.state, JobState::Completed { exit_code: 7 }, "{}", j.id);
     }
     assert_eq!(done[2].run_count, 1);
+    // Every proc of the job ends with its files: the unused rank's are
+    // there, empty (no output of its own from the run that ended the job).
+    for name in ["out.2", "err.2"] {
+        let text = std::fs::read_to_string(dana.work.join(name))
+            .unwrap_or_else(|e| panic!("{name} of the unused rank: {e}"));
+        assert_eq!(text, "", "{name} of the unused rank is empty");
+    }
     // Each member of the second run knew its actual peers.
     for rank in 0..2 {
         let out = wait_for(&pool, 30, "member output delivered", || {

@@ -521,6 +521,20 @@ pub struct JobStatusReport {
     pub hold_code: Option<u32>,
 }
 
+/// Host → home: the answer to `POST /v1/guests/{job}/gang?hold=…`, a
+/// parallel job's member held (or released) with its gang.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GangHoldResponse {
+    pub job: JobId,
+    pub home: String,
+    pub hold: bool,
+    /// Whether the member's own owner's ladder keeps it stopped (its own
+    /// owner is back): after a release, the home holds the gang for that
+    /// owner. Absent: not known (its program is not running).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended_by_owner: Option<bool>,
+}
+
 /// Why a job could not be started, in HTCondor's hold terms: `code` is the
 /// `HoldReasonCode` a hold for it would carry, `subcode` the
 /// `HoldReasonSubCode` (the Unix errno where there is one, else 0).

@@ -10,6 +10,13 @@
 //! seeds/002_34f613b0a80e1e58.txt L286): LL-k suspends or vacates the whole
 //! gang (`on_eviction`); reconfiguration shrinks it to the remaining idle
 //! members (shaped, at least `min`), else suspends or vacates it.
+//!
+//! A run that ends without rank 0's exit (vacated) is no result: as in
+//! HTCondor's parallel universe, where the job is one job and a node
+//! evicted sends the whole job back to the queue to start again on all its
+//! nodes (`ParallelShadow::shutDownLogic` kills every node still running
+//! and the job is requeued whole), the members that exited before rank 0
+//! in that run go back to the queue with the others ([`Plan::reopen`]).
 
 use super::{GangAction, GangPolicy, NodeView};
 use std::collections::BTreeMap;
@@ -25,7 +32,11 @@ pub enum Member {
     /// Back in the queue: it left its host (evicted, vacated, its host
     /// lost) or never reached it.
     Idle,
-    /// Out of the run for good: exited before rank 0, held or removed.
+    /// Exited (completed) before rank 0: out of this run, which goes on
+    /// without it; back in the queue if the run ends without rank 0's
+    /// exit ([`Plan::reopen`]).
+    Exited,
+    /// Out of the run for good: held or removed.
     Done,
 }
 
@@ -73,6 +84,11 @@ pub struct Plan {
     pub vacate: Option<VacateWhy>,
     /// No member is on a host any more: the run is over (its marks go).
     pub ended: bool,
+    /// With `ended`, when rank 0 is back in the queue (the run was
+    /// vacated, not finished): these members, which exited before rank 0
+    /// in it, go back to the queue too, so that the job runs again whole
+    /// from the start.
+    pub reopen: Vec<u32>,
 }
 
 /// What the home does with the gang run `run` (member `r` at index `r`)
@@ -103,6 +119,9 @@ pub fn settle(
     if on_host.is_empty() {
         plan.forget = holds.keys().copied().collect();
         plan.ended = true;
+        if member(0) == Member::Idle {
+            plan.reopen = ranks().filter(|r| member(*r) == Member::Exited).collect();
+        }
         return plan;
     }
     if run.contains(&Member::Idle) {
@@ -154,7 +173,14 @@ pub fn settle(
                 .iter()
                 .copied()
                 .filter(|r| !back.contains(r))
-                .filter(|r| resend || holds.get(r) != Some(&Hold::Held))
+                // Asked again where the hold may not have arrived (resend),
+                // or did not keep the member stopped: a release that
+                // overtook it (a member released with the others, then
+                // held again when a released member's own owner turns out
+                // to be back, `home::gang`).
+                .filter(|r| {
+                    resend || holds.get(r) != Some(&Hold::Held) || member(*r) == Member::Running
+                })
                 .collect();
             plan.forget.retain(|r| !plan.hold.contains(r));
         }
@@ -176,7 +202,7 @@ pub fn settle(
 mod tests {
     use super::*;
     use crate::gang::{OnEviction, Shape};
-    use Member::{Done, Idle, Running, Suspended};
+    use Member::{Done, Exited, Idle, Running, Suspended};
     use proptest::prelude::*;
 
     fn ll(on_eviction: OnEviction) -> GangPolicy {
@@ -229,6 +255,31 @@ mod tests {
     }
 
     #[test]
+    fn a_released_member_whose_own_owner_is_back_holds_the_gang_again() {
+        let p = ll(OnEviction::Suspend);
+        // Member 1's owner is back: 0 and 2 are held. Then 2's own owner
+        // returns too, and 1's leaves: the home releases 0 and 2.
+        let h = holds(&[(0, Hold::Held), (2, Hold::Held)]);
+        let plan = settle(&p, &[Suspended, Running, Suspended], &h, false);
+        assert_eq!(plan.release, vec![0, 2]);
+        // 2's host answers that 2's own ladder keeps it stopped: its mark
+        // goes, and 2 is a member whose owner is back like any other. 0
+        // runs (released) and 1 runs: both are held again.
+        let h = holds(&[(0, Hold::Releasing)]);
+        let plan = settle(&p, &[Running, Running, Suspended], &h, false);
+        assert_eq!(plan.hold, vec![0, 1]);
+        assert!(plan.release.is_empty() && !plan.forget.contains(&0));
+        // A hold the release overtook (marked held, yet running): asked
+        // again; one that took effect is not.
+        let h = holds(&[(0, Hold::Held), (1, Hold::Held)]);
+        let plan = settle(&p, &[Running, Suspended, Suspended], &h, false);
+        assert_eq!(plan.hold, vec![0]);
+        // 2's owner leaves: 2 runs, 0 and 1 are released.
+        let plan = settle(&p, &[Suspended, Suspended, Running], &h, false);
+        assert_eq!(plan.release, vec![0, 1]);
+    }
+
+    #[test]
     fn vacate_and_a_member_that_left_send_the_gang_back() {
         let none = holds(&[]);
         let plan = settle(
@@ -250,13 +301,35 @@ mod tests {
         let h = holds(&[(2, Hold::Held)]);
         let plan = settle(&ll(OnEviction::Suspend), &[Idle, Idle, Idle], &h, false);
         assert!(plan.ended && plan.forget == vec![2] && plan.vacate.is_none());
-        let plan = settle(
-            &ll(OnEviction::Suspend),
-            &[Running, Done, Running],
-            &none,
-            false,
-        );
-        assert_eq!(plan, Plan::default());
+        for gone in [Done, Exited] {
+            let plan = settle(
+                &ll(OnEviction::Suspend),
+                &[Running, gone, Running],
+                &none,
+                false,
+            );
+            assert_eq!(plan, Plan::default());
+        }
+    }
+
+    #[test]
+    fn a_vacated_run_sends_the_members_that_exited_early_back_too() {
+        let none = holds(&[]);
+        let p = ll(OnEviction::Vacate);
+        // Member 1 exited before rank 0; member 2's owner is back.
+        let plan = settle(&p, &[Running, Exited, Suspended], &none, false);
+        assert_eq!(plan.vacate, Some(VacateWhy::OwnerBack));
+        assert!(plan.reopen.is_empty() && !plan.ended);
+        // Rank 0 and 2 are back in the queue: 1 goes back with them.
+        let plan = settle(&p, &[Idle, Exited, Idle], &none, false);
+        assert!(plan.ended);
+        assert_eq!(plan.reopen, vec![1]);
+        // The job ended (rank 0 exited): nothing runs again.
+        let plan = settle(&p, &[Exited, Exited, Idle], &none, false);
+        assert!(plan.ended && plan.reopen.is_empty());
+        // Removed or held with the job: nothing runs again either.
+        let plan = settle(&p, &[Done, Exited, Done], &none, false);
+        assert!(plan.ended && plan.reopen.is_empty());
     }
 
     #[test]
@@ -280,7 +353,13 @@ mod tests {
     }
 
     fn member() -> impl Strategy<Value = Member> {
-        prop_oneof![Just(Running), Just(Suspended), Just(Idle), Just(Done)]
+        prop_oneof![
+            Just(Running),
+            Just(Suspended),
+            Just(Idle),
+            Just(Exited),
+            Just(Done)
+        ]
     }
 
     fn hold() -> impl Strategy<Value = Option<Hold>> {
@@ -343,6 +422,15 @@ mod tests {
             prop_assert_eq!(plan.ended, !anyone);
             if plan.ended {
                 prop_assert_eq!(plan.forget.len(), h.len());
+            }
+            // Only a vacated run (rank 0 back in the queue) sends members
+            // back, and exactly those that exited early: the job then runs
+            // again with every member of the run.
+            if plan.ended && state(0) == Idle {
+                let exited: Vec<u32> = (0..run.len() as u32).filter(|r| state(*r) == Exited).collect();
+                prop_assert_eq!(&plan.reopen, &exited);
+            } else {
+                prop_assert!(plan.reopen.is_empty());
             }
             if !plan.release.is_empty() {
                 prop_assert!(!(0..run.len() as u32).any(back));

@@ -53,7 +53,7 @@ pub(crate) async fn complete(
             format!("job {} is being completed; try again", r.id),
         ));
     };
-    let (staged, problems) = stage(&home, &r).await;
+    let (staged, problems) = stage(&home, &r, true).await;
     // A full disk is not the job's fault: rather than completing without
     // its outputs, the job goes back to the queue (an eviction, which
     // does not keep it off its host) and runs again when there is room.
@@ -81,6 +81,42 @@ pub(crate) async fn complete(
     let problems = publish(staged).await;
     published(&home, r.id, at, problems).await;
     Ok((new, detail))
+}
+
+/// Completes `r`, a member of a reconfigurable parallel job that the run
+/// which ended the job (rank 0 exited with `exit_code`) did not use, from
+/// the queue (`JobQueue::complete_unused_member`): its `output` and
+/// `error` files are put in place empty, as for any proc that wrote
+/// nothing, so that every proc of the job ends with its files. Whatever an
+/// earlier, vacated run of it left in the spool is no output of the job.
+pub(crate) async fn complete_unused(
+    home: Arc<Home>,
+    r: JobRecord,
+    exit_code: i32,
+    mut detail: String,
+    at: Time,
+) -> Result<String, ApiError> {
+    let Some(_busy) = Completing::enter(&home, r.id) else {
+        return Err(ApiError::new(
+            ErrorCode::Unavailable,
+            format!("job {} is being completed; try again", r.id),
+        ));
+    };
+    let (staged, problems) = stage(&home, &r, false).await;
+    if !problems.is_empty() {
+        detail.push_str(&format!(" (output delivery: {})", problems.join("; ")));
+    }
+    let record = pending_record(&staged);
+    let done = home
+        .queue()
+        .complete_unused_member(r.id, exit_code, &detail, at, Some(&record));
+    if let Err(e) = done {
+        discard(&home, staged).await;
+        return Err(e.into());
+    }
+    let problems = publish(staged).await;
+    published(&home, r.id, at, problems).await;
+    Ok(detail)
 }
 
 /// Where one staged output is: recorded before it is written (not
@@ -248,8 +284,9 @@ pub(crate) struct StagedOutputs {
 }
 
 /// Copies the spooled outputs of `r` beside their destinations (see the
-/// module docs). Returns what was staged and the problems, as text.
-async fn stage(home: &Home, r: &JobRecord) -> (StagedOutputs, Vec<String>) {
+/// module docs); without `spooled`, its `output` and `error` empty and
+/// nothing else. Returns what was staged and the problems, as text.
+async fn stage(home: &Home, r: &JobRecord, spooled: bool) -> (StagedOutputs, Vec<String>) {
     let mut staged = StagedOutputs {
         fs: None,
         files: Vec::new(),
@@ -271,21 +308,28 @@ async fn stage(home: &Home, r: &JobRecord) -> (StagedOutputs, Vec<String>) {
             return (staged, vec![p]);
         }
     };
-    // (what, spooled file, destination)
-    let mut copies: Vec<(String, PathBuf, PathBuf)> = Vec::new();
+    // (what, spooled file, destination); no file, or one that is not
+    // there, gives an empty destination.
+    let from = |name: &str| spooled.then(|| spool.join(name));
+    let mut copies: Vec<(String, Option<PathBuf>, PathBuf)> = Vec::new();
     if let Some(o) = &r.description.output {
-        copies.push((format!("output = {o}"), spool.join("stdout"), iwd.join(o)));
+        copies.push((format!("output = {o}"), from("stdout"), iwd.join(o)));
     }
     if let Some(e) = &r.description.error {
-        copies.push((format!("error = {e}"), spool.join("stderr"), iwd.join(e)));
+        copies.push((format!("error = {e}"), from("stderr"), iwd.join(e)));
     }
-    if let Ok(entries) = std::fs::read_dir(spool.join("files")) {
+    let files = if spooled {
+        std::fs::read_dir(spool.join("files")).ok()
+    } else {
+        None
+    };
+    if let Some(entries) = files {
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             if name.starts_with('.') && name.ends_with(".part") {
                 continue;
             }
-            copies.push((name.clone(), e.path(), iwd.join(&name)));
+            copies.push((name.clone(), Some(e.path()), iwd.join(&name)));
         }
     }
     // Files an earlier process staged for this job and never committed
@@ -335,7 +379,7 @@ async fn stage(home: &Home, r: &JobRecord) -> (StagedOutputs, Vec<String>) {
         return (staged, vec![p]);
     }
     for (what, from, to, tag) in plan {
-        match stage_one(&fs, &from, to, tag).await {
+        match stage_one(&fs, from.as_deref(), to, tag).await {
             Ok(s) => staged.files.push((what, s)),
             Err(e) => match full_disk(&e) {
                 Some(full) => problems.push(format!("{what}: {full}")),
@@ -350,15 +394,18 @@ async fn stage(home: &Home, r: &JobRecord) -> (StagedOutputs, Vec<String>) {
     (staged, problems)
 }
 
-/// Copies the spooled file `from` (absent: nothing was written, so the
-/// destination will be empty, as HTCondor does) beside `to`, as `fs`'s
-/// user.
+/// Copies the spooled file `from` (none, or absent: nothing was written,
+/// so the destination will be empty, as HTCondor does) beside `to`, as
+/// `fs`'s user.
 async fn stage_one(
     fs: &UserFs,
-    from: &std::path::Path,
+    from: Option<&std::path::Path>,
     to: PathBuf,
     tag: String,
 ) -> Result<Staged, OwnerFsError> {
+    let Some(from) = from else {
+        return with_fs(fs, move |u| u.stage_tagged(&to, &tag, 0o666, |_| Ok(()))).await;
+    };
     // Opened by the daemon: the spool is its own, private directory.
     let source = match std::fs::File::open(from) {
         Ok(f) => Some(f),

@@ -22,8 +22,12 @@
 //!   says — hold every other member (`suspend`) until that owner leaves,
 //!   vacate every member (`vacate`), or, under reconfiguration, vacate and
 //!   be placed again on the idle hosts; a member back in the queue takes
-//!   the gang with it. A home killed at any moment finds its holds in its
-//!   queue and sends again what may not have arrived.
+//!   the gang with it. A run that ends without rank 0's exit (vacated, or
+//!   held and released) sends the members that exited before rank 0 back
+//!   to the queue too, so that the job runs again whole from the start
+//!   (HTCondor's parallel universe requeues the whole job). A home killed
+//!   at any moment finds its holds in its queue and sends again what may
+//!   not have arrived.
 //! - **Gang stop** ([`stop`]): the job ends when rank 0 exits (HTCondor's
 //!   default): the members still running are removed from their hosts and
 //!   complete with rank 0's exit code, with the output they streamed so
@@ -35,7 +39,7 @@ mod apply;
 mod start;
 mod stop;
 
-pub(crate) use apply::{after_report, watch};
+pub(crate) use apply::{after_release, after_report, watch};
 pub(crate) use start::place_gang;
 pub(crate) use stop::{parked, whole_job};
 

@@ -368,6 +368,13 @@ async fn act(
             .collect();
         return Err(ApiError::new(ErrorCode::Conflict, why.join("; ")));
     }
+    // A parallel job runs again whole: with the members that exited
+    // before rank 0 in its last run.
+    if matches!(action, Action::Release)
+        && let Some(j) = jobs.first().filter(|j| j.description.gang.is_some())
+    {
+        super::gang::after_release(&home, j.id.cluster);
+    }
     tracing::info!(user = %by, changed = resp.changed.len(), "job action applied");
     home.news.notify_one();
     Ok(Json(resp))

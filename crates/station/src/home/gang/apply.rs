@@ -7,9 +7,12 @@
 
 use super::super::Home;
 use super::super::schedd;
+use super::super::user_log::{UserEvent, user_log};
+use crate::clock::now;
 use crate::queue::{JobQueue, JobRecord};
 use gleaner_core::gang::{Hold, Member, VacateWhy, settle};
 use gleaner_proto::job::{Gang, JobId, JobState, JobStateKind};
+use gleaner_proto::wire::GangHoldResponse;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -90,11 +93,80 @@ fn member(home: &Home, r: Option<JobRecord>) -> Member {
             JobStateKind::Suspended => Member::Suspended,
             JobStateKind::Idle if home.remote.is_placing(r.id) => Member::Running,
             JobStateKind::Idle => Member::Idle,
+            JobStateKind::Completed => Member::Exited,
             _ => Member::Done,
         },
         None => Member::Done,
     }
 }
+
+/// Why a member that exited before rank 0 is back in the queue.
+const REOPENED: &str = "its gang was vacated before rank 0 exited: it runs again with \
+                        the whole gang, from the start";
+
+/// Members `back` of `cluster` went back to the queue (`why`): the
+/// user's log says so.
+fn reopened(
+    home: &Arc<Home>,
+    cluster: u64,
+    back: Vec<u32>,
+    why: &str,
+    at: gleaner_core::time::Time,
+) {
+    if back.is_empty() {
+        return;
+    }
+    tracing::info!(cluster, members = ?back, "{why}");
+    let home = home.clone();
+    let why = why.to_string();
+    tokio::spawn(async move {
+        for r in back {
+            let event = UserEvent::Evicted {
+                checkpointed: false,
+                reason: why.clone(),
+            };
+            user_log(&home, JobId::new(cluster, r), at, event).await;
+        }
+    });
+}
+
+/// A user released the parallel job `cluster`, held with no run on a
+/// host: the members that exited before rank 0 in its last run (their
+/// release was refused, completed as they are) go back to the queue with
+/// the others, as after a vacate, so that the job runs again whole.
+pub(crate) fn after_release(home: &Arc<Home>, cluster: u64) {
+    let Some(gang) = gang_of(&home.queue(), cluster) else {
+        return;
+    };
+    let at = now();
+    let back = {
+        let mut q = home.queue();
+        if !matches!(q.gang_run(cluster), Ok(None)) {
+            // A run is recorded: `settle_gang` ends it.
+            return;
+        }
+        let exited: Vec<u32> = (1..gang.machine_count)
+            .filter(|r| {
+                q.get(JobId::new(cluster, *r))
+                    .ok()
+                    .flatten()
+                    .is_some_and(|j| j.state.kind() == JobStateKind::Completed)
+            })
+            .collect();
+        if exited.is_empty() {
+            return;
+        }
+        q.end_gang_run_reopening(cluster, &exited, RELEASED, at)
+    };
+    match back {
+        Ok(back) => reopened(home, cluster, back, RELEASED, at),
+        Err(e) => tracing::warn!(cluster, error = %e, "cannot send a released gang's members back"),
+    }
+}
+
+/// Why a member that exited before rank 0 is back after a release.
+const RELEASED: &str = "its gang was released before rank 0 exited: it runs again with \
+                        the whole gang, from the start";
 
 /// Settles `cluster`'s gang (of settings `gang`) and carries out the plan.
 fn settle_gang(home: &Arc<Home>, cluster: u64, gang: Gang, resend: bool) {
@@ -140,10 +212,12 @@ fn settle_gang(home: &Arc<Home>, cluster: u64, gang: Gang, resend: bool) {
         // record goes), so the hosts they left are seen free when it asks
         // again; then the coordinator hears.
         home.gangs.run_ended(cluster, gang.machine_count);
-        let ended = q.end_gang_run(cluster);
+        let at = now();
+        let ended = q.end_gang_run_reopening(cluster, &plan.reopen, REOPENED, at);
         drop(q);
-        if let Err(e) = ended {
-            tracing::warn!(cluster, error = %e, "cannot forget a gang's run");
+        match ended {
+            Ok(back) => reopened(home, cluster, back, REOPENED, at),
+            Err(e) => tracing::warn!(cluster, error = %e, "cannot forget a gang's run"),
         }
         let home = home.clone();
         tokio::spawn(async move {
@@ -223,9 +297,43 @@ fn spawn_gang_hold(home: &Arc<Home>, job: JobId, hold: bool) {
             .send()
             .await
         {
-            Ok(r) if r.status().is_success() => tracing::info!(%job, %host, hold, "gang hold sent"),
+            Ok(r) if r.status().is_success() => {
+                tracing::info!(%job, %host, hold, "gang hold sent");
+                let answer = r.json::<GangHoldResponse>().await.ok();
+                if !hold && answer.and_then(|a| a.suspended_by_owner) == Some(true) {
+                    owner_keeps_it(&home, job);
+                }
+            }
             Ok(r) => tracing::warn!(%job, %host, status = %r.status(), "gang hold refused"),
             Err(e) => tracing::warn!(%job, %host, error = %e, "gang hold failed"),
         }
     });
+}
+
+/// The gang released `job`, but its own owner's ladder keeps it stopped:
+/// its own owner came back while the gang held it. Its mark goes (it is no
+/// longer the home's hold), so that `settle` sees an owner back on it and
+/// does for that owner what it does for any member's: hold the others
+/// again, vacate or reconfigure the gang.
+fn owner_keeps_it(home: &Arc<Home>, job: JobId) {
+    let cluster = job.cluster;
+    let gang = {
+        let mut q = home.queue();
+        let releasing = q
+            .gang_holds(cluster)
+            .map(|h| h.get(&job.proc) == Some(&Hold::Releasing))
+            .unwrap_or(false);
+        if !releasing {
+            return;
+        }
+        if let Err(e) = q.forget_gang_holds(cluster, &[job.proc]) {
+            tracing::warn!(%job, error = %e, "cannot drop a gang mark");
+            return;
+        }
+        gang_of(&q, cluster)
+    };
+    tracing::info!(%job, "released with its gang, but its own owner is back: the gang is held for that owner");
+    if let Some(g) = gang {
+        settle_gang(home, cluster, g, false);
+    }
 }

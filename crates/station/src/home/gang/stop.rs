@@ -81,12 +81,19 @@ pub(super) async fn stop_gang(home: &Arc<Home>, cluster: u64, m: GangMember, exi
                  members and this one was not used",
                 m.gang.machine_count
             );
-            let done = home
-                .queue()
-                .complete_unused_member(r.id, exit_code, &detail, at);
-            match done {
-                Ok(()) => {
+            let task = tokio::spawn(super::super::deliver::complete_unused(
+                home.clone(),
+                r.clone(),
+                exit_code,
+                detail,
+                at,
+            ));
+            match task.await {
+                Ok(Ok(detail)) => {
                     user_log(home, r.id, at, UserEvent::Terminated { exit_code, detail }).await
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(job = %r.id, error = ?e, "cannot complete an unused gang member")
                 }
                 Err(e) => {
                     tracing::warn!(job = %r.id, error = %e, "cannot complete an unused gang member")

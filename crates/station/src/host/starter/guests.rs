@@ -34,8 +34,10 @@ pub(crate) enum Command {
     /// Leave the host, and why.
     Vacate(String, VacateKind),
     /// Suspend (true) or release (false) a parallel job's member with its
-    /// gang, as its home asks.
-    GangHold(bool),
+    /// gang, as its home asks; the reply, if any, says whether the member
+    /// is then stopped by its own owner's ladder (dropped: not known, the
+    /// program is not running).
+    GangHold(bool, Option<tokio::sync::oneshot::Sender<bool>>),
 }
 
 /// Why a guest is asked to leave, which decides the signal it gets

@@ -390,10 +390,16 @@ impl Starter {
     }
 
     /// Holds (suspends) or releases a parallel job's member with its gang;
-    /// false when no such guest runs here.
-    pub fn gang_hold(&self, key: &GuestKey, hold: bool) -> bool {
+    /// false when no such guest runs here. `reply` hears whether its own
+    /// owner's ladder keeps it stopped ([`Command::GangHold`]).
+    pub fn gang_hold(
+        &self,
+        key: &GuestKey,
+        hold: bool,
+        reply: Option<tokio::sync::oneshot::Sender<bool>>,
+    ) -> bool {
         match self.lock_guests().get(key) {
-            Some(g) => g.cmd.send(Command::GangHold(hold)).is_ok(),
+            Some(g) => g.cmd.send(Command::GangHold(hold, reply)).is_ok(),
             None => false,
         }
     }

@@ -10,7 +10,7 @@ use axum::{Extension, Json, Router};
 use gleaner_edge::{ApiError, Caller, Credential, Role, body_bytes, parse_json, require_station};
 use gleaner_proto::guest_key::GuestKey;
 use gleaner_proto::job::JobId;
-use gleaner_proto::wire::{ErrorCode, PlacementRequest, check_version};
+use gleaner_proto::wire::{ErrorCode, GangHoldResponse, PlacementRequest, check_version};
 use std::sync::Arc;
 
 /// The starter's endpoints. The daemon applies the edge's authentication
@@ -30,6 +30,9 @@ pub fn router(starter: Arc<Starter>) -> Router {
 /// speaks only for itself (DESIGN.md, Trust model): it places its own jobs
 /// with claims granted to it, and vacates only its own guests; an
 /// administrator may vacate any guest.
+/// How long a gang hold's answer waits for the member's supervisor.
+const GANG_REPLY: std::time::Duration = std::time::Duration::from_secs(2);
+
 const DAEMONS_ONLY: &str = "only station daemons and administrators may place or vacate guests";
 
 async fn place_handler(
@@ -118,16 +121,27 @@ async fn gang_handler(
             format!("job {id} is no member of a parallel job"),
         ));
     }
-    if s.gang_hold(&key, hold) {
-        tracing::info!(guest = %key, hold, "gang hold requested by its home");
-        Ok((
-            StatusCode::ACCEPTED,
-            Json(serde_json::json!({"job": id, "home": key.home, "hold": hold})),
-        )
-            .into_response())
-    } else {
-        Err(not_here(id))
+    let (reply, heard) = tokio::sync::oneshot::channel();
+    if !s.gang_hold(&key, hold, Some(reply)) {
+        return Err(not_here(id));
     }
+    tracing::info!(guest = %key, hold, "gang hold requested by its home");
+    // Whether its own owner's ladder keeps it stopped, if the running
+    // program's supervisor answers soon (absent: not known).
+    let by_owner = tokio::time::timeout(GANG_REPLY, heard)
+        .await
+        .ok()
+        .and_then(Result::ok);
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(GangHoldResponse {
+            job: id,
+            home: key.home.clone(),
+            hold,
+            suspended_by_owner: by_owner,
+        }),
+    )
+        .into_response())
 }
 
 /// The job id of a guest route.

@@ -51,7 +51,7 @@ impl GuestRun<'_> {
                             let why = match cmd {
                                 Some(Command::Vacate(why, _)) => why,
                                 // Applied once the program runs.
-                                Some(Command::GangHold(h)) => {
+                                Some(Command::GangHold(h, _)) => {
                                     self.gang_held.store(h, std::sync::atomic::Ordering::SeqCst);
                                     continue;
                                 }

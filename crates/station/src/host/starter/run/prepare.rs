@@ -32,7 +32,7 @@ impl GuestRun<'_> {
             match cmd {
                 Command::Vacate(why, _) => return Err(Stop::evicted(why)),
                 // Applied once the program runs (`supervise.rs`).
-                Command::GangHold(h) => {
+                Command::GangHold(h, _) => {
                     self.gang_held.store(h, std::sync::atomic::Ordering::SeqCst)
                 }
             }

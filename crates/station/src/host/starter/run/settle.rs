@@ -96,7 +96,7 @@ impl GuestRun<'_> {
             };
             match (rx.try_recv(), lost) {
                 (Ok(Command::Vacate(why, _)), _) => Outcome::Evicted(why),
-                (Ok(Command::GangHold(h)), None) => {
+                (Ok(Command::GangHold(h, _)), None) => {
                     // Applied when it restarts (`supervise.rs`).
                     self.gang_held.store(h, std::sync::atomic::Ordering::SeqCst);
                     if pad.ladder.state().on_node() {
@@ -104,7 +104,7 @@ impl GuestRun<'_> {
                     }
                     Outcome::Evicted(self.leave_reason(&pad.ladder))
                 }
-                (Ok(Command::GangHold(_)), Some(why)) => Outcome::Evicted(why),
+                (Ok(Command::GangHold(..)), Some(why)) => Outcome::Evicted(why),
                 (_, Some(why)) => Outcome::Evicted(why),
                 // The new T_migr ended the linger time: the checkpoint just
                 // shipped is the move's.

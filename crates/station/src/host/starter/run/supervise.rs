@@ -229,7 +229,10 @@ impl GuestRun<'_> {
                 w.kind = kind;
                 why
             }
-            Some(Command::GangHold(true)) => {
+            Some(Command::GangHold(true, reply)) => {
+                if let Some(reply) = reply {
+                    let _ = reply.send(pad.ladder.state() == GuestState::Suspended);
+                }
                 if !self.gang_held.swap(true, Ordering::SeqCst) && !pass.ctl.is_stopped() {
                     pass.ctl.suspend();
                     self.home.report(
@@ -242,10 +245,16 @@ impl GuestRun<'_> {
                     .set_state("suspended", Some(pass.ctl.pgid as u32));
                 return;
             }
-            Some(Command::GangHold(false)) => {
-                // Released by the gang; its own ladder may still hold it.
+            Some(Command::GangHold(false, reply)) => {
+                // Released by the gang; its own ladder may still hold it,
+                // which its home hears in the reply: its own owner is
+                // back, and the gang is held for that owner.
+                let by_owner = pad.ladder.state() == GuestState::Suspended;
+                if let Some(reply) = reply {
+                    let _ = reply.send(by_owner);
+                }
                 if self.gang_held.swap(false, Ordering::SeqCst)
-                    && pad.ladder.state() != GuestState::Suspended
+                    && !by_owner
                     && pass.ctl.is_stopped()
                 {
                     pass.ctl.resume();
