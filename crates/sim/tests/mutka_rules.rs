@@ -177,6 +177,6 @@ fn pool_model_refuses_lingering_guests() {
         StationWorkload::Idle,
     );
     cfg.guest_eviction = EvictionPolicy::from_name("linger_longer");
-    let e = simulate(&cfg, 1).err().expect("refused");
+    let e = simulate(&cfg, 1).expect_err("refused");
     assert!(e.to_string().contains("guest_eviction"), "{e}");
 }
