@@ -243,8 +243,8 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
          job of a batch waits about 2(k−1) minutes. Table 5.1 gives only mean demands, so demands are exponential, and \
          the few jobs of a few minutes' demand then dominate the per-job mean (compare the medians).\n\n\
          Waiting is time in the home queue (the thesis: \"the amount of time a job waits for service\", L789). A guest \
-         suspended on a host whose owner returned (L841) counts as placed, not waiting: it stays on that station and its \
-         home has nothing queued. The thesis does not say how it counted this time (NOT IN SOURCE). The last column \
+         suspended on a host whose owner returned (L841) counts as placed, not waiting: it stays on that station and is not in its \
+         home's queue. The thesis does not say how it counted this time (NOT IN SOURCE). The last column \
          shows what counting it would add.\n\n\
          Model: the pool simulator with the core's Up-Down (every free node per pass, light users may preempt while \
          holding nodes), a 2-minute scheduling interval (L583), and guests under the core's Condor-1988 eviction ladder \
