@@ -43,10 +43,16 @@ pub struct JobRecord {
     pub remote_cpu: Dur,
     /// Time the job spent queued (running nowhere, not in transfer).
     pub queued: Dur,
+    /// Of `queued`, the time before the job first ran anywhere (the rest is
+    /// time back in the queue after a vacate or preemption).
+    pub first_wait: Dur,
     /// Remote placements (each costs one JobTransferCost).
     pub placements: u32,
     /// Local capacity spent supporting remote execution (transfer costs).
     pub support: Dur,
+    /// Time stopped on a host whose owner returned, before resuming there
+    /// or leaving (Condor-1988's suspend, Mutka 1988 L841); not in `queued`.
+    pub suspended: Dur,
 }
 
 /// Time-integrated accounting of one home station.
@@ -665,8 +671,10 @@ mod tests {
             finished_remote: remote,
             remote_cpu: Dur::from_secs(if remote { dem } else { 0 }),
             queued: Dur::from_secs(fin - arr - dem),
+            first_wait: Dur::from_secs(fin - arr - dem),
             placements: if remote { 2 } else { 0 },
             support: Dur::from_secs(if remote { 120 } else { 0 }),
+            suspended: Dur::ZERO,
         };
         a.jobs.push(job(0, 20, 10, true)); // ratio 2
         a.jobs.push(job(0, 400, 100, true)); // ratio 4

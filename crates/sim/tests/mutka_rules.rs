@@ -2,6 +2,7 @@
 //! mutka-livny-1987.md §2.4 "Rules implied by the text", R-SIM-1…3).
 
 use gleaner_core::alloc::{AllocatorConfig, AllocatorKind};
+use gleaner_core::eviction::EvictionPolicy;
 use gleaner_core::time::{Dur, Time};
 use gleaner_sim::availability::{Interval, Source, State, Trace};
 use gleaner_sim::experiments::updown::{Class, CoordinatorKind, PoolConfig, simulate};
@@ -42,6 +43,7 @@ fn pool(kind: AllocatorKind, host1: Vec<Interval>, w1: StationWorkload) -> PoolC
         horizon: m(200),
         availability: Source::Trace(Arc::new(trace)),
         coordinator: CoordinatorKind::Bare,
+        guest_eviction: None,
     }
 }
 
@@ -117,4 +119,64 @@ fn owner_job_displaces_guest_and_runs_locally() {
     assert!(!own.jobs[0].finished_remote);
     assert_eq!(own.rcp(), Some(0.0));
     secs_close(own.local_cpu, 10.0);
+}
+
+/// Condor-1988 ladder (Mutka 1988 L841): the host's owner is back 30–33
+/// min, within the 5-minute grace, so the guest is suspended and resumed in
+/// place: no requeue, no second transfer, 3 minutes suspended; it finishes
+/// at 61 + 3 = 64 and never waits in the queue after its first start.
+#[test]
+fn condor_1988_guest_resumes_in_place_after_a_short_owner_visit() {
+    let host = vec![
+        iv(0, 30, State::Av),
+        iv(30, 33, State::Na),
+        iv(33, 200, State::Av),
+    ];
+    let mut cfg = pool(AllocatorKind::UpDown, host, StationWorkload::Idle);
+    cfg.guest_eviction = Some(EvictionPolicy::default());
+    let r = simulate(&cfg, 1).unwrap();
+    let j = &r.accounts[0].jobs[0];
+    assert_eq!(j.finish, m(64));
+    assert_eq!(j.placements, 1);
+    assert_eq!(j.suspended, Dur::from_mins(3));
+    assert_eq!(j.queued, Dur::ZERO);
+    assert_eq!(r.vacates, 0);
+    secs_close(r.accounts[0].remote_cpu, 60.0);
+}
+
+/// The owner stays 30–40 min: suspended 30–35, then checkpointed and sent
+/// home (L841), queued 35–40 until the host is AV again, re-placed with a
+/// transfer at 40: 29 min done, 31 left, finish at 41 + 31 = 72.
+#[test]
+fn condor_1988_guest_leaves_after_the_grace() {
+    let host = vec![
+        iv(0, 30, State::Av),
+        iv(30, 40, State::Na),
+        iv(40, 200, State::Av),
+    ];
+    let mut cfg = pool(AllocatorKind::UpDown, host, StationWorkload::Idle);
+    cfg.guest_eviction = Some(EvictionPolicy::default());
+    let r = simulate(&cfg, 1).unwrap();
+    let j = &r.accounts[0].jobs[0];
+    assert_eq!(j.finish, m(72));
+    assert_eq!(j.placements, 2);
+    assert_eq!(j.suspended, Dur::from_mins(5));
+    assert_eq!(j.queued, Dur::from_mins(5));
+    assert_eq!(j.first_wait, Dur::ZERO);
+    assert_eq!(r.vacates, 1);
+    secs_close(r.accounts[0].remote_cpu, 60.0);
+}
+
+/// Policies that linger or lose work belong to the cluster simulator; the
+/// pool model refuses them by name.
+#[test]
+fn pool_model_refuses_lingering_guests() {
+    let mut cfg = pool(
+        AllocatorKind::UpDown,
+        vec![iv(0, 200, State::Av)],
+        StationWorkload::Idle,
+    );
+    cfg.guest_eviction = EvictionPolicy::from_name("linger_longer");
+    let e = simulate(&cfg, 1).expect_err("refused");
+    assert!(e.to_string().contains("guest_eviction"), "{e}");
 }

@@ -33,8 +33,8 @@ fn gang_quick() {
     quick("gang");
 }
 
-/// B6 runs and reports its checks; its light-user wait check fails today
-/// (light users wait more than the paper's, see results/condor_month), so
+/// B6 runs and reports its checks; its light users' mean wait-ratio check
+/// fails (batches drain one job per pass; see results/condor_month), so
 /// only the run itself is asserted here.
 #[test]
 fn condor_month_quick_runs() {

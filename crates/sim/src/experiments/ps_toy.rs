@@ -124,6 +124,7 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
                 horizon,
                 availability: Source::Trace(Arc::new(trace.clone())),
                 coordinator: Default::default(),
+                guest_eviction: None,
             };
             let r = simulate(&cfg, seed)?;
             rep.events += r.events;

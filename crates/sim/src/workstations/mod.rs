@@ -22,7 +22,12 @@
 //!   and no guest (S:L160: AV and "had no local background jobs to run").
 //! - On AV→NA every job on the host (local or guest) is vacated, keeping its
 //!   progress (checkpoint), and returns to the front of its owner's queue
-//!   (T:L631).
+//!   (T:L631). With [`PoolConfig::guest_eviction`] set, a guest instead
+//!   follows the core's eviction ladder, as a station daemon's starter does:
+//!   under Condor-1988 it is suspended on the host, resumed in place if the
+//!   host is AV again within 5 minutes, and only then checkpointed and sent
+//!   back to its owner's queue (T:L841). A suspended guest keeps its node
+//!   (the node is not free capacity) and makes no progress.
 //! - Every remote placement — first placement, re-placement after a vacate,
 //!   or a move after preemption — costs JobTransferCost: the node is held
 //!   but the job makes no progress for that long (T:L631; R-SIM-1). Local
@@ -51,6 +56,7 @@ use crate::availability::Source;
 use crate::metrics::{StationAccount, group_mean, mean};
 use crate::workload::{Demand, StationWorkload};
 use gleaner_core::alloc::{AllocatorConfig, AllocatorKind};
+use gleaner_core::eviction::EvictionPolicy;
 use gleaner_core::rng::substream;
 use gleaner_core::time::{Dur, Time};
 use model::Model;
@@ -99,6 +105,12 @@ pub struct PoolConfig {
     /// Who decides remote capacity: the bare allocator (the thesis's
     /// model) or the production coordinator fed station ads.
     pub coordinator: CoordinatorKind,
+    /// What happens to a guest when its host's owner returns: `None` is the
+    /// thesis's model (vacate at once, T:L631); otherwise the core's
+    /// eviction ladder with this policy, as the station daemon runs it
+    /// (only policies that suspend, resume, migrate or vacate: immediate
+    /// eviction, pause-and-migrate, Condor-1988).
+    pub guest_eviction: Option<EvictionPolicy>,
 }
 
 /// Which coordinator decides grants and preemptions in a simulation.
@@ -153,6 +165,7 @@ impl PoolConfig {
             horizon,
             availability,
             coordinator: CoordinatorKind::Bare,
+            guest_eviction: None,
         }
     }
 

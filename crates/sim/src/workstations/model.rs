@@ -10,6 +10,7 @@ use crate::engine::{EventId, EventQueue};
 use crate::metrics::{JobRecord, StationAccount};
 use crate::workload::JobSource;
 use gleaner_core::alloc::{NodeId, StationDemand, StationId};
+use gleaner_core::eviction::{Action, EvictionLadder, EvictionPolicy, GuestState};
 use gleaner_core::time::{Dur, Time};
 use std::collections::VecDeque;
 
@@ -33,9 +34,18 @@ pub(super) struct Job {
     completion: Option<EventId>,
     queued_since: Time,
     queued: Dur,
+    /// Arrival to first start (local or remote), once it started.
+    first_wait: Option<Dur>,
     remote_cpu: Dur,
     placements: u32,
     support: Dur,
+    /// The eviction ladder of the current remote placement (with
+    /// `PoolConfig::guest_eviction`; a fresh one per placement).
+    ladder: Option<Box<EvictionLadder>>,
+    /// When the ladder suspended the job on its host, while it is.
+    suspended_since: Option<Time>,
+    /// Time stopped on a host whose owner returned (T:L841's grace).
+    suspended: Dur,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -44,6 +54,8 @@ pub(super) enum Ev {
     Avail(u32),
     Arrival(u32, Dur),
     Complete(u32),
+    /// A deadline of job `j`'s eviction ladder may have passed.
+    Ladder(u32),
     Tick,
 }
 
@@ -105,6 +117,7 @@ pub(super) struct Model {
     pub(super) jobs: Vec<Job>,
     transfer: Dur,
     sched: Dur,
+    eviction: Option<EvictionPolicy>,
     pub(super) horizon: Time,
     // Incrementally maintained pool view.
     pub(super) demand: Vec<StationDemand>,
@@ -139,6 +152,24 @@ impl Model {
                 msg: "must be positive".into(),
             });
         }
+        if let Some(p) = &cfg.guest_eviction
+            && matches!(
+                p,
+                EvictionPolicy::LingerLonger(_)
+                    | EvictionPolicy::LingerForever(_)
+                    | EvictionPolicy::CheckpointThenKill(_)
+            )
+        {
+            // Lingering guests and lost work are the cluster simulator's
+            // (crate::cluster); the pool model stops or moves guests only.
+            return Err(SimError::Param {
+                name: "guest_eviction".into(),
+                msg: format!(
+                    "the pool model supports immediate_eviction, pause_and_migrate and condor1988, not {}",
+                    p.name()
+                ),
+            });
+        }
         let mut st = Vec::with_capacity(n);
         for (i, w) in cfg.workloads.iter().enumerate() {
             st.push(Station {
@@ -168,6 +199,7 @@ impl Model {
             jobs: Vec::new(),
             transfer: cfg.transfer_cost,
             sched: cfg.sched_interval,
+            eviction: cfg.guest_eviction,
             horizon: cfg.horizon,
             demand,
             free: IndexedSet::with_capacity(n),
@@ -276,9 +308,13 @@ impl Model {
             completion: None,
             queued_since: arrival,
             queued: Dur::ZERO,
+            first_wait: None,
             remote_cpu: Dur::ZERO,
             placements: 0,
             support: Dur::ZERO,
+            ladder: None,
+            suspended_since: None,
+            suspended: Dur::ZERO,
         });
         id
     }
@@ -298,6 +334,7 @@ impl Model {
         let now = self.now();
         let job = &mut self.jobs[j as usize];
         job.loc = loc;
+        job.first_wait.get_or_insert(job.queued);
         job.exec_start = now + delay;
         let at = job.exec_start + job.remaining;
         job.completion = Some(self.q.schedule(at, Ev::Complete(j)));
@@ -310,7 +347,14 @@ impl Model {
         if let Some(e) = job.completion.take() {
             self.q.cancel(e);
         }
-        let ran = now.since(job.exec_start).min(job.remaining);
+        // A suspended job ran nothing since it was stopped.
+        let ran = match job.suspended_since.take() {
+            Some(t) => {
+                job.suspended += now.since(t);
+                Dur::ZERO
+            }
+            None => now.since(job.exec_start).min(job.remaining),
+        };
         job.remaining = Dur(job.remaining.0 - ran.0);
         let owner = job.owner;
         match job.loc {
@@ -327,6 +371,7 @@ impl Model {
     pub(super) fn vacate_guest(&mut self, h: u32, work: &mut Vec<u32>) {
         if let Some(g) = self.st[h as usize].guest {
             self.stop(g);
+            self.jobs[g as usize].ladder = None;
             let owner = self.jobs[g as usize].owner;
             self.touch(owner);
             self.st[owner as usize].remote -= 1;
@@ -368,7 +413,85 @@ impl Model {
         job.support += self.transfer;
         self.placements += 1;
         self.start(j, Loc::Remote(h), self.transfer);
+        if let Some(p) = self.eviction {
+            let now = self.now();
+            let mut l = Box::new(EvictionLadder::new(p, now));
+            // A placement goes only to a free (AV) host: the owner is idle.
+            let _ = l.on_placed(now, false);
+            self.jobs[j as usize].ladder = Some(l);
+        }
         self.set_guest(h, Some(j));
+    }
+
+    /// The owner of host `h` returned (AV→NA): its guest leaves at once
+    /// (T:L631), or follows its eviction ladder (T:L841).
+    fn guest_owner_active(&mut self, h: u32, work: &mut Vec<u32>) {
+        let Some(g) = self.st[h as usize].guest else {
+            return;
+        };
+        let now = self.now();
+        match self.jobs[g as usize].ladder.as_mut() {
+            Some(l) => {
+                let acts = l.on_owner_active(now);
+                self.apply_ladder(g, h, &acts, work);
+            }
+            None => self.vacate_guest(h, work),
+        }
+    }
+
+    /// Carries out what a guest's eviction ladder decided, as the station's
+    /// starter does with the real process.
+    fn apply_ladder(&mut self, j: u32, h: u32, acts: &[Action], work: &mut Vec<u32>) {
+        let now = self.now();
+        for a in acts {
+            match a {
+                Action::Suspend => {
+                    // Credit the CPU it got, then hold it on the host.
+                    self.stop(j);
+                    let job = &mut self.jobs[j as usize];
+                    job.suspended_since = Some(now);
+                    job.exec_start = now;
+                    if let Some(d) = job.ladder.as_ref().and_then(|l| l.next_deadline()) {
+                        self.q.schedule(d.max(now), Ev::Ladder(j));
+                    }
+                }
+                Action::Resume | Action::RunNormal => {
+                    let job = &mut self.jobs[j as usize];
+                    if let Some(t) = job.suspended_since.take() {
+                        job.suspended += now.since(t);
+                        // Resumed in place: no transfer, no lost work.
+                        self.start(j, Loc::Remote(h), Dur::ZERO);
+                    }
+                }
+                // The pool model has no destination to report to the
+                // ladder, so a move goes through the owner's queue: the
+                // checkpoint goes home and the coordinator places the job
+                // again (T:L841 "checkpointed and moved").
+                Action::Migrate { .. } | Action::Vacate { .. } | Action::Kill => {
+                    self.vacate_guest(h, work);
+                    return;
+                }
+                Action::Checkpoint | Action::LowerPriority => {}
+            }
+        }
+    }
+
+    /// A deadline of job `j`'s ladder may have passed.
+    fn ladder_timer(&mut self, j: u32) {
+        let now = self.now();
+        let Loc::Remote(h) = self.jobs[j as usize].loc else {
+            return;
+        };
+        let Some(l) = self.jobs[j as usize].ladder.as_mut() else {
+            return;
+        };
+        if l.state() != GuestState::Suspended || l.next_deadline().is_none_or(|d| d > now) {
+            return; // stale: resumed or moved meanwhile
+        }
+        let acts = l.on_timer(now);
+        let mut work = Vec::new();
+        self.apply_ladder(j, h, &acts, &mut work);
+        self.settle(work);
     }
 
     fn finish(&mut self, j: u32) {
@@ -391,8 +514,10 @@ impl Model {
             finished_remote: remote,
             remote_cpu: job.remote_cpu,
             queued: job.queued,
+            first_wait: job.first_wait.unwrap_or(job.queued),
             placements: job.placements,
             support: job.support,
+            suspended: job.suspended,
         };
         self.completed += 1;
         let mut work = vec![owner];
@@ -486,11 +611,21 @@ impl Model {
                     self.enqueue(j, true);
                     self.vacates += 1;
                 }
-                self.vacate_guest(s, &mut work);
+                self.guest_owner_active(s, &mut work);
                 self.sync_free(s);
                 self.settle(work);
             }
             State::Av => {
+                // A guest suspended here resumes in place (T:L841).
+                let now = self.now();
+                if let Some(g) = self.st[s as usize].guest
+                    && let Some(l) = self.jobs[g as usize].ladder.as_mut()
+                {
+                    let acts = l.on_owner_idle(now);
+                    let mut work = Vec::new();
+                    self.apply_ladder(g, s, &acts, &mut work);
+                    self.settle(work);
+                }
                 self.settle(vec![s]);
                 self.capacity_event = true;
             }
@@ -570,6 +705,7 @@ impl Model {
                 Ev::Avail(s) => self.avail_change(s),
                 Ev::Arrival(s, d) => self.arrival(s, d),
                 Ev::Complete(j) => self.finish(j),
+                Ev::Ladder(j) => self.ladder_timer(j),
                 Ev::Tick => {
                     coord.tick(&mut self);
                     self.schedule_tick();
