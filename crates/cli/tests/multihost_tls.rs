@@ -570,7 +570,10 @@ fn a_pool_on_separate_hosts_with_tls() {
     // A plain-text client against TLS daemons: refused, nothing changes.
     let before = details(&rt, &h1).len();
     let mut raw = String::new();
-    for _ in 0..3 {
+    // Retried: one full-suite run saw three empty answers in a row (the
+    // connection closed with nothing said); the logs below say why if it
+    // happens again.
+    for _ in 0..10 {
         let o = net
             .on("c", Path::new("/bin/bash"), &[
                 "-c",
@@ -593,7 +596,8 @@ fn a_pool_on_separate_hosts_with_tls() {
     }
     assert!(
         raw.starts_with("HTTP/1.1 400") && raw.contains("HTTPS only"),
-        "{raw}"
+        "plain-text probe answered {raw:?}\n{}",
+        net.logs()
     );
     let plain = net
         .on(
