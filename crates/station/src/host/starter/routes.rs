@@ -25,14 +25,14 @@ pub fn router(starter: Arc<Starter>) -> Router {
         .with_state(starter)
 }
 
+/// How long a gang hold's answer waits for the member's supervisor.
+const GANG_REPLY: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Placement and vacating are daemon-to-daemon requests: a user's token,
 /// even a valid one, must not start or stop guests on a host. A station
 /// speaks only for itself (DESIGN.md, Trust model): it places its own jobs
 /// with claims granted to it, and vacates only its own guests; an
 /// administrator may vacate any guest.
-/// How long a gang hold's answer waits for the member's supervisor.
-const GANG_REPLY: std::time::Duration = std::time::Duration::from_secs(2);
-
 const DAEMONS_ONLY: &str = "only station daemons and administrators may place or vacate guests";
 
 async fn place_handler(
