@@ -202,7 +202,12 @@ fn wait_listening(addr: SocketAddr, child: &mut Child, what: &str) -> anyhow::Re
     bail!("{what} did not start listening on {addr} within 20 s")
 }
 
-struct Children(Vec<Supervised>);
+/// The pool's daemons, and what a root pool leaves outside its GLEAN_HOME
+/// (stations' sandbox directories under `/var/lib/gleaner/up-PORT`, their
+/// user sockets and lock files in `/run/gleaner`): removed once the
+/// daemons have stopped, a directory only if empty (a guest's leftovers
+/// stay for the administrator to see).
+struct Children(Vec<Supervised>, Vec<PathBuf>);
 
 impl Drop for Children {
     fn drop(&mut self) {
@@ -223,6 +228,13 @@ impl Drop for Children {
             }
             let _ = c.kill();
             let _ = c.wait();
+        }
+        for p in &self.1 {
+            let _ = if p.is_dir() {
+                std::fs::remove_dir(p)
+            } else {
+                std::fs::remove_file(p)
+            };
         }
     }
 }
@@ -272,7 +284,7 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     };
     let advertise = (args.interval / 2.0).clamp(1.0, 60.0).round() as u64;
 
-    let mut children = Children(Vec::new());
+    let mut children = Children(Vec::new(), Vec::new());
     let ccfg = cdir.join("coordinator.toml");
     std::fs::write(
         &ccfg,
@@ -325,13 +337,22 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
             Some(why) => {
                 let dir = PathBuf::from(format!("/var/lib/gleaner/up-{port}/execute"));
                 println!("  {name}: sandboxes in {} ({why})", dir.display());
+                children.1.push(dir.clone());
+                if let Some(parent) = dir.parent() {
+                    children.1.push(parent.to_path_buf());
+                }
                 format!("execute_dir = {}\n", q(&dir.display().to_string()))
             }
             None => String::new(),
         };
         // Local users reach the station on this socket, no token needed.
         let socket = if root {
-            PathBuf::from(format!("/run/gleaner/up-{port}.sock"))
+            let socket = PathBuf::from(format!("/run/gleaner/up-{port}.sock"));
+            children.1.push(socket.clone());
+            children
+                .1
+                .push(PathBuf::from(format!("{}.lock", socket.display())));
+            socket
         } else {
             sdir.join("state").join("user.sock")
         };

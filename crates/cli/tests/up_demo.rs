@@ -179,6 +179,13 @@ fn the_demo_runs_to_its_summary_over_tls_and_sigint_stops_a_demo_cleanly() {
         "{pool}"
     );
     assert_all_gone(&home);
+    // A root pool's user sockets and their lock files go with it.
+    for k in 0..4u16 {
+        let sock = format!("/run/gleaner/up-{}.sock", port + 2 + k);
+        for p in [sock.clone(), format!("{sock}.lock")] {
+            assert!(!Path::new(&p).exists(), "{p} left behind");
+        }
+    }
     eprintln!("demo finished in {:.1} s", took.as_secs_f64());
 
     // 2. Ctrl-C in the middle of a demo.
