@@ -138,17 +138,21 @@ impl Ad {
     /// Binds an already-parsed expression.
     pub fn insert_expr(&mut self, name: &str, expr: Expr) {
         let inner = Arc::make_mut(&mut self.inner);
-        let key = name.to_ascii_lowercase();
-        if let Some(slot) = inner
-            .index
-            .get(&key)
-            .copied()
-            .and_then(|i| inner.attrs.get_mut(i))
-        {
-            *slot = (name.to_string(), Arc::new(expr));
+        // Replacing a value (the coordinator does for every ad's free disk)
+        // allocates nothing when the name is spelt as before.
+        if let Some(slot) = position(&inner.index, name).and_then(|i| inner.attrs.get_mut(i)) {
+            if slot.0 != name {
+                slot.0 = name.to_string();
+            }
+            match Arc::get_mut(&mut slot.1) {
+                Some(e) => *e = expr,
+                None => slot.1 = Arc::new(expr),
+            }
             return;
         }
-        inner.index.insert(key, inner.attrs.len());
+        inner
+            .index
+            .insert(name.to_ascii_lowercase(), inner.attrs.len());
         inner.attrs.push((name.to_string(), Arc::new(expr)));
     }
 
@@ -197,12 +201,8 @@ impl Ad {
 
     /// The shared expression bound to `name` (cheap to clone during evaluation).
     pub(crate) fn get_shared(&self, name: &str) -> Option<&Arc<Expr>> {
-        let i = if name.bytes().any(|b| b.is_ascii_uppercase()) {
-            self.inner.index.get(&name.to_ascii_lowercase())
-        } else {
-            self.inner.index.get(name)
-        }?;
-        self.inner.attrs.get(*i).map(|(_, e)| e)
+        let i = position(&self.inner.index, name)?;
+        self.inner.attrs.get(i).map(|(_, e)| e)
     }
 
     /// Whether `name` is bound.
@@ -258,4 +258,23 @@ pub(crate) fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Where `name` (any case) is in an ad's index. Lower-cases on the stack
+/// when the name is short, as attribute names are: a lookup during
+/// matchmaking allocates nothing.
+fn position(index: &HashMap<String, usize>, name: &str) -> Option<usize> {
+    if !name.bytes().any(|b| b.is_ascii_uppercase()) {
+        return index.get(name).copied();
+    }
+    let mut buf = [0u8; 64];
+    match buf.get_mut(..name.len()) {
+        Some(out) => {
+            out.copy_from_slice(name.as_bytes());
+            out.make_ascii_lowercase();
+            // ASCII lower-casing keeps UTF-8 valid.
+            index.get(std::str::from_utf8(out).ok()?).copied()
+        }
+        None => index.get(&name.to_ascii_lowercase()).copied(),
+    }
 }

@@ -10,6 +10,13 @@
 //! Virtual time advances one 10 s interval per round, so claims and
 //! reservations expire and are issued again as in a running pool.
 //!
+//! Every ad of a round carries a new sequence number and a new free-disk
+//! figure, as a real station's does. In `round_ads_and_tick` nothing else
+//! changes (the coordinator keeps what it derived from the last ad); in
+//! `round_with_churn` one station in ten also reports a change of owner
+//! state (a station flips for one round, then flips back), so one ad in
+//! ten is new and capacity events start passes between ticks.
+//!
 //! Run: `cargo bench -p gleaner-coordinator --bench round`
 //! (`bench/pool/run.sh` runs it too).
 
@@ -32,6 +39,8 @@ struct Bench {
     pool: Pool,
     ads: Vec<StationAd>,
     now: Time,
+    /// Rounds advertised so far.
+    round: u64,
     /// The pool's effects, dropped after each round as a server delivers
     /// them.
     out: Outbox,
@@ -138,19 +147,62 @@ impl Bench {
             pool,
             ads: ads(STATIONS),
             now,
+            round: 0,
             out: Outbox::default(),
         };
         // Warm up: every station known, indices spread by a few passes.
         for _ in 0..5 {
-            b.advertise_all();
+            b.advertise_all(false);
             b.tick();
         }
+        // What rounds produce, for the reader of the numbers.
+        for r in 0..12 {
+            let churn = r >= 6;
+            b.round += 1;
+            for i in 0..b.ads.len() {
+                let ad = b.ad(i, churn);
+                b.pool.advertise(ad, b.now, &mut b.out);
+            }
+            b.now += Dur::from_secs(INTERVAL);
+            b.pool.tick(b.now, &mut b.out);
+            let grants = b
+                .out
+                .messages
+                .iter()
+                .filter(|m| matches!(m, gleaner_coordinator::pool::Message::Grant { .. }))
+                .count();
+            eprintln!(
+                "round{}: {grants} grants, {} preemptions",
+                if churn { " with churn" } else { "" },
+                b.out.messages.len() - grants
+            );
+            b.out = Outbox::default();
+        }
+        b.out = Outbox::default();
         b
     }
 
-    fn advertise_all(&mut self) {
-        for ad in &self.ads {
-            black_box(self.pool.advertise(ad.clone(), self.now, &mut self.out));
+    /// Station `i`'s ad of this round, as if just decoded.
+    fn ad(&self, i: usize, churn: bool) -> StationAd {
+        let mut ad = self.ads[i].clone();
+        ad.sequence = self.round;
+        ad.disk_free_kb -= self.round % 64;
+        // Stations i ≡ round (mod 20) flip this round and flip back in the
+        // next: one ad in ten differs from its station's last.
+        if churn && (i as u64 + self.round).is_multiple_of(20) {
+            ad.state = match ad.state {
+                OwnerState::Av => OwnerState::Na,
+                OwnerState::Na => OwnerState::Av,
+            };
+        }
+        ad
+    }
+
+    fn advertise_all(&mut self, churn: bool) {
+        self.round += 1;
+        for i in 0..self.ads.len() {
+            let ad = self.ad(i, churn);
+            black_box(self.pool.advertise(ad, self.now, &mut self.out));
         }
         self.out = Outbox::default();
     }
@@ -172,7 +224,7 @@ fn round(c: &mut Criterion) {
         bench.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
-                b.advertise_all();
+                b.advertise_all(false);
                 let t = Instant::now();
                 b.tick();
                 total += t.elapsed();
@@ -183,7 +235,14 @@ fn round(c: &mut Criterion) {
     // A whole round: 10 000 ads (each cloned, as if just decoded) + tick.
     g.bench_function("round_ads_and_tick", |bench| {
         bench.iter(|| {
-            b.advertise_all();
+            b.advertise_all(false);
+            b.tick();
+        })
+    });
+    // The same with one ad in ten reporting an owner's arrival or leaving.
+    g.bench_function("round_with_churn", |bench| {
+        bench.iter(|| {
+            b.advertise_all(true);
             b.tick();
         })
     });

@@ -344,12 +344,17 @@ pub fn machine_ad_since(old: &StationAd, old_ad: Ad, new: &StationAd) -> Ad {
         ad.insert_int("Memory", i64::try_from(new.memory_mb).unwrap_or(i64::MAX));
     }
     if old.disk_free_kb != new.disk_free_kb {
-        ad.insert_int("Disk", i64::try_from(new.disk_free_kb).unwrap_or(i64::MAX));
+        set_disk(&mut ad, new.disk_free_kb);
     }
     if old.state != new.state {
         ad.insert_str("State", state_name(new.state));
     }
     ad
+}
+
+/// Sets a machine ad's free disk (KiB), which changes in most ads.
+pub fn set_disk(ad: &mut Ad, kb: u64) {
+    ad.insert_int("Disk", i64::try_from(kb).unwrap_or(i64::MAX));
 }
 
 fn state_name(s: gleaner_core::detector::OwnerState) -> &'static str {

@@ -163,13 +163,63 @@ pub struct StationAd {
 }
 
 impl StationAd {
-    /// The nonce of the claim the guest `g` runs on here, if the host
+    /// Whether `newer` says the same as this ad apart from what changes in
+    /// ads that report nothing new: the sequence number, the send time,
+    /// the free disk and the dashboard's summary. The coordinator then
+    /// keeps what it derived from this ad (`gleaner_coordinator`'s pool).
+    pub fn same_apart_from_progress(&self, newer: &StationAd) -> bool {
+        // Destructured whole, so a new field must be placed on one side.
+        let StationAd {
+            protocol,
+            name,
+            address,
+            state,
+            cpus,
+            memory_mb,
+            disk_free_kb: _,
+            arch,
+            opsys,
+            speed,
+            running_guests,
+            attrs,
+            demand,
+            policy,
+            classes,
+            submit_only,
+            execute_only,
+            sequence: _,
+            sent_at: _,
+            claims_used,
+            claims_held,
+            summary: _,
+        } = newer;
+        self.protocol == *protocol
+            && self.state == *state
+            && self.cpus == *cpus
+            && self.memory_mb == *memory_mb
+            && self.speed.to_bits() == speed.to_bits()
+            && self.demand == *demand
+            && self.submit_only == *submit_only
+            && self.execute_only == *execute_only
+            && self.name == *name
+            && self.address == *address
+            && self.arch == *arch
+            && self.opsys == *opsys
+            && self.running_guests == *running_guests
+            && self.claims_used == *claims_used
+            && self.claims_held == *claims_held
+            && self.policy == *policy
+            && self.attrs == *attrs
+            && self.classes == *classes
+    }
+
+    /// The nonce of the claim `home`'s job `job` runs on here, if the host
     /// holds it for reuse (a job id alone names no guest: two homes'
     /// jobs may share it).
-    pub fn claim_of(&self, g: &GuestKey) -> Option<&str> {
+    pub fn claim_for(&self, home: &str, job: JobId) -> Option<&str> {
         self.claims_held
             .iter()
-            .find(|c| c.running && c.job == g.job && c.home == g.home)
+            .find(|c| c.running && c.job == job && c.home == home)
             .map(|c| c.claim.as_str())
     }
 

@@ -176,3 +176,56 @@ fn error_body_shape_and_version_check() {
     assert_eq!(err.error.code, ErrorCode::VersionMismatch);
     assert_eq!(err.error.field.as_deref(), Some("protocol"));
 }
+
+/// An ad that differs only in its progress fields says nothing new; a
+/// change of any other field does.
+#[test]
+fn only_progress_fields_leave_an_ad_the_same() {
+    let a = ad();
+    let mut b = ad();
+    b.sequence += 1;
+    b.sent_at = Time::from_secs(130);
+    b.disk_free_kb -= 4;
+    b.summary = Some(Default::default());
+    assert!(a.same_apart_from_progress(&b));
+    type Change = fn(&mut StationAd);
+    let changes: [(&str, Change); 18] = [
+        ("protocol", |x| x.protocol += 1),
+        ("name", |x| x.name.push('x')),
+        ("address", |x| x.address.push('x')),
+        ("state", |x| x.state = OwnerState::Na),
+        ("cpus", |x| x.cpus += 1),
+        ("memory_mb", |x| x.memory_mb += 1),
+        ("arch", |x| x.arch.push('x')),
+        ("opsys", |x| x.opsys.push('x')),
+        ("speed", |x| x.speed += 0.5),
+        ("running_guests", |x| x.running_guests[0].suspended = true),
+        ("attrs", |x| {
+            x.attrs.insert("Extra".into(), "1".into());
+        }),
+        ("demand", |x| x.demand.idle_jobs += 1),
+        ("policy", |x| x.policy.max_guests = Some(1)),
+        ("classes", |x| {
+            x.classes = vec![gleaner_proto::matchmaking::JobClass::of(
+                &JobDescription::new("bob", "/bin/true"),
+            )]
+        }),
+        ("submit_only", |x| x.submit_only = true),
+        ("execute_only", |x| x.execute_only = true),
+        ("claims_used", |x| x.claims_used.push("n1".into())),
+        ("claims_held", |x| {
+            x.claims_held.push(HeldClaim {
+                claim: "n2".into(),
+                home: "ws7".into(),
+                job: JobId::new(4, 0),
+                running: false,
+                concurrency_limits: Vec::new(),
+            })
+        }),
+    ];
+    for (field, change) in changes {
+        let mut c = ad();
+        change(&mut c);
+        assert!(!a.same_apart_from_progress(&c), "{field}");
+    }
+}

@@ -5,7 +5,7 @@
 //! signs with the pool's Ed25519 signing key; the simulator mints plain ids
 //! ([`UnsignedClaims`]), so a simulated year costs no cryptography.
 
-use super::{Known, Pool};
+use super::Pool;
 use gleaner_core::alloc::StationId;
 use gleaner_core::rng::RngCore;
 use gleaner_core::time::Time;
@@ -126,7 +126,7 @@ impl Pool {
         licences: &[(String, u32)],
     ) -> u32 {
         let home_name = self.name(home);
-        self.stations.get(&host).map_or(0, |k: &Known| {
+        self.stations.get(&host).map_or(0, |k| {
             k.ad.running_guests
                 .iter()
                 .filter(|g| g.home == home_name && guest_licences(g) == licences)
@@ -180,8 +180,8 @@ impl Pool {
         let baseline = self.guests_like(host, to, &licences)
             + self
                 .claims
-                .iter()
-                .filter(|c| c.host == host && c.home == to && c.licences == licences)
+                .of_host(host)
+                .filter(|(_, c)| c.home == to && c.licences == licences)
                 .count() as u32;
         self.claims.push(PendingClaim {
             host,
@@ -211,7 +211,7 @@ impl Pool {
         }
         let mut freed = false;
         let mut counts: HashMap<(StationId, Vec<(String, u32)>), u32> = HashMap::new();
-        for c in self.claims.iter().filter(|c| c.host == host) {
+        for (_, c) in self.claims.of_host(host) {
             counts
                 .entry((c.home, c.licences.clone()))
                 .or_insert_with(|| self.guests_like(host, c.home, &c.licences));
@@ -225,21 +225,18 @@ impl Pool {
         // Guests already taken for a claim, by home and job (two homes'
         // jobs may share an id).
         let mut used: Vec<(&str, JobId)> = Vec::new();
-        let mut settled = vec![false; self.claims.len()];
+        let mut settled: Vec<u64> = Vec::new();
         let reported: &[String] = self
             .stations
             .get(&host)
             .map(|k| k.ad.claims_used.as_slice())
             .unwrap_or_default();
-        for (i, c) in self.claims.iter().enumerate() {
-            if c.host != host {
-                continue;
-            }
+        for (n, c) in self.claims.of_host(host) {
             // The host names the claims it accepted: settled by id, even
             // if the guest already ended. A guest it does not name still
             // settles one claim alike, for hosts that name none.
             if c.nonce.as_ref().is_some_and(|n| reported.contains(n)) {
-                settled[i] = true;
+                settled.push(n);
                 let home = self.name(c.home);
                 match guests.iter().find(|g| {
                     g.home == home
@@ -257,7 +254,7 @@ impl Pool {
                 // used it (yet).
                 continue;
             }
-            settled[i] = match &c.known {
+            let used_now = match &c.known {
                 Some(known) => {
                     let home = self.name(c.home);
                     let new = guests.iter().find(|g| {
@@ -273,8 +270,18 @@ impl Pool {
                     .get(&(c.home, c.licences.clone()))
                     .is_some_and(|&now| now > c.baseline),
             };
+            if used_now {
+                settled.push(n);
+            }
         }
-        for (c, _) in self.claims.iter().zip(&settled).filter(|(_, s)| **s) {
+        if settled.is_empty() {
+            self.sync_free(host);
+            return freed;
+        }
+        for (n, c) in self.claims.of_host(host) {
+            if !settled.contains(&n) {
+                continue;
+            }
             // Only a home whose last ad came before the grant certainly
             // still counts the job idle; a later ad may show it placed.
             let stale = self
@@ -288,11 +295,7 @@ impl Pool {
                     .push(c.class.clone());
             }
         }
-        let mut i = 0;
-        self.claims.retain(|_| {
-            i += 1;
-            !settled[i - 1]
-        });
+        self.claims.remove(&settled);
         self.sync_free(host);
         freed
     }

@@ -15,8 +15,8 @@
 //! guest that needs 4 GiB or a licensed program is offered only a host that
 //! would take it. A host too old to report the class is answered from the
 //! guest's owner and licences alone. Only hosts with a free node are looked
-//! at, and the guest's job is built only when there is one, so a busy pool
-//! costs no ClassAd.
+//! at, and the guests' jobs are built only when there is one, once per
+//! change of the host's ad, so a busy pool costs no ClassAd.
 
 use super::Pool;
 use super::claims::guest_licences;
@@ -68,13 +68,28 @@ impl Pool {
         if k.ad.running_guests.is_empty() {
             return Vec::new();
         }
+        // Nowhere to go: no free node on another host.
+        if !self.free_hosts.iter().any(|&h| h != host) {
+            return k
+                .ad
+                .running_guests
+                .iter()
+                .map(|g| Destination {
+                    job: g.job,
+                    home: g.home.clone(),
+                    available: false,
+                })
+                .collect();
+        }
         let book = self.licence_book();
         let unix = Self::unix(now);
+        let jobs = k
+            .guest_jobs
+            .get_or_init(|| k.ad.running_guests.iter().map(guest_job).collect());
         k.ad.running_guests
             .iter()
-            .map(|g| {
-                // Built only once a host passes the cheap test.
-                let mut job: Option<JobView> = None;
+            .zip(jobs)
+            .map(|(g, job)| {
                 let units = guest_licences(g);
                 let book = if units.is_empty() {
                     book.clone()
@@ -94,7 +109,6 @@ impl Pool {
                         self.pending_on(h),
                         self.embargoed(h, now, Pass::Regular),
                     );
-                    let job = job.get_or_insert_with(|| guest_job(g));
                     fit::fits(job, &view, &book, unix)
                 });
                 Destination {

@@ -67,7 +67,7 @@ impl Pool {
             (
                 g.home.clone(),
                 g.job,
-                k.ad.claim_of(&g.key()).map(str::to_string),
+                k.ad.claim_for(&g.home, g.job).map(str::to_string),
             )
         });
         let idle =

@@ -7,7 +7,7 @@ use super::claims::PendingClaim;
 use gleaner_core::alloc::StationId;
 use gleaner_core::time::Time;
 use gleaner_proto::job::JobId;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 fn bump(m: &mut HashMap<StationId, u32>, k: StationId) {
     *m.entry(k).or_default() += 1;
@@ -22,11 +22,17 @@ fn drop_one(m: &mut HashMap<StationId, u32>, k: StationId) {
     }
 }
 
-/// Claims granted and not yet seen running, oldest first.
+/// Claims granted and not yet seen running, oldest first, with the
+/// claims of each host listed apart: an ad settles its host's claims
+/// without a look at the others (a pass can issue a claim on each of
+/// thousands of hosts).
 #[derive(Default)]
 pub(super) struct Claims {
-    list: Vec<PendingClaim>,
-    on_host: HashMap<StationId, u32>,
+    /// By issue number: iteration is oldest first.
+    list: BTreeMap<u64, PendingClaim>,
+    next: u64,
+    /// Each host's claims' issue numbers, oldest first.
+    on_host: HashMap<StationId, Vec<u64>>,
     for_home: HashMap<StationId, u32>,
     /// (home, class key) → claims.
     for_class: HashMap<(StationId, String), u32>,
@@ -34,52 +40,81 @@ pub(super) struct Claims {
 
 impl Claims {
     pub(super) fn push(&mut self, c: PendingClaim) {
-        bump(&mut self.on_host, c.host);
+        let n = self.next;
+        self.next += 1;
+        self.on_host.entry(c.host).or_default().push(n);
         bump(&mut self.for_home, c.home);
         if let Some(k) = &c.class {
             *self.for_class.entry((c.home, k.clone())).or_default() += 1;
         }
-        self.list.push(c);
+        self.list.insert(n, c);
+    }
+
+    /// Takes claim `n` out of the counts (it has left `list`).
+    fn unindex(&mut self, n: u64, c: &PendingClaim) {
+        if let Some(v) = self.on_host.get_mut(&c.host) {
+            v.retain(|&m| m != n);
+            if v.is_empty() {
+                self.on_host.remove(&c.host);
+            }
+        }
+        drop_one(&mut self.for_home, c.home);
+        if let Some(k) = &c.class {
+            let key = (c.home, k.clone());
+            if let Some(v) = self.for_class.get_mut(&key) {
+                *v -= 1;
+                if *v == 0 {
+                    self.for_class.remove(&key);
+                }
+            }
+        }
     }
 
     /// Keeps the claims for which `keep` is true; returns the hosts of the
     /// others.
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&PendingClaim) -> bool) -> Vec<StationId> {
-        let (on_host, for_home, for_class) =
-            (&mut self.on_host, &mut self.for_home, &mut self.for_class);
-        let mut hosts = Vec::new();
-        self.list.retain(|c| {
-            if keep(c) {
-                return true;
+        let gone: Vec<u64> = self
+            .list
+            .iter()
+            .filter(|(_, c)| !keep(c))
+            .map(|(&n, _)| n)
+            .collect();
+        self.remove(&gone)
+    }
+
+    /// Removes the claims numbered `gone`; returns their hosts.
+    pub(super) fn remove(&mut self, gone: &[u64]) -> Vec<StationId> {
+        let mut hosts = Vec::with_capacity(gone.len());
+        for n in gone {
+            if let Some(c) = self.list.remove(n) {
+                self.unindex(*n, &c);
+                hosts.push(c.host);
             }
-            hosts.push(c.host);
-            drop_one(on_host, c.host);
-            drop_one(for_home, c.home);
-            if let Some(k) = &c.class {
-                let key = (c.home, k.clone());
-                if let Some(v) = for_class.get_mut(&key) {
-                    *v -= 1;
-                    if *v == 0 {
-                        for_class.remove(&key);
-                    }
-                }
-            }
-            false
-        });
+        }
         hosts
     }
 
-    pub(super) fn iter(&self) -> std::slice::Iter<'_, PendingClaim> {
-        self.list.iter()
+    pub(super) fn iter(&self) -> impl Iterator<Item = &PendingClaim> {
+        self.list.values()
     }
 
+    /// The claims pending on `host` with their numbers, oldest first.
+    pub(super) fn of_host(&self, host: StationId) -> impl Iterator<Item = (u64, &PendingClaim)> {
+        self.on_host
+            .get(&host)
+            .into_iter()
+            .flatten()
+            .filter_map(|n| self.list.get(n).map(|c| (*n, c)))
+    }
+
+    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.list.len()
     }
 
     /// Claims pending on `host`.
     pub(super) fn on_host(&self, host: StationId) -> u32 {
-        self.on_host.get(&host).copied().unwrap_or(0)
+        self.on_host.get(&host).map_or(0, |v| v.len() as u32)
     }
 
     /// Claims granted to `home`.
@@ -162,5 +197,67 @@ impl Reservations {
     /// reservation.
     pub(super) fn vacating(&self, host: StationId, home: StationId, job: JobId) -> bool {
         self.vacating.contains(&(host, home, job))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn claim(n: u32, host: StationId, home: StationId, class: Option<u8>) -> PendingClaim {
+        PendingClaim {
+            host,
+            home,
+            claim_id: format!("c{n}"),
+            nonce: None,
+            after_ad: 0,
+            expires: Time::from_secs(u64::from(n)),
+            baseline: 0,
+            class: class.map(|c| format!("k{c}")),
+            licences: Vec::new(),
+            known: None,
+        }
+    }
+
+    proptest! {
+        /// The ledger answers as a plain list of claims would: all claims
+        /// and each host's oldest first, and every count.
+        #[test]
+        fn answers_as_a_plain_list(ops in proptest::collection::vec(
+            (0u8..3, 0u32..5, 0u32..4, proptest::option::of(0u8..2)), 0..120)) {
+            let mut ledger = Claims::default();
+            let mut list: Vec<PendingClaim> = Vec::new();
+            for (i, (op, host, home, class)) in ops.into_iter().enumerate() {
+                match op {
+                    0 | 1 => {
+                        ledger.push(claim(i as u32, host, home, class));
+                        list.push(claim(i as u32, host, home, class));
+                    }
+                    _ => {
+                        // Drop the claims of `home` on `host`.
+                        let gone_hosts = ledger.retain(|c| !(c.host == host && c.home == home));
+                        let before = list.len();
+                        list.retain(|c| !(c.host == host && c.home == home));
+                        prop_assert_eq!(gone_hosts.len(), before - list.len());
+                    }
+                }
+                let all: Vec<&str> = ledger.iter().map(|c| c.claim_id.as_str()).collect();
+                let want: Vec<&str> = list.iter().map(|c| c.claim_id.as_str()).collect();
+                prop_assert_eq!(all, want);
+                for h in 0..5 {
+                    let mine: Vec<&str> = ledger.of_host(h).map(|(_, c)| c.claim_id.as_str()).collect();
+                    let want: Vec<&str> = list.iter().filter(|c| c.host == h).map(|c| c.claim_id.as_str()).collect();
+                    prop_assert_eq!(ledger.on_host(h) as usize, want.len());
+                    prop_assert_eq!(mine, want);
+                    prop_assert_eq!(ledger.for_home(h) as usize, list.iter().filter(|c| c.home == h).count());
+                    for k in 0..2u8 {
+                        let key = format!("k{k}");
+                        let n = list.iter().filter(|c| c.home == h && c.class.as_deref() == Some(key.as_str())).count();
+                        prop_assert_eq!(ledger.for_class(h, &key) as usize, n);
+                    }
+                }
+            }
+        }
     }
 }

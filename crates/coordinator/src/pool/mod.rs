@@ -42,6 +42,7 @@ mod gang;
 #[cfg(test)]
 mod gang_tests;
 mod host_order;
+mod known;
 mod ledger;
 pub mod partition;
 mod partition_placing;
@@ -54,18 +55,17 @@ use crate::config::Timing;
 use crate::matchmaker::{AdEntry, AdsView, LicenceBook, LicenceUse};
 use crate::persist::{ClaimsState, FairnessState, SavedClaim};
 use claims::{PendingClaim, guest_licences};
-use gleaner_classad::Ad;
 use gleaner_core::alloc::{Allocator, AllocatorConfig, StationId, UpDown};
 use gleaner_core::detector::OwnerState;
 use gleaner_core::dmw::{Embargo, Pass};
 use gleaner_core::rng::PolicyRng;
 use gleaner_core::time::Time;
-use gleaner_proto::fit::JobView;
-use gleaner_proto::matchmaking::{machine_ad, machine_ad_since, parse_limits};
+use gleaner_proto::matchmaking::parse_limits;
 use gleaner_proto::wire::{
     AdvertiseReply, ClaimNotice, PROTOCOL_VERSION, PoolStatus, StationAd, StationStatus, UserPrio,
     UserPrioEntry,
 };
+use known::Known;
 use ledger::{Claims, Reservations};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -97,62 +97,6 @@ impl Policy {
     }
 }
 
-/// A station's latest ad, with what the matchmaker derives from it once
-/// per advertisement rather than once per pass.
-struct Known {
-    ad: StationAd,
-    last_seen: Time,
-    /// Which ad the pool received this as (the pool's count of ads).
-    serial: u64,
-    /// The machine ClassAd of `ad`.
-    machine: Ad,
-    /// `ad.classes` with their job ClassAds.
-    jobs: Vec<JobView>,
-}
-
-impl Known {
-    /// The station's ad received at `now`; what can be reused from its
-    /// previous ad `prev` is (the machine ad when only the occupancy
-    /// changed, the job ads of unchanged classes).
-    fn new(ad: StationAd, now: Time, serial: u64, prev: Option<Known>) -> Self {
-        let (machine, jobs) = match prev {
-            None => (
-                machine_ad(&ad),
-                ad.classes.iter().cloned().map(JobView::of_class).collect(),
-            ),
-            Some(p) => {
-                let machine = machine_ad_since(&p.ad, p.machine, &ad);
-                let jobs = ad
-                    .classes
-                    .iter()
-                    .map(|c| match p.jobs.iter().find(|j| j.class.key == c.key) {
-                        // The key covers everything but the count, and the
-                        // job ad has no count.
-                        Some(j) => JobView {
-                            class: c.clone(),
-                            ad: j.ad.clone(),
-                        },
-                        None => JobView::of_class(c.clone()),
-                    })
-                    .collect();
-                (machine, jobs)
-            }
-        };
-        Known {
-            ad,
-            last_seen: now,
-            serial,
-            machine,
-            jobs,
-        }
-    }
-
-    /// Offers nodes at all: AV and not submit-only.
-    fn hosting(&self) -> bool {
-        self.ad.state == OwnerState::Av && !self.ad.submit_only
-    }
-}
-
 /// The coordinator's state. All methods take the current time and write
 /// their effects into an [`Outbox`], so the server and the simulator drive
 /// the same code.
@@ -161,8 +105,10 @@ pub struct Pool {
     minter: Box<dyn ClaimMinter>,
     kind: &'static str,
     names: Vec<String>,
-    ids: HashMap<String, StationId>,
-    stations: BTreeMap<StationId, Known>,
+    /// Names to ids, looked up for every ad: foldhash, seeded at random
+    /// per map like std's SipHash, and faster on short names.
+    ids: HashMap<String, StationId, foldhash::fast::RandomState>,
+    stations: known::ById<Known>,
     policy: Policy,
     rng: PolicyRng,
     /// A separate stream for claim nonces, so that minting does not shift
@@ -222,8 +168,8 @@ impl Pool {
             minter,
             kind: allocator.kind().name(),
             names: Vec::new(),
-            ids: HashMap::new(),
-            stations: BTreeMap::new(),
+            ids: HashMap::default(),
+            stations: known::ById::default(),
             policy: Policy::new(allocator),
             rng: gleaner_core::rng::seeded(seed),
             nonce_rng: gleaner_core::rng::substream(seed, 1),
@@ -375,11 +321,9 @@ impl Pool {
 
     /// Takes the guests of a replaced or forgotten ad out of the homes'
     /// counts.
-    fn forget_guests(&mut self, ad: &StationAd) {
-        for home in node_holders(ad) {
-            if let Some(home) = self.ids.get(home)
-                && let Some(n) = self.guests_of.get_mut(home)
-            {
+    fn forget_guests(&mut self, k: &Known) {
+        for home in &k.holders {
+            if let Some(n) = self.guests_of.get_mut(home) {
                 *n = n.saturating_sub(1);
             }
         }
@@ -468,6 +412,7 @@ impl Pool {
         // New work at a station: worth a pass if some node is free (checked
         // once the ad is in).
         let mut more_demand = false;
+        let mut unchanged = false;
         match self.stations.get(&id) {
             None => {
                 // A new station that can host is new capacity (L643).
@@ -479,6 +424,10 @@ impl Pool {
                 // a restarted station begins again at sequence 0.
                 if ad.sequence != 0 && ad.sequence < prev.ad.sequence {
                     keep = false;
+                } else if prev.ad.same_apart_from_progress(&ad) {
+                    // Nothing new: no capacity event, and what the pool
+                    // derived from the last ad stands.
+                    unchanged = true;
                 } else {
                     let became_av = prev.ad.state == OwnerState::Na && ad.state == OwnerState::Av;
                     match (prev.ad.state, ad.state) {
@@ -494,7 +443,7 @@ impl Pool {
                             .any(|h| h.job == g.job && h.home == g.home)
                             && prev
                                 .ad
-                                .claim_of(&g.key())
+                                .claim_for(&g.home, g.job)
                                 .is_none_or(|c| !ad.claims_held.iter().any(|h| h.claim == c))
                     });
                     let remote_done = ad.demand.remote_jobs < prev.ad.demand.remote_jobs;
@@ -515,10 +464,14 @@ impl Pool {
                 e.on_job_end();
             }
         }
-        if keep {
-            let holders: Vec<String> = node_holders(&ad).map(str::to_string).collect();
-            for h in holders {
-                let home = self.intern(&h);
+        if keep && unchanged {
+            self.ads_seen += 1;
+            if let Some(k) = self.stations.get_mut(&id) {
+                k.touch(ad, now, self.ads_seen);
+            }
+        } else if keep {
+            let holders: Vec<StationId> = node_holders(&ad).map(|h| self.intern(h)).collect();
+            for &home in &holders {
                 *self.guests_of.entry(home).or_default() += 1;
             }
             let rate_changed = self.stations.get(&id).is_none_or(|k| {
@@ -530,11 +483,13 @@ impl Pool {
             }
             let prev = self.stations.remove(&id);
             if let Some(p) = &prev {
-                self.forget_guests(&p.ad);
+                self.forget_guests(p);
             }
             self.ads_seen += 1;
             self.stations
-                .insert(id, Known::new(ad, now, self.ads_seen, prev));
+                .insert(id, Known::new(ad, now, self.ads_seen, prev, holders));
+        }
+        if keep {
             // The home's own ad now counts its placed jobs as running.
             self.used_unseen.remove(&id);
             // A claim used by a guest that has ended already frees its node.
@@ -552,12 +507,10 @@ impl Pool {
             tracing::debug!(station = self.name(id), "capacity event: allocating");
             self.event_pass(now, out);
         }
-        let mine = self.claims.on_host(id) > 0;
         let claims = self
             .claims
-            .iter()
-            .filter(|c| mine && c.host == id)
-            .map(|c| ClaimNotice {
+            .of_host(id)
+            .map(|(_, c)| ClaimNotice {
                 claim_id: c.claim_id.clone(),
                 home: self.name(c.home).to_string(),
                 expires_at: c.expires.as_micros() / 1_000_000,
@@ -601,7 +554,7 @@ impl Pool {
         for id in stale {
             tracing::info!(station = self.name(id), "station silent; forgetting its ad");
             if let Some(k) = self.stations.remove(&id) {
-                self.forget_guests(&k.ad);
+                self.forget_guests(&k);
             }
             self.transfer_rate = None;
             self.used_unseen.remove(&id);
@@ -748,6 +701,9 @@ mod tests;
 
 #[cfg(test)]
 mod match_tests;
+
+#[cfg(test)]
+mod known_tests;
 
 #[cfg(test)]
 mod event_tests;

@@ -113,7 +113,7 @@ impl Pool {
             return;
         };
         let mut victims: Vec<(StationId, String, JobId, Option<String>, String)> = Vec::new();
-        for (&host, k) in &self.stations {
+        for (&host, k) in self.stations.iter() {
             if !k.hosting() {
                 continue;
             }
@@ -129,7 +129,7 @@ impl Pool {
                         host,
                         g.home.clone(),
                         g.job,
-                        k.ad.claim_of(&g.key()).map(str::to_string),
+                        k.ad.claim_for(&g.home, g.job).map(str::to_string),
                         why,
                     ));
                 }

@@ -244,7 +244,7 @@ impl Pool {
         let mut free = Vec::with_capacity(n);
         let mut held = Vec::with_capacity(n);
         let mut slots = Vec::with_capacity(2 * n);
-        for (&id, k) in &self.stations {
+        for (&id, k) in self.stations.iter() {
             if !k.ad.execute_only {
                 let waiting = k.ad.demand.idle_jobs.saturating_sub(self.unused_grants(id));
                 demands.push(StationDemand {
@@ -256,24 +256,24 @@ impl Pool {
             if !k.hosting() {
                 continue;
             }
-            for g in &k.ad.running_guests {
-                if let Some(&home) = self.ids.get(&g.home)
-                    && !self.reservations.vacating(id, home, g.job)
-                {
+            // `holders` has the guests' homes, then the idle claims'.
+            let (guest_homes, claim_homes) = k
+                .holders
+                .split_at(k.ad.running_guests.len().min(k.holders.len()));
+            for (g, &home) in k.ad.running_guests.iter().zip(guest_homes) {
+                if !self.reservations.vacating(id, home, g.job) {
                     held.push((slots.len() as NodeId, home));
                     slots.push(Slot {
                         host: id,
                         guest: Some(g.job),
-                        claim: k.ad.claim_of(&g.key()).map(str::to_string),
+                        claim: k.ad.claim_for(&g.home, g.job).map(str::to_string),
                     });
                 }
             }
             // A claim held idle between two jobs of its home is that
             // home's node as much as a guest is (claim reuse).
-            for c in k.ad.idle_claims() {
-                if let Some(&home) = self.ids.get(&c.home)
-                    && !self.reservations.vacating(id, home, c.job)
-                {
+            for (c, &home) in k.ad.idle_claims().zip(claim_homes) {
+                if !self.reservations.vacating(id, home, c.job) {
                     held.push((slots.len() as NodeId, home));
                     slots.push(Slot {
                         host: id,
