@@ -284,6 +284,9 @@ fn station_config(
         name: HOST.into(),
         listen: addr,
         state_dir: root.join("station"),
+        // Not the default /run/gleaner/escape-host.sock: the process is
+        // SIGKILLed and would leave its socket there.
+        user_socket: Some(root.join("user.sock")),
         public_key: keys.public_key(),
         token_file: keys
             .station_token_file(HOST, &root.join("station.token"))
