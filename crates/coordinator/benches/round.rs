@@ -158,13 +158,8 @@ impl Bench {
         // What rounds produce, for the reader of the numbers.
         for r in 0..12 {
             let churn = r >= 6;
-            b.round += 1;
-            for i in 0..b.ads.len() {
-                let ad = b.ad(i, churn);
-                b.pool.advertise(ad, b.now, &mut b.out);
-            }
-            b.now += Dur::from_secs(INTERVAL);
-            b.pool.tick(b.now, &mut b.out);
+            b.send_ads(churn);
+            b.pass();
             let grants = b
                 .out
                 .messages
@@ -178,7 +173,6 @@ impl Bench {
             );
             b.out = Outbox::default();
         }
-        b.out = Outbox::default();
         b
     }
 
@@ -198,18 +192,28 @@ impl Bench {
         ad
     }
 
-    fn advertise_all(&mut self, churn: bool) {
+    /// One round's ads, their effects left in `out`.
+    fn send_ads(&mut self, churn: bool) {
         self.round += 1;
         for i in 0..self.ads.len() {
             let ad = self.ad(i, churn);
             black_box(self.pool.advertise(ad, self.now, &mut self.out));
         }
+    }
+
+    /// The next interval's periodic pass, its effects left in `out`.
+    fn pass(&mut self) {
+        self.now += Dur::from_secs(INTERVAL);
+        self.pool.tick(self.now, &mut self.out);
+    }
+
+    fn advertise_all(&mut self, churn: bool) {
+        self.send_ads(churn);
         self.out = Outbox::default();
     }
 
     fn tick(&mut self) {
-        self.now += Dur::from_secs(INTERVAL);
-        self.pool.tick(self.now, &mut self.out);
+        self.pass();
         self.out = Outbox::default();
     }
 }

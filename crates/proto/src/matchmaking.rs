@@ -308,7 +308,7 @@ fn occupancy_attrs(ad: &mut Ad, s: &StationAd) {
     ad.insert_int("Cpus", i64::from(s.cpus));
     ad.insert_int("TotalCpus", i64::from(s.cpus) + guests);
     ad.insert_int("Memory", i64::try_from(s.memory_mb).unwrap_or(i64::MAX));
-    ad.insert_int("Disk", i64::try_from(s.disk_free_kb).unwrap_or(i64::MAX));
+    set_disk(ad, s.disk_free_kb);
     ad.insert_int("GuestsRunning", guests);
     ad.insert_str("State", state_name(s.state));
 }

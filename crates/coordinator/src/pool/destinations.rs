@@ -68,48 +68,27 @@ impl Pool {
         if k.ad.running_guests.is_empty() {
             return Vec::new();
         }
-        // Nowhere to go: no free node on another host.
-        if !self.free_hosts.iter().any(|&h| h != host) {
-            return k
-                .ad
-                .running_guests
-                .iter()
-                .map(|g| Destination {
-                    job: g.job,
-                    home: g.home.clone(),
-                    available: false,
-                })
-                .collect();
-        }
-        let book = self.licence_book();
-        let unix = Self::unix(now);
-        let jobs = k
-            .guest_jobs
-            .get_or_init(|| k.ad.running_guests.iter().map(guest_job).collect());
+        // Somewhere to go: a free node on another host. Only then are the
+        // licences counted and the guests' jobs built.
+        let open = self.free_hosts.iter().any(|&h| h != host).then(|| {
+            let jobs = k
+                .guest_jobs
+                .get_or_init(|| k.ad.running_guests.iter().map(guest_job).collect());
+            (self.licence_book(), jobs)
+        });
         k.ad.running_guests
             .iter()
-            .zip(jobs)
-            .map(|(g, job)| {
-                let units = guest_licences(g);
-                let book = if units.is_empty() {
-                    book.clone()
-                } else {
-                    released(&book, &units)
-                };
-                let available = self.free_hosts.iter().any(|&h| {
-                    if h == host {
-                        return false;
-                    }
-                    let Some(other) = self.stations.get(&h) else {
-                        return false;
-                    };
-                    let view = HostView::of_ad(
-                        &other.ad,
-                        &other.machine,
-                        self.pending_on(h),
-                        self.embargoed(h, now, Pass::Regular),
-                    );
-                    fit::fits(job, &view, &book, unix)
+            .enumerate()
+            .map(|(i, g)| {
+                let available = open.as_ref().is_some_and(|(book, jobs)| {
+                    jobs.get(i).is_some_and(|job| {
+                        let units = guest_licences(g);
+                        if units.is_empty() {
+                            self.would_take(host, job, book, now)
+                        } else {
+                            self.would_take(host, job, &released(book, &units), now)
+                        }
+                    })
                 });
                 Destination {
                     job: g.job,
@@ -118,5 +97,25 @@ impl Pool {
                 }
             })
             .collect()
+    }
+
+    /// Whether a free node on a host other than `host` would take `job`.
+    fn would_take(&self, host: StationId, job: &JobView, book: &LicenceBook, now: Time) -> bool {
+        let unix = Self::unix(now);
+        self.free_hosts.iter().any(|&h| {
+            if h == host {
+                return false;
+            }
+            let Some(other) = self.stations.get(&h) else {
+                return false;
+            };
+            let view = HostView::of_ad(
+                &other.ad,
+                &other.machine,
+                self.pending_on(h),
+                self.embargoed(h, now, Pass::Regular),
+            );
+            fit::fits(job, &view, book, unix)
+        })
     }
 }

@@ -464,32 +464,31 @@ impl Pool {
                 e.on_job_end();
             }
         }
-        if keep && unchanged {
-            self.ads_seen += 1;
-            if let Some(k) = self.stations.get_mut(&id) {
-                k.touch(ad, now, self.ads_seen);
-            }
-        } else if keep {
-            let holders: Vec<StationId> = node_holders(&ad).map(|h| self.intern(h)).collect();
-            for &home in &holders {
-                *self.guests_of.entry(home).or_default() += 1;
-            }
-            let rate_changed = self.stations.get(&id).is_none_or(|k| {
-                crate::transfer_rate::advertised_rate(&k.ad)
-                    != crate::transfer_rate::advertised_rate(&ad)
-            });
-            if rate_changed {
-                self.transfer_rate = None;
-            }
-            let prev = self.stations.remove(&id);
-            if let Some(p) = &prev {
-                self.forget_guests(p);
-            }
-            self.ads_seen += 1;
-            self.stations
-                .insert(id, Known::new(ad, now, self.ads_seen, prev, holders));
-        }
         if keep {
+            self.ads_seen += 1;
+            if unchanged {
+                if let Some(k) = self.stations.get_mut(&id) {
+                    k.touch(ad, now, self.ads_seen);
+                }
+            } else {
+                let holders: Vec<StationId> = node_holders(&ad).map(|h| self.intern(h)).collect();
+                for &home in &holders {
+                    *self.guests_of.entry(home).or_default() += 1;
+                }
+                let rate_changed = self.stations.get(&id).is_none_or(|k| {
+                    crate::transfer_rate::advertised_rate(&k.ad)
+                        != crate::transfer_rate::advertised_rate(&ad)
+                });
+                if rate_changed {
+                    self.transfer_rate = None;
+                }
+                let prev = self.stations.remove(&id);
+                if let Some(p) = &prev {
+                    self.forget_guests(p);
+                }
+                self.stations
+                    .insert(id, Known::new(ad, now, self.ads_seen, prev, holders));
+            }
             // The home's own ad now counts its placed jobs as running.
             self.used_unseen.remove(&id);
             // A claim used by a guest that has ended already frees its node.
