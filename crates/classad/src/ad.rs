@@ -1,6 +1,11 @@
 //! The `Ad` record type and ad-file parsing (old and new syntax).
 
 use std::collections::HashMap;
+
+/// The name index of an ad: looked up for every attribute reference in
+/// matchmaking, so foldhash (seeded at random per map, like std's SipHash,
+/// and several times faster on short names).
+type Index = HashMap<String, usize, foldhash::fast::RandomState>;
 use std::fmt;
 use std::sync::Arc;
 
@@ -16,11 +21,47 @@ pub struct Ad {
     inner: Arc<AdInner>,
 }
 
-#[derive(Clone, Default)]
+/// Where an attribute is in one ad ([`Ad::slot_of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    index: usize,
+    layout: u64,
+}
+
 struct AdInner {
     attrs: Vec<(String, Arc<Expr>)>,
     /// Lower-cased name → position in `attrs`.
-    index: HashMap<String, usize>,
+    index: Index,
+    /// Names these contents and the positions in them: unique in the
+    /// process, new for a copy and whenever a removal moves attributes, so
+    /// a [`Slot`] taken from other contents, or before a removal, is seen
+    /// to be stale without reading the attribute's name.
+    layout: u64,
+}
+
+fn new_layout() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+impl Default for AdInner {
+    fn default() -> Self {
+        AdInner {
+            attrs: Vec::new(),
+            index: Index::default(),
+            layout: new_layout(),
+        }
+    }
+}
+
+impl Clone for AdInner {
+    fn clone(&self) -> Self {
+        AdInner {
+            attrs: self.attrs.clone(),
+            index: self.index.clone(),
+            layout: new_layout(),
+        }
+    }
 }
 
 /// Two ads are equal when they bind the same names (ignoring case and order) to equal
@@ -156,6 +197,35 @@ impl Ad {
         inner.attrs.push((name.to_string(), Arc::new(expr)));
     }
 
+    /// Where `name` is bound now: with [`Ad::replace_at`], a value that
+    /// changes often (a machine's free disk in every ad) is replaced without
+    /// looking its name up again.
+    pub fn slot_of(&self, name: &str) -> Option<Slot> {
+        position(&self.inner.index, name).map(|index| Slot {
+            index,
+            layout: self.inner.layout,
+        })
+    }
+
+    /// Replaces the value at `slot` and returns true, if `slot` was taken
+    /// from this ad's contents as they are (no copy made and no attribute
+    /// removed since); otherwise changes nothing (look the slot up again).
+    pub fn replace_at(&mut self, slot: Slot, expr: Expr) -> bool {
+        // A shared content would be copied (a new layout): not this slot's.
+        if self.inner.layout != slot.layout || Arc::strong_count(&self.inner) != 1 {
+            return false;
+        }
+        let inner = Arc::make_mut(&mut self.inner);
+        let Some((_, e)) = inner.attrs.get_mut(slot.index) else {
+            return false;
+        };
+        match Arc::get_mut(e) {
+            Some(e) => *e = expr,
+            None => *e = Arc::new(expr),
+        }
+        true
+    }
+
     /// Binds an integer.
     pub fn insert_int(&mut self, name: &str, v: i64) {
         self.insert_expr(name, Expr::Lit(Literal::Int(v)));
@@ -184,6 +254,7 @@ impl Ad {
         }
         let inner = Arc::make_mut(&mut self.inner);
         let i = inner.index.remove(&key)?;
+        inner.layout = new_layout();
         let (_, e) = inner.attrs.remove(i);
         let e = Arc::unwrap_or_clone(e);
         for v in inner.index.values_mut() {
@@ -201,8 +272,13 @@ impl Ad {
 
     /// The shared expression bound to `name` (cheap to clone during evaluation).
     pub(crate) fn get_shared(&self, name: &str) -> Option<&Arc<Expr>> {
+        self.get_at(name).map(|(_, e)| e)
+    }
+
+    /// The expression bound to `name` with its position in this ad.
+    pub(crate) fn get_at(&self, name: &str) -> Option<(usize, &Arc<Expr>)> {
         let i = position(&self.inner.index, name)?;
-        self.inner.attrs.get(i).map(|(_, e)| e)
+        self.inner.attrs.get(i).map(|(_, e)| (i, e))
     }
 
     /// Whether `name` is bound.
@@ -263,7 +339,7 @@ pub(crate) fn is_identifier(name: &str) -> bool {
 /// Where `name` (any case) is in an ad's index. Lower-cases on the stack
 /// when the name is short, as attribute names are: a lookup during
 /// matchmaking allocates nothing.
-fn position(index: &HashMap<String, usize>, name: &str) -> Option<usize> {
+fn position(index: &Index, name: &str) -> Option<usize> {
     if !name.bytes().any(|b| b.is_ascii_uppercase()) {
         return index.get(name).copied();
     }

@@ -125,7 +125,8 @@ fn tv_value(t: Tv) -> Value {
 pub(crate) struct Evaluator<'c> {
     pub(crate) ctx: &'c EvalContext,
     pub(crate) roots: [Arc<Frame>; 2],
-    active: Vec<(usize, String)>,
+    /// Attributes being evaluated: (ad, position).
+    active: Vec<(usize, usize)>,
     depth: usize,
 }
 
@@ -248,17 +249,15 @@ impl<'c> Evaluator<'c> {
     pub(crate) fn lookup_chain(&mut self, f: &Arc<Frame>, name: &str) -> Value {
         let mut cur = Some(f.clone());
         while let Some(fr) = cur {
-            if let Some(e) = fr.ad.get_shared(name) {
-                let e = e.clone();
-                return self.eval_bound(&fr, name, &e);
+            if let Some((at, e)) = fr.ad.get_at(name) {
+                return self.eval_bound(&fr, at, e);
             }
             cur = fr.parent.clone();
         }
         if self.ctx.target_fallback {
             let other = self.roots[f.side.other() as usize].clone();
-            if let Some(e) = other.ad.get_shared(name) {
-                let e = e.clone();
-                return self.eval_bound(&other, name, &e);
+            if let Some((at, e)) = other.ad.get_at(name) {
+                return self.eval_bound(&other, at, e);
             }
         }
         Value::Undefined
@@ -266,19 +265,18 @@ impl<'c> Evaluator<'c> {
 
     /// Lookup in exactly one ad.
     pub(crate) fn lookup_in(&mut self, fr: &Arc<Frame>, name: &str) -> Value {
-        match fr.ad.get_shared(name) {
-            Some(e) => {
-                let e = e.clone();
-                self.eval_bound(fr, name, &e)
-            }
+        match fr.ad.get_at(name) {
+            Some((at, e)) => self.eval_bound(fr, at, e),
             None => Value::Undefined,
         }
     }
 
-    /// Evaluates an attribute's expression, detecting reference cycles. As in HTCondor, a
-    /// cyclic reference evaluates to `undefined`.
-    fn eval_bound(&mut self, fr: &Arc<Frame>, name: &str, e: &Expr) -> Value {
-        let key = (fr.ad.id(), name.to_ascii_lowercase());
+    /// Evaluates the expression of the attribute at position `at` of the
+    /// frame's ad, detecting reference cycles. As in HTCondor, a cyclic
+    /// reference evaluates to `undefined`. An attribute is known by its ad
+    /// and position, so a lookup allocates nothing.
+    fn eval_bound(&mut self, fr: &Arc<Frame>, at: usize, e: &Expr) -> Value {
+        let key = (fr.ad.id(), at);
         if self.active.contains(&key) {
             return Value::Undefined;
         }

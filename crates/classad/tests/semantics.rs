@@ -342,3 +342,50 @@ fn types_are_thread_safe() {
     assert_send_sync::<EvalContext>();
     assert_send_sync::<gleaner_classad::Expr>();
 }
+
+/// Reference cycles evaluate to `undefined` (as in HTCondor), within one
+/// ad and across the two ads of a match; the same attribute name in the
+/// other ad, or at the same position of another ad, is no cycle.
+#[test]
+fn cycles_are_undefined_and_only_cycles() {
+    assert_eq!(ev_with("MY.a", "a = b\nb = a", "x = 1"), "undefined");
+    assert_eq!(ev_with("MY.x", "x = x + 1", "x = 1"), "undefined");
+    assert_eq!(ev_with("MY.x", "x = TARGET.x", "x = MY.x"), "undefined");
+    assert_eq!(ev_with("MY.x", "x = TARGET.x + 1", "x = 5"), "6");
+    // `y` of my ad and `z` of the target are both at position 0: told
+    // apart, and a cycle through both still found.
+    assert_eq!(ev_with("MY.y", "y = TARGET.z", "z = 2 * MY.w\nw = 1"), "2");
+    assert_eq!(ev_with("MY.y", "y = TARGET.z", "z = TARGET.y"), "undefined");
+}
+
+/// A slot taken with `slot_of` replaces the value in place until the ad's
+/// positions change (a removal) or it is used on other contents (a copy
+/// being written); then it changes nothing and a new lookup is needed.
+#[test]
+fn slots_replace_in_place_until_positions_change() {
+    use gleaner_classad::{Expr, Literal};
+    let int = |v| Expr::Lit(Literal::Int(v));
+    let mut ad = Ad::parse("A = 1\nDisk = 2\nC = 3").expect("ad");
+    let slot = ad.slot_of("disk").expect("bound");
+    assert!(ad.replace_at(slot, int(20)));
+    assert_eq!(ad.get("Disk"), Some(&int(20)));
+    // A copy shares the contents: writing through the slot would change
+    // both, so the slot is refused and the copy keeps its value.
+    let copy = ad.clone();
+    assert!(!ad.replace_at(slot, int(21)));
+    drop(copy);
+    assert!(ad.replace_at(slot, int(22)));
+    // Another ad with the same layout is not this ad.
+    let mut other = Ad::parse("A = 1\nDisk = 2\nC = 3").expect("ad");
+    assert!(!other.replace_at(slot, int(23)));
+    assert_eq!(other.get("Disk"), Some(&int(2)));
+    // A removal moves positions: the old slot is stale.
+    ad.remove("A");
+    assert!(!ad.replace_at(slot, int(24)));
+    assert_eq!(ad.get("Disk"), Some(&int(22)));
+    assert_eq!(ad.get("C"), Some(&int(3)));
+    let slot = ad.slot_of("Disk").expect("bound");
+    assert!(ad.replace_at(slot, int(25)));
+    assert_eq!(ad.get("Disk"), Some(&int(25)));
+    assert_eq!(ad.get("C"), Some(&int(3)));
+}

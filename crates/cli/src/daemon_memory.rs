@@ -83,6 +83,27 @@ pub fn one_arena() {
     }
 }
 
+/// Turns glibc's fastbins off in the coordinator. It takes apart and frees
+/// every station's ad as it comes (with 10 000 stations, tens of thousands
+/// of small blocks a second); glibc keeps small freed blocks in fastbins
+/// and merges them all (`malloc_consolidate`) whenever a block of 1 KiB or
+/// more is asked for, which with the allocations around it was a quarter
+/// of the criterion round with 10 000 ads. With `M_MXFAST` = 0 (a
+/// documented `mallopt` setting) freed blocks go straight to the bins they
+/// are merged in: the round took 20 ms instead of 27 (bench/README.md,
+/// "The coordinator's round"). mimalloc as the binary's allocator was
+/// faster still (17 ms) but more than doubled the idle memory of every
+/// daemon, the stations on owners' machines included.
+/// Call before any thread starts.
+pub fn no_fastbins() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; called before the
+    // daemon starts threads.
+    unsafe {
+        libc::mallopt(libc::M_MXFAST, 0);
+    }
+}
+
 /// Drops the mappings of this process's start-up code (see the module
 /// docs). Returns the bytes no longer mapped.
 pub fn drop_mappings() -> std::io::Result<usize> {

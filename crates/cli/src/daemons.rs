@@ -74,6 +74,7 @@ fn serve<E: std::error::Error + Send + Sync + 'static>(
 }
 
 pub fn coordinator(args: CoordinatorArgs) -> anyhow::Result<ExitCode> {
+    crate::daemon_memory::no_fastbins();
     let mut config = match &args.config {
         Some(path) => CoordinatorConfig::load(path)
             .with_context(|| format!("configuration {}", path.display()))?,

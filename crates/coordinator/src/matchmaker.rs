@@ -84,7 +84,7 @@ pub fn best_host(
         if !fit::fits(job, &h.fit, licences, now_unix) {
             continue;
         }
-        let r = gleaner_classad::rank(&job.ad, h.fit.machine, now_unix);
+        let r = gleaner_classad::rank(&job.ad, h.fit.machine(), now_unix);
         let s = sigma(h.ad, h.pending);
         let better = match best {
             None => true,

@@ -236,6 +236,26 @@ impl JobView {
     }
 }
 
+/// Where a check gets a host's machine ClassAd, when it first needs it:
+/// the coordinator brings the free disk of the machine ads it keeps up to
+/// date only for the hosts a check reads, and most of 10 000 hosts are
+/// only counted.
+pub trait MachineSource {
+    fn machine_ad(&self) -> &Ad;
+}
+
+impl MachineSource for Ad {
+    fn machine_ad(&self) -> &Ad {
+        self
+    }
+}
+
+impl std::fmt::Debug for dyn MachineSource + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.machine_ad().fmt(f)
+    }
+}
+
 /// A host as the check sees it, now.
 #[derive(Clone, Debug)]
 pub struct HostView<'a> {
@@ -246,8 +266,9 @@ pub struct HostView<'a> {
     pub state: OwnerState,
     pub submit_only: bool,
     pub policy: &'a PolicyAd,
-    /// The host's machine ClassAd ([`crate::matchmaking::machine_ad`]).
-    pub machine: &'a Ad,
+    /// The host's machine ClassAd ([`crate::matchmaking::machine_ad`]);
+    /// read it with [`HostView::machine`].
+    pub machine: &'a dyn MachineSource,
     /// CPUs no guest holds or is promised.
     pub free_cpus: u32,
     /// Memory a new guest may use, MiB.
@@ -263,7 +284,12 @@ impl<'a> HostView<'a> {
     /// `machine`: `pending` claims are granted there and not yet running;
     /// `embargoed` is the host's [`gleaner_core::dmw::Embargo`] as it holds
     /// for the asking pass.
-    pub fn of_ad(ad: &'a StationAd, machine: &'a Ad, pending: u32, embargoed: bool) -> Self {
+    pub fn of_ad(
+        ad: &'a StationAd,
+        machine: &'a dyn MachineSource,
+        pending: u32,
+        embargoed: bool,
+    ) -> Self {
         // A claim its host holds idle between two jobs occupies a node too.
         let guests = ad.occupied();
         HostView {
@@ -282,6 +308,11 @@ impl<'a> HostView<'a> {
                 dysfunctional: false,
             },
         }
+    }
+
+    /// The host's machine ClassAd.
+    pub fn machine(&self) -> &'a Ad {
+        self.machine.machine_ad()
     }
 
     /// Whether the host takes guests at all now (AV and not submit-only).
@@ -430,7 +461,7 @@ fn verdict(
     {
         let req = gleaner_classad::EvalContext::new(now_unix)
             .with_my(&job.ad)
-            .with_target(host.machine)
+            .with_target(host.machine())
             .eval_attr(gleaner_classad::matching::REQUIREMENTS);
         if !truthy(&req) {
             return vec![Reject::Requirements {
@@ -445,7 +476,7 @@ fn verdict(
             .get(gleaner_classad::matching::REQUIREMENTS)
             .and_then(|req| {
                 let clauses: Vec<Clause> =
-                    gleaner_classad::analyze_requirements(req, &job.ad, host.machine, now_unix)
+                    gleaner_classad::analyze_requirements(req, &job.ad, host.machine(), now_unix)
                         .into_iter()
                         .filter(|c| c.blocks_match)
                         .map(|c| Clause {
@@ -458,7 +489,7 @@ fn verdict(
     };
     // The machine's side: START.
     let start = gleaner_classad::EvalContext::new(now_unix)
-        .with_my(host.machine)
+        .with_my(host.machine())
         .with_target(&job.ad)
         .eval_attr(gleaner_classad::matching::REQUIREMENTS);
     let start = (!truthy(&start)).then(|| Reject::Start {

@@ -6,10 +6,11 @@
 //! ([`UnsignedClaims`]), so a simulated year costs no cryptography.
 
 use super::Pool;
+use super::effects::{Message, Outbox};
 use gleaner_core::alloc::StationId;
 use gleaner_core::rng::RngCore;
 use gleaner_core::time::Time;
-use gleaner_proto::creds::{ClaimTicket, PoolSigner, new_nonce};
+use gleaner_proto::creds::{ClaimPayload, ClaimTicket, PoolSigner, new_nonce};
 use gleaner_proto::job::JobId;
 use gleaner_proto::matchmaking::parse_limits;
 use std::collections::HashMap;
@@ -38,11 +39,51 @@ pub struct Minted {
     pub nonce: String,
 }
 
-/// Turns claim facts into the claim handed out in a grant; `Err` (a
-/// message) drops the grant.
-pub trait ClaimMinter: Send {
-    fn mint(&self, claim: &ClaimFacts<'_>) -> Result<Minted, String>;
+/// A claim checked and given its nonce, its id still to be made
+/// ([`ClaimMinter::seal`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prepared {
+    pub nonce: String,
+    pub body: Sealing,
 }
+
+/// What [`ClaimMinter::seal`] makes a prepared claim's id from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sealing {
+    /// The id itself (it cost nothing to make).
+    Ready(String),
+    /// A checked ticket to sign.
+    Sign(ClaimPayload),
+}
+
+/// Turns claim facts into the claim handed out in a grant, in two steps:
+/// [`prepare`](Self::prepare) checks the facts as the grant is decided
+/// (`Err`, a message, drops the grant) and [`seal`](Self::seal) makes the
+/// ids of all the claims of a pass at once. Signing is most of a grant's
+/// cost, and a pass may grant a thousand nodes: together they are signed
+/// on every core.
+pub trait ClaimMinter: Send {
+    fn prepare(&self, claim: &ClaimFacts<'_>) -> Result<Prepared, String>;
+
+    /// The ids of `claims`, in order.
+    fn seal(&self, claims: Vec<Prepared>) -> Vec<String>;
+
+    /// Both steps for one claim.
+    fn mint(&self, claim: &ClaimFacts<'_>) -> Result<Minted, String> {
+        let p = self.prepare(claim)?;
+        let nonce = p.nonce.clone();
+        let id = self
+            .seal(vec![p])
+            .pop()
+            .ok_or_else(|| "the minter sealed nothing".to_string())?;
+        Ok(Minted { id, nonce })
+    }
+}
+
+/// Claims sealed in parallel from this many on: below it, starting
+/// threads would cost more than a signature (about 12 µs here,
+/// bench/README.md).
+const PARALLEL_SEAL_FROM: usize = 16;
 
 /// The daemon's minter: a [`ClaimTicket`] signed with the pool's signing
 /// key, naming the home's address on record (the only address the host
@@ -53,7 +94,7 @@ pub trait ClaimMinter: Send {
 /// coordinator would repeat it, and a host that remembers spent nonces
 /// would refuse the repeat as a replay. So 128 bits from the OS are added.
 impl ClaimMinter for PoolSigner {
-    fn mint(&self, c: &ClaimFacts<'_>) -> Result<Minted, String> {
+    fn prepare(&self, c: &ClaimFacts<'_>) -> Result<Prepared, String> {
         let fresh = new_nonce().map_err(|e| format!("no random nonce: {e}"))?;
         let nonce = format!("{}-{fresh}", c.nonce);
         let ticket = ClaimTicket::new(
@@ -64,8 +105,51 @@ impl ClaimMinter for PoolSigner {
             c.expires_at,
             nonce.clone(),
         );
-        let id = self.sign_claim(&ticket).map_err(|e| e.to_string())?;
-        Ok(Minted { id, nonce })
+        let payload = ClaimPayload::of(&ticket).map_err(|e| e.to_string())?;
+        Ok(Prepared {
+            nonce,
+            body: Sealing::Sign(payload),
+        })
+    }
+
+    fn seal(&self, claims: Vec<Prepared>) -> Vec<String> {
+        let one = |p: &Prepared| match &p.body {
+            Sealing::Ready(id) => id.clone(),
+            Sealing::Sign(payload) => self.sign_payload(payload),
+        };
+        if claims.len() < PARALLEL_SEAL_FROM {
+            return claims.iter().map(one).collect();
+        }
+        // Asked once: std reads the cgroup's CPU quota each time.
+        static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let threads =
+            *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        if threads < 2 {
+            return claims.iter().map(one).collect();
+        }
+        let chunk = claims.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            // A part whose thread could not start (a thread limit) or
+            // panicked is signed here instead.
+            let parts: Vec<_> = claims
+                .chunks(chunk)
+                .map(|part| {
+                    let handle = std::thread::Builder::new()
+                        .name("claim-signer".into())
+                        .spawn_scoped(s, move || part.iter().map(one).collect::<Vec<_>>())
+                        .ok();
+                    (part, handle)
+                })
+                .collect();
+            let mut ids = Vec::with_capacity(claims.len());
+            for (part, handle) in parts {
+                match handle.map(|h| h.join()) {
+                    Some(Ok(v)) => ids.extend(v),
+                    _ => ids.extend(part.iter().map(one)),
+                }
+            }
+            ids
+        })
     }
 }
 
@@ -75,11 +159,23 @@ impl ClaimMinter for PoolSigner {
 pub struct UnsignedClaims;
 
 impl ClaimMinter for UnsignedClaims {
-    fn mint(&self, c: &ClaimFacts<'_>) -> Result<Minted, String> {
-        Ok(Minted {
-            id: format!("{}>{}#{}", c.home, c.host, c.nonce),
+    fn prepare(&self, c: &ClaimFacts<'_>) -> Result<Prepared, String> {
+        Ok(Prepared {
             nonce: c.nonce.to_string(),
+            body: Sealing::Ready(format!("{}>{}#{}", c.home, c.host, c.nonce)),
         })
+    }
+
+    fn seal(&self, claims: Vec<Prepared>) -> Vec<String> {
+        claims
+            .into_iter()
+            .map(|p| match p.body {
+                Sealing::Ready(id) => id,
+                // Never prepared here; an unsigned claim would be its
+                // ticket as it stands.
+                Sealing::Sign(payload) => String::from_utf8_lossy(payload.json()).into_owned(),
+            })
+            .collect()
     }
 }
 
@@ -158,10 +254,7 @@ impl Pool {
             .get(&to)
             .map(|k| k.ad.address.as_str())
             .unwrap_or_default();
-        let Minted {
-            id: claim_id,
-            nonce: minted_nonce,
-        } = self.minter.mint(&ClaimFacts {
+        let prepared = self.minter.prepare(&ClaimFacts {
             host: self.name(host),
             home: self.name(to),
             home_address,
@@ -169,6 +262,19 @@ impl Pool {
             expires_at: expires.as_micros() / 1_000_000,
             nonce: &nonce,
         })?;
+        let minted_nonce = prepared.nonce.clone();
+        // An id still to be signed is filled in by `seal_claims` before
+        // the pool's caller sees the ledger or the grant.
+        let (claim_id, to_sign) = match prepared.body {
+            Sealing::Ready(id) => (id, None),
+            body @ Sealing::Sign(_) => (
+                String::new(),
+                Some(Prepared {
+                    nonce: minted_nonce.clone(),
+                    body,
+                }),
+            ),
+        };
         let to_name = self.name(to);
         let known: Vec<JobId> = self.stations.get(&host).map_or_else(Vec::new, |k| {
             k.ad.running_guests
@@ -183,7 +289,7 @@ impl Pool {
                 .of_host(host)
                 .filter(|(_, c)| c.home == to && c.licences == licences)
                 .count() as u32;
-        self.claims.push(PendingClaim {
+        let issue = self.claims.push(PendingClaim {
             host,
             home: to,
             claim_id: claim_id.clone(),
@@ -195,11 +301,65 @@ impl Pool {
             licences,
             known: Some(known),
         });
+        if let Some(p) = to_sign {
+            self.unsealed.push((issue, p));
+        }
         self.sync_free(host);
         Ok(Minted {
             id: claim_id,
             nonce: minted_nonce,
         })
+    }
+
+    /// Signs the claims minted since the last call, all at once, and puts
+    /// their ids in the ledger and in the grants of `out`. Every public
+    /// call that can grant ends with it.
+    pub(super) fn seal_claims(&mut self, out: &mut Outbox) {
+        if self.unsealed.is_empty() {
+            return;
+        }
+        let (issues, prepared): (Vec<u64>, Vec<Prepared>) =
+            std::mem::take(&mut self.unsealed).into_iter().unzip();
+        let nonces: Vec<String> = prepared.iter().map(|p| p.nonce.clone()).collect();
+        let ids = self.minter.seal(prepared);
+        if ids.len() != issues.len() {
+            tracing::error!(
+                claims = issues.len(),
+                ids = ids.len(),
+                "the claim minter sealed a different number of claims"
+            );
+        }
+        let mut by_nonce: HashMap<&str, &str> = HashMap::with_capacity(ids.len());
+        for ((&issue, nonce), id) in issues.iter().zip(&nonces).zip(&ids) {
+            if let Some(c) = self.claims.get_mut(issue) {
+                c.claim_id.clone_from(id);
+            }
+            by_nonce.insert(nonce, id);
+        }
+        let fill = |claim_id: &mut String, nonce: &Option<String>| {
+            if claim_id.is_empty()
+                && let Some(id) = nonce.as_deref().and_then(|n| by_nonce.get(n))
+            {
+                *claim_id = (*id).to_string();
+            }
+        };
+        for m in &mut out.messages {
+            if let Message::Grant { grant, .. } = m {
+                fill(&mut grant.claim_id, &grant.nonce);
+                for g in &mut grant.gang {
+                    fill(&mut g.claim_id, &g.nonce);
+                }
+            }
+        }
+    }
+
+    /// Voids the claims with these nonces (a gang granted all or nothing).
+    pub(super) fn void_claims(&mut self, nonces: &[String]) {
+        let void = |n: &Option<String>| n.as_ref().is_some_and(|n| nonces.contains(n));
+        self.unsealed.retain(|(_, p)| !nonces.contains(&p.nonce));
+        for h in self.claims.retain(|c| !void(&c.nonce)) {
+            self.sync_free(h);
+        }
     }
 
     /// Drops the pending claims on `host` that its ad shows in use;
@@ -348,6 +508,27 @@ mod tests {
         assert_eq!(ta.home, "ws7");
         assert!(ta.nonce.starts_with("64-1-00000000000000aa-"));
         assert_ne!(ta.nonce, tb.nonce);
+        // Many at once (signed on several threads): each id in its place.
+        let nonces: Vec<String> = (0..3 * PARALLEL_SEAL_FROM)
+            .map(|i| format!("64-{i}-00"))
+            .collect();
+        let prepared: Vec<Prepared> = nonces
+            .iter()
+            .map(|n| {
+                signer
+                    .prepare(&ClaimFacts {
+                        nonce: n,
+                        ..facts.clone()
+                    })
+                    .unwrap()
+            })
+            .collect();
+        let want: Vec<String> = prepared.iter().map(|p| p.nonce.clone()).collect();
+        let ids = signer.seal(prepared);
+        assert_eq!(ids.len(), want.len());
+        for (id, nonce) in ids.iter().zip(&want) {
+            assert_eq!(&v.verify_claim(id, "ws3", 200).unwrap().nonce, nonce);
+        }
         // A home without a usable address gets no claim.
         let bad = ClaimFacts {
             home_address: "",

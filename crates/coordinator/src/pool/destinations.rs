@@ -111,7 +111,7 @@ impl Pool {
             };
             let view = HostView::of_ad(
                 &other.ad,
-                &other.machine,
+                other,
                 self.pending_on(h),
                 self.embargoed(h, now, Pass::Regular),
             );

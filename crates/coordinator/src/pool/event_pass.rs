@@ -38,6 +38,7 @@ impl Pool {
     pub fn run_due(&mut self, now: Time, out: &mut Outbox) {
         if self.pass_due().is_some_and(|t| t <= now) {
             self.event_pass(now, out);
+            self.seal_claims(out);
         }
     }
 }

@@ -128,11 +128,9 @@ impl Pool {
                 Err(e) => {
                     // All or nothing: the claims minted so far are void.
                     tracing::error!(host = self.name(h), error = %e, "cannot mint a gang member's claim; gang not granted");
-                    let void: Vec<String> = members.iter().map(|m| m.claim_id.clone()).collect();
-                    let freed = self.claims.retain(|c| !void.contains(&c.claim_id));
-                    for h in freed {
-                        self.sync_free(h);
-                    }
+                    let void: Vec<String> =
+                        members.iter().filter_map(|m| m.nonce.clone()).collect();
+                    self.void_claims(&void);
                     return false;
                 }
             }

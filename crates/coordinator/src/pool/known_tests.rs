@@ -148,7 +148,7 @@ proptest! {
             prop_assert!(k.is_some());
             let Some(k) = k else { continue };
             prop_assert_eq!(&k.ad, ad);
-            prop_assert!(k.machine == machine_ad(ad), "machine ad of ad {}", i);
+            prop_assert!(*k.machine() == machine_ad(ad), "machine ad of ad {}", i);
             let homes: Vec<StationId> = node_holders(ad)
                 .filter_map(|h| p.ids.get(h).copied())
                 .collect();

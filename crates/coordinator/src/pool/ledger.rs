@@ -7,7 +7,7 @@ use super::claims::PendingClaim;
 use gleaner_core::alloc::StationId;
 use gleaner_core::time::Time;
 use gleaner_proto::job::JobId;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 fn bump(m: &mut HashMap<StationId, u32>, k: StationId) {
     *m.entry(k).or_default() += 1;
@@ -36,22 +36,34 @@ pub(super) struct Claims {
     for_home: HashMap<StationId, u32>,
     /// (home, class key) → claims.
     for_class: HashMap<(StationId, String), u32>,
+    /// (expiry, issue number): a pass finds the expired claims without
+    /// looking at the others.
+    by_expiry: BTreeSet<(Time, u64)>,
 }
 
 impl Claims {
-    pub(super) fn push(&mut self, c: PendingClaim) {
+    /// Adds a claim; returns its issue number.
+    pub(super) fn push(&mut self, c: PendingClaim) -> u64 {
         let n = self.next;
         self.next += 1;
         self.on_host.entry(c.host).or_default().push(n);
+        self.by_expiry.insert((c.expires, n));
         bump(&mut self.for_home, c.home);
         if let Some(k) = &c.class {
             *self.for_class.entry((c.home, k.clone())).or_default() += 1;
         }
         self.list.insert(n, c);
+        n
+    }
+
+    /// Claim `n`, to fill in its id (nothing the counts depend on).
+    pub(super) fn get_mut(&mut self, n: u64) -> Option<&mut PendingClaim> {
+        self.list.get_mut(&n)
     }
 
     /// Takes claim `n` out of the counts (it has left `list`).
     fn unindex(&mut self, n: u64, c: &PendingClaim) {
+        self.by_expiry.remove(&(c.expires, n));
         if let Some(v) = self.on_host.get_mut(&c.host) {
             v.retain(|&m| m != n);
             if v.is_empty() {
@@ -78,6 +90,18 @@ impl Claims {
             .iter()
             .filter(|(_, c)| !keep(c))
             .map(|(&n, _)| n)
+            .collect();
+        self.remove(&gone)
+    }
+
+    /// Removes the claims that expire at or before `now`; returns their
+    /// hosts.
+    pub(super) fn expire(&mut self, now: Time) -> Vec<StationId> {
+        let gone: Vec<u64> = self
+            .by_expiry
+            .iter()
+            .take_while(|(t, _)| *t <= now)
+            .map(|&(_, n)| n)
             .collect();
         self.remove(&gone)
     }
@@ -205,14 +229,20 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn claim(n: u32, host: StationId, home: StationId, class: Option<u8>) -> PendingClaim {
+    fn claim(
+        n: u32,
+        host: StationId,
+        home: StationId,
+        class: Option<u8>,
+        exp: u64,
+    ) -> PendingClaim {
         PendingClaim {
             host,
             home,
             claim_id: format!("c{n}"),
             nonce: None,
             after_ad: 0,
-            expires: Time::from_secs(u64::from(n)),
+            expires: Time::from_secs(exp),
             baseline: 0,
             class: class.map(|c| format!("k{c}")),
             licences: Vec::new(),
@@ -222,17 +252,29 @@ mod tests {
 
     proptest! {
         /// The ledger answers as a plain list of claims would: all claims
-        /// and each host's oldest first, and every count.
+        /// and each host's oldest first, every count, and which claims
+        /// have expired (claims need not expire in the order issued: a
+        /// restarted coordinator restores them with their own expiries).
         #[test]
         fn answers_as_a_plain_list(ops in proptest::collection::vec(
-            (0u8..3, 0u32..5, 0u32..4, proptest::option::of(0u8..2)), 0..120)) {
+            (0u8..4, 0u32..5, 0u32..4, proptest::option::of(0u8..2), 0u64..40), 0..120)) {
             let mut ledger = Claims::default();
             let mut list: Vec<PendingClaim> = Vec::new();
-            for (i, (op, host, home, class)) in ops.into_iter().enumerate() {
+            for (i, (op, host, home, class, exp)) in ops.into_iter().enumerate() {
                 match op {
                     0 | 1 => {
-                        ledger.push(claim(i as u32, host, home, class));
-                        list.push(claim(i as u32, host, home, class));
+                        ledger.push(claim(i as u32, host, home, class, exp));
+                        list.push(claim(i as u32, host, home, class, exp));
+                    }
+                    2 => {
+                        let now = Time::from_secs(exp);
+                        let mut gone_hosts = ledger.expire(now);
+                        let mut want_hosts: Vec<StationId> =
+                            list.iter().filter(|c| c.expires <= now).map(|c| c.host).collect();
+                        list.retain(|c| c.expires > now);
+                        gone_hosts.sort_unstable();
+                        want_hosts.sort_unstable();
+                        prop_assert_eq!(gone_hosts, want_hosts);
                     }
                     _ => {
                         // Drop the claims of `home` on `host`.

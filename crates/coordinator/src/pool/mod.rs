@@ -44,11 +44,12 @@ mod gang_tests;
 mod host_order;
 mod known;
 mod ledger;
+mod name_key;
 pub mod partition;
 mod partition_placing;
 mod placing;
 
-pub use claims::{ClaimFacts, ClaimMinter, Minted, UnsignedClaims};
+pub use claims::{ClaimFacts, ClaimMinter, Minted, Prepared, Sealing, UnsignedClaims};
 pub use effects::{Message, Outbox};
 
 use crate::config::Timing;
@@ -106,8 +107,9 @@ pub struct Pool {
     kind: &'static str,
     names: Vec<String>,
     /// Names to ids, looked up for every ad: foldhash, seeded at random
-    /// per map like std's SipHash, and faster on short names.
-    ids: HashMap<String, StationId, foldhash::fast::RandomState>,
+    /// per map like std's SipHash, and faster on short names; short names
+    /// kept in the table's slots (`name_key.rs`).
+    ids: HashMap<name_key::NameKey, StationId, foldhash::fast::RandomState>,
     stations: known::ById<Known>,
     policy: Policy,
     rng: PolicyRng,
@@ -115,6 +117,11 @@ pub struct Pool {
     /// the allocator's random choices.
     nonce_rng: PolicyRng,
     claims: Claims,
+    /// Claims minted in this call and not signed yet, by issue number
+    /// ([`Pool::seal_claims`]).
+    unsealed: Vec<(u64, claims::Prepared)>,
+    /// The last pass's snapshot, emptied, for its buffers.
+    spare_snapshot: Option<placing::Snapshot>,
     reservations: Reservations,
     /// Guests each home runs anywhere, by the hosts' ads.
     guests_of: HashMap<StationId, u32>,
@@ -174,6 +181,8 @@ impl Pool {
             rng: gleaner_core::rng::seeded(seed),
             nonce_rng: gleaner_core::rng::substream(seed, 1),
             claims: Claims::default(),
+            unsealed: Vec::new(),
+            spare_snapshot: None,
             reservations: Reservations::default(),
             guests_of: HashMap::new(),
             free_hosts: BTreeSet::new(),
@@ -291,7 +300,7 @@ impl Pool {
         }
         let id = self.names.len() as StationId;
         self.names.push(name.to_string());
-        self.ids.insert(name.to_string(), id);
+        self.ids.insert(name_key::NameKey::new(name), id);
         id
     }
 
@@ -506,6 +515,7 @@ impl Pool {
             tracing::debug!(station = self.name(id), "capacity event: allocating");
             self.event_pass(now, out);
         }
+        self.seal_claims(out);
         let claims = self
             .claims
             .of_host(id)
@@ -566,7 +576,7 @@ impl Pool {
                 .take_unless(|r| r.host != id && r.to != id);
             self.partition_forget(id, now);
         }
-        for h in self.claims.retain(|c| c.expires > now) {
+        for h in self.claims.expire(now) {
             self.sync_free(h);
         }
         self.reservations.take_unless(|r| r.deadline > now);
@@ -577,6 +587,7 @@ impl Pool {
         // This pass serves any event still waiting for the gap.
         self.event_waiting = false;
         self.allocate_with(snap, now, out);
+        self.seal_claims(out);
     }
 
     /// `GET /v1/ads`: every ad with the coordinator's additions, for
@@ -712,3 +723,6 @@ mod same_id_tests;
 
 #[cfg(test)]
 mod partition_tests;
+
+#[cfg(test)]
+mod seal_tests;

@@ -56,6 +56,10 @@ impl Pool {
 
     /// Tells the role about `id`'s latest ad.
     pub(super) fn partition_observe(&mut self, id: StationId, now: Time) {
+        // Most pools run no market: nothing to observe, nothing to build.
+        if self.partition.is_none() {
+            return;
+        }
         let Some(k) = self.stations.get(&id) else {
             return;
         };
@@ -98,7 +102,7 @@ impl Pool {
             self.evict_disallowed(now, out);
         }
         for (host_name, _) in &bound {
-            if let Some(&host) = self.ids.get(host_name) {
+            if let Some(&host) = self.ids.get(host_name.as_str()) {
                 self.serve_holder(host, now, out);
             }
         }
@@ -140,7 +144,7 @@ impl Pool {
             for c in k.ad.idle_claims() {
                 let serves = self
                     .ids
-                    .get(&c.home)
+                    .get(c.home.as_str())
                     .and_then(|h| self.stations.get(h))
                     .is_some_and(|h| h.jobs.iter().any(|j| j.class.owner == holder));
                 if !serves {

@@ -25,7 +25,10 @@ pub(super) struct Slot {
     claim: Option<String>,
 }
 
-/// One pass's input to the allocator; node ids index `slots`.
+/// One pass's input to the allocator; node ids index `slots`. The pool
+/// keeps the last one's buffers for the next: with 10 000 stations they
+/// are megabytes, and fresh ones cost page faults on every pass.
+#[derive(Default)]
 pub(super) struct Snapshot {
     demands: Vec<StationDemand>,
     free: Vec<NodeId>,
@@ -34,6 +37,13 @@ pub(super) struct Snapshot {
 }
 
 impl Snapshot {
+    fn clear(&mut self) {
+        self.demands.clear();
+        self.free.clear();
+        self.held.clear();
+        self.slots.clear();
+    }
+
     pub(super) fn view(&self) -> PoolView<'_> {
         PoolView {
             stations: &self.demands,
@@ -51,7 +61,7 @@ impl Pool {
         Some(Candidate {
             ad: &k.ad,
             pending,
-            fit: HostView::of_ad(&k.ad, &k.machine, pending, self.embargoed(h, now, pass)),
+            fit: HostView::of_ad(&k.ad, k, pending, self.embargoed(h, now, pass)),
         })
     }
 
@@ -223,7 +233,7 @@ impl Pool {
         }
         let view = HostView::of_ad(
             &h.ad,
-            &h.machine,
+            h,
             self.pending_on(host),
             self.embargoed(host, now, Pass::Regular),
         );
@@ -238,12 +248,20 @@ impl Pool {
     }
 
     /// The allocator's input, and what each node id stands for.
-    pub(super) fn snapshot(&self, now: Time) -> Snapshot {
-        let n = self.stations.len();
-        let mut demands = Vec::with_capacity(n);
-        let mut free = Vec::with_capacity(n);
-        let mut held = Vec::with_capacity(n);
-        let mut slots = Vec::with_capacity(2 * n);
+    pub(super) fn snapshot(&mut self, now: Time) -> Snapshot {
+        let mut snap = self.spare_snapshot.take().unwrap_or_default();
+        snap.clear();
+        self.fill_snapshot(&mut snap, now);
+        snap
+    }
+
+    fn fill_snapshot(&self, snap: &mut Snapshot, now: Time) {
+        let Snapshot {
+            demands,
+            free,
+            held,
+            slots,
+        } = snap;
         for (&id, k) in self.stations.iter() {
             if !k.ad.execute_only {
                 let waiting = k.ad.demand.idle_jobs.saturating_sub(self.unused_grants(id));
@@ -317,12 +335,6 @@ impl Pool {
                 }
             }
         }
-        Snapshot {
-            demands,
-            free,
-            held,
-            slots,
-        }
     }
 
     /// One allocation pass on a capacity event.
@@ -344,6 +356,7 @@ impl Pool {
             let unused = self.apply(decisions, &snap.slots, now, out);
             self.backfill(unused, &snap.demands, now, out);
         }
+        self.spare_snapshot = Some(snap);
         self.progress(now, out);
     }
 

@@ -148,15 +148,39 @@ impl From<EnvelopeError> for ClaimError {
     }
 }
 
+/// A valid ticket, serialised and ready to be signed: checking and
+/// serialising are cheap and may fail, signing is costly and cannot, so a
+/// coordinator checks each grant's claim as it decides it and signs a
+/// pass's claims together ([`super::PoolSigner::sign_payload`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimPayload(Vec<u8>);
+
+impl ClaimPayload {
+    /// Checks `ticket` ([`ClaimTicket::validate`]) and serialises it.
+    pub fn of(ticket: &ClaimTicket) -> Result<Self, ClaimError> {
+        ticket.validate()?;
+        serde_json::to_vec(ticket)
+            .map(ClaimPayload)
+            .map_err(|_| ClaimError::Invalid("claim does not serialise".into()))
+    }
+
+    /// The serialised ticket.
+    pub fn json(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Seals a checked ticket.
+pub(crate) fn seal_payload(key: &ed25519_dalek::SigningKey, payload: &ClaimPayload) -> String {
+    envelope::seal(key, Kind::Claim, &payload.0)
+}
+
 /// Serialises and seals a valid ticket.
 pub(crate) fn seal_ticket(
     key: &ed25519_dalek::SigningKey,
     ticket: &ClaimTicket,
 ) -> Result<String, ClaimError> {
-    ticket.validate()?;
-    let json = serde_json::to_vec(ticket)
-        .map_err(|_| ClaimError::Invalid("claim does not serialise".into()))?;
-    Ok(envelope::seal(key, Kind::Claim, &json))
+    Ok(seal_payload(key, &ClaimPayload::of(ticket)?))
 }
 
 /// Reads a claim **without verifying it**: for a station comparing a claim

@@ -3,22 +3,28 @@
 //!
 //! Plain std I/O only, like the old key loader: no daemon logic here.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Fills `buf` from the kernel's CSPRNG (`/dev/urandom`), so that this
-/// crate needs no RNG dependency.
+/// Fills `buf` from the kernel's CSPRNG (`getrandom(2)`: one system call,
+/// where opening `/dev/urandom` for each claim's nonce took three).
 pub fn fill_random(buf: &mut [u8]) -> std::io::Result<()> {
-    std::fs::File::open("/dev/urandom")?.read_exact(buf)
+    getrandom::fill(buf).map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// `n` random bytes as lowercase hex (`2n` digits).
 pub fn random_hex(n: usize) -> std::io::Result<String> {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut bytes = vec![0u8; n];
     fill_random(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    let mut hex = String::with_capacity(2 * n);
+    for b in bytes {
+        hex.push(char::from(DIGITS[usize::from(b >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    Ok(hex)
 }
 
 /// A fresh token id: 128 random bits in hex (DESIGN.md, Trust model).

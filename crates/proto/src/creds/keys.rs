@@ -80,6 +80,12 @@ impl PoolSigner {
         claim::seal_ticket(&self.key, ticket)
     }
 
+    /// Signs a ticket checked and serialised before
+    /// ([`claim::ClaimPayload::of`]): the claim id.
+    pub fn sign_payload(&self, payload: &claim::ClaimPayload) -> String {
+        claim::seal_payload(&self.key, payload)
+    }
+
     /// The key file content (the secret seed; write it 0600 only).
     fn to_file_string(&self) -> String {
         format!(

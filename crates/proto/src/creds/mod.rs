@@ -22,7 +22,9 @@ mod seen;
 mod subject;
 mod token;
 
-pub use claim::{ClaimError, ClaimTicket, MAX_ADDRESS_LEN, MAX_NONCE_LEN, peek_claim};
+pub use claim::{
+    ClaimError, ClaimPayload, ClaimTicket, MAX_ADDRESS_LEN, MAX_NONCE_LEN, peek_claim,
+};
 pub use envelope::MAX_ENVELOPE_LEN;
 pub use fsio::{
     create_atomic, create_private_dir, fill_random, new_nonce, new_token_id, random_hex,
