@@ -116,8 +116,10 @@ def guests_on_page(page):
 
 def main():
     shots = CFG["screenshots"]
-    with sync_playwright() as p:
-        profile = tempfile.mkdtemp(prefix="gleaner-chromium-")
+    # The throwaway profile goes once the browser has closed, whatever
+    # the outcome.
+    with tempfile.TemporaryDirectory(prefix="gleaner-chromium-", ignore_cleanup_errors=True) as profile, \
+            sync_playwright() as p:
         # The pages come over TLS from the pool's own CA, which this
         # throwaway profile does not trust; the chain and names are checked
         # by the Rust clients' tests (tls_attacks.rs).
