@@ -1,17 +1,17 @@
 //! The `Ad` record type and ad-file parsing (old and new syntax).
 
 use std::collections::HashMap;
-
-/// The name index of an ad: looked up for every attribute reference in
-/// matchmaking, so foldhash (seeded at random per map, like std's SipHash,
-/// and several times faster on short names).
-type Index = HashMap<String, usize, foldhash::fast::RandomState>;
 use std::fmt;
 use std::sync::Arc;
 
 use crate::ast::{Expr, Literal};
 use crate::error::{ClassAdError, ParseError};
 use crate::parser::{Parser, is_reserved, parse_expr};
+
+/// The name index of an ad: looked up for every attribute reference in
+/// matchmaking, so foldhash (seeded at random per map, like std's SipHash,
+/// and several times faster on short names).
+type Index = HashMap<String, usize, foldhash::fast::RandomState>;
 
 /// A ClassAd: an ordered map from case-insensitive attribute names to expressions.
 ///
