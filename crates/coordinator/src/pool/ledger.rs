@@ -31,8 +31,9 @@ pub(super) struct Claims {
     /// By issue number: iteration is oldest first.
     list: BTreeMap<u64, PendingClaim>,
     next: u64,
-    /// Each host's claims' issue numbers, oldest first.
-    on_host: HashMap<StationId, Vec<u64>>,
+    /// Each host's claims' issue numbers, oldest first, by host id (ids
+    /// are dense): every ad asks its host's, one look-up without hashing.
+    on_host: Vec<Vec<u64>>,
     for_home: HashMap<StationId, u32>,
     /// (home, class key) → claims.
     for_class: HashMap<(StationId, String), u32>,
@@ -46,7 +47,11 @@ impl Claims {
     pub(super) fn push(&mut self, c: PendingClaim) -> u64 {
         let n = self.next;
         self.next += 1;
-        self.on_host.entry(c.host).or_default().push(n);
+        let h = c.host as usize;
+        if self.on_host.len() <= h {
+            self.on_host.resize_with(h + 1, Vec::new);
+        }
+        self.on_host[h].push(n);
         self.by_expiry.insert((c.expires, n));
         bump(&mut self.for_home, c.home);
         if let Some(k) = &c.class {
@@ -64,11 +69,8 @@ impl Claims {
     /// Takes claim `n` out of the counts (it has left `list`).
     fn unindex(&mut self, n: u64, c: &PendingClaim) {
         self.by_expiry.remove(&(c.expires, n));
-        if let Some(v) = self.on_host.get_mut(&c.host) {
+        if let Some(v) = self.on_host.get_mut(c.host as usize) {
             v.retain(|&m| m != n);
-            if v.is_empty() {
-                self.on_host.remove(&c.host);
-            }
         }
         drop_one(&mut self.for_home, c.home);
         if let Some(k) = &c.class {
@@ -125,7 +127,7 @@ impl Claims {
     /// The claims pending on `host` with their numbers, oldest first.
     pub(super) fn of_host(&self, host: StationId) -> impl Iterator<Item = (u64, &PendingClaim)> {
         self.on_host
-            .get(&host)
+            .get(host as usize)
             .into_iter()
             .flatten()
             .filter_map(|n| self.list.get(n).map(|c| (*n, c)))
@@ -138,7 +140,9 @@ impl Claims {
 
     /// Claims pending on `host`.
     pub(super) fn on_host(&self, host: StationId) -> u32 {
-        self.on_host.get(&host).map_or(0, |v| v.len() as u32)
+        self.on_host
+            .get(host as usize)
+            .map_or(0, |v| v.len() as u32)
     }
 
     /// Claims granted to `home`.
