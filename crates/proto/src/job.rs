@@ -213,7 +213,16 @@ pub struct JobDescription {
     pub executable: String,
     /// Argument vector, already split (see [`parse_arguments`]).
     pub arguments: Vec<String>,
+    /// The submit file wrote `arguments` in V1 syntax: the job ad holds
+    /// them as `Args`, as HTCondor's does (else `Arguments`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub arguments_v1: bool,
     pub environment: BTreeMap<String, String>,
+    /// The submit file set the environment with `env` in V1 syntax: the
+    /// job ad holds it as `Env` and `EnvDelim`, as HTCondor's does (else
+    /// `Environment`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub environment_v1: bool,
     pub input: Option<String>,
     pub output: Option<String>,
     pub error: Option<String>,
@@ -378,160 +387,25 @@ pub fn resolve_submit_paths(d: &mut JobDescription, submit_dir: Option<&str>) {
     }
 }
 
-/// Why an argument or environment string cannot be split.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ArgsError {
-    #[error("unterminated single quote")]
-    UnterminatedQuote,
-    #[error("missing closing double quote")]
-    UnterminatedDoubleQuote,
-    #[error("unexpected text after closing double quote")]
-    TrailingText,
-    #[error("a single double quote inside new-style arguments must be doubled (\"\")")]
-    LoneDoubleQuote,
-    #[error("environment entry {0:?} is not NAME=VALUE")]
-    NotAssignment(String),
-}
+pub use crate::args::ArgsError;
 
-/// Splits an `arguments` value into an argument vector.
-///
-/// Two HTCondor syntaxes exist:
-/// - new style, when the value is enclosed in double quotes: arguments are
-///   separated by whitespace, single quotes group text that contains
-///   whitespace (`''` inside them is a literal `'`), and `""` is a literal
-///   `"`;
-/// - old style otherwise: whitespace-separated, `\"` is a literal `"`.
+/// Splits an `arguments` value into an argument vector, in either of
+/// HTCondor's syntaxes (`crate::args`): V2 when the value is in double
+/// quotes, V1 otherwise.
 pub fn parse_arguments(value: &str) -> Result<Vec<String>, ArgsError> {
-    let v = value.trim();
-    if let Some(rest) = v.strip_prefix('"') {
-        let inner = new_style_body(rest)?;
-        split_new_style(&inner)
-    } else {
-        Ok(v.split_whitespace()
-            .map(|t| t.replace("\\\"", "\""))
-            .collect())
-    }
+    crate::args::parse_arguments_syntax(value).map(|(a, _)| a)
 }
 
-/// Strips the closing `"` of a new-style value, turning `""` into `"`
-/// and rejecting a lone `"` before the end.
-fn new_style_body(rest: &str) -> Result<String, ArgsError> {
-    let mut out = String::with_capacity(rest.len());
-    let mut chars = rest.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '"' {
-            if chars.peek() == Some(&'"') {
-                chars.next();
-                out.push('"');
-                continue;
-            }
-            // The closing quote must end the value.
-            if chars.all(char::is_whitespace) {
-                return Ok(out);
-            }
-            return Err(ArgsError::TrailingText);
-        }
-        out.push(c);
-    }
-    Err(ArgsError::UnterminatedDoubleQuote)
-}
-
-/// Splits new-style text (outer quotes already removed) on whitespace,
-/// honouring single-quoted groups.
-fn split_new_style(s: &str) -> Result<Vec<String>, ArgsError> {
-    let mut args = Vec::new();
-    let mut cur = String::new();
-    let mut in_arg = false;
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_arg = true;
-                loop {
-                    match chars.next() {
-                        None => return Err(ArgsError::UnterminatedQuote),
-                        Some('\'') => {
-                            if chars.peek() == Some(&'\'') {
-                                chars.next();
-                                cur.push('\'');
-                            } else {
-                                break;
-                            }
-                        }
-                        Some(x) => cur.push(x),
-                    }
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_arg {
-                    args.push(std::mem::take(&mut cur));
-                    in_arg = false;
-                }
-            }
-            c => {
-                in_arg = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_arg {
-        args.push(cur);
-    }
-    Ok(args)
-}
-
-/// Formats an argument vector in new-style syntax so that
-/// [`parse_arguments`] returns it unchanged (used by `glean q -long`).
+/// Formats an argument vector as a V2-quoted value, which
+/// [`parse_arguments`] returns unchanged.
 pub fn format_arguments(args: &[String]) -> String {
-    let mut out = String::from("\"");
-    for (i, a) in args.iter().enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        out.push_str(&quote_word(a));
-    }
-    out.push('"');
-    out
+    crate::args::v2_quoted(args)
 }
 
-fn quote_word(a: &str) -> String {
-    let needs = a.is_empty() || a.chars().any(|c| c.is_whitespace() || c == '\'');
-    let body = a.replace('"', "\"\"");
-    if needs {
-        format!("'{}'", body.replace('\'', "''"))
-    } else {
-        body
-    }
-}
-
-/// Parses an `environment` value into a map.
-///
-/// New style (double-quoted): whitespace-separated `NAME=VALUE` entries with
-/// the same quoting as arguments. Old style: `NAME=VALUE` entries separated
-/// by `;`.
+/// Parses an `environment` value into a map, in either of HTCondor's
+/// syntaxes (`crate::args`).
 pub fn parse_environment(value: &str) -> Result<BTreeMap<String, String>, ArgsError> {
-    let v = value.trim();
-    let entries: Vec<String> = if let Some(rest) = v.strip_prefix('"') {
-        split_new_style(&new_style_body(rest)?)?
-    } else {
-        // Names start at the first non-blank; values are kept whole (a tab
-        // is a value), as HTCondor's V1 environment keeps them.
-        v.split(';')
-            .map(str::trim_start)
-            .filter(|e| !e.is_empty())
-            .map(str::to_string)
-            .collect()
-    };
-    let mut env = BTreeMap::new();
-    for e in entries {
-        match e.split_once('=') {
-            Some((k, val)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
-                env.insert(k.to_string(), val.to_string());
-            }
-            _ => return Err(ArgsError::NotAssignment(e)),
-        }
-    }
-    Ok(env)
+    crate::args::parse_environment_syntax(value).map(|(e, _)| e)
 }
 
 /// Where a job is in its life.

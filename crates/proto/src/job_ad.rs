@@ -106,19 +106,8 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
         None => ad.insert_int("JobUniverse", 5),
     }
     ad.insert_str("Cmd", &desc.executable);
-    ad.insert_str("Args", &desc.arguments.join(" "));
-    // HTCondor's V2 forms, which keep every argument and value whole.
-    let v2 = crate::job::format_arguments(&desc.arguments);
-    ad.insert_str("Arguments", v2.trim_matches('"'));
-    if !desc.environment.is_empty() {
-        let env: Vec<String> = desc
-            .environment
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        let v2 = crate::job::format_arguments(&env);
-        ad.insert_str("Environment", v2.trim_matches('"'));
-    }
+    insert_arguments(&mut ad, desc);
+    insert_environment(&mut ad, desc);
     ad.insert_int("NumJobCompletions", i64::from(j.completions));
     if let Some(t) = j.not_before {
         ad.insert_int("DeferralTime", secs(t));
@@ -202,6 +191,34 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
         insert_expr_or_string(&mut ad, &format!("Request{name}"), amount);
     }
     ad
+}
+
+/// The job's arguments as HTCondor's submit writes them: `Args` (V1 raw)
+/// when the file used V1 syntax and V1 can hold them, else `Arguments`
+/// (V2 raw, `crate::args`).
+fn insert_arguments(ad: &mut Ad, desc: &JobDescription) {
+    match desc
+        .arguments_v1
+        .then(|| crate::args::join_v1_raw(&desc.arguments))
+        .flatten()
+    {
+        Some(v1) => ad.insert_str("Args", &v1),
+        None => ad.insert_str("Arguments", &crate::args::join_v2_raw(&desc.arguments)),
+    }
+}
+
+/// The job's environment as HTCondor's submit writes it: `Env` and
+/// `EnvDelim` (V1) when the file used `env` in V1 syntax, else
+/// `Environment` (V2 raw), always present.
+fn insert_environment(ad: &mut Ad, desc: &JobDescription) {
+    if desc.environment_v1
+        && let Ok(v1) = crate::args::env_v1_raw(&desc.environment)
+    {
+        ad.insert_str("Env", &v1);
+        ad.insert_str("EnvDelim", &crate::args::ENV_V1_DELIMITER.to_string());
+        return;
+    }
+    ad.insert_str("Environment", &crate::args::env_v2_raw(&desc.environment));
 }
 
 /// The job ads a submission would queue as cluster `cluster` at `qdate`

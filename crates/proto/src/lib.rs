@@ -2,6 +2,7 @@
 //!
 //! - [`submit`]: the HTCondor-style submit-description parser behind `glean submit`.
 //! - [`job`]: job descriptions and job states.
+//! - [`args`]: HTCondor's two syntaxes for arguments and environment, read and written as its job ads hold them.
 //! - [`limits`]: limits on everything a user controls in a submission, with why each number.
 //! - [`matchmaking`]: matchmaking data: the owner's policy as advertised, job classes, licences, machine and job ClassAds.
 //! - [`fit`]: does this job fit this host now? The one typed check (matchmaker, host admission, `glean q --analyze`) and its rendering into words.
@@ -14,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod args;
 pub mod creds;
 pub mod enrol;
 pub mod fit;

@@ -46,6 +46,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::PathBuf;
 
+mod args_env;
 mod build;
 mod expand;
 mod functions;
@@ -576,10 +577,34 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
     let mut stored: u64 = 0;
     let mut seq: u32 = 0;
 
+    // `$(SUBMIT_FILE)`, as condor_submit defines it (a default the file
+    // may override): the file's path, absolute since Gleaner reads the
+    // file's references beside it.
+    if let Some(dir) = &ctx.dir {
+        let base = std::path::Path::new(&ctx.file_name)
+            .file_name()
+            .map(|b| dir.join(b))
+            .unwrap_or_else(|| dir.clone());
+        vars.insert(
+            "submit_file".into(),
+            Assignment {
+                name: "SUBMIT_FILE".into(),
+                value: base.to_string_lossy().into_owned(),
+                line: 0,
+                file: None,
+                seq,
+            },
+        );
+        seq += 1;
+    }
     // Command-line definitions first, as line 0 of the file.
     for (k, v) in &ctx.defines {
-        let lower = k.trim().to_ascii_lowercase();
-        if !is_key(k.trim()) || BUILTINS.contains(&lower.as_str()) {
+        // `+Attr=value` sets a job attribute, as DAGMan's `VARS NODE +Attr`.
+        let lower = match custom_attr_name(k.trim()) {
+            Some(attr) if is_identifier(attr) => format!("+{}", attr.to_ascii_lowercase()),
+            _ => k.trim().to_ascii_lowercase(),
+        };
+        if !(is_key(k.trim()) || lower.starts_with('+')) || BUILTINS.contains(&lower.as_str()) {
             errs.push(
                 0,
                 SubmitErrorKind::Malformed(format!("{k}={v} (a definition on the command line)")),
@@ -679,6 +704,17 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
                 continue;
             }
             lower
+        };
+        // A macro that names itself refers to its value so far, expanded
+        // now (`foo = $(foo) bar`), as HTCondor does.
+        let value = if table_key.starts_with('+') {
+            value
+        } else {
+            expand_self(
+                &value,
+                &table_key,
+                vars.get(&table_key).map(|a| a.value.as_str()),
+            )
         };
         let a = Assignment {
             name: key.to_string(),
@@ -923,6 +959,35 @@ fn referenced_macros_in(s: &str, out: &mut BTreeSet<String>) {
         }
         rest = after;
     }
+}
+
+/// `value` with its references to macro `lower` (`$(name)`,
+/// `$(name:default)`, any case) replaced by `previous`, the macro's value
+/// before this assignment (its default, or nothing, when there was none).
+fn expand_self(value: &str, lower: &str, previous: Option<&str>) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(p) = rest.find("$(") {
+        let inner = &rest[p + 2..];
+        let Some(end) = functions::closing_paren(inner) else {
+            break;
+        };
+        let (name, default) = match inner[..end].split_once(':') {
+            Some((n, d)) => (n.trim(), Some(d)),
+            None => (inner[..end].trim(), None),
+        };
+        out.push_str(&rest[..p]);
+        // `$$(name)` is a match-time value, not a macro.
+        let match_time = rest[..p].ends_with('$');
+        if name.eq_ignore_ascii_case(lower) && !match_time {
+            out.push_str(previous.or(default).unwrap_or(""));
+        } else {
+            out.push_str(&rest[p..p + 2 + end + 1]);
+        }
+        rest = &inner[end + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Names used as `$ENV(NAME)`.

@@ -10,12 +10,12 @@ several is read as condor_submit reads it: the k-th cluster of procs from the te
 to the k-th `queue`, the earlier `queue` statements (and their item lists) left out.
 
 stdin: {"file": PATH, "defines": ["KEY=VALUE", ...], "queue": ARGS or null,
-        "cluster": N, "qdate": T, "owner": NAME}
-        (the file is read from its own directory, as condor_submit reads it there;
-        `defines` come before its first line and `queue` is appended, as
-        `condor_submit KEY=VALUE -queue ARGS FILE` does)
+        "cluster": N, "qdate": T, "owner": NAME}, or a JSON list of them
+        (the file is read from its own directory, as condor_submit reads it there,
+        with $(SUBMIT_FILE) its absolute path; `defines` come before its first line
+        and `queue` is appended, as `condor_submit KEY=VALUE -queue ARGS FILE` does)
 stdout: {"procs": [{ATTR: "expression as HTCondor unparses it", ...}, ...]}
-        or {"error": "what HTCondor's submit code said"}
+        or {"error": "what HTCondor's submit code said"}; for a list, a list of them
 Exit 3 when htcondor2 cannot be imported or its submit code cannot be reached.
 """
 import ctypes
@@ -131,24 +131,20 @@ def split_at_queues(text):
     return pieces
 
 
-def main():
-    req = json.load(sys.stdin)
+def run_one(api, req):
+    """HTCondor's ads for one request (see the module's doc)."""
     path = os.path.abspath(req["file"])
     os.chdir(os.path.dirname(path))
     text = open(path, encoding="utf-8").read()
     if req.get("queue") is not None:
         text += "\nqueue " + req["queue"] + "\n"
-    defines = "".join(d + "\n" for d in req.get("defines", []))
-    try:
-        api = bind()
-    except (AttributeError, OSError, ImportError) as e:
-        print(f"cannot reach HTCondor's submit code: {e}", file=sys.stderr)
-        sys.exit(3)
+    # condor_submit's $(SUBMIT_FILE) (a default the file may override).
+    defines = "SUBMIT_FILE = " + path + "\n"
+    defines += "".join(d + "\n" for d in req.get("defines", []))
     procs = []
     pieces = split_at_queues(text)
     if not pieces:
-        print(json.dumps({"error": "no queue statement"}))
-        return
+        return {"error": "no queue statement"}
     api["parent"].restype = ctypes.c_void_p
     api["parent"].argtypes = [ctypes.c_void_p]
     for k in range(len(pieces)):
@@ -157,22 +153,20 @@ def main():
         try:
             s = htcondor2.Submit(body)
         except Exception as e:  # the parser's own refusal
-            print(json.dumps({"error": str(e)}))
-            return
+            return {"error": str(e)}
+        # Kept alive: the ads make_job_ad returns belong to it.
+        KEEP.append(s)
         sb = blob(api, s)
         api["no_file_checks"](sb, True)
         if api["init_base_ad"](sb, int(req.get("qdate", 0)), req.get("owner", "alice").encode()) != 0:
-            print(json.dumps({"error": errors(api, sb)}))
-            return
+            return {"error": errors(api, sb)}
         count = api["queue_count"](sb)
         if count < 0:
-            print(json.dumps({"error": "invalid queue statement"}))
-            return
+            return {"error": "invalid queue statement"}
         try:
             items = s.itemdata()
         except Exception as e:
-            print(json.dumps({"error": f"queue items: {e}"}))
-            return
+            return {"error": f"queue items: {e}"}
         items = [None] if items is None else list(items)
         # The slice of the queue statement (itemdata() gives every item).
         chosen = range(len(items))
@@ -197,18 +191,34 @@ def main():
                 ad = api["make_job_ad"](sb, jid, index if item is not None else 0, step,
                                         False, False, None, None)
                 if not ad:
-                    print(json.dumps({"error": errors(api, sb)}))
-                    return
+                    return {"error": errors(api, sb)}
                 merged = {}
                 parent = api["parent"](ad)
                 if parent:
                     merged.update(as_dict(api, parent))
                 merged.update(as_dict(api, ad))
                 procs.append(merged)
-    print(json.dumps({"procs": procs}))
+    return {"procs": procs}
+
+
+# Every Submit made, alive until the process ends (its ads are its own).
+KEEP = []
+
+
+def main():
+    req = json.load(sys.stdin)
+    try:
+        api = bind()
+    except (AttributeError, OSError, ImportError) as e:
+        print(f"cannot reach HTCondor's submit code: {e}", file=sys.stderr)
+        sys.exit(3)
+    if isinstance(req, list):
+        out = [run_one(api, r) for r in req]
+    else:
+        out = run_one(api, req)
+    print(json.dumps(out))
     sys.stdout.flush()
-    # The ads make_job_ad returned belong to the SubmitBlob: leave without
-    # running destructors over them.
+    # Leave without running destructors over the ads the Submit objects own.
     os._exit(0)
 
 

@@ -5,12 +5,13 @@
 //! `max_retries`, `retry_until`, `success_exit_code` and
 //! `on_exit_remove`; `AccountingGroup`; the deferral defaults).
 
+use super::args_env::{self, ArgsEnv};
 use super::expand::Expander;
 use super::keys::{self, Form, Handling};
 use super::{Assignment, ErrorSink, SubmitErrorKind, custom_attr_name};
 use crate::job::{
     CheckpointMethod, JobDescription, ShouldTransferFiles, Universe, WhenToTransferOutput,
-    parse_arguments, parse_environment, signal_name, signal_number,
+    signal_name, signal_number,
 };
 use crate::limits::check_description;
 use gleaner_classad::quote_string;
@@ -169,11 +170,7 @@ fn encode(form: Form, value: &str) -> Result<String, String> {
 /// put together.
 #[derive(Default)]
 struct Gathered {
-    getenv_all: bool,
-    getenv_patterns: Vec<String>,
-    /// From `environment` (wins over `env`).
-    environment: Option<BTreeMap<String, String>>,
-    env: Option<BTreeMap<String, String>>,
+    args_env: ArgsEnv,
     retry_until: Option<String>,
     success_exit_code: Option<i32>,
     on_exit_remove: Option<String>,
@@ -256,10 +253,18 @@ pub(super) fn build_description(
         apply(key, &value, a, &mut d, &mut g, errs);
     }
 
-    finish_environment(ex, &mut d, &mut g);
+    std::mem::take(&mut g.args_env).finish(ex.env, &mut d, errs);
     compose_policy(&mut d, &g);
     compose_accounting(&mut d, owner, &effective, errs);
     compose_deferral(&mut d, &g);
+    // condor_submit records the file it read, as `$(SUBMIT_FILE)` says.
+    if let Some(a) = ex.vars.get("submit_file")
+        && let Ok(v) = ex.expand(&a.value, 0)
+        && !v.trim().is_empty()
+    {
+        d.custom_attrs
+            .insert("JobSubmitFile".into(), quote_string(v.trim()));
+    }
     // `+Attr` last: the user's own attribute wins, as in HTCondor.
     for (k, v) in g.custom {
         d.custom_attrs.insert(k, v);
@@ -455,42 +460,7 @@ fn implemented(
                 d.executable = value.to_string();
             }
         }
-        "arguments" => match parse_arguments(value) {
-            Ok(v) => d.arguments = v,
-            Err(e) => bad(errs, e.to_string()),
-        },
-        "environment" => match parse_environment(value) {
-            Ok(v) => g.environment = Some(v),
-            Err(e) => bad(errs, e.to_string()),
-        },
-        "env" => match parse_environment(value.trim_matches('"')) {
-            Ok(v) => g.env = Some(v),
-            Err(e) => bad(errs, e.to_string()),
-        },
-        "getenv" => match parse_bool(value) {
-            Some(b) => {
-                g.getenv_all = b;
-                g.getenv_patterns.clear();
-            }
-            None => {
-                // HTCondor also takes a list of names, with * and ?.
-                let names = split_list(value);
-                let ok = names.iter().all(|n| {
-                    !n.is_empty()
-                        && n.chars()
-                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '*' || c == '?')
-                });
-                if ok {
-                    g.getenv_all = false;
-                    g.getenv_patterns = names;
-                } else {
-                    bad(
-                        errs,
-                        "expected true, false or a list of variable names (with * and ?)".into(),
-                    );
-                }
-            }
-        },
+        n if args_env::COMMANDS.contains(&n) => g.args_env.gather(n, value, a, errs),
         "input" => d.input = opt(value),
         "output" => d.output = opt(value),
         "error" => d.error = opt(value),
@@ -695,48 +665,6 @@ fn implemented(
     }
 }
 
-/// The environment: the submitter's (`getenv`), then `env`, or
-/// `environment` when both are given (as HTCondor does), on top.
-fn finish_environment(ex: &Expander<'_>, d: &mut JobDescription, g: &mut Gathered) {
-    if g.getenv_all {
-        d.environment = ex.env.clone();
-    } else {
-        for (k, v) in ex.env {
-            if g.getenv_patterns.iter().any(|p| wildcard(p, k)) {
-                d.environment.insert(k.clone(), v.clone());
-            }
-        }
-    }
-    if let Some(e) = g.environment.take().or(g.env.take()) {
-        d.environment.extend(e);
-    }
-}
-
-/// `*` and `?` wildcards, as `getenv` lists use them (case-sensitive).
-fn wildcard(pattern: &str, name: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    let (mut pi, mut ni) = (0, 0);
-    let (mut star, mut mark) = (None, 0);
-    while ni < n.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ni;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ni = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
-}
-
 /// HTCondor's `OnExitRemove` for jobs that retry: removed once the run
 /// succeeds (`success_exit_code`, else 0), `retry_until` holds, or
 /// `max_retries` (default 2) reruns are spent; `on_exit_remove` is or-ed
@@ -867,14 +795,5 @@ mod tests {
         assert_eq!(parse_size("1", KIB, KIB), Ok(1));
         assert!(parse_size("lots", MIB, MIB).is_err());
         assert!(parse_size("5 parsecs", MIB, MIB).is_err());
-    }
-
-    #[test]
-    fn getenv_wildcards() {
-        assert!(wildcard("US*", "USER"));
-        assert!(wildcard("P?TH", "PATH"));
-        assert!(wildcard("*", "ANY"));
-        assert!(!wildcard("US*", "HOME"));
-        assert!(!wildcard("PATH", "PATHS"));
     }
 }
