@@ -174,6 +174,28 @@ pub enum ShouldTransferFiles {
     IfNeeded,
 }
 
+/// The standard files `transfer_input`, `transfer_output` or
+/// `transfer_error = false` keep from being transferred (HTCondor's
+/// `TransferIn`, `TransferOut`, `TransferErr`). HTCondor then expects the
+/// file where the job runs (a shared file system); Gleaner's hosts share
+/// none, so an untransferred input leaves the job's stdin empty, and an
+/// untransferred stdout or stderr is not written to `output` or `error`
+/// at home (`glean tail` still shows it while the job runs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Untransferred {
+    pub input: bool,
+    pub output: bool,
+    pub error: bool,
+}
+
+impl Untransferred {
+    /// Every standard file is transferred (the default).
+    pub fn is_none(&self) -> bool {
+        *self == Untransferred::default()
+    }
+}
+
 /// `when_to_transfer_output`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -231,6 +253,9 @@ pub struct JobDescription {
     /// Initial working directory (`initialdir`/`iwd`), as written.
     pub iwd: Option<String>,
     pub should_transfer_files: ShouldTransferFiles,
+    /// Standard files not transferred (`transfer_input = false`, …).
+    #[serde(skip_serializing_if = "Untransferred::is_none")]
+    pub untransferred: Untransferred,
     pub when_to_transfer_output: WhenToTransferOutput,
     pub transfer_executable: bool,
     pub transfer_input_files: Vec<String>,

@@ -137,14 +137,28 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
             ShouldTransferFiles::IfNeeded => "IF_NEEDED",
         },
     );
-    ad.insert_str(
-        "WhenToTransferOutput",
-        match desc.when_to_transfer_output {
-            WhenToTransferOutput::OnExit => "ON_EXIT",
-            WhenToTransferOutput::OnExitOrEvict => "ON_EXIT_OR_EVICT",
-            WhenToTransferOutput::OnSuccess => "ON_SUCCESS",
-        },
-    );
+    // With no transfer at all there is no time to transfer at.
+    if desc.should_transfer_files != ShouldTransferFiles::No {
+        ad.insert_str(
+            "WhenToTransferOutput",
+            match desc.when_to_transfer_output {
+                WhenToTransferOutput::OnExit => "ON_EXIT",
+                WhenToTransferOutput::OnExitOrEvict => "ON_EXIT_OR_EVICT",
+                WhenToTransferOutput::OnSuccess => "ON_SUCCESS",
+            },
+        );
+    }
+    // A standard file that is not transferred (none given, or
+    // `transfer_input = false`, …), as HTCondor marks it.
+    for (name, file, skipped) in [
+        ("TransferIn", &desc.input, desc.untransferred.input),
+        ("TransferOut", &desc.output, desc.untransferred.output),
+        ("TransferErr", &desc.error, desc.untransferred.error),
+    ] {
+        if skipped || file.as_deref().is_none_or(|f| f == "/dev/null") {
+            ad.insert_bool(name, false);
+        }
+    }
     if !desc.transfer_input_files.is_empty() {
         ad.insert_str("TransferInput", &desc.transfer_input_files.join(","));
     }
@@ -183,6 +197,8 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
     }
     if let Some(c) = desc.checkpoint_exit_code {
         ad.insert_int("SuccessCheckpointExitCode", i64::from(c));
+        // HTCondor's starter acts on the exit code only with this set.
+        ad.insert_bool("WantFTOnCheckpoint", true);
     }
     if let Some(m) = desc.max_retries {
         ad.insert_int("JobMaxRetries", i64::from(m));

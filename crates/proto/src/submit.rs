@@ -57,6 +57,7 @@ mod parallel;
 mod queue;
 mod received;
 mod source;
+mod transfer;
 
 pub use build::{parse_size, policy_attr};
 pub use source::{LocalFs, SubmitFs};
@@ -791,7 +792,12 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
         errs.extend(e.0);
     }
     match sub.expand_checked(PROBE_CLUSTER) {
-        Ok((_, w)) => errs.warnings.extend(w),
+        Ok((descs, w)) => {
+            errs.warnings.extend(w);
+            if let Some(fs) = fs {
+                check_initialdirs(&sub, &descs, fs, &mut errs);
+            }
+        }
         Err(e) => errs.extend(e.0),
     }
     let warnings: Vec<SubmitWarning> = errs.warnings.iter().cloned().collect();
@@ -799,6 +805,60 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
         sub.warnings = warnings;
         sub
     })
+}
+
+/// Refuses an `initialdir` that is not a directory, as condor_submit does
+/// ("No such directory"), naming the line that set it. Checked with the
+/// probe cluster id: the station checks again, as the job's owner, with
+/// the real one.
+fn check_initialdirs(
+    sub: &ClusterSubmission,
+    descs: &[JobDescription],
+    fs: &dyn SubmitFs,
+    errs: &mut ErrorSink,
+) {
+    let mut seen = BTreeSet::new();
+    let mut descs = descs.iter();
+    let n = sub.batches.len();
+    for batch in &sub.batches {
+        let jobs = parallel::jobs_of(batch, n, &sub.env);
+        // The assignment that set it: the latest of the command's names,
+        // or the queue statement when its items name it.
+        let set_by = batch
+            .vars
+            .values()
+            .filter(|a| keys::canonical(&a.name) == "initialdir")
+            .max_by_key(|a| a.seq)
+            .map(|a| (a.file.clone(), a.line, a.name.clone()));
+        let from_items = batch
+            .procs
+            .iter()
+            .any(|p| p.items.keys().any(|k| keys::canonical(k) == "initialdir"));
+        for d in descs.by_ref().take(jobs as usize) {
+            let Some(iwd) = &d.iwd else { continue };
+            if !seen.insert(iwd.clone()) || fs.is_dir(std::path::Path::new(iwd)) != Some(false) {
+                continue;
+            }
+            let (file, line, key) = match (&set_by, from_items) {
+                (Some(s), false) => s.clone(),
+                _ => (batch.file.clone(), batch.line, "initialdir".to_string()),
+            };
+            let shown = match &sub.dir {
+                Some(dir) if !iwd.starts_with('/') => {
+                    format!("{}/{iwd}", dir.trim_end_matches('/'))
+                }
+                _ => iwd.clone(),
+            };
+            errs.push_file(
+                file.as_deref(),
+                line,
+                SubmitErrorKind::BadValue {
+                    key,
+                    reason: format!("no such directory: {shown}"),
+                },
+            );
+        }
+    }
 }
 
 /// Collects errors and warnings, dropping duplicates (each proc re-reports

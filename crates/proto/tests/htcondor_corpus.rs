@@ -509,7 +509,12 @@ fn htcondor_corpus_matches_htcondor_submit() {
             ));
             continue;
         }
-        let user_requirements = text.to_ascii_lowercase().contains("requirements");
+        // The file sets requirements (a line of its own, not a comment).
+        let user_requirements = text.lines().any(|l| {
+            let l = l.trim_start().to_ascii_lowercase();
+            l.strip_prefix("requirements")
+                .is_some_and(|r| r.trim_start().starts_with('='))
+        });
         let mut out = Outcome::default();
         for (i, (g, h)) in ads.iter().zip(&theirs).enumerate() {
             compare(i, g, h, &baseline, user_requirements, &mut out);

@@ -43,7 +43,7 @@ output         = out.$(Cluster).$(Process)
 error          = err.$(Cluster).$(Process)
 log            = sim.log
 initialdir     = run$(Process)
-should_transfer_files   = IF_NEEDED
+should_transfer_files   = YES
 when_to_transfer_output = ON_EXIT_OR_EVICT
 transfer_input_files    = a.txt, b.txt,c.txt
 transfer_output_files   = result.dat
@@ -80,7 +80,7 @@ queue 2
     assert_eq!(j.error.as_deref(), Some("err.42.1"));
     assert_eq!(j.log.as_deref(), Some("sim.log"));
     assert_eq!(j.iwd.as_deref(), Some("run1"));
-    assert_eq!(j.should_transfer_files, ShouldTransferFiles::IfNeeded);
+    assert_eq!(j.should_transfer_files, ShouldTransferFiles::Yes);
     assert_eq!(
         j.when_to_transfer_output,
         WhenToTransferOutput::OnExitOrEvict

@@ -8,11 +8,9 @@
 use super::args_env::{self, ArgsEnv};
 use super::expand::Expander;
 use super::keys::{self, Form, Handling};
+use super::transfer::{self, Transfer};
 use super::{Assignment, ErrorSink, SubmitErrorKind, custom_attr_name};
-use crate::job::{
-    CheckpointMethod, JobDescription, ShouldTransferFiles, Universe, WhenToTransferOutput,
-    signal_name, signal_number,
-};
+use crate::job::{CheckpointMethod, JobDescription, Universe, signal_name, signal_number};
 use crate::limits::check_description;
 use gleaner_classad::quote_string;
 use std::collections::BTreeMap;
@@ -147,6 +145,7 @@ fn seconds(text: &str) -> Result<u64, String> {
 fn encode(form: Form, value: &str) -> Result<String, String> {
     match form {
         Form::Str => Ok(quote_string(value)),
+        Form::List => Ok(quote_string(&split_list(value).join(","))),
         Form::Expr => gleaner_classad::parse_expr(value)
             .map(|_| value.to_string())
             .map_err(|e| format!("not a valid expression: {e}")),
@@ -171,6 +170,7 @@ fn encode(form: Form, value: &str) -> Result<String, String> {
 #[derive(Default)]
 struct Gathered {
     args_env: ArgsEnv,
+    transfer: Transfer,
     retry_until: Option<String>,
     success_exit_code: Option<i32>,
     on_exit_remove: Option<String>,
@@ -254,6 +254,7 @@ pub(super) fn build_description(
     }
 
     std::mem::take(&mut g.args_env).finish(ex.env, &mut d, errs);
+    std::mem::take(&mut g.transfer).finish(&mut d, errs);
     compose_policy(&mut d, &g);
     compose_accounting(&mut d, owner, &effective, errs);
     compose_deferral(&mut d, &g);
@@ -357,7 +358,9 @@ fn apply(
         }
         return;
     }
-    if let Some(why) = keys::refused_prefix(key) {
+    if keys::lookup(key).is_none()
+        && let Some(why) = keys::refused_prefix(key)
+    {
         errs.push_at(
             a,
             SubmitErrorKind::Unsupported(format!("{} is not supported: {why}", a.name)),
@@ -466,27 +469,11 @@ fn implemented(
         "error" => d.error = opt(value),
         "log" => d.log = opt(value),
         "initialdir" => d.iwd = opt(value),
-        "should_transfer_files" => match value.to_ascii_uppercase().as_str() {
-            "YES" | "TRUE" => d.should_transfer_files = ShouldTransferFiles::Yes,
-            "NO" | "FALSE" => d.should_transfer_files = ShouldTransferFiles::No,
-            "IF_NEEDED" => d.should_transfer_files = ShouldTransferFiles::IfNeeded,
-            _ => bad(errs, format!("\"{value}\" (expected YES, NO or IF_NEEDED)")),
-        },
-        "when_to_transfer_output" => match value.to_ascii_uppercase().as_str() {
-            "ON_EXIT" => d.when_to_transfer_output = WhenToTransferOutput::OnExit,
-            "ON_EXIT_OR_EVICT" => d.when_to_transfer_output = WhenToTransferOutput::OnExitOrEvict,
-            "ON_SUCCESS" => d.when_to_transfer_output = WhenToTransferOutput::OnSuccess,
-            _ => bad(
-                errs,
-                format!("\"{value}\" (expected ON_EXIT, ON_EXIT_OR_EVICT or ON_SUCCESS)"),
-            ),
-        },
         "transfer_executable" => match parse_bool(value) {
             Some(b) => d.transfer_executable = b,
             None => bad(errs, format!("\"{value}\" is not true or false")),
         },
-        "transfer_input_files" => d.transfer_input_files = split_list(value),
-        "transfer_output_files" => d.transfer_output_files = Some(split_list(value)),
+        n if transfer::COMMANDS.contains(&n) => g.transfer.gather(n, value, a, d, errs),
         "transfer_checkpoint_files" => d.transfer_checkpoint_files = split_list(value),
         "concurrency_limits" => {
             // HTCondor's limits are case-insensitive; its ad keeps them in
@@ -637,7 +624,27 @@ fn implemented(
                 d.want_graceful_removal = b;
                 record(d, "WantGracefulRemoval", b.to_string());
             }
-            None => bad(errs, format!("\"{value}\" is not true or false")),
+            // HTCondor takes an expression too, and records it. Gleaner
+            // decides once, with its value now (no job attribute is known
+            // yet: one it names is undefined, and undefined is false).
+            None => match gleaner_classad::parse_expr(value) {
+                Ok(e) => {
+                    let now = gleaner_classad::EvalContext::new(0).eval(&e);
+                    d.want_graceful_removal = matches!(now, gleaner_classad::Value::Bool(true));
+                    record(d, "WantGracefulRemoval", value.to_string());
+                    if !matches!(now, gleaner_classad::Value::Bool(_)) {
+                        errs.warn_at(
+                            a,
+                            format!(
+                                "{} = {value} is recorded, and is {} now: Gleaner decides \
+                                 graceful removal once, at submit time",
+                                a.name, d.want_graceful_removal
+                            ),
+                        );
+                    }
+                }
+                Err(e) => bad(errs, format!("not true, false or an expression: {e}")),
+            },
         },
         "nice_user" => match parse_bool(value) {
             Some(b) => d.nice_user = b,

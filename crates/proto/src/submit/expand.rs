@@ -68,8 +68,12 @@ pub(super) struct Builtins<'a> {
 
 /// What a name refers to.
 enum Found<'a> {
-    /// A built-in or queue variable: cheap, not remembered.
+    /// A built-in: cheap, not remembered.
     Builtin(String),
+    /// A queue variable's value, whose own macros expand too (`queue
+    /// executable from (…)` with `$Fp(SUBMIT_FILE)x` as an item), as in
+    /// HTCondor.
+    Item(&'a str),
     /// A user assignment, expanded once per proc.
     Var(&'a str),
 }
@@ -150,10 +154,14 @@ impl<'a> Expander<'a> {
                 "step" => Some(b.binding.step.to_string()),
                 "node" => b.node.map(|n| n.to_string()),
                 "itemindex" | "row" => Some(b.binding.item_index.to_string()),
-                _ => b.binding.items.get(lower).cloned(),
+                _ => None,
             };
             if let Some(v) = v {
                 return Some(Found::Builtin(v));
+            }
+            let items: &'a BTreeMap<String, String> = &b.binding.items;
+            if let Some(v) = items.get(lower) {
+                return Some(Found::Item(v.as_str()));
             }
         }
         let vars: &'a BTreeMap<String, Assignment> = self.vars;
@@ -266,7 +274,8 @@ impl<'a> Expander<'a> {
                 };
                 match self.lookup(&lower) {
                     Some(Found::Builtin(v)) => self.put(&mut out, &v)?,
-                    Some(Found::Var(text)) => {
+                    Some(Found::Item(v)) if !v.contains('$') => self.put(&mut out, v)?,
+                    Some(Found::Item(text)) | Some(Found::Var(text)) => {
                         let v = self.expand_var(&lower, text, depth + 1).map_err(rename)?;
                         self.put(&mut out, &v)?;
                     }
@@ -316,7 +325,7 @@ impl functions::Env for Expander<'_> {
         let lower = name.to_ascii_lowercase();
         match self.lookup(&lower) {
             Some(Found::Builtin(v)) => Ok(Some(v)),
-            Some(Found::Var(text)) => Ok(Some(
+            Some(Found::Item(text)) | Some(Found::Var(text)) => Ok(Some(
                 self.expand_var(&lower, text, self.call_depth.get() + 1)?
                     .to_string(),
             )),

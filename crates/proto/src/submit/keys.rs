@@ -17,6 +17,9 @@
 pub(crate) enum Form {
     /// A string, as written (`NotifyUser = "a@b"`).
     Str,
+    /// A list of words (commas or blanks between them), written as one
+    /// string joined by commas (`EmailAttributes = "a,b"`).
+    List,
     /// A ClassAd expression (`MaxJobRetirementTime = 60 * 60`).
     Expr,
     /// true or false.
@@ -183,6 +186,9 @@ pub(crate) const COMMANDS: &[Command] = &[
     imp("transfer_input_files", &["transferinputfiles"]),
     imp("transfer_output_files", &["transferoutputfiles"]),
     imp("transfer_checkpoint_files", &[]),
+    imp("transfer_input", &["transferin"]),
+    imp("transfer_output", &["transferout"]),
+    imp("transfer_error", &["transfererr"]),
     // Matching.
     imp("request_cpus", &[]),
     imp("request_memory", &[]),
@@ -270,7 +276,7 @@ pub(crate) const COMMANDS: &[Command] = &[
         "email_attributes",
         &[],
         "EmailAttributes",
-        Form::Str,
+        Form::List,
         NO_MAIL,
         NONE,
     ),
@@ -590,10 +596,29 @@ pub(crate) const COMMANDS: &[Command] = &[
         "an obsolete command; use on_exit_remove",
         NONE,
     ),
-    acc(
+    rec(
         "skip_if_dataflow",
+        &[],
+        "SkipIfDataflow",
+        Form::Bool,
         "Gleaner runs every job it queues",
         FALSE,
+    ),
+    rec(
+        "remote_initialdir",
+        &["remoteiwd"],
+        "RemoteIwd",
+        Form::Str,
+        "a guest runs in its own sandbox on the host, whatever directory is named",
+        NONE,
+    ),
+    unless_rec(
+        "wantparallelscheduling",
+        FALSE,
+        "Gleaner schedules a job's nodes together only in the parallel universe: write \
+         universe = parallel and machine_count",
+        "WantParallelScheduling",
+        Form::Bool,
     ),
     acc("on_evict_checks", "evictions are the owner's", NONE),
     // Refused when not harmless.
@@ -676,6 +701,11 @@ pub(crate) const COMMANDS: &[Command] = &[
     refuse(
         "cuda_version",
         "GPU property constraints are not supported; put them in requirements",
+    ),
+    refuse(
+        "public_input_files",
+        "inputs come from your directory only (Gleaner has no HTTP cache for public inputs); \
+         list them in transfer_input_files",
     ),
     refuse(
         "common_input_files",

@@ -25,6 +25,12 @@ pub trait SubmitFs {
     /// The paths (as the pattern names them) matching a glob, sorted, with
     /// whether each is a directory.
     fn glob(&self, pattern: &str) -> Result<Vec<(String, bool)>, String>;
+    /// Whether `path` (relative to the submit file's directory, or
+    /// absolute) is a directory; `None` when this file system cannot tell.
+    fn is_dir(&self, path: &Path) -> Option<bool> {
+        let _ = path;
+        None
+    }
 }
 
 /// [`SubmitFs`] over the local file system, relative to `dir`.
@@ -55,6 +61,10 @@ impl SubmitFs for LocalFs {
 
     fn glob(&self, pattern: &str) -> Result<Vec<(String, bool)>, String> {
         super::glob::glob(&self.dir, pattern)
+    }
+
+    fn is_dir(&self, path: &Path) -> Option<bool> {
+        Some(self.dir.join(path).is_dir())
     }
 }
 
