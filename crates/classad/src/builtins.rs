@@ -49,6 +49,8 @@ pub const BUILTINS: &[&str] = &[
     "stringlistmember",
     "stringlistimember",
     "stringlistsize",
+    "countmatches",
+    "evalineachcontext",
 ];
 
 pub(crate) fn call(ev: &mut Evaluator<'_>, name: &str, args: &[Expr], f: &Arc<Frame>) -> Value {
@@ -95,6 +97,12 @@ pub(crate) fn call(ev: &mut Evaluator<'_>, name: &str, args: &[Expr], f: &Arc<Fr
                 other => other,
             };
         }
+        "countmatches" | "evalineachcontext" => {
+            if n != 2 {
+                return Value::Error;
+            }
+            return each_context(ev, &lname, args, f);
+        }
         "time" => {
             return if n == 0 {
                 Value::Int(ev.ctx.now_unix)
@@ -109,6 +117,50 @@ pub(crate) fn call(ev: &mut Evaluator<'_>, name: &str, args: &[Expr], f: &Arc<Fr
     }
     let vals: Vec<Value> = args.iter().map(|a| ev.eval(a, f)).collect();
     strict(ev, &lname, &vals, f)
+}
+
+/// HTCondor's `countMatches(expr, ads)` and `evalInEachContext(expr,
+/// ads)`: `expr` evaluated with each nested ad of the list as its scope
+/// (its enclosing ads, and in a match the other ad, behind it). An
+/// attribute reference as `expr` stands for the expression it is bound
+/// to (`countMatches(RequireGPUs, AvailableGPUs)` evaluates the job's
+/// constraint in each GPU's ad). `countMatches` counts the true (or
+/// non-zero) results and gives 0 for an undefined list; an element that
+/// is not an ad counts as no match (error in `evalInEachContext`).
+fn each_context(ev: &mut Evaluator<'_>, name: &str, args: &[Expr], f: &Arc<Frame>) -> Value {
+    let count = name == "countmatches";
+    let expr = match args[0].strip_parens() {
+        Expr::Attr { .. } => find_bound(ev, &args[0], f).unwrap_or_else(|| args[0].clone()),
+        _ => args[0].clone(),
+    };
+    let elements = match ev.eval(&args[1], f) {
+        Value::List(l) => ev.list_values_in(&l, f),
+        Value::Undefined if count => return Value::Int(0),
+        Value::Undefined => return Value::Undefined,
+        _ => return Value::Error,
+    };
+    let mut matches = 0i64;
+    let mut results = Vec::with_capacity(elements.len());
+    for el in elements {
+        let v = match el {
+            Value::Ad(a) => ev.eval(&expr, &a.frame),
+            Value::Undefined => Value::Undefined,
+            _ => Value::Error,
+        };
+        if count {
+            matches += i64::from(truth(&v) == Tv::T);
+        } else {
+            results.push(v.to_expr());
+        }
+    }
+    if count {
+        Value::Int(matches)
+    } else {
+        Value::List(ListValue {
+            items: Arc::new(results),
+            scope: None,
+        })
+    }
 }
 
 fn find_bound(ev: &Evaluator<'_>, e: &Expr, f: &Arc<Frame>) -> Option<Expr> {

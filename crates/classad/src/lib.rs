@@ -25,9 +25,11 @@
 //! * Strings are UTF-8: octal escapes that produce invalid UTF-8 are replaced by U+FFFD.
 //! * A unary minus applied to a number prints as ` - 1` rather than HTCondor's ` -1`, so that
 //!   printing and re-parsing gives back the same tree (values are unaffected).
-//! * `stringListMember`, `stringListIMember` and `stringListSize` are HTCondor daemon
-//!   extensions that the pure ClassAd library (and thus the Python module) does not register;
-//!   they are implemented from the HTCondor manual and are not covered by the differential test.
+//! * `stringListMember`, `stringListIMember`, `stringListSize`, `countMatches` and
+//!   `evalInEachContext` are HTCondor daemon extensions that the pure ClassAd library (and thus
+//!   the Python module `classad2` alone) does not register; they are implemented from the
+//!   HTCondor manual and sources, not covered by the differential test (`countMatches` and
+//!   `evalInEachContext` are checked against values HTCondor 25 gives in `tests/semantics.rs`).
 //! * Unscoped names fall back to the `TARGET` ad when [`EvalContext::target_fallback`] is set
 //!   (the default, and what [`matches()`] / [`rank()`] use), as HTCondor's matchmaker does; the
 //!   Python `ExprTree.eval(scope, target)` used by the oracle does not fall back.

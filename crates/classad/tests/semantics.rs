@@ -389,3 +389,51 @@ fn slots_replace_in_place_until_positions_change() {
     assert_eq!(ad.get("Disk"), Some(&int(25)));
     assert_eq!(ad.get("C"), Some(&int(3)));
 }
+
+/// `countMatches` and `evalInEachContext`, as HTCondor 25 evaluates them
+/// (registered by its `htcondor2` module; values recorded from it): the
+/// expression in each nested ad's scope, an attribute reference standing
+/// for its expression, an undefined list giving 0 (or undefined), an
+/// element that is not an ad no match (error).
+#[test]
+fn count_matches_and_eval_in_each_context() {
+    let my = "[ ads = { [ k = 1 ],[ k = 2 ] }; jt = k > 1; g1 = [ Capability = 7.5 ]; \
+              g2 = [ Capability = 8.6 ]; av = { g1,g2 }; n = 5 ]";
+    let cases = [
+        ("countMatches(k > 1, ads)", "1"),
+        ("countMatches(k, ads)", "2"),
+        ("evalInEachContext(k * 2, ads)", "{ 2,4 }"),
+        ("countMatches(jt, ads)", "1"),
+        ("countMatches(k > 1, nope)", "0"),
+        ("evalInEachContext(k, nope)", "undefined"),
+        ("countMatches(1, {1,2})", "0"),
+        ("evalInEachContext(1, {1,2})", "{ error,error }"),
+        ("countMatches(Capability > 8, av)", "1"),
+        (
+            "evalInEachContext(Capability, av)",
+            "{ 7.500000000000000E+00,8.600000000000000E+00 }",
+        ),
+        ("countMatches(k > n, ads)", "0"),
+        ("countMatches(Capability > 8, {g1, nope, g2})", "1"),
+        (
+            "evalInEachContext(Capability, {g1, nope, 3})",
+            "{ 7.500000000000000E+00,undefined,error }",
+        ),
+        ("countMatches(k)", "error"),
+    ];
+    for (expr, want) in cases {
+        assert_eq!(ev_with(expr, my, "[]"), want, "{expr}");
+    }
+    // In a match, the constraint names the job's attributes too.
+    let job = "[ RequestGPUs = 1; RequireGPUs = Capability >= MinCap; MinCap = 8 ]";
+    let machine = "[ GPUs_GPU_1 = [ Capability = 7.5 ]; GPUs_GPU_2 = [ Capability = 8.6 ]; \
+                   AvailableGPUs = { GPUs_GPU_1,GPUs_GPU_2 } ]";
+    assert_eq!(
+        ev_with(
+            "countMatches(MY.RequireGPUs, TARGET.AvailableGPUs)",
+            job,
+            machine
+        ),
+        "1"
+    );
+}
