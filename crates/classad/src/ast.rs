@@ -88,6 +88,10 @@ pub enum BinOp {
     And,
     /// `||`
     Or,
+    /// `?:` (HTCondor's "elvis" operator): the left value unless it is
+    /// `undefined`, then the right one; as loose and right-associative as
+    /// the conditional.
+    Elvis,
 }
 
 impl BinOp {
@@ -115,12 +119,14 @@ impl BinOp {
             BinOp::BitOr => "|",
             BinOp::And => "&&",
             BinOp::Or => "||",
+            BinOp::Elvis => "?:",
         }
     }
 
     /// Binding power (higher binds tighter); all binary operators are left-associative.
     pub(crate) fn precedence(self) -> u8 {
         match self {
+            BinOp::Elvis => 1,
             BinOp::Or => 2,
             BinOp::And => 3,
             BinOp::BitOr => 4,

@@ -230,6 +230,10 @@ impl<'c> Evaluator<'c> {
                     },
                 }
             }
+            Expr::Binary(BinOp::Elvis, l, r) => match self.eval(l, f) {
+                Value::Undefined => self.eval(r, f),
+                v => v,
+            },
             Expr::Binary(op, l, r) => {
                 let a = self.eval(l, f);
                 let b = self.eval(r, f);
@@ -495,6 +499,8 @@ pub(crate) fn identical(a: &Value, b: &Value) -> Value {
 /// Strict binary operators (everything except `&&` and `||`).
 pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Value {
     match op {
+        BinOp::Elvis if a.is_undefined() => return b.clone(),
+        BinOp::Elvis => return a.clone(),
         BinOp::Is => return identical(a, b),
         BinOp::Isnt => {
             return match identical(a, b) {
@@ -548,6 +554,6 @@ pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Value {
                 }
             })
         }
-        BinOp::And | BinOp::Or | BinOp::Is | BinOp::Isnt => Value::Error,
+        BinOp::And | BinOp::Or | BinOp::Is | BinOp::Isnt | BinOp::Elvis => Value::Error,
     }
 }

@@ -143,6 +143,12 @@ impl<'s> Parser<'s> {
         let c = self.binary(0)?;
         if *self.peek() == Tok::Question {
             self.bump();
+            // `a ?: b`: `a` unless it is undefined.
+            if *self.peek() == Tok::Colon {
+                self.bump();
+                let b = self.expr()?;
+                return Ok(Expr::Binary(BinOp::Elvis, Box::new(c), Box::new(b)));
+            }
             let a = self.expr()?;
             self.expect(&Tok::Colon, "':'")?;
             let b = self.expr()?;
