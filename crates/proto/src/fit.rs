@@ -23,6 +23,7 @@
 
 use crate::job::JobDescription;
 use crate::matchmaking::{JobClass, PolicyAd, class_ad};
+use crate::requests::{self, Amounts, Requests};
 use crate::wire::{RejectReason, StationAd};
 use gleaner_classad::Ad;
 use gleaner_core::detector::OwnerState;
@@ -75,6 +76,18 @@ pub enum Reject {
         need_kb: u64,
         have_kb: u64,
     },
+    /// Fewer GPUs here than the job asks for (`RequestGPUs`), or fewer
+    /// that satisfy its `RequireGPUs`.
+    Gpus {
+        need: u32,
+        usable: u32,
+    },
+    /// A request written as an expression gives no amount on this machine
+    /// (`RequestMemory` undefined, …).
+    Request {
+        attr: String,
+        value: String,
+    },
     /// The station runs as many guests as its policy allows.
     GuestLimit {
         limit: u32,
@@ -99,7 +112,7 @@ impl Reject {
     pub fn is_capacity(&self) -> bool {
         matches!(
             self,
-            Reject::Cpus { .. } | Reject::GuestLimit { .. } | Reject::Embargo
+            Reject::Cpus { .. } | Reject::Gpus { .. } | Reject::GuestLimit { .. } | Reject::Embargo
         )
     }
 
@@ -120,6 +133,7 @@ impl Reject {
             | Reject::Cpus { .. }
             | Reject::Memory { .. }
             | Reject::Disk { .. }
+            | Reject::Gpus { .. }
             | Reject::GuestLimit { .. }
             | Reject::Embargo
             | Reject::Licence { .. } => RejectReason::NoResources,
@@ -127,6 +141,7 @@ impl Reject {
             | Reject::Start { .. }
             | Reject::UserDenied { .. }
             | Reject::WindowClosed { .. }
+            | Reject::Request { .. }
             | Reject::Avoided => RejectReason::RequirementsUnmet,
         }
     }
@@ -158,6 +173,10 @@ impl fmt::Display for Reject {
             Reject::Disk { need_kb, have_kb } => {
                 write!(f, "disk: needs {need_kb} KiB, {have_kb} KiB free")
             }
+            Reject::Gpus { need, usable } => {
+                write!(f, "gpus: needs {need}, {usable} usable")
+            }
+            Reject::Request { attr, value } => write!(f, "{attr} is {value} here"),
             Reject::GuestLimit { limit, guests } => {
                 write!(f, "guest limit: {guests} of {limit} running or claimed")
             }
@@ -315,6 +334,18 @@ impl<'a> HostView<'a> {
         self.machine.machine_ad()
     }
 
+    /// The machine ClassAd when `needed`, else an empty ad (a check that
+    /// needs nothing of the machine does not make the coordinator bring its
+    /// ad up to date).
+    fn machine_if(&self, needed: bool) -> &'a Ad {
+        static EMPTY: std::sync::OnceLock<Ad> = std::sync::OnceLock::new();
+        if needed {
+            self.machine()
+        } else {
+            EMPTY.get_or_init(Ad::new)
+        }
+    }
+
     /// Whether the host takes guests at all now (AV and not submit-only).
     pub fn hosting(&self) -> bool {
         !self.submit_only && self.state == OwnerState::Av
@@ -404,20 +435,41 @@ fn verdict(
             windows: policy.windows.clone(),
         }
     });
-    let need = class.request_cpus.max(1);
+    // The requests' amounts here: constants, or expressions evaluated
+    // against this machine (which only then is read).
+    let requests = Requests::of_class(class);
+    let (amounts, unmeasured) = match requests::amounts(
+        requests,
+        &job.ad,
+        host.machine_if(!class.request_exprs.is_empty()),
+        now_unix,
+    ) {
+        Ok(a) => (a, None),
+        Err(e) => (
+            Amounts {
+                cpus: class.request_cpus.max(1),
+                ..Amounts::default()
+            },
+            Some(Reject::Request {
+                attr: e.attr,
+                value: e.value,
+            }),
+        ),
+    };
+    let need = amounts.cpus.max(1);
     let cpus = (host.hosting() && host.free_cpus < need).then_some(Reject::Cpus {
         need,
         free: host.free_cpus,
     });
-    let memory = class
-        .request_memory_mb
+    let memory = amounts
+        .memory_mb
         .filter(|&m| m > host.memory_mb)
         .map(|m| Reject::Memory {
             need_mb: m,
             have_mb: host.memory_mb,
         });
-    let disk = class
-        .request_disk_kb
+    let disk = amounts
+        .disk_kb
         .filter(|&d| d > host.disk_free_kb)
         .map(|d| Reject::Disk {
             need_kb: d,
@@ -444,7 +496,17 @@ fn verdict(
     };
     if first_only {
         let cheap = [
-            &owner, &users, &windows, &cpus, &memory, &disk, &limit, &embargo, &avoided, &licence,
+            &owner,
+            &users,
+            &windows,
+            &unmeasured,
+            &cpus,
+            &memory,
+            &disk,
+            &limit,
+            &embargo,
+            &avoided,
+            &licence,
         ];
         let counts = |r: &&Reject| mode == Mode::First || !r.is_occupancy();
         if let Some(r) = cheap.into_iter().flatten().find(counts) {
@@ -487,6 +549,20 @@ fn verdict(
                 (!clauses.is_empty()).then_some(Reject::Requirements { clauses })
             })
     };
+    // GPUs: as many usable ones as the job asks for (`crate::gpus`).
+    let gpus = (amounts.gpus > 0)
+        .then(|| crate::gpus::usable_count(&job.ad, host.machine(), now_unix))
+        .filter(|usable| *usable < amounts.gpus)
+        .map(|usable| Reject::Gpus {
+            need: amounts.gpus,
+            usable,
+        });
+    if first_only
+        && let Some(r) = &gpus
+        && (mode == Mode::First || !r.is_occupancy())
+    {
+        return vec![r.clone()];
+    }
     // The machine's side: START.
     let start = gleaner_classad::EvalContext::new(now_unix)
         .with_my(host.machine())
@@ -502,9 +578,11 @@ fn verdict(
         start,
         users,
         windows,
+        unmeasured,
         cpus,
         memory,
         disk,
+        gpus,
         limit,
         embargo,
         avoided,
@@ -691,6 +769,68 @@ mod tests {
         assert_eq!(
             explain(&r),
             "owner active (station NA); memory: needs 1024 MiB, 512 MiB offered"
+        );
+    }
+
+    #[test]
+    fn request_expressions_and_gpus_are_judged_against_the_machine() {
+        let mut a = host("h", 4, 4096);
+        let mut d = job(None);
+        d.request_exprs.memory = Some("TARGET.Memory / 2".into());
+        d.request_exprs.cpus = Some("Cpus > 2 ? 2 : Cpus".into());
+        let v = JobView::of(&d);
+        assert_eq!(check_on(&a, &v, 0, &LicenceBook::default()), Ok(()));
+        // Two placements in flight leave two CPUs: the job asks for two.
+        assert_eq!(check_on(&a, &v, 2, &LicenceBook::default()), Ok(()));
+        assert_eq!(
+            check_on(&a, &v, 3, &LicenceBook::default()),
+            Err(vec![Reject::Cpus { need: 2, free: 1 }])
+        );
+        d.request_exprs.memory = Some("NoSuchAttr * 2".into());
+        let r = check_on(&a, &JobView::of(&d), 0, &LicenceBook::default()).unwrap_err();
+        assert_eq!(
+            r,
+            vec![Reject::Request {
+                attr: "RequestMemory".into(),
+                value: "undefined".into()
+            }]
+        );
+        assert_eq!(explain(&r), "RequestMemory is undefined here");
+        // GPUs: the machine's free devices that satisfy RequireGPUs.
+        let mut g = job(None);
+        g.request_gpus = 1;
+        g.request_exprs.require_gpus = Some("Capability >= 8".into());
+        let gv = JobView::of(&g);
+        assert_eq!(
+            check_on(&a, &gv, 0, &LicenceBook::default()),
+            Err(vec![Reject::Gpus { need: 1, usable: 0 }])
+        );
+        let devices = [
+            crate::gpus::Gpu {
+                id: "GPU-a".into(),
+                capability: Some(7.5),
+                ..Default::default()
+            },
+            crate::gpus::Gpu {
+                id: "GPU-b".into(),
+                capability: Some(8.6),
+                ..Default::default()
+            },
+        ];
+        a.attrs = crate::gpus::machine_attrs(&devices, &["GPU-a", "GPU-b"]);
+        assert_eq!(check_on(&a, &gv, 0, &LicenceBook::default()), Ok(()));
+        a.attrs = crate::gpus::machine_attrs(&devices, &["GPU-a"]);
+        let r = check_on(&a, &gv, 0, &LicenceBook::default()).unwrap_err();
+        assert_eq!(r, vec![Reject::Gpus { need: 1, usable: 0 }]);
+        assert!(r[0].is_capacity(), "a leaving guest frees its GPU");
+        // The FAQ's GPU-if-there-is-one request asks for none without one.
+        let mut faq = job(None);
+        faq.request_exprs.gpus =
+            Some("countMatches(RequireGPUs, AvailableGPUs) >= 1 ? 1 : 0".into());
+        faq.request_exprs.require_gpus = Some("Capability > 8".into());
+        assert_eq!(
+            check_on(&a, &JobView::of(&faq), 0, &LicenceBook::default()),
+            Ok(())
         );
     }
 

@@ -267,6 +267,13 @@ pub struct JobDescription {
     /// KiB; `None` leaves the pool default.
     pub request_disk_kb: Option<u64>,
     pub request_gpus: u32,
+    /// Requests written as ClassAd expressions (`request_memory =
+    /// ifThenElse(…)`), and `require_gpus`: evaluated against each machine
+    /// when the job is matched (`crate::requests`); the numbers above are
+    /// then what the host the job was placed on evaluated them to (or the
+    /// defaults, before).
+    #[serde(skip_serializing_if = "crate::requests::RequestExprs::is_empty")]
+    pub request_exprs: crate::requests::RequestExprs,
     pub requirements: Option<String>,
     pub rank: Option<String>,
     /// Exit code meaning "I wrote a checkpoint, restart me" (85 by convention).

@@ -174,14 +174,8 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
     if !desc.transfer_executable {
         ad.insert_bool("TransferExecutable", false);
     }
-    ad.insert_int("RequestCpus", i64::from(desc.request_cpus.max(1)));
-    ad.insert_int("RequestGpus", i64::from(desc.request_gpus));
-    if let Some(m) = desc.request_memory_mb {
-        ad.insert_int("RequestMemory", i64::try_from(m).unwrap_or(i64::MAX));
-    }
-    if let Some(k) = desc.request_disk_kb {
-        ad.insert_int("RequestDisk", i64::try_from(k).unwrap_or(i64::MAX));
-    }
+    // The same writer as the matchmaker's class ad (`matchmaking::class_ad`).
+    crate::requests::insert(&mut ad, crate::requests::Requests::of(desc));
     insert_expr_or_string(
         &mut ad,
         "Requirements",

@@ -5,6 +5,8 @@
 //! - [`args`]: HTCondor's two syntaxes for arguments and environment, read and written as its job ads hold them.
 //! - [`limits`]: limits on everything a user controls in a submission, with why each number.
 //! - [`matchmaking`]: matchmaking data: the owner's policy as advertised, job classes, licences, machine and job ClassAds.
+//! - [`gpus`]: GPUs as HTCondor's machine ads describe them, and which of a machine's GPUs a job may have.
+//! - [`requests`]: a job's resource requests, constants or ClassAd expressions evaluated against each machine: the one writer into job ads and the one evaluator.
 //! - [`fit`]: does this job fit this host now? The one typed check (matchmaker, host admission, `glean q --analyze`) and its rendering into words.
 //! - [`creds`]: the pool's credentials: Ed25519 tokens, claim tickets, single-use nonces, revocations; only the coordinator holds the signing key.
 //! - [`enrol`]: join tokens and the join messages (a station enrolling in a pool).
@@ -19,11 +21,13 @@ pub mod args;
 pub mod creds;
 pub mod enrol;
 pub mod fit;
+pub mod gpus;
 pub mod guest_key;
 pub mod job;
 pub mod job_ad;
 pub mod limits;
 pub mod matchmaking;
+pub mod requests;
 pub mod run;
 pub mod submit;
 pub mod summary;

@@ -64,6 +64,12 @@ pub struct JobClass {
     pub request_cpus: u32,
     pub request_memory_mb: Option<u64>,
     pub request_disk_kb: Option<u64>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub request_gpus: u32,
+    /// Requests written as expressions, evaluated against each machine
+    /// (`crate::requests`).
+    #[serde(skip_serializing_if = "crate::requests::RequestExprs::is_empty")]
+    pub request_exprs: crate::requests::RequestExprs,
     /// As in the submit file: `matlab`, `foo:2`.
     pub concurrency_limits: Vec<String>,
     pub custom_attrs: BTreeMap<String, String>,
@@ -78,6 +84,10 @@ pub struct JobClass {
     /// (`count` then counts members, `machine_count` of them per job).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gang: Option<crate::job::Gang>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// FNV-1a, 64 bit: a stable, dependency-free hash for class keys.
@@ -101,12 +111,17 @@ impl JobClass {
     /// count, so that e.g. `+Index = $(Process)` does not make every job a
     /// class of its own.
     pub fn of(d: &JobDescription) -> JobClass {
-        let exprs = format!(
+        let mut exprs = format!(
             "{} {}",
             d.requirements.as_deref().unwrap_or(""),
             d.rank.as_deref().unwrap_or("")
-        )
-        .to_ascii_lowercase();
+        );
+        // Request expressions may name the job's own attributes too.
+        for e in d.request_exprs.texts() {
+            exprs.push(' ');
+            exprs.push_str(e);
+        }
+        let exprs = exprs.to_ascii_lowercase();
         let mut custom_attrs: BTreeMap<String, String> = d
             .custom_attrs
             .iter()
@@ -162,6 +177,8 @@ impl JobClass {
             request_cpus: d.request_cpus.max(1),
             request_memory_mb: d.request_memory_mb,
             request_disk_kb: d.request_disk_kb,
+            request_gpus: d.request_gpus,
+            request_exprs: d.request_exprs.clone(),
             concurrency_limits: d.concurrency_limits.clone(),
             custom_attrs,
             avoid_hosts: Vec::new(),
@@ -190,7 +207,7 @@ impl JobClass {
     }
 
     fn rekey(&mut self) {
-        let sig = serde_json::to_vec(&(
+        let mut sig = serde_json::to_vec(&(
             &self.owner,
             &self.requirements,
             &self.rank,
@@ -203,6 +220,14 @@ impl JobClass {
             &self.gang,
         ))
         .unwrap_or_default();
+        // GPUs and request expressions sign a class only when it has them,
+        // so that the key of every other class stays what it was
+        // (`KEY_VERSION`).
+        if self.request_gpus > 0 || !self.request_exprs.is_empty() {
+            sig.extend(
+                serde_json::to_vec(&(self.request_gpus, &self.request_exprs)).unwrap_or_default(),
+            );
+        }
         self.key = format!("{:016x}", fnv(&sig));
     }
 
@@ -394,13 +419,7 @@ pub fn class_ad(c: &JobClass) -> Ad {
     }
     ad.insert_str("Owner", &c.owner);
     ad.insert_str("User", &c.owner);
-    ad.insert_int("RequestCpus", i64::from(c.request_cpus.max(1)));
-    if let Some(m) = c.request_memory_mb {
-        ad.insert_int("RequestMemory", i64::try_from(m).unwrap_or(i64::MAX));
-    }
-    if let Some(d) = c.request_disk_kb {
-        ad.insert_int("RequestDisk", i64::try_from(d).unwrap_or(i64::MAX));
-    }
+    crate::requests::insert(&mut ad, crate::requests::Requests::of_class(c));
     if !c.concurrency_limits.is_empty() {
         ad.insert_str("ConcurrencyLimits", &c.concurrency_limits.join(","));
     }

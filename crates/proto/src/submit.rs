@@ -56,6 +56,8 @@ pub mod matchtime;
 mod parallel;
 mod queue;
 mod received;
+mod resources;
+mod retry_request;
 mod source;
 mod transfer;
 

@@ -279,8 +279,8 @@ fn all_errors_are_collected_with_line_numbers() {
     let text = "\
 executable = /bin/x
 this line has no equals
-request_memory = lots
-request_cpus = -1
+request_memory = 5 parsecs
+request_cpus = 0
 universe = docker
 arguments = \"unterminated
 +9bad = 1
@@ -332,7 +332,8 @@ fn errors_in_procs_are_reported_once() {
     let e = errors("executable = x\nrequest_cpus = $(Process)\nqueue 3\n");
     // Proc 0 gives request_cpus = 0 (invalid); 1 and 2 are fine.
     assert_eq!(lines_of(&e), vec![2]);
-    let e = errors("executable = x\nrequest_cpus = zero\nqueue 50\n");
+    // A request that is neither a number nor an expression.
+    let e = errors("executable = x\nrequest_cpus = 1 +\nqueue 50\n");
     assert_eq!(e.0.len(), 1);
 }
 

@@ -115,7 +115,7 @@ fn include_nests_and_problems_name_the_included_file() {
     std::fs::write(d.path().join("b.inc"), "executable = /bin/echo\n").unwrap();
     std::fs::write(
         d.path().join("bad.inc"),
-        "executable = x\nrequest_cpus = many\n",
+        "executable = x\nrequest_cpus = 0\n",
     )
     .unwrap();
     std::fs::write(d.path().join("loop.inc"), "include : loop.inc\n").unwrap();
@@ -128,7 +128,7 @@ fn include_nests_and_problems_name_the_included_file() {
     let e = parse_in(d.path(), "include : bad.inc\nqueue\n").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "bad.inc:2: invalid value for request_cpus: \"many\" is not a positive whole number"
+        "bad.inc:2: invalid value for request_cpus: \"0\" is not a positive whole number"
     );
     let e = parse_in(d.path(), "executable = x\ninclude : loop.inc\nqueue\n").unwrap_err();
     assert!(e.to_string().contains("nested more than 10 deep"), "{e}");

@@ -8,6 +8,7 @@
 use super::args_env::{self, ArgsEnv};
 use super::expand::Expander;
 use super::keys::{self, Form, Handling};
+use super::resources::{self, Resources};
 use super::transfer::{self, Transfer};
 use super::{Assignment, ErrorSink, SubmitErrorKind, custom_attr_name};
 use crate::job::{CheckpointMethod, JobDescription, Universe, signal_name, signal_number};
@@ -171,6 +172,7 @@ fn encode(form: Form, value: &str) -> Result<String, String> {
 struct Gathered {
     args_env: ArgsEnv,
     transfer: Transfer,
+    resources: Resources,
     retry_until: Option<String>,
     success_exit_code: Option<i32>,
     on_exit_remove: Option<String>,
@@ -255,6 +257,7 @@ pub(super) fn build_description(
 
     std::mem::take(&mut g.args_env).finish(ex.env, &mut d, errs);
     std::mem::take(&mut g.transfer).finish(&mut d, errs);
+    g.resources.finish(&mut d, errs);
     compose_policy(&mut d, &g);
     compose_accounting(&mut d, owner, &effective, errs);
     compose_deferral(&mut d, &g);
@@ -483,22 +486,7 @@ fn implemented(
                 bad(errs, r);
             }
         }
-        "request_cpus" => match value.parse::<u32>() {
-            Ok(n) if n >= 1 => d.request_cpus = n,
-            _ => bad(errs, format!("\"{value}\" is not a positive whole number")),
-        },
-        "request_gpus" => match value.parse::<u32>() {
-            Ok(n) => d.request_gpus = n,
-            _ => bad(errs, format!("\"{value}\" is not a whole number")),
-        },
-        "request_memory" => match parse_size(value, MIB, MIB) {
-            Ok(n) => d.request_memory_mb = Some(n),
-            Err(r) => bad(errs, r),
-        },
-        "request_disk" => match parse_size(value, KIB, KIB) {
-            Ok(n) => d.request_disk_kb = Some(n),
-            Err(r) => bad(errs, r),
-        },
+        n if resources::COMMANDS.contains(&n) => g.resources.gather(n, value, a),
         "requirements" | "rank" => {
             if let Err(reason) = check_expression(value) {
                 bad(errs, reason);

@@ -194,6 +194,15 @@ pub(crate) const COMMANDS: &[Command] = &[
     imp("request_memory", &[]),
     imp("request_disk", &[]),
     imp("request_gpus", &[]),
+    imp("require_gpus", &[]),
+    imp("gpus_minimum_capability", &[]),
+    imp("gpus_maximum_capability", &[]),
+    imp("gpus_minimum_memory", &[]),
+    imp("gpus_minimum_runtime", &[]),
+    imp("retry_request_memory", &[]),
+    imp("retry_request_memory_max", &[]),
+    imp("retry_request_memory_increase", &[]),
+    imp("retry_request_disk", &[]),
     imp("requirements", &[]),
     imp("rank", &[]),
     imp("concurrency_limits", &[]),
@@ -544,21 +553,6 @@ pub(crate) const COMMANDS: &[Command] = &[
         "an obsolete command that HTCondor ignores too; use should_transfer_files",
         NONE,
     ),
-    acc(
-        "retry_request_memory",
-        "a retry does not raise request_memory",
-        FALSE,
-    ),
-    acc(
-        "retry_request_memory_max",
-        "a retry does not raise request_memory",
-        NONE,
-    ),
-    acc(
-        "retry_request_memory_increase",
-        "a retry does not raise request_memory",
-        NONE,
-    ),
     acc("want_checkpoint", STANDARD_ONLY, NONE),
     acc("want_remote_io", STANDARD_ONLY, NONE),
     acc("file_remaps", STANDARD_ONLY, NONE),
@@ -679,28 +673,8 @@ pub(crate) const COMMANDS: &[Command] = &[
         "shell jobs are not supported; make the command your executable",
     ),
     refuse(
-        "require_gpus",
-        "GPU property constraints are not supported; put them in requirements",
-    ),
-    refuse(
-        "gpus_minimum_memory",
-        "GPU property constraints are not supported; put them in requirements",
-    ),
-    refuse(
-        "gpus_minimum_capability",
-        "GPU property constraints are not supported; put them in requirements",
-    ),
-    refuse(
-        "gpus_maximum_capability",
-        "GPU property constraints are not supported; put them in requirements",
-    ),
-    refuse(
-        "gpus_minimum_runtime",
-        "GPU property constraints are not supported; put them in requirements",
-    ),
-    refuse(
         "cuda_version",
-        "GPU property constraints are not supported; put them in requirements",
+        "write the CUDA runtime the job needs as gpus_minimum_runtime (or in require_gpus)",
     ),
     refuse(
         "public_input_files",

@@ -312,10 +312,13 @@ async fn stage(home: &Home, r: &JobRecord, spooled: bool) -> (StagedOutputs, Vec
     // there, gives an empty destination.
     let from = |name: &str| spooled.then(|| spool.join(name));
     let mut copies: Vec<(String, Option<PathBuf>, PathBuf)> = Vec::new();
-    if let Some(o) = &r.description.output {
+    // `transfer_output = false` / `transfer_error = false`: not brought
+    // home.
+    let skip = r.description.untransferred;
+    if let Some(o) = r.description.output.as_ref().filter(|_| !skip.output) {
         copies.push((format!("output = {o}"), from("stdout"), iwd.join(o)));
     }
-    if let Some(e) = &r.description.error {
+    if let Some(e) = r.description.error.as_ref().filter(|_| !skip.error) {
         copies.push((format!("error = {e}"), from("stderr"), iwd.join(e)));
     }
     let files = if spooled {

@@ -120,7 +120,7 @@ fn basename(p: &str) -> &str {
 fn input_path(r: &JobRecord, name: &str) -> Result<PathBuf, ApiError> {
     let d = &r.description;
     let mut declared: Vec<&str> = vec![d.executable.as_str()];
-    declared.extend(d.input.as_deref());
+    declared.extend(d.input.as_deref().filter(|_| !d.untransferred.input));
     declared.extend(d.transfer_input_files.iter().map(String::as_str));
     let entry = if let Some(e) = declared.iter().find(|e| **e == name) {
         *e

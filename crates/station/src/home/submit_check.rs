@@ -164,6 +164,7 @@ fn path_key(d: &JobDescription) -> String {
         d.error,
         d.log,
         d.transfer_output_files,
+        d.untransferred,
     ])
     .to_string()
 }

@@ -85,16 +85,17 @@ fn check_all(u: &AsUser<'_>, d: &JobDescription) -> Vec<PathProblem> {
     if d.transfer_executable {
         check("executable", &d.executable, Need::Read);
     }
-    if let Some(i) = &d.input {
+    // Standard files that are not transferred are not opened at home.
+    if let Some(i) = d.input.as_ref().filter(|_| !d.untransferred.input) {
         check("input", i, Need::Read);
     }
     for f in &d.transfer_input_files {
         check("transfer_input_files", f, Need::Read);
     }
-    if let Some(o) = &d.output {
+    if let Some(o) = d.output.as_ref().filter(|_| !d.untransferred.output) {
         check("output", o, Need::Write);
     }
-    if let Some(e) = &d.error {
+    if let Some(e) = d.error.as_ref().filter(|_| !d.untransferred.error) {
         check("error", e, Need::Write);
     }
     if let Some(l) = &d.log {

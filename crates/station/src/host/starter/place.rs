@@ -248,7 +248,9 @@ fn reject(reason: RejectReason, message: impl Into<String>) -> PlacementResponse
 /// Refuses file names that could leave the sandbox.
 fn validate_names(d: &JobDescription) -> Result<(), String> {
     let mut names: Vec<&str> = d.transfer_input_files.iter().map(String::as_str).collect();
-    if let Some(i) = &d.input {
+    if let Some(i) = &d.input
+        && !d.untransferred.input
+    {
         names.push(i);
     }
     if let Some(o) = &d.transfer_output_files {

@@ -116,13 +116,14 @@ impl GuestRun<'_> {
     ) -> Result<GuestSpec, Stop> {
         let d = &self.req.description;
         let stdin = match &d.input {
-            Some(i) => {
+            // `transfer_input = false`: the file stays at home.
+            Some(i) if !d.untransferred.input => {
                 let p = self.sandbox.join(local_name(i)?);
                 Stdio::from(open_output(&p).map_err(|e| io_err(&p, e))?.ok_or_else(|| {
                     io_err(&p, std::io::Error::from(std::io::ErrorKind::NotFound))
                 })?)
             }
-            None => Stdio::null(),
+            _ => Stdio::null(),
         };
         let dup = |f: &File, p: &Path| f.try_clone().map_err(|e| io_err(p, e));
         let c = &pad.capture;

@@ -71,6 +71,7 @@ impl GuestRun<'_> {
         let d = &self.req.description;
         let mut inputs: Vec<&String> = d.transfer_input_files.iter().collect();
         if let Some(i) = &d.input
+            && !d.untransferred.input
             && !inputs.contains(&i)
         {
             inputs.push(i);
