@@ -119,6 +119,8 @@ pub struct StationConfig {
     pub attrs: std::collections::BTreeMap<String, String>,
     /// The owner's rules for guests (`[policy]`).
     pub policy: crate::host::policy::PolicyConfig,
+    /// The GPUs offered to guests (`[gpus]`: listed, or detected).
+    pub gpus: crate::host::gpus::GpuConfig,
     /// Lease between a job's home and its host, seconds (0: no leases).
     /// The host renews every third of it and kills a guest whose home it
     /// cannot reach for this long; the home requeues a job not heard of for
@@ -220,6 +222,7 @@ impl Default for StationConfig {
             isolation: Default::default(),
             attrs: Default::default(),
             policy: Default::default(),
+            gpus: Default::default(),
             lease_secs: 120.0,
             checkpoint_bytes_per_sec: 32 * 1024 * 1024,
             max_checkpoint_bytes: 4 << 30,
@@ -363,6 +366,9 @@ impl StationConfig {
         }
         if let Err(m) = self.isolation.validate() {
             return bad("isolation", &m);
+        }
+        if let Err(m) = self.gpus.validate() {
+            return bad("gpus", &m);
         }
         if let Err((field, message)) = self.policy.validate() {
             return Err(ConfigError::Invalid { field, message });

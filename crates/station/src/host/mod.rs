@@ -20,6 +20,7 @@
 //! ad ([`HostPart`]) and gives it the pool's transfer rate and the
 //! destinations of its guests.
 
+pub mod gpus;
 pub mod guest_records;
 pub mod leftovers;
 pub mod lending_gate;
@@ -226,6 +227,7 @@ impl Host {
         // Placements are checked against the machine the station
         // advertises, with the same fit check as the matchmaker's.
         sc.machine = template.clone();
+        sc.gpus = config.gpus.devices();
         sc.guest_policy = config.policy.clone();
         let starter =
             Starter::new(sc, Box::new(claims), owner_rx, cgroups)?.with_owner_log(log.clone());

@@ -17,6 +17,7 @@ use gleaner_proto::fit::{self, HostView, JobView, LicenceBook, Reject};
 use gleaner_proto::guest_key::GuestKey;
 use gleaner_proto::job::JobDescription;
 use gleaner_proto::matchmaking::machine_ad;
+use gleaner_proto::requests::{self, Requests};
 use gleaner_proto::submit::matchtime::substitute;
 use gleaner_proto::wire::{GuestInfo, RejectReason, StationAd};
 use std::collections::HashMap;
@@ -74,7 +75,72 @@ impl Starter {
         ad.running_guests = running;
         ad.policy = c.guest_policy.to_ad(now_unix);
         ad.policy.windows = self.windows();
+        // The GPUs, those no guest holds free (an owner's `[attrs]` of the
+        // same names win, as for every built-in attribute).
+        if !c.gpus.is_empty() {
+            let taken: Vec<&String> = live().flat_map(|g| g.gpus.iter()).collect();
+            let free: Vec<&str> = c
+                .gpus
+                .iter()
+                .map(|g| g.id.as_str())
+                .filter(|id| !taken.iter().any(|t| t.as_str() == *id))
+                .collect();
+            for (k, v) in gleaner_proto::gpus::machine_attrs(&c.gpus, &free) {
+                if !c.machine.attrs.contains_key(&k) {
+                    ad.attrs.insert(k, v);
+                }
+            }
+        }
         ad
+    }
+
+    /// Settles the job's requests on this host: each written as an
+    /// expression is evaluated against this host's machine ad now, and the
+    /// description carries the amounts (its CPUs, memory and GPUs here,
+    /// the cgroup's bounds); the expressions stay, for the destinations
+    /// Linger-Longer asks about. `Err` names a request with no amount here.
+    pub(super) fn settle_requests(&self, d: &mut JobDescription) -> Result<(), String> {
+        if d.request_exprs.is_empty() {
+            return Ok(());
+        }
+        let now_unix = crate::clock::now_secs() as i64;
+        let machine = {
+            let guests = self.lock_guests();
+            machine_ad(&self.ad_of(&guests, *self.owner.borrow(), now_unix, None))
+        };
+        let job = JobView::of(d);
+        let a = requests::amounts(Requests::of(d), &job.ad, &machine, now_unix)
+            .map_err(|e| e.to_string())?;
+        d.request_cpus = a.cpus;
+        d.request_memory_mb = a.memory_mb;
+        d.request_disk_kb = a.disk_kb;
+        d.request_gpus = a.gpus;
+        Ok(())
+    }
+
+    /// The GPUs to give `job` here now (`guests` locked by the caller): the
+    /// first free ones its `require_gpus` accepts, as many as it asks for.
+    /// `Err` is the refusal to send when there are too few.
+    pub(super) fn choose_gpus(
+        &self,
+        guests: &HashMap<GuestKey, Arc<GuestEntry>>,
+        job: &JobDescription,
+        reusing: Option<&str>,
+    ) -> Result<Vec<String>, (RejectReason, String)> {
+        let need = job.request_gpus as usize;
+        if need == 0 {
+            return Ok(Vec::new());
+        }
+        let now_unix = crate::clock::now_secs() as i64;
+        let machine = machine_ad(&self.ad_of(guests, *self.owner.borrow(), now_unix, reusing));
+        let usable = gleaner_proto::gpus::usable(&JobView::of(job).ad, &machine, now_unix);
+        if usable.len() < need {
+            return Err(refusal(&[Reject::Gpus {
+                need: job.request_gpus,
+                usable: u32::try_from(usable.len()).unwrap_or(u32::MAX),
+            }]));
+        }
+        Ok(usable.into_iter().take(need).collect())
     }
 
     /// Fills in the job's match-time values (`$$(attr)`,

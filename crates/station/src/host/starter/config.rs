@@ -80,6 +80,9 @@ pub struct StarterConfig {
     /// homes are called over TLS, each checked to be the home the
     /// placement's claim names. `None`: plain HTTP on loopback.
     pub tls: Option<(gleaner_edge::tls::PoolCa, gleaner_edge::tls::Identity)>,
+    /// The GPUs offered to guests (`[gpus]`, `host::gpus`), each given to
+    /// one guest at a time.
+    pub gpus: Vec<gleaner_proto::gpus::Gpu>,
 }
 
 impl StarterConfig {
@@ -108,6 +111,7 @@ impl StarterConfig {
             criu_sandbox_dir: PathBuf::from(DEFAULT_CRIU_SANDBOX_DIR),
             guest_records: None,
             tls: None,
+            gpus: Vec::new(),
         }
     }
 }

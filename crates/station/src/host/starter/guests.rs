@@ -76,6 +76,8 @@ pub(crate) struct GuestEntry {
     pub(crate) info: GuestInfo,
     pub(crate) cpus: u32,
     pub(crate) memory_mb: u64,
+    /// The GPUs given to it (their ids), none to another guest meanwhile.
+    pub(crate) gpus: Vec<String>,
     /// Ladder state name and the guest's process group.
     pub(crate) state: Mutex<(String, Option<u32>)>,
     pub(crate) cmd: mpsc::UnboundedSender<Command>,

@@ -43,6 +43,11 @@ impl Starter {
         if let Err(msg) = self.fill_match_time(&mut req.description) {
             return self.given_back(&granted, reject(RejectReason::RequirementsUnmet, msg));
         }
+        // Requests written as expressions, evaluated here: the amounts the
+        // guest gets (slot, cgroup, GPUs).
+        if let Err(msg) = self.settle_requests(&mut req.description) {
+            return self.given_back(&granted, reject(RejectReason::RequirementsUnmet, msg));
+        }
         // The run this placement starts, named by the home (an older home
         // names none: `take_slot` names it then, for the sandbox's sake).
         if let Some(r) = &req.run
@@ -165,6 +170,9 @@ impl Starter {
         if let Err((reason, message)) = self.fit(&guests, &req.description, reusing) {
             return Err(reject(reason, message));
         }
+        let gpus = self
+            .choose_gpus(&guests, &req.description, reusing)
+            .map_err(|(reason, message)| reject(reason, message))?;
         // Unique and durable (issue 14): home, job, run and the run's
         // nonce, so neither a restart of this station nor two homes' jobs
         // of the same id can ever share a sandbox.
@@ -227,6 +235,7 @@ impl Starter {
             },
             cpus,
             memory_mb: mem,
+            gpus,
             state: Mutex::new(("starting".to_string(), None)),
             cmd,
             slot: SlotHold::new(lease),

@@ -226,6 +226,16 @@ impl GuestRun<'_> {
         for (k, v) in &self.req.description.environment {
             env.insert(k.into(), v.into());
         }
+        // On a host with GPUs, the ones given to this guest (none: the
+        // empty list hides them all), as HTCondor's starter says it.
+        if !self.starter.config.gpus.is_empty() {
+            let gpus = crate::host::gpus::visible_devices(&self.entry.gpus);
+            env.insert("CUDA_VISIBLE_DEVICES".into(), gpus.clone().into());
+            env.insert(
+                "_CONDOR_AssignedGPUs".into(),
+                self.entry.gpus.join(",").into(),
+            );
+        }
         env
     }
 }
