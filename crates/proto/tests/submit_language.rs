@@ -485,3 +485,58 @@ fn parallel_jobs_become_one_proc_per_member() {
         assert!(e.contains(what), "{text}: {e}");
     }
 }
+
+/// Any argument list and environment, written in a submit file in the new
+/// syntax, come out of the job ad as they went in (HTCondor's raw V2
+/// `Arguments`/`Environment`, read back with HTCondor's rules), and the
+/// description the host launches the guest from (its argv and
+/// environment) holds them unchanged.
+mod argv_round_trip {
+    use super::*;
+    use gleaner_classad::EvalContext;
+    use gleaner_core::time::Time;
+    use gleaner_proto::args::{join_v2_raw, parse_environment_syntax, split_v2_raw, v2_quoted};
+    use gleaner_proto::job_ad::submission_ads;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// The ad's string attribute `name`.
+    fn ad_string(ad: &gleaner_classad::Ad, name: &str) -> Option<String> {
+        ad.get(name)
+            .and_then(|e| EvalContext::new(0).eval(e).as_str().map(str::to_string))
+    }
+
+    /// Printable text without `$` (which the submit language expands in
+    /// any value, as HTCondor's does).
+    const TEXT: &str = "[ -#%-~]{0,10}";
+
+    proptest! {
+        #[test]
+        fn arguments_and_environment_survive_the_job_ad(
+            argv in prop::collection::vec(TEXT, 0..6),
+            env in prop::collection::btree_map("[A-Za-z_][A-Za-z0-9_]{0,6}", TEXT, 0..4),
+        ) {
+            let env_words: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let text = format!(
+                "executable = x\narguments = {}\nenvironment = {}\nqueue\n",
+                v2_quoted(&argv),
+                v2_quoted(&env_words)
+            );
+            let sub = parse_submit(&text, &ctx()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let descs = sub.expand(1).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(&descs[0].arguments, &argv);
+            prop_assert_eq!(&descs[0].environment, &env);
+            let ads = submission_ads(&sub, 1, Time::from_secs(0), None)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let raw = ad_string(&ads[0], "Arguments").unwrap_or_default();
+            prop_assert_eq!(&raw, &join_v2_raw(&argv));
+            prop_assert_eq!(split_v2_raw(&raw).map_err(|e| TestCaseError::fail(e.to_string()))?, argv);
+            prop_assert!(ads[0].get("Args").is_none());
+            let raw = ad_string(&ads[0], "Environment").unwrap_or_default();
+            let (back, _) = parse_environment_syntax(&format!("\"{}\"", raw.replace('"', "\"\"")))
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let back: BTreeMap<String, String> = back.into_iter().collect();
+            prop_assert_eq!(back, env);
+        }
+    }
+}
