@@ -14,7 +14,11 @@
 //! - `kill_sig` and `job_max_vacate_time`: a vacated job gets its signal,
 //!   then SIGKILL after its vacate time; `glean rm` kills at once unless
 //!   `want_graceful_removal`, then with `remove_kill_sig`; `glean hold`
-//!   sends `hold_kill_sig`.
+//!   sends `hold_kill_sig`;
+//! - request expressions are evaluated by the host, `require_gpus` picks
+//!   the station whose GPU satisfies it and the guest finds that GPU in
+//!   `CUDA_VISIBLE_DEVICES`; quoted arguments and environment reach the
+//!   guest as written; `transfer_output = false` keeps stdout from home.
 
 mod common;
 mod fault_pool;
@@ -369,4 +373,107 @@ async fn kill_signals_and_vacate_time() {
     assert!(l.iter().any(|(w, _)| w == "sig HUP"), "{l:?}");
     let d = pool.client.job(&id).await.unwrap();
     assert!(matches!(d.job.state, JobState::Held { .. }));
+}
+
+/// A job script that writes, into the file `$1` of the work directory,
+/// each further argument on a line of its own (`arg <argument>`), then its
+/// environment's `X`, `Y`, `CUDA_VISIBLE_DEVICES` and
+/// `_CONDOR_AssignedGPUs`, and a line of stdout (which must not come
+/// home: `transfer_output = false`).
+const ECHO_SCRIPT: &str = r#"#!/bin/sh
+log=$1
+shift
+for a in "$@"; do printf 'arg %s\n' "$a" >> "$log"; done
+printf 'X %s\n' "$X" >> "$log"
+printf 'Y %s\n' "$Y" >> "$log"
+printf 'CUDA %s\n' "${CUDA_VISIBLE_DEVICES-unset}" >> "$log"
+printf 'ASSIGNED %s\n' "${_CONDOR_AssignedGPUs-unset}" >> "$log"
+echo "stdout stays on the host"
+"#;
+
+/// Request expressions, GPUs, arguments and environment with quotes, and
+/// `transfer_output = false`, through real daemons: the two execute
+/// stations advertise a GPU each (`[gpus]`); the job's `require_gpus`
+/// accepts x2's only, so it runs there and finds that GPU in
+/// `CUDA_VISIBLE_DEVICES`; its memory and CPU requests are expressions
+/// the host evaluates; its argv and environment are what the file wrote;
+/// its stdout is not written home.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn requests_gpus_and_quoted_arguments_reach_the_guest() {
+    let pool = Pool::start_with(
+        "[gpus]\ndetect = false\n[[gpus.devices]]\nid = \"GPU-{name}\"\ndevice_name = \"Test GPU\"\n\
+         capability = 8.6\nglobal_memory_mb = 16000\n",
+    )
+    .await;
+    let script = pool.work.join("echo.sh");
+    std::fs::write(&script, ECHO_SCRIPT).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let log = shared_file(&pool, "echo.log");
+    let text = format!(
+        "executable = echo.sh\n\
+         arguments = \"{} one 'two words' \"\"three\"\" 'it''s' ''\"\n\
+         environment = \"X=1 Y='a b'\"\n\
+         request_memory = ifThenElse(MemoryUsage =!= undefined, MemoryUsage * 2, 100)\n\
+         request_cpus = (Cpus > 8 ? 8 : Cpus) ?: 4\n\
+         request_gpus = 1\n\
+         require_gpus = Capability >= 8 && Id == \"GPU-x2\"\n\
+         output = echo.out\n\
+         transfer_output = false\n\
+         queue\n",
+        log.display()
+    );
+    let id = pool.submit_text(&text).await;
+    // The job ad keeps the expressions, and the arguments as HTCondor
+    // writes them.
+    let d = pool.client.job(&id).await.unwrap();
+    let ad = gleaner_proto::job_ad::detail_ad(&d);
+    let shown = |name: &str| ad.get(name).map(gleaner_classad::unparse_expr);
+    let memory = shown("RequestMemory").unwrap();
+    assert!(memory.contains("MemoryUsage * 2"), "{memory}");
+    assert!(shown("RequestCpus").unwrap().contains("?:"));
+    assert_eq!(shown("RequestGPUs").as_deref(), Some("1"));
+    assert_eq!(shown("TransferOut").as_deref(), Some("false"));
+    let args = ad
+        .get("Arguments")
+        .and_then(|e| {
+            gleaner_classad::EvalContext::new(0)
+                .eval(e)
+                .as_str()
+                .map(str::to_string)
+        })
+        .unwrap();
+    assert!(
+        args.ends_with("one two' 'words \"three\" it''''s ''"),
+        "{args}"
+    );
+    let d = pool.wait_done(&id).await;
+    pool.assert_completed(&d);
+    assert_eq!(
+        d.job.host.as_deref(),
+        Some("x2"),
+        "require_gpus picks x2's GPU\n{:#?}",
+        d.events
+    );
+    let got = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        got,
+        "arg one\narg two words\narg \"three\"\narg it's\narg \nX 1\nY a b\nCUDA GPU-x2\n\
+         ASSIGNED GPU-x2\n",
+        "{}",
+        pool.logs()
+    );
+    assert!(
+        !pool.work.join("echo.out").exists(),
+        "transfer_output = false: stdout is not written home"
+    );
+
+    // A GPU job whose constraint no station's GPU meets stays idle, and
+    // the analysis says why.
+    let text = "executable = echo.sh\narguments = /dev/null\nrequest_gpus = 1\n\
+                require_gpus = GlobalMemoryMb >= 80000\nqueue\n";
+    let id = pool.submit_text(text).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let d = pool.client.job(&id).await.unwrap();
+    assert_eq!(d.job.state, JobState::Idle, "{:#?}", d.events);
+    pool.client.rm(&id, None).await.unwrap();
 }
