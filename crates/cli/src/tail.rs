@@ -4,6 +4,7 @@
 //! standard output unchanged (they are data, not a table).
 
 use crate::jobs::ConnectArgs;
+use crate::output::escape::shout;
 use anyhow::bail;
 use clap::Args;
 use gleaner_proto::job::JobId;
@@ -66,7 +67,7 @@ async fn follow(client: &StationClient, id: &str, args: &TailArgs) -> anyhow::Re
             if size < offset {
                 // A new run of the job: its output starts again.
                 out.flush()?;
-                eprintln!("glean tail: job {id} started again; its output restarts");
+                shout!("glean tail: job {id} started again; its output restarts");
                 offset = 0;
                 continue;
             }
@@ -86,7 +87,7 @@ async fn follow(client: &StationClient, id: &str, args: &TailArgs) -> anyhow::Re
             let (bytes, _) = client.output_part(id, stream, offset, None).await?;
             out.write_all(&bytes)?;
             out.flush()?;
-            eprintln!("glean tail: job {id} is {state}");
+            shout!("glean tail: job {id} is {state}");
             return Ok(ExitCode::SUCCESS);
         }
         tokio::time::sleep(Duration::from_secs_f64(args.interval)).await;
