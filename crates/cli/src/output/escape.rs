@@ -108,6 +108,63 @@ fn is_unsafe_in_json(c: char) -> bool {
     is_unsafe(c) && u32::from(c) >= 0x20
 }
 
+/// Escapes a byte stream arriving in pieces (a job's output shown to
+/// someone else's terminal): line breaks and tabs kept, every other
+/// unsafe character escaped as [`term`] does, bytes that are not UTF-8 as
+/// `\xHH`. A character split between two pieces is escaped whole.
+#[derive(Debug, Default)]
+pub struct StreamEscaper {
+    carry: Vec<u8>,
+}
+
+impl StreamEscaper {
+    /// The escaped text of `bytes` (and of what the last piece left
+    /// incomplete).
+    pub fn push(&mut self, bytes: &[u8]) -> String {
+        let mut buf = std::mem::take(&mut self.carry);
+        buf.extend_from_slice(bytes);
+        let mut out = String::with_capacity(buf.len());
+        let mut rest: &[u8] = &buf;
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(s) => {
+                    push_stream_text(&mut out, s);
+                    break;
+                }
+                Err(e) => {
+                    let (good, bad) = rest.split_at(e.valid_up_to());
+                    // The prefix was just checked to be UTF-8.
+                    push_stream_text(&mut out, std::str::from_utf8(good).unwrap_or_default());
+                    match e.error_len() {
+                        // Incomplete at the end: wait for the next piece.
+                        None => {
+                            self.carry = bad.to_vec();
+                            break;
+                        }
+                        Some(n) => {
+                            for b in &bad[..n] {
+                                let _ = write!(out, "\\x{b:02x}");
+                            }
+                            rest = &bad[n..];
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn push_stream_text(out: &mut String, s: &str) {
+    for c in s.chars() {
+        if c == '\n' || c == '\t' || !is_unsafe(c) {
+            out.push(c);
+        } else {
+            out.push_str(&term(c.encode_utf8(&mut [0; 4])));
+        }
+    }
+}
+
 /// Prints `text` and a newline on standard output, every line escaped.
 pub fn emit(text: &str) {
     println!("{}", term_lines(text));
@@ -182,6 +239,24 @@ mod tests {
         assert!(!safe.chars().any(|c| c != '\n' && is_unsafe(c)), "{safe}");
         let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
         assert_eq!(back, v);
+    }
+
+    #[test]
+    fn streams_keep_lines_and_split_characters() {
+        let mut e = StreamEscaper::default();
+        let bytes = "a\x1b[2Jb\né\u{9b}\tz\n".as_bytes();
+        // Fed a byte at a time, the same as fed whole.
+        let mut one = String::new();
+        for b in bytes {
+            one.push_str(&e.push(std::slice::from_ref(b)));
+        }
+        let whole = StreamEscaper::default().push(bytes);
+        assert_eq!(one, whole);
+        assert_eq!(whole, "a\\x1b[2Jb\né\\u{009b}\tz\n");
+        let mut e = StreamEscaper::default();
+        assert_eq!(e.push(&[b'x', 0xff, b'y', 0xc3]), "x\\xffy");
+        // The incomplete character waits for the rest of it.
+        assert_eq!(e.push(&[0xa9]), "é");
     }
 
     proptest! {
