@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Debian package target/debian/gleaner_<version>_<arch>.deb
-# (docs/packaging.md) with cargo-deb: the glean binary, the systemd units,
+# (docs/packaging.md) with cargo-deb: the glean binary (and the condor_*
+# links to it), the systemd units,
 # the default configuration, the maintainer scripts, and manual pages and
 # shell completions generated here from the binary's own CLI (never
 # committed, so never stale).
@@ -44,6 +45,8 @@ rm -rf "$gen"
 "$bin" generate man "$gen/man"
 gzip -9n "$gen"/man/*.1
 "$bin" generate completions "$gen/completions"
+# HTCondor's command names, as links to glean beside it in /usr/bin.
+"$bin" generate condor-links "$gen/bin"
 
 version=$("$bin" --version | awk '{print $2}')
 arch=$(dpkg --print-architecture)

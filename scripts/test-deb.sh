@@ -70,6 +70,12 @@ for f in usr/bin/glean usr/share/gleaner/coordinator.toml usr/share/gleaner/stat
     grep -q " \./$f\$" <<<"$contents" || fail "the package lacks $f"
 done
 ok "dpkg-deb -c lists the binary, config templates, units, man pages, completions, docs"
+for t in condor_submit condor_q condor_rm condor_hold condor_release condor_history \
+    condor_status condor_submit_dag condor_wait condor_userprio condor_tail condor_watch_q \
+    condor_qedit condor_version condor_config_val; do
+    grep -q " \./usr/bin/$t -> glean\$" <<<"$contents" || fail "the package lacks the link usr/bin/$t -> glean"
+done
+ok "dpkg-deb -c lists HTCondor's command names as links to glean"
 # `glean pool init` and `glean station join` write /etc/gleaner: a
 # conffile there would be the administrator's and the package's at once,
 # and an upgrade would stop at dpkg's question (or replace what they wrote).
@@ -85,6 +91,9 @@ out=$(/usr/bin/glean --version)
 echo "$out"
 [ "$out" = "glean $version" ] || fail "glean --version says '$out', the package is $version"
 ok "glean --version from the installed binary: $out"
+cv=$(/usr/bin/condor_version)
+grep -q '^\$CondorVersion: [0-9.]* .* \$$' <<<"$cv" || fail "condor_version says: $cv"
+ok "condor_version (a link to glean) answers as HTCondor's: $(head -1 <<<"$cv")"
 
 # The coordinator's user: a system account nobody logs in to.
 IFS=: read -r _ _ uid _ _ home shell < <(getent passwd gleaner) || fail "no user gleaner"

@@ -5,6 +5,7 @@
 //! the same actions (docs/dashboard.md).
 
 use crate::jobs::{ConnectArgs, runtime};
+use crate::output::escape::say;
 use anyhow::{Context, bail};
 use clap::Args;
 use serde_json::Value;
@@ -66,7 +67,7 @@ fn call(
             format!("asking the coordinator ({path}); an administrator's token is needed")
         })?;
     if json {
-        println!("{reply}");
+        say!("{reply}");
     }
     Ok(reply)
 }
@@ -78,13 +79,13 @@ pub fn drain(args: DrainArgs, json: bool) -> anyhow::Result<ExitCode> {
     if !json {
         let changed = r["changed"].as_bool().unwrap_or(false);
         match (args.cancel, changed) {
-            (false, true) => println!(
+            (false, true) => say!(
                 "{}: drained: no new guests; running guests finish",
                 args.name
             ),
-            (false, false) => println!("{}: already drained", args.name),
-            (true, true) => println!("{}: drain ended: it takes new guests again", args.name),
-            (true, false) => println!("{}: was not drained", args.name),
+            (false, false) => say!("{}: already drained", args.name),
+            (true, true) => say!("{}: drain ended: it takes new guests again", args.name),
+            (true, false) => say!("{}: was not drained", args.name),
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -95,7 +96,7 @@ pub fn vacate(args: VacateArgs, json: bool) -> anyhow::Result<ExitCode> {
     let r = call(&args.connect, args.coordinator, &path, json)?;
     if !json {
         let n = r["preempted"].as_u64().unwrap_or(0);
-        println!(
+        say!(
             "{}: {n} guest(s) asked to leave; their homes vacate them (checkpointing when they can) and queue them again",
             args.name
         );

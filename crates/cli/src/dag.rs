@@ -9,6 +9,7 @@
 //! a rescue file written when a DAG failed or was removed: the DAG it names
 //! resumes where it stopped.
 
+use crate::output::escape::shout;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use gleaner_core::dag::{JobSpec, Rescue, RescueRetries, parse_dag};
@@ -179,9 +180,9 @@ fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
             Ok(r) => r,
             Err(errs) => {
                 for e in &errs.0 {
-                    eprintln!("{}:{}: {}", given.display(), e.line, e.kind);
+                    shout!("{}:{}: {}", given.display(), e.line, e.kind);
                 }
-                eprintln!("glean dag submit: invalid rescue file; nothing was submitted");
+                shout!("glean dag submit: invalid rescue file; nothing was submitted");
                 return Ok(ExitCode::from(1));
             }
         };
@@ -205,9 +206,9 @@ fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
         Ok(d) => d,
         Err(errs) => {
             for e in &errs.0 {
-                eprintln!("{shown}:{}: {}", e.line, e.kind);
+                shout!("{shown}:{}: {}", e.line, e.kind);
             }
-            eprintln!(
+            shout!(
                 "glean dag submit: {} error(s); nothing was submitted",
                 errs.0.len()
             );
@@ -225,9 +226,9 @@ fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     }
     if !problems.is_empty() {
         for p in &problems {
-            eprintln!("{p}");
+            shout!("{p}");
         }
-        eprintln!(
+        shout!(
             "glean dag submit: {} error(s); nothing was submitted",
             problems.len()
         );

@@ -1,4 +1,4 @@
-//! `glean generate man|completions|slot-accounts`: files made from the CLI
+//! `glean generate man|completions|slot-accounts|condor-links`: files made from the CLI
 //! itself for the Debian package (`scripts/build-deb.sh`,
 //! `docs/packaging.md`), so that the manual pages and shell completions
 //! can never describe another version's options. Hidden: a tool for the
@@ -39,6 +39,12 @@ enum GenerateCommand {
         #[arg(long, value_name = "STATION.toml")]
         config: PathBuf,
     },
+    /// Links `condor_submit`, `condor_q`, … to `glean` in DIR, relative
+    /// (`condor_q -> glean`): for `/usr/bin` in the package.
+    CondorLinks {
+        /// Output directory (created if missing).
+        dir: PathBuf,
+    },
 }
 
 /// Runs `glean generate`; `cli` is the whole `glean` command as clap sees it.
@@ -57,6 +63,9 @@ pub fn run(args: GenerateArgs, cli: clap::Command) -> anyhow::Result<ExitCode> {
                     format!("writing {shell} completions into {}", dir.display())
                 })?;
             }
+        }
+        GenerateCommand::CondorLinks { dir } => {
+            crate::condor::make_links(&dir, Path::new("glean"), true)?;
         }
         GenerateCommand::SlotAccounts { config } => {
             for line in slot_accounts(&config)? {

@@ -10,6 +10,7 @@
 //! the station says (`/v1/whoami`).
 
 use crate::job_select::{AdArgs, print_jobs};
+use crate::output::escape::shout;
 use crate::output::{Analysis, JobAction, JobList, LocalQueue, Output};
 use anyhow::{Context, bail};
 use clap::Args;
@@ -153,8 +154,8 @@ pub fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
             t
         }
         Err(e) => {
-            eprintln!("{e}");
-            eprintln!("glean submit: 1 error(s); no jobs were submitted");
+            shout!("{e}");
+            shout!("glean submit: 1 error(s); no jobs were submitted");
             return Ok(ExitCode::from(1));
         }
     };
@@ -176,16 +177,16 @@ pub fn submit(args: SubmitArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
     let parsed = parse_submit(&text, &ctx);
     if let Ok(s) = &parsed {
         for w in s.warnings() {
-            eprintln!("{w}");
+            shout!("{w}");
         }
     }
     let mut submission = match parsed {
         Ok(s) => s,
         Err(errs) => {
             for e in &errs.0 {
-                eprintln!("{e}");
+                shout!("{e}");
             }
-            eprintln!(
+            shout!(
                 "glean submit: {} error(s); no jobs were submitted",
                 errs.0.len()
             );

@@ -6,6 +6,7 @@
 
 mod admin;
 mod classad;
+mod condor;
 mod daemon_memory;
 mod daemons;
 mod dag;
@@ -107,6 +108,10 @@ enum Command {
     /// Reserve machines by the hour (Mutka 1988 ch. 6): display, check,
     /// reserve, unreserve, sync, close.
     Reserve(reserve::ReserveArgs),
+    /// Link HTCondor's command names (condor_submit, condor_q, …) to glean
+    /// in DIR (default ~/bin): glean then answers to them (docs/condor.md).
+    #[command(name = "condor-links")]
+    CondorLinks(condor::LinksArgs),
 }
 
 fn main() -> ExitCode {
@@ -120,8 +125,14 @@ fn main() -> ExitCode {
         // (the packaged units) or a log file (`glean up`).
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    // Run as `condor_q` (a link to glean) or `glean condor_q …`: HTCondor's
+    // command, options and output.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some((tool, args)) = condor::invoked(&argv) {
+        return condor::run(tool, args);
+    }
     // `glean q -constraint EXPR -af ATTR…` as HTCondor users type it.
-    let cli = Cli::parse_from(job_select::htcondor_spellings(std::env::args_os()));
+    let cli = Cli::parse_from(job_select::htcondor_spellings(argv));
     let out = output::for_mode(cli.json);
     let out = out.as_ref();
     let result = match cli.command {
@@ -150,11 +161,12 @@ fn main() -> ExitCode {
         Command::Pool(args) => pool::run(args),
         Command::User(args) => user::run(args),
         Command::Reserve(args) => reserve::run(args, out),
+        Command::CondorLinks(args) => condor::links(args),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("glean: error: {e:#}");
+            eprintln!("glean: error: {}", output::escape::term(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }

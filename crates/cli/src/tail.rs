@@ -1,9 +1,15 @@
 //! `glean tail JOB`: a job's stdout (or stderr) as its home has received
 //! it, in the manner of `condor_tail`: the last bytes at once, and with
-//! `-f` whatever arrives until the job is over. The job's own bytes go to
-//! standard output unchanged (they are data, not a table).
+//! `-f` whatever arrives until the job is over.
+//!
+//! The job's bytes are its owner's data: they go out unchanged to a file
+//! or a pipe, and to the owner's own terminal (a program's colours and
+//! progress bars are the owner's to see). Shown on anyone else's terminal
+//! (an administrator's), they are escaped like every other user text
+//! (`crate::output::escape::StreamEscaper`), line breaks kept.
 
 use crate::jobs::ConnectArgs;
+use crate::output::escape::shout;
 use anyhow::bail;
 use clap::Args;
 use gleaner_proto::job::JobId;
@@ -53,6 +59,17 @@ pub fn tail(args: TailArgs) -> anyhow::Result<ExitCode> {
 
 async fn follow(client: &StationClient, id: &str, args: &TailArgs) -> anyhow::Result<ExitCode> {
     let stream = if args.stderr { "stderr" } else { "stdout" };
+    // Raw only for the owner's own terminal, or when not on a terminal.
+    let owner = client.job(id).await?.job.owner;
+    let me = client.whoami().await?.name;
+    let mut escaper = (std::io::IsTerminal::is_terminal(&std::io::stdout()) && owner != me)
+        .then(crate::output::escape::StreamEscaper::default);
+    let mut emit = |out: &mut std::io::StdoutLock<'_>, bytes: &[u8]| -> std::io::Result<()> {
+        match escaper.as_mut() {
+            Some(e) => out.write_all(e.push(bytes).as_bytes()),
+            None => out.write_all(bytes),
+        }
+    };
     // The length first (an offset past the end reads nothing), then the
     // last `maxbytes` of it.
     let (_, size) = client.output_part(id, stream, u64::MAX, Some(0)).await?;
@@ -66,11 +83,11 @@ async fn follow(client: &StationClient, id: &str, args: &TailArgs) -> anyhow::Re
             if size < offset {
                 // A new run of the job: its output starts again.
                 out.flush()?;
-                eprintln!("glean tail: job {id} started again; its output restarts");
+                shout!("glean tail: job {id} started again; its output restarts");
                 offset = 0;
                 continue;
             }
-            out.write_all(&bytes)?;
+            emit(&mut out, &bytes)?;
             offset += bytes.len() as u64;
             if bytes.is_empty() || offset >= size {
                 break;
@@ -84,9 +101,9 @@ async fn follow(client: &StationClient, id: &str, args: &TailArgs) -> anyhow::Re
         if state.is_terminal() || state.kind() == gleaner_proto::job::JobStateKind::Held {
             // One more look: the last bytes may have come with the end.
             let (bytes, _) = client.output_part(id, stream, offset, None).await?;
-            out.write_all(&bytes)?;
+            emit(&mut out, &bytes)?;
             out.flush()?;
-            eprintln!("glean tail: job {id} is {state}");
+            shout!("glean tail: job {id} is {state}");
             return Ok(ExitCode::SUCCESS);
         }
         tokio::time::sleep(Duration::from_secs_f64(args.interval)).await;

@@ -457,6 +457,20 @@ impl StationClient {
         self.action(id, "release", reason).await
     }
 
+    /// `POST /v1/jobs/{id}/edit` (`condor_qedit`); `id` is `C.P` or `C`.
+    pub async fn edit(
+        &self,
+        id: &str,
+        req: &crate::home::qedit::EditRequest,
+    ) -> Result<crate::home::qedit::EditResponse, ClientError> {
+        self.json(
+            self.http
+                .post(self.url(&format!("/v1/jobs/{id}/edit")))
+                .json(req),
+        )
+        .await
+    }
+
     /// `GET /v1/history`.
     pub async fn history(&self, owner: Option<&str>) -> Result<Vec<JobInfo>, ClientError> {
         let mut rb = self.http.get(self.url("/v1/history"));

@@ -54,14 +54,9 @@ pub fn epoch_date(secs: u64) -> String {
 }
 
 /// One value as condor_q -af prints it: strings without quotes, other
-/// values in ClassAd syntax (`undefined`, `true`, `12`, `{ 1,2 }`), reals
-/// in their shortest decimal form.
+/// values in HTCondor's form (`undefined`, `true`, `12`, `2.5`, `3.0`).
 pub fn autoformat_value(v: &gleaner_classad::Value) -> String {
-    match v {
-        gleaner_classad::Value::Str(s) => s.clone(),
-        gleaner_classad::Value::Real(r) if r.is_finite() => r.to_string(),
-        other => other.unparse(),
-    }
+    super::adformat::value_text(v, false)
 }
 
 pub fn yes_no(b: bool) -> &'static str {

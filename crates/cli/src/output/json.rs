@@ -14,7 +14,7 @@ pub struct JsonOutput;
 
 fn print(v: &impl Serialize) {
     match serde_json::to_string_pretty(v) {
-        Ok(s) => println!("{s}"),
+        Ok(s) => println!("{}", super::escape::json(&s)),
         // Our own types always serialise; say so rather than print nothing.
         Err(e) => eprintln!("glean: cannot render JSON: {e}"),
     }
@@ -110,7 +110,7 @@ impl Output for JsonOutput {
     fn progress(&self, clusters: &[ClusterProgress]) {
         // One line per update: a stream a script reads line by line.
         match serde_json::to_string(clusters) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => println!("{}", super::escape::json(&s)),
             Err(e) => eprintln!("glean: cannot render JSON: {e}"),
         }
     }

@@ -4,12 +4,24 @@
 //! - [`table`]: tables and sentences for people (the default).
 //! - [`json`]: one JSON document per command for scripts (`--json`).
 //!
+//! Every byte of user-controlled text goes out through [`escape`]: table
+//! cells and lines (`escape::cells`, `say!`), `-af`/`-format`/`-long`
+//! ([`adformat`], over [`printf`] and [`layout`]), and JSON documents
+//! (`escape::json`). HTCondor's own output formats (`condor_q`,
+//! `condor_history`, …) are built from the same pieces in
+//! `crate::condor`.
+//!
 //! Adding a format means one new file implementing [`Output`]; adding a
 //! command means one method here and one in each renderer, so the table
 //! and JSON views of a command can never drift apart.
 
+pub mod adformat;
+pub mod condor;
+pub mod escape;
 mod format;
 mod json;
+pub mod layout;
+pub mod printf;
 mod reserve;
 mod table;
 

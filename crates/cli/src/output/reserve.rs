@@ -1,6 +1,7 @@
 //! `glean reserve` for people: the session's tables and each
 //! acknowledgement (refusals with their reason).
 
+use super::escape::{cells, say};
 use crate::reserve::Report;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use gleaner_core::reservation::session::{Ack, RequestEntry, RequestOp};
@@ -27,7 +28,7 @@ fn slot_time(slot: u64, slot_secs: u64) -> String {
 
 fn reservations(list: &[Reservation], slot_secs: u64) {
     if list.is_empty() {
-        println!("No reservations.");
+        say!("No reservations.");
         return;
     }
     let mut t = table(vec![
@@ -39,7 +40,7 @@ fn reservations(list: &[Reservation], slot_secs: u64) {
         "STATIONS",
     ]);
     for r in list {
-        t.add_row(vec![
+        t.add_row(cells(vec![
             r.id.to_string(),
             r.class.number().to_string(),
             slot_time(r.start, slot_secs),
@@ -50,9 +51,9 @@ fn reservations(list: &[Reservation], slot_secs: u64) {
                 .next()
                 .map(|v| v.join(","))
                 .unwrap_or_default(),
-        ]);
+        ]));
     }
-    println!("{t}");
+    say!("{t}");
 }
 
 fn rows(pending: &[RequestEntry]) {
@@ -83,15 +84,15 @@ fn rows(pending: &[RequestEntry]) {
                 None => format!("unreserve {reservation}"),
             },
         };
-        t.add_row(vec![e.row.to_string(), what]);
+        t.add_row(cells(vec![e.row.to_string(), what]));
     }
-    println!("Not yet synced:\n{t}");
+    say!("Not yet synced:\n{t}");
 }
 
 fn acks(list: &[Ack]) {
     for a in list {
         match (&a.error, a.reservation) {
-            (None, Some(id)) => println!(
+            (None, Some(id)) => say!(
                 "row {}: accepted: reservation {id}, {} machine(s){}",
                 a.row,
                 a.machines,
@@ -101,8 +102,8 @@ fn acks(list: &[Ack]) {
                     format!(" ({})", a.stations.join(","))
                 }
             ),
-            (None, None) => println!("row {}: accepted", a.row),
-            (Some(e), _) => println!("row {}: REFUSED: {e}", a.row),
+            (None, None) => say!("row {}: accepted", a.row),
+            (Some(e), _) => say!("row {}: REFUSED: {e}", a.row),
         }
     }
 }
@@ -111,7 +112,7 @@ pub fn render(r: &Report) {
     match r {
         Report::Display { view, pending } => {
             match &view.account {
-                Some(a) => println!(
+                Some(a) => say!(
                     "{}: account of station {}: P {} (income {}, gains {}), NP {}",
                     view.user,
                     a.station,
@@ -120,8 +121,8 @@ pub fn render(r: &Report) {
                     money(a.p_g),
                     money(a.np)
                 ),
-                None if view.user.is_empty() => println!("The whole pool (admin view)."),
-                None => println!(
+                None if view.user.is_empty() => say!("The whole pool (admin view)."),
+                None => say!(
                     "{}: no account (the administrator links users in [reservations.accounts]).",
                     view.user
                 ),
@@ -130,21 +131,21 @@ pub fn render(r: &Report) {
             if !view.bound.is_empty() {
                 let mut t = table(vec!["STATION", "SERVES", "USER"]);
                 for b in &view.bound {
-                    t.add_row(vec![
+                    t.add_row(cells(vec![
                         b.station.clone(),
                         b.reservation.to_string(),
                         b.user.clone(),
-                    ]);
+                    ]));
                 }
-                println!("Serving now:\n{t}");
+                say!("Serving now:\n{t}");
             }
             let mut t = table(vec!["SLOT (UTC)", "FREE MACHINES"]);
             for s in &view.availability {
-                t.add_row(vec![when(s.start), s.free.to_string()]);
+                t.add_row(cells(vec![when(s.start), s.free.to_string()]));
             }
-            println!("Free machines by slot ({} s slots):\n{t}", view.slot_secs);
+            say!("Free machines by slot ({} s slots):\n{t}", view.slot_secs);
             if !view.donated.is_empty() {
-                println!("Donated (reservable by name): {}", view.donated.join(", "));
+                say!("Donated (reservable by name): {}", view.donated.join(", "));
             }
             rows(pending);
         }
@@ -153,29 +154,27 @@ pub fn render(r: &Report) {
             slot_secs,
             reservations: list,
         } => {
-            println!("Reservations of {user}:");
+            say!("Reservations of {user}:");
             reservations(list, *slot_secs);
         }
         Report::Queued { row, pending } => {
-            println!(
+            say!(
                 "Row {} added; {pending} row(s) to sync (glean reserve sync).",
                 row.row
             );
         }
         Report::Synced { acks: a, .. } => {
             if a.is_empty() {
-                println!("Nothing to sync.");
+                say!("Nothing to sync.");
             }
             acks(a);
         }
         Report::Closed { acks: a, closed } => {
             acks(a);
             if *closed {
-                println!("Session closed.");
+                say!("Session closed.");
             } else {
-                println!(
-                    "Session kept open: a row was refused; try something else and close again."
-                );
+                say!("Session kept open: a row was refused; try something else and close again.");
             }
         }
     }

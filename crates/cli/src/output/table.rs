@@ -1,5 +1,6 @@
 //! Tables and sentences for people: the default renderer.
 
+use super::escape::{cells, say, shout};
 use super::format::{autoformat_value, epoch_date, exit_code, run_time, short_date, yes_no};
 use super::{Analysis, ClusterProgress, JobAction, JobList, LocalQueue, Output};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
@@ -25,7 +26,7 @@ fn count(jobs: &[JobInfo], kind: &str) -> usize {
 
 impl Output for TableOutput {
     fn submitted(&self, resp: &SubmitResponse) {
-        println!(
+        say!(
             "{} job(s) submitted to cluster {}.",
             resp.jobs.len(),
             resp.cluster
@@ -52,11 +53,11 @@ impl Output for TableOutput {
             if history {
                 row.insert(6, exit_code(j));
             }
-            t.add_row(row);
+            t.add_row(cells(row));
         }
-        println!("{t}");
+        say!("{t}");
         if list == JobList::Queue {
-            println!(
+            say!(
                 "Total: {} jobs; {} idle, {} running, {} suspended, {} held",
                 jobs.len(),
                 count(jobs, "idle"),
@@ -82,7 +83,7 @@ impl Output for TableOutput {
             ]);
             for c in &s.clusters {
                 let n = &c.counts;
-                t.add_row(vec![
+                t.add_row(cells(vec![
                     c.owner.clone(),
                     format!("ID: {}", c.cluster),
                     short_date(c.submitted_at),
@@ -91,9 +92,9 @@ impl Output for TableOutput {
                     n.idle.to_string(),
                     n.held.to_string(),
                     n.total().to_string(),
-                ]);
+                ]));
             }
-            println!("{t}");
+            say!("{t}");
         }
         if !p.jobs.is_empty() {
             let mut t = table(vec![
@@ -106,7 +107,7 @@ impl Output for TableOutput {
                 "CMD",
             ]);
             for j in &p.jobs {
-                t.add_row(vec![
+                t.add_row(cells(vec![
                     j.id.to_string(),
                     j.owner.clone(),
                     short_date(j.submitted_at),
@@ -114,12 +115,12 @@ impl Output for TableOutput {
                     j.state.kind().letter().to_string(),
                     j.host.clone().unwrap_or_default(),
                     j.cmd.clone(),
-                ]);
+                ]));
             }
-            println!("{t}");
+            say!("{t}");
         }
         let n = &s.total;
-        println!(
+        say!(
             "Total: {} jobs; {} idle, {} running, {} suspended, {} held",
             n.active(),
             n.idle,
@@ -128,7 +129,7 @@ impl Output for TableOutput {
             n.held
         );
         if p.pages > 1 {
-            println!(
+            say!(
                 "Page {} of {} ({} jobs each): glean q --page {} for more",
                 p.page,
                 p.pages,
@@ -140,15 +141,15 @@ impl Output for TableOutput {
 
     fn actions(&self, action: JobAction, resp: &ActionResponse) {
         for j in &resp.changed {
-            println!("Job {j} {}.", action.past());
+            say!("Job {j} {}.", action.past());
         }
         for (j, why) in &resp.skipped {
-            eprintln!("Job {j} not {}: {why}", action.past());
+            shout!("Job {j} not {}: {why}", action.past());
         }
     }
 
     fn analysis(&self, a: &Analysis) {
-        println!(
+        say!(
             "Job {} ({}), owner {}: {}",
             a.job,
             a.state,
@@ -156,25 +157,25 @@ impl Output for TableOutput {
             a.requirements.as_deref().unwrap_or("no requirements")
         );
         if !a.concurrency_limits.is_empty() {
-            println!("Concurrency limits: {}", a.concurrency_limits.join(", "));
+            say!("Concurrency limits: {}", a.concurrency_limits.join(", "));
         }
         let mut t = table(vec!["STATION", "MATCH", "RANK", "SIGMA", "WHY NOT"]);
         for v in &a.stations {
             let why: Vec<String> = v.rejects.iter().map(ToString::to_string).collect();
-            t.add_row(vec![
+            t.add_row(cells(vec![
                 v.station.clone(),
                 yes_no(v.rejects.is_empty()).to_string(),
                 format!("{}", v.rank),
                 format!("{:.2}", v.sigma),
                 why.join("\n"),
-            ]);
+            ]));
         }
-        println!("{t}");
+        say!("{t}");
         for l in &a.licences {
-            println!("Licence {}: {} of {} in use", l.name, l.in_use, l.limit);
+            say!("Licence {}: {} of {} in use", l.name, l.in_use, l.limit);
         }
         let matching = a.stations.iter().filter(|v| v.rejects.is_empty()).count();
-        println!(
+        say!(
             "{matching} of {} stations could run this job now.",
             a.stations.len()
         );
@@ -192,7 +193,7 @@ impl Output for TableOutput {
             if s.drained {
                 state.push_str(" drained");
             }
-            t.add_row(vec![
+            t.add_row(cells(vec![
                 s.name.clone(),
                 state,
                 s.cpus.to_string(),
@@ -201,10 +202,10 @@ impl Output for TableOutput {
                 s.idle_jobs.to_string(),
                 s.remote_jobs.to_string(),
                 format!("{:.0}s ago", s.last_seen_secs),
-            ]);
+            ]));
         }
-        println!("{t}");
-        println!("Total: {} stations", pool.stations.len());
+        say!("{t}");
+        say!("Total: {} stations", pool.stations.len());
     }
 
     fn job_ads(&self, ads: &[gleaner_classad::Ad]) {
@@ -214,28 +215,28 @@ impl Output for TableOutput {
 
     fn autoformat(&self, _attrs: &[String], rows: &[Vec<gleaner_classad::Value>]) {
         for r in rows {
-            let cells: Vec<String> = r.iter().map(autoformat_value).collect();
-            println!("{}", cells.join(" "));
+            let row: Vec<String> = r.iter().map(autoformat_value).collect();
+            say!("{}", cells(row).join(" "));
         }
     }
 
     fn machine_ads(&self, ads: &[gleaner_classad::Ad]) {
         for ad in ads {
-            println!("{}", ad.to_old_syntax());
+            print!("{}", super::adformat::long_form(ad));
         }
     }
 
     fn local_queue(&self, q: &LocalQueue) {
-        println!("No coordinator configured; this station's queue only.");
+        say!("No coordinator configured; this station's queue only.");
         let mut t = table(vec!["STATION", "IDLE", "RUNNING", "SUSPENDED", "HELD"]);
-        t.add_row(vec![
+        t.add_row(cells(vec![
             q.station.clone(),
             q.idle.to_string(),
             q.running.to_string(),
             q.suspended.to_string(),
             q.held.to_string(),
-        ]);
-        println!("{t}");
+        ]));
+        say!("{t}");
     }
 
     fn userprio(&self, up: &UserPrio) {
@@ -248,17 +249,17 @@ impl Output for TableOutput {
             "ADVERTISING",
         ]);
         for e in &up.stations {
-            t.add_row(vec![
+            t.add_row(cells(vec![
                 e.station.clone(),
                 format!("{}", e.si),
                 e.nodes_held.to_string(),
                 e.waiting.to_string(),
                 yes_no(e.wants).to_string(),
                 yes_no(e.known).to_string(),
-            ]);
+            ]));
         }
-        println!("{t}");
-        println!(
+        say!("{t}");
+        say!(
             "Allocator: {}. A smaller index means a higher priority (Mutka 1988 Table 4.3).",
             up.allocator
         );
@@ -266,12 +267,14 @@ impl Output for TableOutput {
 
     fn dag_submitted(&self, resp: &DagSubmitResponse) {
         if resp.done > 0 {
-            println!(
+            say!(
                 "DAG {} submitted: {} nodes, {} already done (from the rescue file).",
-                resp.id, resp.nodes, resp.done
+                resp.id,
+                resp.nodes,
+                resp.done
             );
         } else {
-            println!("DAG {} submitted: {} nodes.", resp.id, resp.nodes);
+            say!("DAG {} submitted: {} nodes.", resp.id, resp.nodes);
         }
     }
 
@@ -280,7 +283,7 @@ impl Output for TableOutput {
             "CLUSTER", "TOTAL", "IDLE", "RUN", "SUSP", "HELD", "DONE", "PROGRESS",
         ]);
         for c in clusters {
-            t.add_row(vec![
+            t.add_row(cells(vec![
                 c.cluster.to_string(),
                 c.total.to_string(),
                 c.idle.to_string(),
@@ -289,9 +292,9 @@ impl Output for TableOutput {
                 c.held.to_string(),
                 (c.completed + c.removed).to_string(),
                 progress_bar(c.completed + c.removed, c.total, 20),
-            ]);
+            ]));
         }
-        println!("{t}");
+        say!("{t}");
     }
 
     fn dags(&self, dags: &[DagStatus]) {
@@ -300,7 +303,7 @@ impl Output for TableOutput {
         ]);
         for s in dags {
             let count = |k: &str| s.nodes.iter().filter(|n| n.status == k).count();
-            t.add_row(vec![
+            t.add_row(cells(vec![
                 s.id.to_string(),
                 s.owner.clone(),
                 s.state.name().to_string(),
@@ -309,9 +312,9 @@ impl Output for TableOutput {
                 count("failed").to_string(),
                 s.nodes.len().to_string(),
                 s.dag_file.clone(),
-            ]);
+            ]));
         }
-        println!("{t}");
+        say!("{t}");
     }
 
     fn dag(&self, s: &DagStatus) {
@@ -320,7 +323,7 @@ impl Output for TableOutput {
         } else {
             format!(" — {}", s.message)
         };
-        println!(
+        say!(
             "DAG {} ({}), {}: {}{message}",
             s.id,
             s.owner,
@@ -328,7 +331,7 @@ impl Output for TableOutput {
             s.dag_file
         );
         if let Some(r) = &s.rescue_file {
-            println!("rescue file: {r}");
+            say!("rescue file: {r}");
         }
         let mut t = table(vec![
             "NODE",
@@ -341,7 +344,7 @@ impl Output for TableOutput {
         ]);
         for n in &s.nodes {
             let clusters: Vec<String> = n.clusters.iter().map(u64::to_string).collect();
-            t.add_row(vec![
+            t.add_row(cells(vec![
                 n.name.clone(),
                 n.status.clone(),
                 n.failures.to_string(),
@@ -349,31 +352,31 @@ impl Output for TableOutput {
                 clusters.join(","),
                 n.data_parents.join(" "),
                 n.priority_parents.join(" "),
-            ]);
+            ]));
         }
-        println!("{t}");
+        say!("{t}");
     }
 
     fn dag_removed(&self, r: &DagRmResponse) {
-        println!(
+        say!(
             "DAG {} removed ({} unfinished job(s) removed).",
             r.id,
             r.removed_jobs.len()
         );
         match &r.rescue_file {
-            Some(p) => println!("Rescue file: {p}\nResume with: glean dag submit {p}"),
-            None => println!("No rescue file could be written; see the station's log."),
+            Some(p) => say!("Rescue file: {p}\nResume with: glean dag submit {p}"),
+            None => say!("No rescue file could be written; see the station's log."),
         }
     }
 
     fn classad_value(&self, value: &str) {
-        println!("{value}");
+        say!("{value}");
     }
 
     fn token_issued(&self, issued: &IssuedToken) {
-        println!("{}", issued.token);
+        say!("{}", issued.token);
         let r = &issued.record;
-        eprintln!(
+        shout!(
             "glean: {} token {} for {:?}, expires {}",
             role_of(r),
             r.token_id,
@@ -400,26 +403,28 @@ impl Output for TableOutput {
             if let Some(at) = r.join.as_ref().and_then(|j| j.used_at) {
                 role.push_str(&format!(" (used {})", epoch_date(at)));
             }
-            t.add_row(vec![
+            t.add_row(cells(vec![
                 r.token_id.clone(),
                 r.subject.clone(),
                 role,
                 epoch_date(r.issued_at),
                 expires,
                 revoked,
-            ]);
+            ]));
         }
-        println!("{t}");
+        say!("{t}");
     }
 
     fn token_revoked(&self, outcome: &RevokeOutcome) {
         match outcome {
-            RevokeOutcome::Revoked(r) => println!(
+            RevokeOutcome::Revoked(r) => say!(
                 "revoked {} token {} of {:?}; stations refuse it from their next advertisement",
-                r.role, r.token_id, r.subject
+                r.role,
+                r.token_id,
+                r.subject
             ),
             RevokeOutcome::AlreadyRevoked(r) => {
-                println!("token {} was already revoked", r.token_id)
+                say!("token {} was already revoked", r.token_id)
             }
         }
     }

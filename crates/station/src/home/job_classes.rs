@@ -2,9 +2,10 @@
 //! coordinator matches hosts to classes, not to single jobs.
 //!
 //! Every ad and every grant looks at the idle jobs' classes. A job's
-//! description never changes once queued, so its class is computed once
-//! and kept ([`ClassCache`]); the queue is read through its state index
-//! only, and a description is decoded only for a job not seen before.
+//! description changes only by an edit (`condor_qedit`, which forgets its
+//! class), so its class is computed once and kept ([`ClassCache`]); the
+//! queue is read through its state index only, and a description is
+//! decoded only for a job not seen before.
 //! A grant for a class finds its job through the queue's class index
 //! (`jobs.class_key`, stored at submit): the per-grant cost does not grow
 //! with how many jobs of other classes wait (issue 15, item 4).
@@ -48,6 +49,14 @@ impl ClassCache {
         self.stored
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Forgets the classes of `ids`, whose descriptions were edited.
+    pub fn forget(&self, ids: &[JobId]) {
+        let mut c = self.lock();
+        for id in ids {
+            c.remove(id);
+        }
     }
 
     /// The class of `id`, from the cache or computed from its record.

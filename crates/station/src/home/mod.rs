@@ -39,6 +39,7 @@ mod job_policy;
 pub mod lease;
 pub mod meters;
 pub mod private;
+pub mod qedit;
 pub mod recover;
 pub mod remote;
 mod runs;
@@ -217,6 +218,7 @@ impl Home {
     fn user_routes(self: &Arc<Self>) -> Router<Arc<Home>> {
         Router::new()
             .merge(user::router())
+            .merge(qedit::router())
             .merge(dagman::router())
             .route("/v1/whoami", get(identity::whoami))
             .route_layer(axum::middleware::from_fn_with_state(

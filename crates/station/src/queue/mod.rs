@@ -18,6 +18,7 @@
 //! illegal one fails and changes nothing.
 
 mod durability;
+mod edit;
 mod failures;
 mod gang;
 mod read;
