@@ -68,6 +68,19 @@ impl fmt::Display for LimitExceeded {
     }
 }
 
+impl std::error::Error for LimitExceeded {}
+
+impl LimitExceeded {
+    /// The setting that refused (the `[limits]` key).
+    pub fn setting(&self) -> &'static str {
+        match self {
+            LimitExceeded::PerSubmission { .. } => "max_jobs_per_submission",
+            LimitExceeded::PerOwner { .. } => "max_jobs_per_owner",
+            LimitExceeded::Total { .. } => "max_jobs",
+        }
+    }
+}
+
 impl QueueLimits {
     /// May a submission of `owner`, who has `owner_queued` jobs in the
     /// queue (of `total_queued` in all), add its `adding`-th job? Checked
@@ -155,6 +168,8 @@ impl fmt::Display for SpoolExceeded {
         }
     }
 }
+
+impl std::error::Error for SpoolExceeded {}
 
 impl SpoolLimits {
     /// May a job whose output would total `job_bytes`, of its owner's

@@ -509,13 +509,13 @@ fn a_schema_1_queue_is_migrated_and_keeps_its_jobs() {
     let v: i64 = c
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(v, 9);
+    assert_eq!(v, 10);
     // A newer schema is refused, not misread.
-    c.execute_batch("PRAGMA user_version = 10;").unwrap();
+    c.execute_batch("PRAGMA user_version = 11;").unwrap();
     drop(c);
     assert!(matches!(
         JobQueue::open(&path),
-        Err(QueueError::SchemaTooNew { found: 10 })
+        Err(QueueError::SchemaTooNew { found: 11 })
     ));
 }
 
