@@ -588,6 +588,8 @@ fn a_schema_7_queue_gains_class_keys_for_the_jobs_that_can_still_run() {
         assert_eq!(stored, JobClass::of(&d.description).key, "stored at submit");
         c.execute_batch(
             "DROP INDEX jobs_by_class; DROP INDEX jobs_in_order; \
+             DROP INDEX jobs_by_owner_class; \
+             CREATE INDEX jobs_by_owner ON jobs (owner, state); \
              ALTER TABLE jobs DROP COLUMN class_key; \
              DELETE FROM meta WHERE key = 'class_key_version'; \
              CREATE INDEX jobs_by_state ON jobs (state, priority, cluster, proc); \

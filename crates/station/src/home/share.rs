@@ -283,7 +283,9 @@ pub(crate) fn pick(home: &Home, g: &Target) -> Pick {
         .as_deref()
         .and_then(|k| cache.class(&q, &cache.base_key(k)));
     if g.class.is_some() && wanted.is_none() {
+        // No job of it is left to say what the host was matched for.
         tracing::debug!(class = ?g.class, "a grant for a class this home no longer knows");
+        return Pick::Nothing;
     }
     let takes = |c: &JobClass| {
         c.gang.is_none()
