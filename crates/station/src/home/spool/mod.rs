@@ -414,13 +414,15 @@ fn remove_path(p: &Path) -> bool {
 /// Bytes of stdout, stderr and output files in a job's spool directory;
 /// `None` when there is no directory.
 fn output_bytes(dir: &Path) -> Option<u64> {
-    if !dir.is_dir() {
+    // A link where the directory should be is not followed.
+    if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
         return None;
     }
     let size = |p: &Path| std::fs::symlink_metadata(p).map_or(0, |m| m.len());
     let mut n = size(&dir.join("stdout")) + size(&dir.join("stderr"));
     if let Ok(files) = std::fs::read_dir(dir.join("files")) {
         for f in files.flatten() {
+            // Entry metadata: a link counts as itself, not its target.
             n += f.metadata().map_or(0, |m| m.len());
         }
     }
