@@ -1,6 +1,7 @@
 //! Per-user limits: a refused submission names the limit and the numbers
 //! and leaves the queue as it was; a user at `max_running_per_owner` waits
-//! while another user's jobs run.
+//! while another user's jobs run; `glean users` shows the limits and each
+//! user's jobs.
 
 use crate::pool::{Pool, Spec, wait_for};
 use std::time::{Duration, Instant};
@@ -61,21 +62,56 @@ fn limits_refuse_with_their_numbers_and_change_nothing() {
     let bobs = bob.submit("bob.sub", &sleep(2));
     assert_eq!(bobs, 3);
 
+    // The administrator's view: the limits, and each user's jobs.
+    let out = bob.glean(&["users", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let view: gleaner_proto::api::HomeUsers = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(view.limits.max_jobs_per_owner, 5);
+    assert_eq!(view.limits.max_jobs_per_submission, 3);
+    assert_eq!(view.limits.max_running_per_owner, Some(1));
+    let jobs = |who: &str| {
+        view.users
+            .iter()
+            .find(|u| u.user == who)
+            .map(|u| u.jobs.active())
+            .unwrap_or_else(|| panic!("{who} not in {view:?}"))
+    };
+    // One of Ann's may have finished by now.
+    assert!((4..=5).contains(&jobs(ann.name())), "{view:?}");
+    assert_eq!(jobs(bob.name()), 2, "{view:?}");
+    let table = text(&ann.glean(&["users"]));
+    assert!(
+        table.contains(ann.name()) && table.contains("max_jobs_per_owner = 5"),
+        "{table}"
+    );
+
     // Two hosts, but Ann holds one at most; Bob's jobs run beside hers.
     let mut bob_ran = false;
     let until = Instant::now() + Duration::from_secs(12);
     while Instant::now() < until {
         let a = ann.summary().total.running;
-        assert!(a <= 1, "Ann runs {a} jobs at once, over max_running_per_owner = 1");
+        assert!(
+            a <= 1,
+            "Ann runs {a} jobs at once, over max_running_per_owner = 1"
+        );
         bob_ran |= bob.summary().total.running > 0;
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert!(bob_ran, "Bob's jobs never ran beside Ann's\n{}", pool.logs());
-    wait_for(Duration::from_secs(60), "Ann's first job to run", &pool, || {
-        let s = ann.summary();
-        (s.total.running + s.clusters.iter().map(|c| c.counts.completed).sum::<u64>() > 0)
-            .then_some(())
-    });
+    assert!(
+        bob_ran,
+        "Bob's jobs never ran beside Ann's\n{}",
+        pool.logs()
+    );
+    wait_for(
+        Duration::from_secs(60),
+        "Ann's first job to run",
+        &pool,
+        || {
+            let s = ann.summary();
+            (s.total.running + s.clusters.iter().map(|c| c.counts.completed).sum::<u64>() > 0)
+                .then_some(())
+        },
+    );
     // What is left goes (clusters that finished refuse, which is fine).
     for c in ["1", "2"] {
         ann.glean(&["rm", c]);

@@ -10,7 +10,7 @@
 //! - `limits`: refusals over `max_jobs_per_submission` and
 //!   `max_jobs_per_owner` name the limit and the numbers and change
 //!   nothing; `max_running_per_owner` holds a user to its nodes while
-//!   another runs;
+//!   another runs; `glean users` shows the limits and each user's jobs;
 //! - `spool`: an output flood is held at its job's bound and at its
 //!   user's, its spool removed at once; `rm` frees a running job's spool;
 //!   a home killed between the commit and the clean-up removes what was

@@ -175,7 +175,10 @@ impl Pool {
     /// Every daemon's log, for a failing assertion.
     pub fn logs(&self) -> String {
         let mut s = String::new();
-        for d in [&self.coordinator, &self.home].into_iter().chain(&self.hosts) {
+        for d in [&self.coordinator, &self.home]
+            .into_iter()
+            .chain(&self.hosts)
+        {
             let text = std::fs::read_to_string(&d.log).unwrap_or_default();
             let tail: Vec<&str> = text.lines().rev().take(60).collect();
             s += &format!("==== {} (last lines) ====\n", d.log.display());
@@ -246,7 +249,12 @@ impl User {
 }
 
 /// Polls `f` every 100 ms until it gives a value, for at most `limit`.
-pub fn wait_for<T>(limit: Duration, what: &str, pool: &Pool, mut f: impl FnMut() -> Option<T>) -> T {
+pub fn wait_for<T>(
+    limit: Duration,
+    what: &str,
+    pool: &Pool,
+    mut f: impl FnMut() -> Option<T>,
+) -> T {
     let deadline = Instant::now() + limit;
     loop {
         if let Some(v) = f() {

@@ -43,10 +43,15 @@ fn newcomer_wait(claim_lifetime_secs: u64, bob_job: &str) -> Option<(f64, String
     });
     let c = bob.submit("one.sub", bob_job);
     let id = format!("{c}.0");
-    let job = wait_for(Duration::from_secs(120), "Bob's job to start", &pool, || {
-        let d = bob.job(&id);
-        d.job.started_at.map(|_| d)
-    });
+    let job = wait_for(
+        Duration::from_secs(120),
+        "Bob's job to start",
+        &pool,
+        || {
+            let d = bob.job(&id);
+            d.job.started_at.map(|_| d)
+        },
+    );
     let waited = job
         .job
         .started_at

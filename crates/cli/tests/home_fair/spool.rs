@@ -57,8 +57,15 @@ fn floods_are_held_at_their_bounds_and_spools_go_at_once_even_after_a_crash() {
     let flood = format!("{c}.0");
     let why = held_for_spool(&pool, &ann, &flood);
     assert!(why.contains("max_job_spool_mb"), "{why}");
-    gone(&pool, &pool.spool_of(&flood), "the held flood's spool to go");
-    assert!(!ann.work.join("flood.out").exists(), "a held job delivers nothing");
+    gone(
+        &pool,
+        &pool.spool_of(&flood),
+        "the held flood's spool to go",
+    );
+    assert!(
+        !ann.work.join("flood.out").exists(),
+        "a held job delivers nothing"
+    );
     assert!(ann.glean(&["rm", &flood]).status.success());
 
     // 2. Two jobs that fit the job's bound but not, together, their
@@ -66,17 +73,28 @@ fn floods_are_held_at_their_bounds_and_spools_go_at_once_even_after_a_crash() {
     let writer = "executable = /bin/sh\narguments = \"-c 'head -c 600000 /dev/zero; sleep 120'\"\n\
                   transfer_executable = false\noutput = w.out\nqueue\n";
     let first = format!("{}.0", ann.submit("w1.sub", writer));
-    wait_for(Duration::from_secs(60), "the first writer's output", &pool, || {
-        (stdout_len(&pool, &first) == 600_000).then_some(())
-    });
+    wait_for(
+        Duration::from_secs(60),
+        "the first writer's output",
+        &pool,
+        || (stdout_len(&pool, &first) == 600_000).then_some(()),
+    );
     let second = format!("{}.0", ann.submit("w2.sub", writer));
     let why = held_for_spool(&pool, &ann, &second);
     assert!(
         why.contains("max_owner_spool_mb") && why.contains(ann.name()),
         "{why}"
     );
-    gone(&pool, &pool.spool_of(&second), "the held writer's spool to go");
-    assert_eq!(stdout_len(&pool, &first), 600_000, "the first writer keeps its output");
+    gone(
+        &pool,
+        &pool.spool_of(&second),
+        "the held writer's spool to go",
+    );
+    assert_eq!(
+        stdout_len(&pool, &first),
+        600_000,
+        "the first writer keeps its output"
+    );
     assert!(matches!(
         ann.job(&first).job.state,
         gleaner_proto::job::JobState::Running
@@ -84,7 +102,11 @@ fn floods_are_held_at_their_bounds_and_spools_go_at_once_even_after_a_crash() {
 
     // 3. `rm` frees the running writer's spool at once.
     assert!(ann.glean(&["rm", &first]).status.success());
-    gone(&pool, &pool.spool_of(&first), "the removed writer's spool to go");
+    gone(
+        &pool,
+        &pool.spool_of(&first),
+        "the removed writer's spool to go",
+    );
 
     // 4. A home killed between the queue's change and the clean-up: what
     //    was left is removed when it starts again, as the spool's owner,
@@ -113,7 +135,11 @@ fn floods_are_held_at_their_bounds_and_spools_go_at_once_even_after_a_crash() {
         (&held, "the held job's planted link"),
         (&"999.0".to_string(), "an unknown job's spool"),
     ] {
-        gone(&pool, &pool.spool_of(id), &format!("{what} to go after the restart"));
+        gone(
+            &pool,
+            &pool.spool_of(id),
+            &format!("{what} to go after the restart"),
+        );
     }
     assert_eq!(
         std::fs::read_to_string(victim.join("precious")).unwrap(),

@@ -53,6 +53,7 @@ pub mod summary;
 mod timing;
 pub mod user;
 pub mod user_log;
+mod users_view;
 
 use crate::config::StationConfig;
 use crate::queue::{JobQueue, QueueError};
@@ -238,6 +239,7 @@ impl Home {
             .merge(user::router())
             .merge(dagman::router())
             .route("/v1/whoami", get(identity::whoami))
+            .route("/v1/users", get(users_view::users))
             .route_layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 identity::admit,
