@@ -44,7 +44,7 @@ impl ConnectArgs {
             self.token.as_deref(),
         )?)
     }
-    fn client(&self) -> anyhow::Result<(StationClient, ClientSettings)> {
+    pub(crate) fn client(&self) -> anyhow::Result<(StationClient, ClientSettings)> {
         let s = self.settings()?;
         Ok((StationClient::from_settings(&s)?, s))
     }
@@ -467,5 +467,20 @@ pub fn userprio(args: StatusArgs, out: &dyn Output) -> anyhow::Result<ExitCode> 
     let c = settings.coordinator_client(&coord)?;
     let up: gleaner_proto::wire::UserPrio = runtime()?.block_on(c.get_json("/v1/userprio"))?;
     out.userprio(&up);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `glean users`: the station's users, their share and use, and its
+/// limits (`condor_status -submitters`, `condor_userprio` of one home).
+#[derive(Args, Debug)]
+pub struct UsersArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+pub fn users(args: UsersArgs, out: &dyn Output) -> anyhow::Result<ExitCode> {
+    let (client, _) = args.connect.client()?;
+    let u = runtime()?.block_on(client.users())?;
+    out.home_users(&u);
     Ok(ExitCode::SUCCESS)
 }

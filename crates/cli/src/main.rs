@@ -81,6 +81,9 @@ enum Command {
     Watch(watch::WatchArgs),
     /// Show the coordinator's Up-Down table (condor_userprio).
     Userprio(jobs::StatusArgs),
+    /// Show this station's users: jobs, nodes held, usage, output kept,
+    /// and its per-user limits.
+    Users(jobs::UsersArgs),
     /// Drain a station: no new guests, running ones finish (condor_drain;
     /// --cancel ends it). Administrators only.
     Drain(admin::DrainArgs),
@@ -152,6 +155,7 @@ fn main() -> ExitCode {
         Command::Watch(args) => watch::watch(args, out),
         Command::Up(args) => up::up(args),
         Command::Userprio(args) => jobs::userprio(args, out),
+        Command::Users(args) => jobs::users(args, out),
         Command::Drain(args) => admin::drain(args, cli.json),
         Command::Vacate(args) => admin::vacate(args, cli.json),
         Command::Token(args) => token::run(args, out),

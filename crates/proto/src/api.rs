@@ -208,3 +208,44 @@ pub struct QueueSummary {
     /// Every job of the query still in the queue, by state.
     pub total: StateCounts,
 }
+
+/// `GET /v1/users`: a home's users, their share and use, and its limits
+/// (`glean users`; the home's `[limits]` and `[share]`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HomeUsers {
+    pub limits: HomeLimits,
+    /// Every user with a job in the queue or output in the spool, by name.
+    pub users: Vec<HomeUser>,
+}
+
+/// A home's per-user limits (`[limits]`); `None`: no limit.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HomeLimits {
+    pub max_jobs_per_owner: u64,
+    pub max_jobs_per_submission: u64,
+    pub max_jobs: Option<u64>,
+    pub max_running_per_owner: Option<u64>,
+    pub max_job_spool_bytes: u64,
+    pub max_owner_spool_bytes: u64,
+}
+
+/// One user of a home.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HomeUser {
+    pub user: String,
+    /// Jobs in the queue by state.
+    pub jobs: StateCounts,
+    /// The home's nodes the user's jobs hold now (running, suspended,
+    /// being placed).
+    pub nodes: u32,
+    /// Decayed usage in nodes (HTCondor's real user priority).
+    pub usage: f64,
+    /// The priority factor (1 unless `[share] factors` says).
+    pub factor: f64,
+    /// Output the user's jobs keep in the spool, bytes.
+    pub spool_bytes: u64,
+    /// The names the user's jobs are accounted under (`group.user`),
+    /// among those waiting or on hosts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub submitters: Vec<String>,
+}

@@ -386,6 +386,19 @@ pub fn signal_name(n: i32) -> Option<&'static str> {
 }
 
 impl JobDescription {
+    /// The name the job is accounted under, as HTCondor's
+    /// `AccountingGroup`: `group.owner` with an `accounting_group`,
+    /// `nice-user.owner` for a `nice_user` job without one, else the
+    /// owner. Always the owner's own name after the dot: a station takes
+    /// no other `accounting_group_user` (`submit::build`).
+    pub fn submitter(&self) -> String {
+        gleaner_core::fair_share::submitter_name(
+            &self.owner,
+            self.accounting_group.as_deref(),
+            self.nice_user,
+        )
+    }
+
     /// A description with HTCondor's defaults (1 CPU, transfer on exit).
     pub fn new(owner: impl Into<String>, executable: impl Into<String>) -> Self {
         JobDescription {

@@ -80,6 +80,12 @@ pub struct JobClass {
     pub avoid_hosts: Vec<String>,
     /// Idle jobs in the class.
     pub count: u32,
+    /// The name the jobs are accounted under when it is not the owner's:
+    /// `group.owner` (HTCondor's `AccountingGroup`; the home's fair share
+    /// and the pool's accounting see submitters by it). Absent from older
+    /// homes, and for jobs without an accounting group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitter: Option<String>,
     /// For the members of parallel jobs: their gang, placed all at once
     /// (`count` then counts members, `machine_count` of them per job).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -104,7 +110,9 @@ impl JobClass {
     /// The version of [`JobClass::of`]'s key: a queue that stored keys of
     /// another version computes them again. Change it with `of` or the
     /// key's hash.
-    pub const KEY_VERSION: i64 = 1;
+    /// 2: the submitter (accounting group), GPUs and request expressions
+    /// are part of the key.
+    pub const KEY_VERSION: i64 = 2;
 
     /// The class of one job (count 1). Like HTCondor's autoclusters, only
     /// the custom attributes that the job's requirements or rank mention
@@ -183,10 +191,32 @@ impl JobClass {
             custom_attrs,
             avoid_hosts: Vec::new(),
             count: 1,
+            submitter: Some(d.submitter()).filter(|s| *s != d.owner),
             gang: d.gang.map(|m| m.gang),
         };
         c.rekey();
         c
+    }
+
+    /// The name its jobs are accounted under: `group.owner`, or the owner.
+    pub fn submitter(&self) -> &str {
+        self.submitter.as_deref().unwrap_or(&self.owner)
+    }
+
+    /// Whether a job of `other` needs of a host exactly what a job of this
+    /// class needs (requirements, rank, resources, licences and the
+    /// attributes they read; owners and accounting may differ): a host
+    /// matched for one takes the other, but for rules about its owner.
+    pub fn same_needs(&self, other: &JobClass) -> bool {
+        self.requirements == other.requirements
+            && self.rank == other.rank
+            && self.request_cpus == other.request_cpus
+            && self.request_memory_mb == other.request_memory_mb
+            && self.request_disk_kb == other.request_disk_kb
+            && self.concurrency_limits == other.concurrency_limits
+            && self.custom_attrs == other.custom_attrs
+            && self.gang.is_none()
+            && other.gang.is_none()
     }
 
     /// The class of one job that must stay away from `hosts` for now.
@@ -227,6 +257,11 @@ impl JobClass {
             sig.extend(
                 serde_json::to_vec(&(self.request_gpus, &self.request_exprs)).unwrap_or_default(),
             );
+        }
+        // Only a class with an accounting group gets another key.
+        if let Some(s) = &self.submitter {
+            sig.extend_from_slice(b"\0submitter\0");
+            sig.extend_from_slice(s.as_bytes());
         }
         self.key = format!("{:016x}", fnv(&sig));
     }
@@ -419,6 +454,9 @@ pub fn class_ad(c: &JobClass) -> Ad {
     }
     ad.insert_str("Owner", &c.owner);
     ad.insert_str("User", &c.owner);
+    if let Some(s) = &c.submitter {
+        ad.insert_str("AccountingGroup", s);
+    }
     crate::requests::insert(&mut ad, crate::requests::Requests::of_class(c));
     if !c.concurrency_limits.is_empty() {
         ad.insert_str("ConcurrencyLimits", &c.concurrency_limits.join(","));

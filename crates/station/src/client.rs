@@ -377,6 +377,12 @@ impl StationClient {
         self.json(self.http.get(self.url("/v1/whoami"))).await
     }
 
+    /// `GET /v1/users`: the home's users, their share and use, and its
+    /// limits (`glean users`).
+    pub async fn users(&self) -> Result<gleaner_proto::api::HomeUsers, ClientError> {
+        self.json(self.http.get(self.url("/v1/users"))).await
+    }
+
     /// `POST /v1/submit`.
     pub async fn submit(&self, body: &SubmitBody) -> Result<SubmitResponse, ClientError> {
         self.json(self.http.post(self.url("/v1/submit")).json(body))

@@ -161,6 +161,12 @@ pub struct StationConfig {
     /// `/run/gleaner/<name>.sock` when the daemon runs as root,
     /// `<state_dir>/user.sock` otherwise ([`Self::user_socket_path`]).
     pub user_socket: Option<PathBuf>,
+    /// Per-user limits of the home: jobs queued, per submission, running;
+    /// the spool's bounds (`[limits]`, `home::limits`).
+    pub limits: crate::home::limits::LimitsConfig,
+    /// The fair share between the home's users (`[share]`,
+    /// `home::share`).
+    pub share: crate::home::share::ShareSettings,
     /// TLS with the pool's CA (`[tls]`, written by `glean station join`).
     /// Without it the station serves plain HTTP, on a loopback address
     /// only, and calls only loopback peers.
@@ -234,6 +240,8 @@ impl Default for StationConfig {
             execute_dir: None,
             criu_sandbox_dir: PathBuf::from(crate::host::starter::DEFAULT_CRIU_SANDBOX_DIR),
             user_socket: None,
+            limits: Default::default(),
+            share: Default::default(),
             tls: None,
         }
     }
@@ -371,6 +379,12 @@ impl StationConfig {
             return bad("gpus", &m);
         }
         if let Err((field, message)) = self.policy.validate() {
+            return Err(ConfigError::Invalid { field, message });
+        }
+        if let Err((field, message)) = self.limits.validate() {
+            return Err(ConfigError::Invalid { field, message });
+        }
+        if let Err((field, message)) = self.share.validate() {
             return Err(ConfigError::Invalid { field, message });
         }
         for (name, expr) in &self.attrs {

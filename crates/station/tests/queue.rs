@@ -509,13 +509,13 @@ fn a_schema_1_queue_is_migrated_and_keeps_its_jobs() {
     let v: i64 = c
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(v, 9);
+    assert_eq!(v, 10);
     // A newer schema is refused, not misread.
-    c.execute_batch("PRAGMA user_version = 10;").unwrap();
+    c.execute_batch("PRAGMA user_version = 11;").unwrap();
     drop(c);
     assert!(matches!(
         JobQueue::open(&path),
-        Err(QueueError::SchemaTooNew { found: 10 })
+        Err(QueueError::SchemaTooNew { found: 11 })
     ));
 }
 
@@ -588,6 +588,8 @@ fn a_schema_7_queue_gains_class_keys_for_the_jobs_that_can_still_run() {
         assert_eq!(stored, JobClass::of(&d.description).key, "stored at submit");
         c.execute_batch(
             "DROP INDEX jobs_by_class; DROP INDEX jobs_in_order; \
+             DROP INDEX jobs_by_owner_class; \
+             CREATE INDEX jobs_by_owner ON jobs (owner, state); \
              ALTER TABLE jobs DROP COLUMN class_key; \
              DELETE FROM meta WHERE key = 'class_key_version'; \
              CREATE INDEX jobs_by_state ON jobs (state, priority, cluster, proc); \

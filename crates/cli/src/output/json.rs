@@ -101,6 +101,9 @@ impl Output for JsonOutput {
     fn userprio(&self, up: &UserPrio) {
         print(up);
     }
+    fn home_users(&self, u: &gleaner_proto::api::HomeUsers) {
+        print(u);
+    }
     fn dag_submitted(&self, resp: &DagSubmitResponse) {
         print(resp);
     }

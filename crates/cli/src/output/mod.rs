@@ -24,6 +24,7 @@ pub mod layout;
 pub mod printf;
 mod reserve;
 mod table;
+mod users;
 
 use gleaner_coordinator::matchmaker::{LicenceUse, StationVerdict};
 use gleaner_coordinator::tokens::{IssuedToken, RevokeOutcome, TokenRecord};
@@ -184,6 +185,8 @@ pub trait Output {
     fn local_queue(&self, q: &LocalQueue);
     /// `glean userprio`.
     fn userprio(&self, up: &UserPrio);
+    /// `glean users`: a home's users, their share and use, its limits.
+    fn home_users(&self, u: &gleaner_proto::api::HomeUsers);
     /// `glean dag submit`.
     fn dag_submitted(&self, resp: &DagSubmitResponse);
     /// `glean dag status` (all of a user's DAGs).

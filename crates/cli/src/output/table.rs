@@ -265,6 +265,10 @@ impl Output for TableOutput {
         );
     }
 
+    fn home_users(&self, u: &gleaner_proto::api::HomeUsers) {
+        super::users::print(u);
+    }
+
     fn dag_submitted(&self, resp: &DagSubmitResponse) {
         if resp.done > 0 {
             say!(

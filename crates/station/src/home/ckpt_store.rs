@@ -310,4 +310,5 @@ async fn truncate_streams(home: &Home, id: JobId, out: u64, err: u64) {
             tracing::warn!(job = %id, file = %p.display(), error = %e, "cannot cut spooled output");
         }
     }
+    super::spool::remeasure(home, id);
 }

@@ -79,7 +79,7 @@ pub(crate) async fn complete(
         }
     };
     let problems = publish(staged).await;
-    published(&home, r.id, at, problems).await;
+    published(&home, r.id, &r.owner, at, problems).await;
     Ok((new, detail))
 }
 
@@ -115,7 +115,7 @@ pub(crate) async fn complete_unused(
         return Err(e.into());
     }
     let problems = publish(staged).await;
-    published(&home, r.id, at, problems).await;
+    published(&home, r.id, &r.owner, at, problems).await;
     Ok(detail)
 }
 
@@ -154,11 +154,22 @@ fn pending_record(s: &StagedOutputs) -> String {
     to_record(&list)
 }
 
-/// The outputs of `job` are in place, but for `problems`: forgets its
-/// record and tells the user about the problems.
-async fn published(home: &Home, job: JobId, at: Time, problems: Vec<String>) {
+/// The outputs of `job` (of `owner`) are in place, but for `problems`:
+/// forgets its record, tells the user about the problems, and hands the
+/// spool of a completed job to the spool's books (a copy kept a while, or
+/// the only copy of what could not be delivered).
+async fn published(home: &Home, job: JobId, owner: &str, at: Time, problems: Vec<String>) {
     if let Err(e) = home.queue().published(job) {
         tracing::warn!(%job, error = %e, "cannot clear the record of delivered outputs");
+    }
+    let completed = home
+        .queue()
+        .get(job)
+        .ok()
+        .flatten()
+        .is_some_and(|r| r.state.kind() == gleaner_proto::job::JobStateKind::Completed);
+    if completed {
+        super::spool::delivered(home, job, owner, problems.is_empty());
     }
     if !problems.is_empty() {
         let text = format!("Output delivery failed: {}", problems.join("; "));
@@ -192,7 +203,7 @@ pub(crate) async fn finish_pending(home: &Home, at: Time) -> usize {
             Ok(l) => l,
             Err(e) => {
                 let p = format!("unreadable record of staged outputs: {e}");
-                published(home, job, at, vec![p]).await;
+                published(home, job, &owner, at, vec![p]).await;
                 continue;
             }
         };
@@ -230,7 +241,7 @@ pub(crate) async fn finish_pending(home: &Home, at: Time) -> usize {
         for p in &problems {
             tracing::warn!(%job, problem = %p, "output delivery after restart");
         }
-        published(home, job, at, problems).await;
+        published(home, job, &owner, at, problems).await;
     }
     if done > 0 {
         tracing::info!(
@@ -239,6 +250,39 @@ pub(crate) async fn finish_pending(home: &Home, at: Time) -> usize {
         );
     }
     done
+}
+
+/// Removes, as `owner`, whatever `job` staged beside its destinations for
+/// a completion that was never committed (a removed job: its outputs are
+/// not delivered), and the record of it.
+pub(crate) async fn discard_staged(home: &Home, job: JobId, owner: &str) {
+    let Ok(Some(record)) = home.queue().publishing_of(job) else {
+        return;
+    };
+    let list: Vec<Pending> = serde_json::from_str::<Vec<Pending>>(&record)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| !p.committed)
+        .collect();
+    if !list.is_empty() {
+        match UserFs::for_user(owner) {
+            Ok(fs) => {
+                let _ = with_fs(&fs, move |u| {
+                    for p in list {
+                        if let Err(e) = u.discard_tagged(&p.path, &p.tag) {
+                            tracing::warn!(path = %p.path.display(), error = %e, "cannot remove a staged output of a removed job");
+                        }
+                    }
+                    Ok(())
+                })
+                .await;
+            }
+            Err(e) => tracing::warn!(%job, error = %e, "cannot remove staged outputs"),
+        }
+    }
+    if let Err(e) = home.queue().published(job) {
+        tracing::warn!(%job, error = %e, "cannot clear the record of staged outputs");
+    }
 }
 
 /// Marks a job as being completed while it lives.

@@ -41,6 +41,9 @@ impl From<QueueError> for ApiError {
             QueueError::Submit(_) | QueueError::EmptySubmission => {
                 ApiError::bad("submission", e.to_string())
             }
+            QueueError::Limit(l) => {
+                ApiError::field(ErrorCode::Forbidden, l.setting(), l.to_string())
+            }
             _ => {
                 tracing::error!(error = %e, "job queue failure");
                 ApiError::new(ErrorCode::Internal, "job queue failure")

@@ -1,129 +1,226 @@
 //! This station's idle jobs grouped into classes for matchmaking: the
 //! coordinator matches hosts to classes, not to single jobs.
 //!
-//! Every ad and every grant looks at the idle jobs' classes. A job's
-//! description changes only by an edit (`condor_qedit`, which forgets its
-//! class), so its class is computed once and kept ([`ClassCache`]); the
-//! queue is read through its state index only, and a description is
-//! decoded only for a job not seen before.
-//! A grant for a class finds its job through the queue's class index
-//! (`jobs.class_key`, stored at submit): the per-grant cost does not grow
-//! with how many jobs of other classes wait (issue 15, item 4).
+//! A job's description never changes once queued, so its class key is
+//! computed once, at submit, and stored in the queue (`jobs.class_key`);
+//! a class itself is computed once per key and kept ([`ClassCache`]).
+//! Everything here reads indexes: each user's idle classes
+//! (`jobs_by_owner_class`), a class's idle jobs in queue order
+//! (`jobs_by_class`), so the cost of a grant or an ad does not grow with
+//! how many jobs of other classes or users wait (issues 15 and 30).
+//!
+//! The ad lists the classes in the order of the home's fair share
+//! ([`super::share`]): the coordinator gives a free node to the first
+//! class that fits it, so the user the share serves first is matched
+//! first, however many jobs others have queued.
 
+use super::share::Snapshot;
 use crate::queue::{JobQueue, JobRecord};
-use gleaner_proto::job::JobId;
+use gleaner_core::time::Time;
+use gleaner_proto::job::{JobId, JobStateKind};
 use gleaner_proto::matchmaking::JobClass;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
-/// Most idle jobs looked at when grouping (a bigger queue still advertises
-/// its full count; the rest is grouped as it comes forward).
-const MAX_GROUPED: usize = 10_000;
+/// Most idle jobs counted for one ad, over all classes (a bigger queue
+/// still advertises its full count in the demand; its classes show what
+/// was counted, at least one job each).
+const MAX_COUNTED: u64 = 10_000;
 
-/// Idle jobs read first when looking for the one to place.
+/// Most idle jobs of one class looked at for a placement.
+const MAX_LOOKED: usize = 10_000;
+
+/// Idle jobs read at a time when looking for the one to place.
 const FIRST_LOOK: usize = 64;
 
 /// Most classes advertised: the ad stays small; jobs of further classes
 /// still count in the demand and are advertised as earlier ones leave.
 const MAX_CLASSES: usize = 256;
 
-/// The class of each idle job seen, by job (without avoided hosts, which
-/// change; they are applied on use).
+/// The classes seen, by key (base classes: count 1, no avoided hosts).
 #[derive(Default)]
 pub struct ClassCache {
-    classes: Mutex<HashMap<JobId, JobClass>>,
+    by_key: Mutex<HashMap<String, JobClass>>,
     /// The class advertised for jobs avoiding some hosts → the class the
     /// queue stores for them (the one without avoided hosts), so that a
     /// grant for either finds its jobs through the queue's class index.
     stored: Mutex<HashMap<String, String>>,
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl ClassCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, JobClass>> {
-        self.classes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn stored(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
-        self.stored
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Forgets the classes of `ids`, whose descriptions were edited.
-    pub fn forget(&self, ids: &[JobId]) {
-        let mut c = self.lock();
-        for id in ids {
-            c.remove(id);
-        }
-    }
-
-    /// The class of `id`, from the cache or computed from its record.
-    fn class_of(&self, q: &JobQueue, id: JobId) -> Option<JobClass> {
-        if let Some(c) = self.lock().get(&id) {
+    /// The class of key `key`, from the cache or from one of its jobs.
+    pub(crate) fn class(&self, q: &JobQueue, key: &str) -> Option<JobClass> {
+        if let Some(c) = lock(&self.by_key).get(key) {
             return Some(c.clone());
         }
-        let record = match q.get(id) {
-            Ok(r) => r?,
-            Err(e) => {
-                tracing::error!(job = %id, error = %e, "cannot read a job's description");
-                return None;
+        let states = [
+            JobStateKind::Idle,
+            JobStateKind::Running,
+            JobStateKind::Suspended,
+            JobStateKind::Held,
+        ];
+        for s in states {
+            match q.description_of_class(key, s) {
+                Ok(Some(d)) => {
+                    let c = JobClass::of(&d);
+                    if c.key != key {
+                        // Stored under an older definition of the key: the
+                        // queue re-keys at start, so this is a bug, not data.
+                        tracing::warn!(stored = key, computed = %c.key, "a job's stored class key is stale");
+                    }
+                    lock(&self.by_key).insert(key.to_string(), c.clone());
+                    return Some(c);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(key, error = %e, "cannot read a job class");
+                    return None;
+                }
             }
-        };
-        let c = JobClass::of(&record.description);
-        self.lock().insert(id, c.clone());
-        Some(c)
+        }
+        None
     }
 
-    /// The station's idle jobs in queue order, grouped into classes;
-    /// `skip` jobs are being placed right now; `avoided` names the hosts a
-    /// job must stay away from (so the matchmaker never offers them).
-    /// Forgets the classes of jobs no longer idle.
+    /// The stored (base) class key behind an advertised one.
+    pub(crate) fn base_key(&self, key: &str) -> String {
+        lock(&self.stored)
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| key.to_string())
+    }
+
+    /// Forgets the classes not in `keep` (no job of them waits or runs).
+    pub(crate) fn retain(&self, keep: &HashSet<&str>) {
+        lock(&self.by_key).retain(|k, _| keep.contains(k.as_str()));
+    }
+
+    /// The classes to advertise, in the share's order (`snap`): each
+    /// user's classes in the order of their first jobs, their matchable
+    /// idle jobs counted, less those being placed (`skip`); jobs that
+    /// avoid hosts for now (`avoiding`) form classes of their own that
+    /// name those hosts (so the matchmaker never offers them).
     pub fn idle_classes(
         &self,
         q: &JobQueue,
+        snap: &Snapshot,
         skip: &HashSet<JobId>,
-        avoided: impl Fn(JobId) -> Vec<String>,
+        avoiding: &[(JobId, Vec<String>)],
+        now: Time,
     ) -> Vec<JobClass> {
-        let ids = match q.matchable_idle_ids(MAX_GROUPED, crate::clock::now()) {
-            Ok(ids) => ids,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read idle jobs");
-                return Vec::new();
-            }
-        };
-        let mut out: Vec<JobClass> = Vec::new();
-        let mut at: HashMap<String, usize> = HashMap::new();
+        // Jobs not to count in their stored class: being placed, or split
+        // off with their avoided hosts.
+        let mut less: HashMap<String, u32> = HashMap::new();
+        let mut split: Vec<JobClass> = Vec::new();
         let mut stored: HashMap<String, String> = HashMap::new();
-        for &id in ids.iter().filter(|id| !skip.contains(id)) {
-            let Some(c) = self.class_of(q, id) else {
+        for &id in skip {
+            if let Ok(Some(k)) = q.class_key_of(id) {
+                *less.entry(k).or_default() += 1;
+            }
+        }
+        for (id, hosts) in avoiding.iter().filter(|(id, _)| !skip.contains(id)) {
+            let Ok(Some(r)) = q.get(*id) else { continue };
+            let matchable = r.state == gleaner_proto::job::JobState::Idle
+                && r.match_from.is_none_or(|t| t <= now);
+            let Some(key) = q.class_key_of(*id).ok().flatten() else {
                 continue;
             };
-            let base = c.key.clone();
-            let c = c.with_avoided(avoided(id));
-            if c.key != base {
-                stored.insert(c.key.clone(), base);
+            if !matchable {
+                continue;
             }
-            match at.get(&c.key) {
-                Some(&i) => out[i].count += 1,
-                None => {
-                    at.insert(c.key.clone(), out.len());
-                    out.push(c);
+            let Some(base) = self.class(q, &key) else {
+                continue;
+            };
+            *less.entry(key.clone()).or_default() += 1;
+            let c = base.with_avoided(hosts.clone());
+            stored.insert(c.key.clone(), key);
+            match split.iter_mut().find(|s| s.key == c.key) {
+                Some(s) => s.count += 1,
+                None => split.push(c),
+            }
+        }
+        let mut out: Vec<JobClass> = Vec::new();
+        let mut budget = MAX_COUNTED;
+        'users: for w in &snap.waiting {
+            // This user's classes, by their first matchable job.
+            let mut firsts: Vec<((i64, u64, u32), &JobClass)> = Vec::new();
+            for c in &w.classes {
+                match q.matchable_idle_of_class(&c.key, 0, 1, now) {
+                    Ok(v) => {
+                        if let Some(p) = v.first() {
+                            firsts.push((p.order_key(), c));
+                        }
+                    }
+                    Err(e) => tracing::error!(error = %e, "cannot read idle jobs"),
+                }
+            }
+            firsts.sort_by_key(|a| a.0);
+            for (_, c) in firsts {
+                let minus = less.get(&c.key).copied().unwrap_or(0);
+                let cap = budget.max(1).saturating_add(u64::from(minus));
+                let counted = q
+                    .count_matchable_idle_of_class(&c.key, cap, now)
+                    .unwrap_or(0);
+                budget = budget.saturating_sub(counted);
+                let n = u32::try_from(counted)
+                    .unwrap_or(u32::MAX)
+                    .saturating_sub(minus);
+                if n > 0 {
+                    out.push(JobClass {
+                        count: n,
+                        ..c.clone()
+                    });
+                }
+                // The jobs of this class that avoid hosts, right after it.
+                for s in split.iter().filter(|s| stored.get(&s.key) == Some(&c.key)) {
+                    out.push(s.clone());
+                }
+                if out.len() >= MAX_CLASSES {
+                    break 'users;
                 }
             }
         }
         out.truncate(MAX_CLASSES);
-        // Only jobs still idle are worth keeping (the others may come back
-        // to the queue, and are then looked up once more).
-        let idle: HashSet<JobId> = ids.into_iter().collect();
-        self.lock().retain(|id, _| idle.contains(id));
-        *self.stored() = stored;
+        *lock(&self.stored) = stored;
         out
     }
 
+    /// The first idle job of class `key` (a stored key), in queue order,
+    /// that may be matched now and that `usable` accepts.
+    pub(crate) fn first_usable(
+        &self,
+        q: &JobQueue,
+        key: &str,
+        usable: impl Fn(JobId) -> bool,
+        now: Time,
+    ) -> Option<crate::queue::QueuePos> {
+        let mut skip = 0;
+        while skip < MAX_LOOKED {
+            let page = match q.matchable_idle_of_class(key, skip, FIRST_LOOK, now) {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read idle jobs");
+                    return None;
+                }
+            };
+            let short = page.len() < FIRST_LOOK;
+            if let Some(p) = page.into_iter().find(|p| usable(p.id)) {
+                return Some(p);
+            }
+            if short {
+                break;
+            }
+            skip += FIRST_LOOK;
+        }
+        None
+    }
+
     /// The first idle job, in queue order, that `usable` accepts and whose
-    /// class (with its avoided hosts) has key `class` if one is given.
+    /// class (with its avoided hosts) has key `class`: what a gang's grant
+    /// takes (`gang::start`), strictly its class.
     pub fn first_idle(
         &self,
         q: &JobQueue,
@@ -131,176 +228,19 @@ impl ClassCache {
         usable: impl Fn(JobId) -> bool,
         avoided: impl Fn(JobId) -> Vec<String>,
     ) -> Option<JobRecord> {
-        let fits = |id: JobId| {
-            usable(id)
-                && class.is_none_or(|k| {
-                    self.class_of(q, id)
-                        .is_some_and(|c| c.with_avoided(avoided(id)).key == k)
-                })
-        };
         let now = crate::clock::now();
-        if let Some(k) = class {
-            // The class's own jobs, through the queue's class index: a
-            // page at a time, however many jobs of other classes wait.
-            let base = self
-                .stored()
-                .get(k)
-                .cloned()
-                .unwrap_or_else(|| k.to_string());
-            let mut skip = 0;
-            while skip < MAX_GROUPED {
-                let ids = match q.matchable_idle_ids_of_class(&base, skip, FIRST_LOOK, now) {
-                    Ok(ids) => ids,
-                    Err(e) => {
-                        tracing::error!(error = %e, "cannot read idle jobs");
-                        return None;
-                    }
-                };
-                let short = ids.len() < FIRST_LOOK;
-                if let Some(id) = ids.into_iter().find(|&id| fits(id)) {
-                    return q.get(id).ok().flatten();
-                }
-                if short {
-                    break;
-                }
-                skip += FIRST_LOOK;
-            }
-            return None;
-        }
-        // Any class: the job is nearly always among the first few (those
-        // being placed come first): a short read, then the long one.
-        for n in [FIRST_LOOK, MAX_GROUPED] {
-            let ids = match q.matchable_idle_ids(n, now) {
-                Ok(ids) => ids,
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot read idle jobs");
-                    return None;
-                }
-            };
-            let short = ids.len() < n;
-            if let Some(id) = ids.into_iter().find(|&id| fits(id)) {
-                return q.get(id).ok().flatten();
-            }
-            if short {
-                break;
-            }
-        }
-        None
+        let Some(k) = class else {
+            let ids = q.matchable_idle_ids(MAX_LOOKED, now).ok()?;
+            let id = ids.into_iter().find(|&id| usable(id))?;
+            return q.get(id).ok().flatten();
+        };
+        let base = self.base_key(k);
+        let class = self.class(q, &base)?;
+        let fits = |id: JobId| usable(id) && class.clone().with_avoided(avoided(id)).key == k;
+        let p = self.first_usable(q, &base, fits, now)?;
+        q.get(p.id).ok().flatten()
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use gleaner_core::time::Time;
-    use gleaner_proto::job::{JobDescription, JobState};
-
-    /// A queue of `owners.len()` idle jobs, one per owner, in that order.
-    fn queue(owners: &[&str]) -> (tempfile::TempDir, JobQueue, Vec<JobId>) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut q = JobQueue::open(dir.path().join("queue.db")).unwrap();
-        let ids = q
-            .submit_with(Time::from_secs(1), |_| {
-                Ok(owners
-                    .iter()
-                    .map(|o| JobDescription::new(*o, "/bin/true"))
-                    .collect())
-            })
-            .unwrap();
-        (dir, q, ids)
-    }
-
-    #[test]
-    fn classes_count_idle_jobs_and_forget_those_that_leave() {
-        let (_d, mut q, ids) = queue(&["ann", "bob", "ann", "ann"]);
-        let cache = ClassCache::default();
-        let none = HashSet::new();
-        let c = cache.idle_classes(&q, &none, |_| Vec::new());
-        let counts: Vec<(String, u32)> = c.iter().map(|c| (c.owner.clone(), c.count)).collect();
-        assert_eq!(counts, [("ann".into(), 3), ("bob".into(), 1)]);
-        assert_eq!(cache.lock().len(), 4);
-
-        q.transition(ids[0], JobState::Running, "x", Time::from_secs(2))
-            .unwrap();
-        let placing: HashSet<JobId> = [ids[2]].into();
-        let c = cache.idle_classes(&q, &placing, |_| Vec::new());
-        let counts: Vec<(String, u32)> = c.iter().map(|c| (c.owner.clone(), c.count)).collect();
-        assert_eq!(counts, [("bob".into(), 1), ("ann".into(), 1)]);
-        assert!(
-            !cache.lock().contains_key(&ids[0]),
-            "a running job is forgotten"
-        );
-    }
-
-    #[test]
-    fn avoided_hosts_split_a_class_and_a_grant_takes_the_first_job_of_its_class() {
-        let (_d, q, ids) = queue(&["ann", "bob", "ann"]);
-        let cache = ClassCache::default();
-        let avoided = |id: JobId| {
-            if id == ids[0] {
-                vec!["h1".to_string()]
-            } else {
-                Vec::new()
-            }
-        };
-        let c = cache.idle_classes(&q, &HashSet::new(), avoided);
-        assert_eq!(c.len(), 3, "ann avoiding h1, bob, ann");
-        assert_eq!(c[0].avoid_hosts, ["h1"]);
-        let plain_ann = &c[2].key;
-        let job = cache
-            .first_idle(&q, Some(plain_ann), |_| true, avoided)
-            .unwrap();
-        assert_eq!(job.id, ids[2]);
-        let job = cache
-            .first_idle(&q, None, |id| id != ids[0], avoided)
-            .unwrap();
-        assert_eq!(job.id, ids[1]);
-        assert!(
-            cache
-                .first_idle(&q, Some("nope"), |_| true, avoided)
-                .is_none()
-        );
-    }
-
-    #[test]
-    fn a_grant_finds_its_class_behind_any_number_of_other_jobs() {
-        // More jobs of one class wait ahead than an idle scan would read.
-        let mut owners = vec!["ann"; MAX_GROUPED + 50];
-        owners.push("bob");
-        let (_d, q, ids) = queue(&owners);
-        let cache = ClassCache::default();
-        let bob = JobClass::of(&JobDescription::new("bob", "/bin/true")).key;
-        let job = cache
-            .first_idle(&q, Some(&bob), |_| true, |_| Vec::new())
-            .unwrap();
-        assert_eq!(job.id, *ids.last().unwrap());
-    }
-
-    #[test]
-    fn a_class_advertised_with_avoided_hosts_finds_its_jobs_through_the_stored_class() {
-        let (_d, q, ids) = queue(&["ann", "bob", "bob"]);
-        let cache = ClassCache::default();
-        let avoided = |id: JobId| {
-            if id == ids[2] {
-                vec!["h1".to_string()]
-            } else {
-                Vec::new()
-            }
-        };
-        let classes = cache.idle_classes(&q, &HashSet::new(), avoided);
-        let bob = JobClass::of(&JobDescription::new("bob", "/bin/true")).key;
-        let k = classes
-            .iter()
-            .find(|c| c.owner == "bob" && !c.avoid_hosts.is_empty())
-            .map(|c| c.key.clone())
-            .unwrap();
-        assert_ne!(k, bob);
-        let job = cache.first_idle(&q, Some(&k), |_| true, avoided).unwrap();
-        assert_eq!(
-            job.id, ids[2],
-            "the job avoiding h1, not the other of bob's"
-        );
-        let job = cache.first_idle(&q, Some(&bob), |_| true, avoided).unwrap();
-        assert_eq!(job.id, ids[1]);
-    }
-}
+mod tests;

@@ -37,6 +37,7 @@ pub mod identity;
 pub mod job_classes;
 mod job_policy;
 pub mod lease;
+pub mod limits;
 pub mod meters;
 pub mod private;
 pub mod qedit;
@@ -45,12 +46,15 @@ pub mod remote;
 mod runs;
 pub mod schedd;
 pub mod shadow;
+pub mod share;
+pub mod spool;
 mod start_failures;
 mod submit_check;
 pub mod summary;
 mod timing;
 pub mod user;
 pub mod user_log;
+mod users_view;
 
 use crate::config::StationConfig;
 use crate::queue::{JobQueue, QueueError};
@@ -61,7 +65,7 @@ use gleaner_proto::matchmaking::JobClass;
 use gleaner_proto::wire::Demand;
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
@@ -120,8 +124,12 @@ pub struct Home {
     /// Jobs whose completion (outputs staged, committed, published) is
     /// under way: one at a time per job (`deliver`).
     completing: Mutex<HashSet<JobId>>,
-    /// The idle jobs' classes, computed once per job.
+    /// The job classes, computed once per class key.
     classes: job_classes::ClassCache,
+    /// The fair share between this home's users (`share`).
+    share: share::ShareBook,
+    /// The spool's books and clean-up (`spool`).
+    pub spooled: spool::Spool,
     /// The claims of the remote jobs, kept for the next job (claim reuse).
     claims: claim_reuse::ClaimBook,
     /// The running parallel jobs' gang state (`gang`).
@@ -142,6 +150,12 @@ impl Home {
         } = setup;
         dagman::init(&mut queue)?;
         let slot_prefix = config.isolation.slot_prefix.clone();
+        let share_settings = config.share.clone();
+        let limits = config.limits.clone();
+        // Every submission is held to the per-user limits (`limits`).
+        if config.role.submits() {
+            queue.set_limits(Some(limits.queue()));
+        }
         let remote = remote::RemoteJobs::new(
             config.lease(),
             Duration::from_secs_f64(config.avoid_host_secs.max(0.0)),
@@ -168,6 +182,8 @@ impl Home {
             slot_prefix,
             completing: Mutex::new(HashSet::new()),
             classes: job_classes::ClassCache::default(),
+            share: share::ShareBook::new(&share_settings),
+            spooled: spool::Spool::new(&limits),
             claims: claim_reuse::ClaimBook::default(),
             gangs: gang::GangBook::default(),
             meters: meters::HomeMeters::default(),
@@ -176,11 +192,15 @@ impl Home {
 
     /// The job queue. A poisoned lock is recovered: the queue's own
     /// transactions keep the database consistent whatever a panicking
-    /// holder left behind.
-    pub fn queue(&self) -> MutexGuard<'_, JobQueue> {
-        self.queue
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// holder left behind. Jobs held or removed while it is held go to the
+    /// spool's clean-up when it is released ([`spool::QueueGuard`]).
+    pub fn queue(&self) -> spool::QueueGuard<'_> {
+        spool::QueueGuard::new(
+            self.queue
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            &self.spooled,
+        )
     }
 
     /// The table of this station's remote jobs: where each is placed, hence
@@ -221,6 +241,7 @@ impl Home {
             .merge(qedit::router())
             .merge(dagman::router())
             .route("/v1/whoami", get(identity::whoami))
+            .route("/v1/users", get(users_view::users))
             .route_layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 identity::admit,
@@ -249,6 +270,11 @@ impl Home {
         // Placements a killed home may have lost the answer to.
         let doubt = recover::in_doubt(self);
         tasks.push(tokio::spawn(recover::settle_in_doubt(self.clone(), doubt)));
+        // The spool: swept at start, then cleaned after holds and removals.
+        tasks.push(tokio::spawn(spool::run_loop(
+            self.clone(),
+            shutdown.clone(),
+        )));
         // The jobs' own periodic_hold / periodic_release.
         tasks.push(tokio::spawn(job_policy::run_loop(
             self.clone(),
@@ -281,8 +307,11 @@ impl Home {
             remote_jobs: count(JobStateKind::Running) + count(JobStateKind::Suspended),
         };
         let classes = if self.config.role.submits() {
+            let q = self.queue();
+            let now = crate::clock::now();
+            let snap = share::snapshot(self, &q, &placing, now);
             self.classes
-                .idle_classes(&self.queue(), &placing, |j| self.remote.avoided_hosts(j))
+                .idle_classes(&q, &snap, &placing, &self.remote.avoiding(), now)
         } else {
             Vec::new()
         };

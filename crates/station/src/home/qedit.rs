@@ -358,8 +358,8 @@ async fn edit(
             ),
             other => other.into(),
         })?;
-    // Their classes are computed anew when next grouped.
-    home.classes.forget(&ids);
+    // The queue stored each edited job's new class key with it; the class
+    // cache is by key, so nothing cached goes stale.
     let names: Vec<&str> = req.attrs.iter().map(|(n, _)| n.as_str()).collect();
     tracing::info!(user = %caller.name, jobs = ids.len(), attrs = ?names, "jobs edited");
     home.news.notify_one();

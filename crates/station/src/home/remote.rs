@@ -307,6 +307,22 @@ impl RemoteJobs {
         row.avoided.iter().map(|(h, _)| h.clone()).collect()
     }
 
+    /// Every job that stays away from some hosts for now, with them (the
+    /// ad advertises such jobs in classes of their own).
+    pub fn avoiding(&self) -> Vec<(JobId, Vec<String>)> {
+        let now = Instant::now();
+        let mut rows = self.rows();
+        let mut out = Vec::new();
+        for (id, row) in rows.iter_mut() {
+            row.avoided.retain(|(_, until)| *until > now);
+            if !row.avoided.is_empty() {
+                out.push((*id, row.avoided.iter().map(|(h, _)| h.clone()).collect()));
+            }
+        }
+        out.sort_by_key(|(id, _)| *id);
+        out
+    }
+
     /// Should `job` stay away from `host` for now?
     pub fn avoids(&self, job: JobId, host: &str) -> bool {
         self.avoided_hosts(job).iter().any(|h| h == host)

@@ -115,6 +115,7 @@ pub(crate) async fn begin_run(
         tracing::error!(job = %id, error = %e, "cannot record the placement");
     }
     reset_spool(home, id);
+    super::spool::remeasure(home, id);
 }
 
 /// Clears what earlier runs left in the spool of `id` (see the module

@@ -1,8 +1,9 @@
 //! The home station's local scheduler.
 //!
 //! The coordinator only hands out hosts; the home station's own scheduler
-//! picks which of its jobs uses each granted host, FIFO among equal
-//! priorities, and places at most one job per placement interval (Mutka
+//! picks which of its jobs uses each granted host, by the home's fair
+//! share between its users ([`super::share`]; each user's jobs in their
+//! own order: higher `priority` first, then first in, first out), and places at most one job per placement interval (Mutka
 //! 1988 L839): a grant that comes within the interval waits for its end
 //! rather than being dropped, since the coordinator holds the host for the
 //! grant until its claim is used or expires. Preemptions are passed on to
@@ -86,21 +87,15 @@ pub(crate) async fn place(home: &Arc<Home>, g: &Target) -> bool {
             tokio::time::sleep(left).await;
         }
     }
-    let job = {
-        let placing = home.remote.placing();
-        // A grant for a class is used by the first idle job of that class
-        // (the coordinator matched the host for it).
-        home.classes.first_idle(
-            &home.queue(),
-            g.class.as_deref(),
-            // Skip jobs this host evicted recently (resource feedback).
-            |id| !placing.contains(&id) && !home.remote.avoids(id, &g.host),
-            |id| home.remote.avoided_hosts(id),
-        )
-    };
-    let Some(job) = job else {
-        tracing::debug!(host = %g.host, class = ?g.class, "no idle job for the grant");
-        return false;
+    // The share decides which user's job it is (`share`): the first in
+    // its order with a job that needs what the grant's class needs.
+    let job = match super::share::pick(home, g) {
+        super::share::Pick::Job(job) => job,
+        super::share::Pick::GiveBack => return false,
+        super::share::Pick::Nothing => {
+            tracing::debug!(host = %g.host, class = ?g.class, "no idle job for the grant");
+            return false;
+        }
     };
     if job.description.gang.is_some() {
         // A parallel job's member starts only with its gang (`gang.rs`).

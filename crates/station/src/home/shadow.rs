@@ -291,6 +291,8 @@ async fn append(
     }
     let end = offset.saturating_add(data.len() as u64);
     if end > len {
+        // Within the spool's bounds, or the job is held (`spool`).
+        super::spool::admit(&home, &r, end - len)?;
         // Only the part past what is stored is new; the rest is a retry.
         let skip = usize::try_from(len - offset).unwrap_or(usize::MAX);
         let mut f = private::options()
@@ -308,6 +310,7 @@ async fn append(
                 e,
             ));
         }
+        super::spool::stored(&home, id, &r.owner, end - len);
     }
     Ok(Json(AppendResponse {
         length: end.max(len),
@@ -351,6 +354,10 @@ async fn store_file(
     let _guard = home.spool_lock.lock().await;
     require_current_run(&home, id, run_param(&q))?;
     let dir = home.spool_for(id).join("files");
+    // Within the spool's bounds, or the job is held (`spool`): what the
+    // file adds over one of the same name stored before.
+    let before = std::fs::symlink_metadata(dir.join(&name)).map_or(0, |m| m.len());
+    super::spool::admit(&home, &r, (data.len() as u64).saturating_sub(before))?;
     private::create_dir(&dir)
         .map_err(|e| private::spool_error("cannot create spool directory", &dir, e))?;
     // Write then rename, so that a retried upload never leaves half a file.
@@ -361,6 +368,7 @@ async fn store_file(
     }
     std::fs::rename(&tmp, dir.join(&name))
         .map_err(|e| ApiError::internal("cannot store output file", e))?;
+    super::spool::measure(&home, id, &r.owner);
     Ok(Json(StoredResponse {
         ok: true,
         detail: format!("{} bytes", data.len()),

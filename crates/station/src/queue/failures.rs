@@ -123,6 +123,9 @@ impl JobQueue {
         }
         tx.commit()?;
         self.committed();
+        if held {
+            self.note_departure(id, JobStateKind::Held);
+        }
         let record = self.get(id)?.ok_or(QueueError::NotFound(id))?;
         Ok(FailedStart {
             record,

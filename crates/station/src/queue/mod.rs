@@ -17,6 +17,7 @@
 //! State changes are checked against [`JobStateKind::can_transition_to`]; an
 //! illegal one fails and changes nothing.
 
+mod classes;
 mod durability;
 mod edit;
 mod failures;
@@ -27,6 +28,7 @@ mod schema;
 mod summary;
 mod write;
 
+pub use classes::QueuePos;
 pub use durability::GROUP_WINDOW;
 pub use failures::FailedStart;
 pub use gang::GangRun;
@@ -72,6 +74,9 @@ pub enum QueueError {
     Corrupt { job: JobId, reason: String },
     #[error("value out of range: {0}")]
     Range(&'static str),
+    /// A submission over a per-user limit (`[limits]`): nothing queued.
+    #[error(transparent)]
+    Limit(#[from] gleaner_core::user_limits::LimitExceeded),
 }
 
 pub type Result<T, E = QueueError> = std::result::Result<T, E>;
@@ -169,6 +174,12 @@ pub struct JobQueue {
     columns: &'static str,
     /// The group-commit thread (`None`: read-only, or every commit syncs).
     group: Option<std::sync::Arc<durability::GroupSync>>,
+    /// Jobs that went on hold or were removed since the last
+    /// [`JobQueue::take_departed`]: their spool is cleaned up after the
+    /// commit (`home::spool`).
+    departed: Vec<JobId>,
+    /// The limits a submission is held to (`None`: none, for tools).
+    limits: Option<gleaner_core::user_limits::QueueLimits>,
 }
 
 impl Drop for JobQueue {
@@ -188,6 +199,24 @@ impl std::fmt::Debug for JobQueue {
 }
 
 impl JobQueue {
+    /// The jobs that went on hold or were removed by commits since the
+    /// last call (each at most once per change), oldest first.
+    pub fn take_departed(&mut self) -> Vec<JobId> {
+        std::mem::take(&mut self.departed)
+    }
+
+    /// Holds every later submission to `limits` (the home's `[limits]`).
+    pub fn set_limits(&mut self, limits: Option<gleaner_core::user_limits::QueueLimits>) {
+        self.limits = limits;
+    }
+
+    /// Notes a committed change of `id` to `to` (see `departed`).
+    pub(super) fn note_departure(&mut self, id: JobId, to: JobStateKind) {
+        if matches!(to, JobStateKind::Held | JobStateKind::Removed) {
+            self.departed.push(id);
+        }
+    }
+
     /// Opens (creating if needed) the queue at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
@@ -218,6 +247,8 @@ impl JobQueue {
             conn,
             columns: rows::JOB_COLUMNS,
             group,
+            departed: Vec::new(),
+            limits: None,
         })
     }
 
@@ -242,6 +273,8 @@ impl JobQueue {
             conn,
             columns,
             group: None,
+            departed: Vec::new(),
+            limits: None,
         })
     }
 

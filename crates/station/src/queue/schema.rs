@@ -36,7 +36,11 @@ use rusqlite::{Connection, OptionalExtension};
 /// `gang_holds` (the members its home suspended with their gang), so that
 /// a restarted home releases a held gang when the owner leaves (issue 17;
 /// `home::gang`).
-pub(super) const SCHEMA_VERSION: i64 = 9;
+/// 10: the index `jobs_by_owner_class` (owner, state, class key) replaces
+/// `jobs_by_owner`, so that each user's idle classes are found without
+/// reading other users' jobs: the home's fair share walks users, then
+/// their classes (issue 30).
+pub(super) const SCHEMA_VERSION: i64 = 10;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (
@@ -71,7 +75,6 @@ CREATE TABLE IF NOT EXISTS jobs (
     class_key    TEXT,                   -- JobClass key (schema 8)
     PRIMARY KEY (cluster, proc)
 );
-CREATE INDEX IF NOT EXISTS jobs_by_owner ON jobs (owner, state);
 -- glean q's summary by cluster reads this index alone (issue 15).
 CREATE INDEX IF NOT EXISTS jobs_by_cluster ON jobs (cluster, state, owner, submitted_at);
 CREATE TABLE IF NOT EXISTS events (
@@ -153,7 +156,9 @@ pub(super) fn create_or_migrate(conn: &Connection) -> Result<()> {
             "DROP INDEX IF EXISTS jobs_by_state;
              CREATE INDEX IF NOT EXISTS jobs_in_order ON jobs (state, priority DESC, cluster, proc);
              CREATE INDEX IF NOT EXISTS jobs_by_class
-                 ON jobs (state, class_key, priority DESC, cluster, proc);",
+                 ON jobs (state, class_key, priority DESC, cluster, proc);
+             DROP INDEX IF EXISTS jobs_by_owner;
+             CREATE INDEX IF NOT EXISTS jobs_by_owner_class ON jobs (owner, state, class_key);",
         )?;
         if fill_class_keys(conn, keyless)? > 0 {
             migrated = true;

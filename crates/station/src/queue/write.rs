@@ -64,6 +64,11 @@ impl JobQueue {
         if descs.is_empty() {
             return Err(QueueError::EmptySubmission);
         }
+        if let (Some(limits), Some(first)) = (&self.limits, descs.first()) {
+            let (mine, all) = super::classes::queued_counts(&tx, &first.owner)?;
+            let n = u64::try_from(descs.len()).unwrap_or(u64::MAX);
+            limits.admit(&first.owner, mine, all, n)?;
+        }
         let mut ids = Vec::with_capacity(descs.len());
         {
             let mut ins = tx.prepare_cached(INSERT_JOB)?;
@@ -106,10 +111,24 @@ impl JobQueue {
                 return Ok(None);
             }
             let mut ids = Vec::new();
+            let limits = q.limits;
             {
                 let mut ins = tx.prepare_cached(INSERT_JOB)?;
                 let mut ev = tx.prepare_cached(INSERT_SUBMITTED)?;
+                // The owner's and the queue's counts, read with the first
+                // job (every job of a cluster has one owner).
+                let mut counts: Option<(u64, u64)> = None;
                 let mut sink = |d: JobDescription| -> Result<()> {
+                    if let Some(limits) = &limits {
+                        let (mine, all) = match counts {
+                            Some(c) => c,
+                            None => *counts.insert(super::classes::queued_counts(&tx, &d.owner)?),
+                        };
+                        let n = u64::try_from(ids.len())
+                            .unwrap_or(u64::MAX)
+                            .saturating_add(1);
+                        limits.admit(&d.owner, mine, all, n)?;
+                    }
                     let proc =
                         u32::try_from(ids.len()).map_err(|_| QueueError::Range("proc id"))?;
                     ids.push(insert_proc(&mut ins, &mut ev, cluster, proc, &d, at)?);
@@ -207,6 +226,7 @@ impl JobQueue {
         apply_transition(&tx, id, &to, detail, at, publishing, exited)?;
         tx.commit()?;
         self.committed();
+        self.note_departure(id, to.kind());
         self.get(id)?.ok_or(QueueError::NotFound(id))
     }
 
@@ -237,6 +257,11 @@ impl JobQueue {
         }
         tx.commit()?;
         self.committed();
+        for (id, r) in ids.iter().zip(&out) {
+            if r.is_ok() {
+                self.note_departure(*id, to.kind());
+            }
+        }
         Ok(out)
     }
 

@@ -209,6 +209,12 @@ fn tick_one(
                 tracing::info!(dag = row.id, node = %n.name, cluster = ids.first().map_or(0, |j| j.cluster), "DAG node submitted");
                 report.submitted.push((dag_id, n.name.clone(), ids));
             }
+            // Over a per-user limit for now: the node stays pending and is
+            // submitted once the user's queue has room.
+            Err(QueueError::Limit(l)) => {
+                tracing::info!(dag = row.id, node = %n.name, limit = %l, "DAG node waits: over a per-user limit");
+                return Ok(());
+            }
             Err(e) => {
                 let msg = format!("node {}: cannot submit: {e}", n.name);
                 if finish_dag(q, row.id, DagState::Failed, &msg, at)? {
