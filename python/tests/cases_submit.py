@@ -100,3 +100,21 @@ def _():
 def _():
     s = h.Submit({"a": "1"})
     del s["zz"]
+
+
+@case("dict values of other types")
+def _():
+    import pathlib
+
+    return str(h.Submit({"request_cpus": 2, "request_memory": 1.5, "hold": True,
+                         "initialdir": pathlib.Path("/tmp")}))
+
+
+@case("dict with queue refused")
+def _():
+    return h.Submit({"executable": "x", "queue": "2"})
+
+
+@case("dict with a bad value")
+def _():
+    return h.Submit({"executable": ["x"]})

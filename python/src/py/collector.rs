@@ -84,12 +84,16 @@ mod gleaner_coordinator_view {
 
 #[pymethods]
 impl NativeCollector {
-    /// The user's pool (`$GLEAN_HOME/pool.toml`); `coordinator` replaces
-    /// its coordinator URL.
+    /// The user's pool (`$GLEAN_HOME/pool.toml`, or `home`'s);
+    /// `coordinator` replaces its coordinator URL.
     #[new]
-    #[pyo3(signature = (coordinator = None))]
-    fn new(coordinator: Option<String>) -> Self {
-        let (settings, problem) = match ClientSettings::discover(None, None) {
+    #[pyo3(signature = (coordinator = None, home = None))]
+    fn new(coordinator: Option<String>, home: Option<&str>) -> Self {
+        let found = match home {
+            Some(h) => ClientSettings::discover_in(std::path::Path::new(h), None, None),
+            None => ClientSettings::discover(None, None),
+        };
+        let (settings, problem) = match found {
             Ok(s) => (Some(s), None),
             Err(e) => (None, Some(e.to_string())),
         };

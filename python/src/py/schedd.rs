@@ -80,12 +80,16 @@ pub struct NativeSchedd {
 
 #[pymethods]
 impl NativeSchedd {
-    /// The user's station (`$GLEAN_HOME/pool.toml`), or the one at
-    /// `address` (`unix:/path` or a URL, with the user's token).
+    /// The user's station (`$GLEAN_HOME/pool.toml`, or `home`'s), or the
+    /// one at `address` (`unix:/path` or a URL, with the user's token).
     #[new]
-    #[pyo3(signature = (address = None))]
-    fn new(address: Option<&str>) -> PyResult<Self> {
-        let settings = ClientSettings::discover(address, None).map_err(client_error)?;
+    #[pyo3(signature = (address = None, home = None))]
+    fn new(address: Option<&str>, home: Option<&str>) -> PyResult<Self> {
+        let settings = match home {
+            Some(h) => ClientSettings::discover_in(std::path::Path::new(h), address, None),
+            None => ClientSettings::discover(address, None),
+        }
+        .map_err(client_error)?;
         let client = StationClient::from_settings(&settings).map_err(client_error)?;
         let address = client.base_url().to_string();
         Ok(NativeSchedd {

@@ -110,6 +110,30 @@ fn on_a_personal_pool() {
     wait_pool_up(&home);
     let uhome = tmp.path().join("userhome");
     user_home(&home, &owner, &uhome);
+    // A directory the guests' slot accounts may write, outside /tmp
+    // (each guest has a /tmp of its own): for the client tool that needs a
+    // file system every host shares (joblib-htcondor).
+    let target = glean_bin()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let shared = tempfile::Builder::new()
+        .prefix("pyapi-shared-")
+        .tempdir_in(&target)
+        .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    gleaner_testkit::reachable(&shared.path().join("x")).unwrap();
+    // `glean` on PATH, for htcondor2.personal.PersonalPool.
+    let path = format!(
+        "{}:{}",
+        glean_bin().parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
 
     let pytest = |what: &str| {
         owner
@@ -119,6 +143,8 @@ fn on_a_personal_pool() {
             .env("GLEAN_HOME", &uhome)
             .env("GLEANER_TEST_WORK", &work)
             .env("GLEANER_DOCS_REPORT", work.join("docs-report.json"))
+            .env("GLEANER_SHARED_DIR", shared.path())
+            .env("PATH", &path)
             .current_dir(&work)
             .output()
             .unwrap()

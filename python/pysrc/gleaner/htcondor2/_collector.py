@@ -27,8 +27,8 @@ class Collector:
     """The pool's collector: ``$GLEAN_HOME/pool.toml``'s coordinator, or
     the one ``pool`` names by URL."""
 
-    def __init__(self, pool=None, security=None):
-        self._native = _native._Collector(_coordinator_of(pool))
+    def __init__(self, pool=None, security=None, _home=None):
+        self._native = _native._Collector(_coordinator_of(pool), _home)
 
     def query(self, ad_type=AdType.Any, constraint=None, projection=None, statistics=None):
         """The ads of ``ad_type`` that ``constraint`` selects, with the

@@ -94,9 +94,9 @@ class Schedd:
     ``Schedd()`` is the user's own station; ``Schedd(ad)`` the one a
     ``Collector.locate`` ad names."""
 
-    def __init__(self, location=None):
+    def __init__(self, location=None, _home=None):
         self._location = location
-        self._native = _native._Schedd(_address_of(location))
+        self._native = _native._Schedd(_address_of(location), _home)
         # HTCondor's Schedd keeps its address here; tools read it.
         self._addr = self._native.address
 

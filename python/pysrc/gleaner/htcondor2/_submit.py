@@ -8,10 +8,27 @@ items or submitted; this class is the mapping around it."""
 import os
 import random
 from collections.abc import MutableMapping
+from pathlib import PurePath
 
 from gleaner import _native
 
 from ._enums import SubmitMethod
+
+
+def _dict_value(value):
+    """A value of ``Submit(dict)``: as HTCondor's, numbers, booleans and
+    paths are written as their text and a ClassAd as its one-line form;
+    anything else must be a string. (``submit[key] = value`` takes
+    strings only.)"""
+    from gleaner.classad2 import ClassAd
+
+    if isinstance(value, ClassAd):
+        return repr(value)
+    if isinstance(value, (bool, int, float, PurePath)):
+        return str(value)
+    if not isinstance(value, str):
+        raise TypeError("value must be a string")
+    return value
 
 
 class Submit(MutableMapping):
@@ -25,8 +42,12 @@ class Submit(MutableMapping):
     def __init__(self, input=None, queue=None, **kwargs):
         if input is None or isinstance(input, dict):
             self._desc = _native._SubmitDesc()
-            if input is not None:
-                self.update(input)
+            for key, value in (input or {}).items():
+                if not isinstance(key, str):
+                    raise TypeError("key must be a string")
+                if key.casefold() == "queue":
+                    raise ValueError("the queue statement can not be specified in a dictionary")
+                self._desc.set(key, _dict_value(value))
         elif isinstance(input, str):
             self._desc = _native._SubmitDesc(input)
         else:
