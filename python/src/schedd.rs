@@ -191,6 +191,20 @@ impl Action {
     }
 }
 
+/// `POST /v1/jobs/{id}/edit`'s body (the station's `condor_qedit`
+/// endpoint): attributes and their new values as ClassAd expressions.
+#[derive(Clone, Debug, serde::Serialize)]
+struct EditRequest<'a> {
+    attrs: Vec<(&'a str, &'a str)>,
+    dry_run: bool,
+}
+
+/// Its answer: the jobs edited.
+#[derive(Clone, Debug, serde::Deserialize)]
+struct EditResponse {
+    jobs: Vec<JobId>,
+}
+
 /// Whether a constraint's value selects an ad (HTCondor's `EvalBool`:
 /// true, or a non-zero number).
 fn selects(v: &Value) -> bool {
@@ -438,6 +452,57 @@ impl Schedd {
         }
     }
 
+    /// The jobs and clusters `spec` names, and for a constraint the jobs
+    /// it matched (what totals count): a cluster whose every queued job
+    /// matched is named as one (one transaction at the station).
+    async fn targets(
+        &self,
+        spec: &JobSpec,
+    ) -> Result<(Vec<Target>, Option<BTreeSet<JobId>>), ClientError> {
+        let c = match spec {
+            JobSpec::Targets(t) => return Ok((t.clone(), None)),
+            JobSpec::Constraint(c) => c,
+        };
+        let jobs = self.queue_jobs(Some(c)).await?;
+        let q = Query {
+            constraint: Some(c.clone()),
+            projection: vec!["ClusterId".into(), "ProcId".into()],
+            limit: None,
+        };
+        let matched: BTreeSet<JobId> = self
+            .select(&jobs, &q, None)
+            .await?
+            .iter()
+            .filter_map(|ad| {
+                let int = |n: &str| match ad.get(n) {
+                    Some(Expr::Lit(gleaner_classad::Literal::Int(i))) => Some(*i),
+                    _ => None,
+                };
+                Some(JobId::new(
+                    u64::try_from(int("ClusterId")?).ok()?,
+                    u32::try_from(int("ProcId")?).ok()?,
+                ))
+            })
+            .collect();
+        let mut per_cluster: BTreeMap<u64, usize> = BTreeMap::new();
+        for j in &jobs {
+            *per_cluster.entry(j.id.cluster).or_default() += 1;
+        }
+        let mut matched_per: BTreeMap<u64, Vec<JobId>> = BTreeMap::new();
+        for id in &matched {
+            matched_per.entry(id.cluster).or_default().push(*id);
+        }
+        let mut targets = Vec::new();
+        for (cluster, ids) in matched_per {
+            if per_cluster.get(&cluster) == Some(&ids.len()) {
+                targets.push(Target::Cluster(cluster));
+            } else {
+                targets.extend(ids.into_iter().map(Target::Job));
+            }
+        }
+        Ok((targets, Some(matched)))
+    }
+
     /// `Schedd.act`.
     pub async fn act(
         &self,
@@ -446,51 +511,7 @@ impl Schedd {
         reason: &str,
     ) -> Result<ActTotals, ClientError> {
         let mut totals = ActTotals::default();
-        let (targets, only): (Vec<Target>, Option<BTreeSet<JobId>>) = match spec {
-            JobSpec::Targets(t) => (t.clone(), None),
-            JobSpec::Constraint(c) => {
-                let jobs = self.queue_jobs(Some(c)).await?;
-                let q = Query {
-                    constraint: Some(c.clone()),
-                    projection: vec!["ClusterId".into(), "ProcId".into()],
-                    limit: None,
-                };
-                let matched: BTreeSet<JobId> = self
-                    .select(&jobs, &q, None)
-                    .await?
-                    .iter()
-                    .filter_map(|ad| {
-                        let int = |n: &str| match ad.get(n) {
-                            Some(Expr::Lit(gleaner_classad::Literal::Int(i))) => Some(*i),
-                            _ => None,
-                        };
-                        Some(JobId::new(
-                            u64::try_from(int("ClusterId")?).ok()?,
-                            u32::try_from(int("ProcId")?).ok()?,
-                        ))
-                    })
-                    .collect();
-                // A cluster whose every queued job matched is acted on as
-                // one (one transaction at the station).
-                let mut per_cluster: BTreeMap<u64, usize> = BTreeMap::new();
-                for j in &jobs {
-                    *per_cluster.entry(j.id.cluster).or_default() += 1;
-                }
-                let mut matched_per: BTreeMap<u64, Vec<JobId>> = BTreeMap::new();
-                for id in &matched {
-                    matched_per.entry(id.cluster).or_default().push(*id);
-                }
-                let mut targets = Vec::new();
-                for (cluster, ids) in matched_per {
-                    if per_cluster.get(&cluster) == Some(&ids.len()) {
-                        targets.push(Target::Cluster(cluster));
-                    } else {
-                        targets.extend(ids.into_iter().map(Target::Job));
-                    }
-                }
-                (targets, Some(matched))
-            }
-        };
+        let (targets, only) = self.targets(spec).await?;
         for t in targets {
             match self.act_on(action, &t.path_id(), reason).await {
                 Ok(r) => totals.add_response(&r, only.as_ref()),
@@ -502,6 +523,34 @@ impl Schedd {
             }
         }
         Ok(totals)
+    }
+
+    /// `Schedd.edit`: sets `attr` to the expression `value` in the jobs of
+    /// `spec` (through the station's `condor_qedit` endpoint); the number
+    /// of jobs edited.
+    pub async fn edit(&self, spec: &JobSpec, attr: &str, value: &str) -> Result<u64, ScheddError> {
+        let (targets, _) = self.targets(spec).await?;
+        let body = EditRequest {
+            attrs: vec![(attr, value)],
+            dry_run: false,
+        };
+        let mut edited = 0u64;
+        for t in targets {
+            let path = format!("/v1/jobs/{}/edit", t.path_id());
+            match self.client.post_json::<_, EditResponse>(&path, &body).await {
+                Ok(r) => edited += r.jobs.len() as u64,
+                // An older station has no such route: axum's bare 404.
+                Err(ClientError::Api { status: 404, body }) if body.error.message.trim().is_empty() => {
+                    return Err(ScheddError::Unsupported(
+                        "Schedd.edit: this station has no endpoint for editing queued jobs \
+                         (condor_qedit); update it"
+                            .into(),
+                    ));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(edited)
     }
 }
 

@@ -207,6 +207,20 @@ impl NativeSchedd {
         new_classad(py, totals.to_ad())
     }
 
+    /// Sets an attribute of the jobs of `job_spec` to an expression; the
+    /// number of jobs edited.
+    fn edit(
+        &self,
+        py: Python<'_>,
+        job_spec: &Bound<'_, PyAny>,
+        attr: &str,
+        value: &str,
+    ) -> PyResult<u64> {
+        let spec = self::job_spec(job_spec)?;
+        let (s, attr, value) = (self.inner.clone(), attr.to_string(), value.to_string());
+        block_on(py, async move { s.edit(&spec, &attr, &value).await })?.map_err(schedd_error)
+    }
+
     /// Checks a job_spec (`retrieve`, `edit` before they act).
     fn check_spec(&self, job_spec: &Bound<'_, PyAny>) -> PyResult<()> {
         self::job_spec(job_spec).map(|_| ())

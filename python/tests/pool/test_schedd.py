@@ -201,3 +201,24 @@ def test_param_and_version():
     htcondor2.reload_config()
     assert htcondor2.param.get("TOOL_LOG") is None
     assert os.path.isdir(htcondor2.param["LOCAL_DIR"])
+
+
+def test_edit_sets_an_attribute_of_queued_jobs(workdir):
+    schedd = htcondor2.Schedd()
+    result = schedd.submit(htcondor2.Submit({"executable": "/bin/sleep", "arguments": "600", "hold": "true"}), count=3)
+    cluster = result.cluster()
+    try:
+        n = schedd.edit([f"{cluster}.0", f"{cluster}.1"], "foo", '"bar"')
+    except NotImplementedError as e:
+        # A station from before the condor_qedit endpoint.
+        print(f"SKIPPED edit: {e}")
+        schedd.act(htcondor2.JobAction.Remove, cluster)
+        return
+    assert n == 2
+    ads = {ad["ProcId"]: ad.get("foo") for ad in schedd.query(f"ClusterId == {cluster}", ["ProcId", "foo"])}
+    assert ads == {0: "bar", 1: "bar", 2: None}
+    assert schedd.edit(f"ClusterId == {cluster}", "JobPrio", "5") == 3
+    assert all(ad["JobPrio"] == 5 for ad in schedd.query(f"ClusterId == {cluster}", ["JobPrio"]))
+    with pytest.raises(htcondor2.HTCondorException):
+        schedd.edit(cluster, "Owner", '"mallory"')
+    schedd.act(htcondor2.JobAction.Remove, cluster)

@@ -190,18 +190,16 @@ class Schedd:
         return self._native.act(int(action), job_spec, str(reason))
 
     def edit(self, job_spec, attr, value, flags=TransactionFlag.Default):
-        """Sets a job attribute (condor_qedit)."""
-        self._native.check_spec(job_spec)
+        """Sets attribute ``attr`` of the jobs of ``job_spec`` to ``value``
+        (a ClassAd expression: ``'"text"'`` for a string), as condor_qedit
+        does; returns the number of jobs edited."""
         if not isinstance(attr, str):
             raise TypeError("attr must be a string")
         if isinstance(value, ExprTree):
-            value = str(value)
+            value = repr(value)
         elif not isinstance(value, str):
             raise TypeError("value must be a string or an ExprTree")
-        raise NotImplementedError(
-            "Schedd.edit: the station has no endpoint yet for editing a queued job's "
-            "attributes (condor_qedit)"
-        )
+        return self._native.edit(job_spec, attr, value)
 
     def reschedule(self):
         """Asks for a scheduling pass: a Gleaner station advertises new
