@@ -79,7 +79,10 @@ pub use error::{ClassAdError, ParseError};
 pub use eval::EvalContext;
 pub use matching::{ConjunctReport, ConjunctResult, analyze_requirements, matches, rank};
 pub use parser::parse_expr;
-pub use unparse::{format_real, quote_string, unparse_expr};
+pub use unparse::{
+    format_real, format_real_short, old_syntax, pretty_ad, pretty_expr, quote_string, unparse_expr,
+    unparse_expr_short_reals,
+};
 pub use value::Value;
 
 /// Library entry point for `glean classad eval EXPR [--my FILE] [--target FILE]`.

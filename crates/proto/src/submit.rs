@@ -21,7 +21,7 @@
 //!   line; a trailing `\` continues the line. Most commands also answer to
 //!   the name of the job-ad attribute they set (`OnExitHold`, `CronMinute`).
 //! - Macros `$(name)`, `$(name:default)`, `$ENV(NAME[:default])`, the
-//!   built-ins `$(Cluster)`/`$(ClusterId)`, `$(Process)`/`$(ProcId)`,
+//!   built-ins `$(Cluster)`/`$(ClusterId)`, `$(Process)`/`$(ProcId)`, `$(JobId)`,
 //!   `$(Step)`, `$(ItemIndex)`/`$(Row)`, `$(Item)`, `$(DOLLAR)`, and the
 //!   function macros `$INT()`, `$REAL()`, `$F[fpduwnxbqa]()`, `$DIRNAME()`,
 //!   `$BASENAME()`, `$CHOICE()`, `$SUBSTR()`, `$RANDOM_INTEGER()`,
@@ -51,6 +51,7 @@ mod build;
 mod expand;
 mod functions;
 mod glob;
+pub mod inspect;
 pub(crate) mod keys;
 pub mod matchtime;
 mod parallel;
@@ -86,6 +87,7 @@ const BUILTINS: &[&str] = &[
     "clusterid",
     "process",
     "procid",
+    "jobid",
     "step",
     "itemindex",
     "row",

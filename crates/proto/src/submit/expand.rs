@@ -151,6 +151,8 @@ impl<'a> Expander<'a> {
             let v = match lower {
                 "cluster" | "clusterid" => Some(b.cluster.to_string()),
                 "process" | "procid" => Some(b.process.to_string()),
+                // HTCondor's `$(JobId)`: `$(ClusterId).$(ProcId)`.
+                "jobid" => Some(format!("{}.{}", b.cluster, b.process)),
                 "step" => Some(b.binding.step.to_string()),
                 "node" => b.node.map(|n| n.to_string()),
                 "itemindex" | "row" => Some(b.binding.item_index.to_string()),

@@ -412,9 +412,20 @@ fn split_words(s: &str) -> Vec<String> {
 /// Binds one item to the variables: a single variable takes the whole
 /// item; with several, each but the last takes one field (ended by a
 /// comma or whitespace) and the last takes the rest of the line, as
-/// HTCondor splits `queue a,b from` rows.
+/// HTCondor splits `queue a,b from` rows. A row holding the ASCII unit
+/// separator (0x1F) is split at it alone, each field trimmed: that is how
+/// HTCondor's Python bindings pass item data whose values hold blanks or
+/// commas.
 fn bind(vars: &[String], item: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
+    if item.contains('\x1f') {
+        let mut fields = item.split('\x1f');
+        for v in vars {
+            let value = fields.next().unwrap_or("").trim().to_string();
+            out.insert(v.to_ascii_lowercase(), value);
+        }
+        return out;
+    }
     if vars.len() == 1 {
         out.insert(vars[0].to_ascii_lowercase(), item.trim().to_string());
         return out;
@@ -452,6 +463,16 @@ mod tests {
         assert_eq!(Slice::parse("[-2:]").unwrap().indices(5), [3, 4]);
         assert!(Slice::parse("[::-1]").is_err());
         assert!(Slice::parse("[a:b]").is_err());
+    }
+
+    #[test]
+    fn unit_separators_split_rows_exactly() {
+        let vars = ["a".to_string(), "b".to_string()];
+        let m = bind(&vars, " x y, z \x1f 1 2 ");
+        assert_eq!(m["a"], "x y, z");
+        assert_eq!(m["b"], "1 2");
+        // Fewer fields than variables: the rest are empty.
+        assert_eq!(bind(&vars, "only\x1f")["b"], "");
     }
 
     #[test]
