@@ -612,6 +612,9 @@ pub mod hold_code {
     pub const SUBMITTED_ON_HOLD: u32 = 15;
     /// A deferred job that could not start within its `deferral_window`.
     pub const MISSED_DEFERRED_EXECUTION_TIME: u32 = 20;
+    /// The job used more than it asked for (HTCondor's
+    /// `JobOutOfResources`): here, all of its `request_disk`.
+    pub const JOB_OUT_OF_RESOURCES: u32 = 34;
     /// The job ran longer than its `allowed_job_duration`.
     pub const JOB_DURATION_EXCEEDED: u32 = 46;
     /// The job ran longer than its `allowed_execute_duration`.
