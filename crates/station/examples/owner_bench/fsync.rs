@@ -139,14 +139,13 @@ pub fn section(cg: Option<&CgroupManager>, secs: f64) -> Res<String> {
     let disks = SandboxDisks::for_station(Default::default())?;
     let sandbox = guest_dir.path().join("sandbox");
     let disk = disks.make(&sandbox, 2 * 1024 * 1024, None)?;
-    let group = match cg {
+    let (group, weights) = match cg {
         Some(m) => {
             let g = RemoveOnDrop(m.create("fsync-guest")?);
             let n = g.set_io_lowest()?;
-            println!("<!-- guest I/O weight files set: {n} -->");
-            Some(g)
+            (Some(g), n)
         }
-        None => None,
+        None => (None, 0),
     };
     let spec = GuestSpec::new(me(), &sandbox)
         .arg("writer")
@@ -157,9 +156,9 @@ pub fn section(cg: Option<&CgroupManager>, secs: f64) -> Res<String> {
     let how = format!(
         "as a station runs it: idle I/O class, lowest I/O weight{}, {} sandbox",
         if group.is_some() {
-            ""
+            format!(" ({weights} weight files)")
         } else {
-            " (no cgroups: none)"
+            " (no cgroups: none)".to_string()
         },
         if disk.bounded() {
             "loop-mounted"

@@ -54,6 +54,11 @@ fn main() -> Res<()> {
             Ok(())
         }
         "all" | "" => all(args.iter().any(|a| a == "--quick")),
+        // Section 6 alone.
+        "io" => {
+            println!("{}", io_section(args.iter().any(|a| a == "--quick"))?);
+            Ok(())
+        }
         other => Err(format!("unknown mode {other:?}").into()),
     }
 }
@@ -844,7 +849,30 @@ fn all(quick: bool) -> Res<()> {
             overhead(base.path(), if quick { 10.0 } else { 60.0 })?
         );
     }
+    println!("{}", io_section(quick)?);
     Ok(())
+}
+
+/// Section 6 with its own guest cgroups (root: for the guest's group and
+/// its loop-mounted sandbox).
+fn io_section(quick: bool) -> Res<String> {
+    let cg = if nix_is_root() {
+        let mut c = CgroupConfig::new(CgroupLayout::detect()?);
+        c.parent = format!("gleaner-bench-io-{}", std::process::id());
+        let m = CgroupManager::new(c)?;
+        m.ensure_parent()?;
+        Some(m)
+    } else {
+        None
+    };
+    let r = fsync::section(cg.as_ref(), if quick { 5.0 } else { 20.0 });
+    if let Some(m) = cg {
+        let _ = m.remove_parent();
+    }
+    Ok(format!(
+        "## Owner `fsync` latency while a guest writes flat out (4 KiB + fsync every 20 ms)\n\n{}",
+        r?
+    ))
 }
 
 fn nix_is_root() -> bool {

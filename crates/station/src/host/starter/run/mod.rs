@@ -186,7 +186,7 @@ impl GuestRun<'_> {
         let (used, limit) = self.disk_usage().await?;
         (used >= limit).then(|| {
             format!(
-                "DiskUsage exceeded request_disk: the sandbox holds {} KiB of the {} KiB \
+                "DiskUsage exceeded request_disk: the sandbox holds {} KiB, {} KiB were \
                  requested; consider increasing request_disk",
                 used / 1024,
                 limit / 1024
