@@ -379,10 +379,11 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
         // side by side never share groups. Slot accounts of its own per
         // station (as on separate machines): stations of one machine
         // sharing the default accounts would leave only that many guests
-        // machine-wide.
+        // machine-wide. The host's network: in a personal pool the owner
+        // is the submitter (docs/security.md, "The guest's network").
         let tables = format!(
             "[isolation]\ncgroups = \"auto\"\nparent = \"gleaner-{port}\"\n\
-             slot_prefix = \"gleaner-s{k}-\"\n"
+             slot_prefix = \"gleaner-s{k}-\"\nnetwork = \"host\"\n"
         );
         if tls.is_some() {
             // As on any machine: a one-time join token, then `glean

@@ -392,10 +392,18 @@ fn a_pool_on_separate_hosts_with_tls() {
         "advertise_secs = 1\nplacement_interval_secs = 0.0\nlease_secs = {LEASE}.0\ncpus = 2\n\
          avoid_host_secs = 120.0\ncheckpoint_grace_secs = 5.0\n"
     );
+    // The partition job's progress log (below) is written by guests
+    // outside their sandboxes: each station shows them its directory.
+    let shared = PathBuf::from(format!("/var/lib/{PREFIX}-shared-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&shared);
+    std::fs::create_dir_all(&shared).unwrap();
+    net.remove_at_end.push(shared.clone());
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
     for h in HOSTS {
         let tables = format!(
-            "[isolation]\ncgroups = \"off\"\nslot_prefix = \"{}\"\n",
-            gleaner_testkit::slot_prefix()
+            "[isolation]\ncgroups = \"off\"\nslot_prefix = \"{}\"\nexpose = [\"{}:rw\"]\n",
+            gleaner_testkit::slot_prefix(),
+            shared.display()
         );
         let out = net.glean(
             h,
@@ -622,15 +630,10 @@ fn a_pool_on_separate_hosts_with_tls() {
 
     // Partitions, with a self-checkpointing job of alice's on h2 or h3.
     // The job's progress log, outside its sandbox where every host's
-    // guests may write it (the user's home is closed to them), and not
-    // under /tmp: a guest whose sandbox is elsewhere gets a private tmpfs
-    // there (`[isolation] private_tmp`), and the test would never see its
+    // guests may write it (the user's home is closed to them), in the
+    // directory the stations expose (`[isolation] expose`): a guest sees
+    // nothing else of its host, and the test would never see its
     // progress ("timed out waiting for the partition job to run").
-    let shared = PathBuf::from(format!("/var/lib/{PREFIX}-shared-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&shared);
-    std::fs::create_dir_all(&shared).unwrap();
-    net.remove_at_end.push(shared.clone());
-    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
     let progress = shared.join("progress.log");
     std::fs::copy(
         fault_pool::repo_root().join("examples/jobs/selfckpt.sh"),

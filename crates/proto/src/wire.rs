@@ -615,6 +615,9 @@ pub mod hold_code {
     /// The job's output passed the home spool's bound (HTCondor's
     /// `MaxTransferOutputSizeExceeded`, for `MAX_TRANSFER_OUTPUT_MB`).
     pub const MAX_TRANSFER_OUTPUT_SIZE_EXCEEDED: u32 = 33;
+    /// The job used more than it asked for (HTCondor's
+    /// `JobOutOfResources`): here, all of its `request_disk`.
+    pub const JOB_OUT_OF_RESOURCES: u32 = 34;
     /// The job ran longer than its `allowed_job_duration`.
     pub const JOB_DURATION_EXCEEDED: u32 = 46;
     /// The job ran longer than its `allowed_execute_duration`.

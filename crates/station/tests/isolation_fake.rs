@@ -221,6 +221,7 @@ fn fake_v1(base: &Path, job: &str) -> V1Roots {
         cpuacct: Some(r("cpuacct")),
         memory: Some(r("memory")),
         freezer: Some(r("freezer")),
+        blkio: None,
     }
 }
 

@@ -220,8 +220,10 @@ pub fn glean_as(owner: &TestOwner, home: &Path, dir: &Path, args: &[&str]) -> Ou
 /// process's that is removed when it exits (`gleaner_testkit::slot_prefix`),
 /// so that stations of parallel tests never share (or reap) each other's
 /// slots; no cgroups, which every station would otherwise make under the
-/// same default parent. Station-wide defaults are tested in the station
-/// crate.
+/// same default parent; guests on the host's file system (`own_root =
+/// false`), since these tests' jobs write their progress into the test's
+/// directories. Station-wide defaults (a guest's own root among them,
+/// `crates/station/tests/containment`) are tested in the station crate.
 pub fn isolation_toml() -> String {
     isolation_toml_with(&gleaner_testkit::slot_prefix(), "")
 }
@@ -233,7 +235,12 @@ pub fn isolation_toml_with(slot_prefix: &str, keys: &str) -> String {
     } else {
         "cgroups = \"off\"\n"
     };
-    format!("[isolation]\n{cgroups}slot_prefix = \"{slot_prefix}\"\n{keys}")
+    let own_root = if keys.contains("own_root") || keys.contains("expose") {
+        ""
+    } else {
+        "own_root = false\n"
+    };
+    format!("[isolation]\n{cgroups}{own_root}slot_prefix = \"{slot_prefix}\"\n{keys}")
 }
 
 /// A directory every guest may write to: guests run as another user and

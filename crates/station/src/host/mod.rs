@@ -172,6 +172,13 @@ impl Host {
         sc.namespaces = config.isolation.namespaces;
         sc.private_tmp = config.isolation.private_tmp;
         sc.max_processes = config.isolation.process_bound();
+        sc.state_dir = Some(config.state_dir.clone());
+        sc.own_root = config.isolation.own_root;
+        sc.expose = config.isolation.expose.clone();
+        sc.volumes = config.isolation.volumes.clone();
+        sc.network = config.isolation.network;
+        sc.disk = config.isolation.disk;
+        sc.default_disk_mb = config.isolation.default_disk_mb;
         // Orphans of guests come to the station, which kills and reaps
         // them by their slot's uid (orphans.rs).
         orphans::become_subreaper();

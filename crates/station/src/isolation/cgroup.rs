@@ -36,6 +36,8 @@ pub struct V1Roots {
     pub cpuacct: Option<PathBuf>,
     pub memory: Option<PathBuf>,
     pub freezer: Option<PathBuf>,
+    /// `blkio`: the guests' I/O weight (`cgroup_io.rs`).
+    pub blkio: Option<PathBuf>,
 }
 
 /// Where the cgroup hierarchies are.
@@ -62,6 +64,7 @@ impl CgroupLayout {
                 cpuacct: p("cpuacct"),
                 memory: p("memory"),
                 freezer: p("freezer"),
+                blkio: p("blkio"),
             },
         }
     }
@@ -103,6 +106,7 @@ pub fn parse_mountinfo(text: &str) -> Option<CgroupLayout> {
                         "cpuacct" => &mut v1.cpuacct,
                         "memory" => &mut v1.memory,
                         "freezer" => &mut v1.freezer,
+                        "blkio" => &mut v1.blkio,
                         _ => continue,
                     };
                     slot.get_or_insert_with(|| mountpoint.clone());
@@ -217,6 +221,8 @@ struct Plan {
     cpu: Option<Backend>,
     memory: Option<Backend>,
     usage: Option<Backend>,
+    /// The guests' I/O weight (`cgroup_io.rs`).
+    io: Option<Backend>,
     freezer: Freezer,
     /// Distinct hierarchy roots a guest group is created in.
     roots: Vec<PathBuf>,
@@ -232,6 +238,7 @@ pub enum Controller {
     Memory,
     Freezer,
     Usage,
+    Io,
 }
 
 /// Creates and drives guest groups.
@@ -264,6 +271,7 @@ impl CgroupManager {
         };
         let cpu = pick("cpu", &v1.cpu);
         let memory = pick("memory", &v1.memory);
+        let io = pick("io", &v1.blkio);
         // The v2 hierarchy counts CPU (cpu.stat usage_usec) for sure only
         // with the cpu controller: on a hybrid layout whose cpu controller
         // is v1's, its usage_usec stays near zero while a guest burns CPU
@@ -301,7 +309,7 @@ impl CgroupManager {
         if let Some(u) = &unified {
             add(u);
         }
-        for b in [&cpu, &memory, &usage].into_iter().flatten() {
+        for b in [&cpu, &memory, &usage, &io].into_iter().flatten() {
             add(&b.root);
         }
         if let Freezer::V1(f) = &freezer {
@@ -319,6 +327,7 @@ impl CgroupManager {
             cpu,
             memory,
             usage,
+            io,
             freezer,
             roots,
             parent: config.parent,
@@ -337,6 +346,7 @@ impl CgroupManager {
             Controller::Cpu => self.plan.cpu.as_ref(),
             Controller::Memory => self.plan.memory.as_ref(),
             Controller::Usage => self.plan.usage.as_ref(),
+            Controller::Io => self.plan.io.as_ref(),
             Controller::Freezer => {
                 return match &self.plan.freezer {
                     Freezer::V2(p) => Some((p.clone(), true)),
@@ -365,7 +375,7 @@ impl CgroupManager {
             mkdir_ok(&self.parent_dir(root))?;
         }
         if let Some(u) = &p.unified {
-            let wanted: Vec<&str> = [(&p.cpu, "cpu"), (&p.memory, "memory")]
+            let wanted: Vec<&str> = [(&p.cpu, "cpu"), (&p.memory, "memory"), (&p.io, "io")]
                 .into_iter()
                 .filter(|(b, _)| b.as_ref().is_some_and(|b| b.v2))
                 .map(|(_, n)| n)
@@ -379,6 +389,13 @@ impl CgroupManager {
         // parent left idle by an earlier run.
         if let Some(cpu) = &p.cpu {
             set_idle_at(&self.parent_dir(&cpu.root), cpu.v2, p.parent_idle)?;
+        }
+        // The whole guest subtree at the lowest I/O weight, against the
+        // owner's groups (weights act among siblings, as cpu.idle does).
+        if let Some(io) = &p.io
+            && let Err(e) = super::cgroup_io::set_lowest_at(&self.parent_dir(&io.root), io.v2)
+        {
+            tracing::warn!(error = %e, "cannot lower the guests' I/O weight");
         }
         Ok(())
     }
@@ -650,6 +667,15 @@ impl GuestCgroup {
         }
     }
 
+    /// The lowest I/O weight the kernel offers (`cgroup_io.rs`); how
+    /// many weight files took it (0: no proportional I/O control here).
+    pub fn set_io_lowest(&self) -> Result<usize, IsolationError> {
+        match &self.plan.io {
+            Some(b) => super::cgroup_io::set_lowest_at(&self.dir(&b.root), b.v2),
+            None => Ok(0),
+        }
+    }
+
     /// Memory bounds; `false` when no memory controller is available.
     pub fn set_memory(&self, m: MemoryBounds) -> Result<bool, IsolationError> {
         let Some(b) = &self.plan.memory else {
@@ -870,6 +896,7 @@ mod tests {
 33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
 35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
 37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer
+38 31 0:35 / /sys/fs/cgroup/blkio rw,relatime - cgroup cgroup rw,blkio
 40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd
 41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
 ";

@@ -29,6 +29,13 @@
 //!   daemon's own user (a personal pool), whose other processes would count.
 //! - **A private umask** (077): what a guest creates is its own unless it
 //!   says otherwise.
+//! - **A root of its own** ([`Confinement::view`], `view.rs`) with the
+//!   namespaces: the host's system trees read-only, its sandbox, and
+//!   nothing else of the host unless the owner exposes it; then no
+//!   private tmpfs is needed on the host's `/tmp` (it is not there).
+//! - **Idle I/O** that it cannot leave: `IOPRIO_CLASS_IDLE` with the idle
+//!   CPU priority, and a seccomp filter refusing `ioprio_set` and the
+//!   keyrings ([`Confinement::seccomp`], `seccomp.rs`).
 //!
 //! CRIU jobs are the exception (launched with a reaper, or restored): they
 //! get no namespaces whatever this says. An unprivileged CRIU dump cannot
@@ -78,6 +85,12 @@ pub struct Confinement {
     pub max_processes: Option<u64>,
     /// Why `namespaces` is off when it was asked for (for logs and ads).
     pub namespaces_unavailable: Option<String>,
+    /// A root of its own for each guest with namespaces (`view.rs`);
+    /// `None`: the host's file system with a private `/tmp`, `/var/tmp`,
+    /// `/dev/shm` (`private_tmp`).
+    pub view: Option<super::GuestView>,
+    /// The guest seccomp filter (`seccomp.rs`), not for CRIU jobs.
+    pub seccomp: bool,
 }
 
 impl Default for Confinement {
@@ -96,7 +109,16 @@ impl Confinement {
             private_tmp: true,
             max_processes: Some(DEFAULT_MAX_PROCESSES),
             namespaces_unavailable: None,
+            view: None,
+            seccomp: true,
         }
+    }
+
+    /// Each namespaced guest's own root (`None`: the host's, with a
+    /// private `/tmp`, `/var/tmp`, `/dev/shm`).
+    pub fn with_view(mut self, view: Option<super::GuestView>) -> Self {
+        self.view = view;
+        self
     }
 
     /// A private `/tmp`, `/var/tmp` and `/dev/shm` (with namespaces).

@@ -87,6 +87,7 @@ impl OwnCgroups {
                         cpuacct: at(&v1.cpuacct, "cpuacct"),
                         memory: at(&v1.memory, "memory"),
                         freezer: at(&v1.freezer, "freezer"),
+                        blkio: at(&v1.blkio, "blkio"),
                     },
                 }
             }
@@ -183,6 +184,7 @@ mod tests {
                 cpuacct: r("/c/cpuacct"),
                 memory: r("/c/memory"),
                 freezer: r("/c/freezer"),
+                blkio: None,
             },
         };
         assert_eq!(
@@ -194,6 +196,7 @@ mod tests {
                     cpuacct: r(&format!("/c/cpuacct/{unit}")),
                     memory: r(&format!("/c/memory/{unit}")),
                     freezer: r("/c/freezer/"),
+                    blkio: None,
                 },
             }
         );

@@ -42,8 +42,14 @@
 //!    [`Confinement::private_tmp`], a fresh tmpfs is mounted on `/tmp`,
 //!    `/var/tmp` and `/dev/shm` right after the mounts are made private
 //!    (each that exists and holds neither the sandbox nor the program).
-//!    Under a [`Confinement`], a guest with a slot account also gets
-//!    `RLIMIT_NPROC` ([`Confinement::max_processes`]) before it drops root.
+//!    Under a [`Confinement`] with a [`GuestView`](super::GuestView) the
+//!    guest gets a root of its own instead (`view.rs`, carried out by
+//!    `view_exec.rs` between the private remount and the fork), and with a
+//!    network namespace ([`GuestSpec::netns`], `netns.rs`) it joins that
+//!    namespace first (`setns`). Under a [`Confinement`], a guest with a
+//!    slot account also gets `RLIMIT_NPROC`
+//!    ([`Confinement::max_processes`]) before it drops root, and every
+//!    confined guest `IOPRIO_CLASS_IDLE` with the idle CPU priority.
 //! 5. drop privileges: `setgroups(0)` (no supplementary groups; a CRIU
 //!    job keeps its own gid as the only one, see `checkpoint.rs` `Criu`),
 //!    `setgid`, `setuid`; then `PR_SET_NO_NEW_PRIVS`, so that no set-id program or
@@ -51,7 +57,9 @@
 //!    restorer also needs it to restore a guest on hosts whose bounding
 //!    set lacks capabilities it cannot drop without `CAP_SETPCAP`). In a
 //!    PID namespace this happens after the fork, in both processes, since
-//!    the fresh `/proc` needs root.
+//!    the fresh `/proc` needs root. Last, a confined guest that is not a
+//!    CRIU job gets its seccomp filter (`seccomp.rs`: no `ioprio_set`, no
+//!    keyrings).
 //!
 //! CRIU jobs are started with a reaper ([`GuestSpec::reaper`]) and never
 //! get namespaces, under a [`Confinement`] either (see `confine.rs`): the
@@ -74,10 +82,12 @@
 //! multi-threaded. The working directory is the sandbox (mode 0700, owned by
 //! the guest user), the environment is exactly what the caller gives.
 
+use super::view::Dns;
+use super::view_exec::{Failure, MountPlan};
 use super::{Confinement, GuestCgroup, IsolationError, prepare_sandbox};
 use std::ffi::OsString;
 use std::fs::File;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
@@ -141,6 +151,11 @@ pub struct GuestSpec {
     /// root's PID here: the launcher reaps the restored job (implies
     /// `reaper`). `user` must then be `None`: CRIU drops privileges itself.
     pub restore_pidfile: Option<PathBuf>,
+    /// A network namespace to join (`netns.rs`), with a view only: the
+    /// descriptor must stay open until the spawn returns.
+    pub netns: Option<RawFd>,
+    /// Volumes the job asked for (`view.rs`, `+WantVolumes`).
+    pub volumes: Vec<String>,
     pub stdin: Stdio,
     pub stdout: Stdio,
     pub stderr: Stdio,
@@ -159,6 +174,8 @@ impl GuestSpec {
             no_new_privs: true,
             reaper: false,
             restore_pidfile: None,
+            netns: None,
+            volumes: Vec::new(),
             stdin: Stdio::null(),
             stdout: Stdio::null(),
             stderr: Stdio::null(),
@@ -339,6 +356,12 @@ struct ChildPlan {
     no_new_privs: bool,
     /// With `pid_ns`: the read end of [`lifeline`] (-1: none).
     lifeline: i32,
+    /// `IOPRIO_CLASS_IDLE` (confined guests).
+    io_idle: bool,
+    /// A network namespace to join before the others (-1: none).
+    netns: i32,
+    /// Where a failed view step is reported (-1: nowhere).
+    err_fd: i32,
 }
 
 /// The read end of a pipe whose write end this daemon alone keeps open
@@ -346,7 +369,7 @@ struct ChildPlan {
 /// end-of-file only once the daemon is gone. `None` if no pipe could be
 /// made (guests then outlive a crash until the next start kills them,
 /// `host::leftovers`).
-fn lifeline() -> Option<i32> {
+pub(crate) fn lifeline() -> Option<i32> {
     use std::os::fd::{FromRawFd, OwnedFd};
     static LIFELINE: std::sync::OnceLock<Option<(OwnedFd, OwnedFd)>> = std::sync::OnceLock::new();
     LIFELINE
@@ -364,6 +387,11 @@ fn lifeline() -> Option<i32> {
         .as_ref()
         .map(|(read, _)| read.as_raw_fd())
 }
+
+/// `ioprio_set`'s "this process" and the idle class (`IOPRIO_CLASS_IDLE`
+/// << 13, level 0).
+const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+const IOPRIO_IDLE: libc::c_long = 3 << 13;
 
 /// The shared scratch directories a confined guest gets a private tmpfs
 /// on (`confine.rs`), as C strings for the forked child.
@@ -509,6 +537,8 @@ unsafe fn child_setup(
     plan: ChildPlan,
     procs: &[i32],
     pidfile: *const libc::c_char,
+    view: Option<&MountPlan>,
+    filter: Option<&[seccompiler::sock_filter]>,
 ) -> std::io::Result<()> {
     // SAFETY: see the function's contract.
     unsafe {
@@ -559,6 +589,11 @@ unsafe fn child_setup(
                 return Err(last_err());
             }
         }
+        if plan.io_idle
+            && libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_IDLE) < 0
+        {
+            return Err(last_err());
+        }
         if let (Some(max), Some(_)) = (plan.max_processes, plan.user) {
             // Counted per real uid, which only this guest has (slots.rs),
             // checked at every fork and clone of the guest's tree.
@@ -599,7 +634,15 @@ unsafe fn child_setup(
             if plan.no_new_privs && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
                 return Err(last_err());
             }
+            if let Some(f) = filter {
+                super::seccomp::install(f)?;
+            }
             return Ok(());
+        }
+        // The network first: the namespaces made below are then of a
+        // process already in it.
+        if plan.netns >= 0 && libc::setns(plan.netns, libc::CLONE_NEWNET) < 0 {
+            return Err(last_err());
         }
         // With the mount namespace comes an IPC namespace: SysV IPC objects
         // and POSIX message queues of other guests and of the owner are out
@@ -626,7 +669,17 @@ unsafe fn child_setup(
         {
             return Err(last_err());
         }
-        if plan.mount_ns {
+        if let Some(v) = view {
+            if let Err(f) = v.enter() {
+                if plan.err_fd >= 0 {
+                    let mut buf = [0u8; 8];
+                    buf[..4].copy_from_slice(&f.step.to_ne_bytes());
+                    buf[4..].copy_from_slice(&f.errno.to_ne_bytes());
+                    libc::write(plan.err_fd, buf.as_ptr().cast(), buf.len());
+                }
+                return Err(std::io::Error::from_raw_os_error(f.errno));
+            }
+        } else if plan.mount_ns {
             for (i, dir) in PRIVATE_TMP.iter().enumerate() {
                 if plan.private_tmp & (1 << i) != 0
                     && libc::mount(
@@ -665,6 +718,9 @@ unsafe fn child_setup(
         if plan.no_new_privs && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
             return Err(last_err());
         }
+        if let Some(f) = filter {
+            super::seccomp::install(f)?;
+        }
         // Die with the waiter so the namespace never outlives it. Set after
         // the uid change, which clears it (prctl(2)).
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -673,6 +729,30 @@ unsafe fn child_setup(
         }
     }
     Ok(())
+}
+
+/// A pipe for the child to report a failed view step on.
+fn error_pipe() -> Result<(File, File), IsolationError> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } < 0 {
+        return Err(IsolationError::io(Path::new("pipe"), last_err()));
+    }
+    // SAFETY: two fresh descriptors, owned from here on.
+    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
+}
+
+/// The failure the child wrote, if it wrote one.
+fn read_failure(mut r: File, w: File) -> Option<Failure> {
+    use std::io::Read;
+    drop(w);
+    let mut buf = [0u8; 8];
+    r.read_exact(&mut buf).ok()?;
+    Some(Failure {
+        step: u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]),
+        errno: i32::from_ne_bytes([buf[4], buf[5], buf[6], buf[7]]),
+    })
 }
 
 fn invalid(path: &Path, why: &'static str) -> IsolationError {
@@ -750,6 +830,35 @@ impl GuestLauncher {
         if policy.is_some_and(|p| p.namespaces) && reaper {
             tracing::debug!(program = %spec.program.display(), "CRIU job: no namespaces");
         }
+        if spec.netns.is_some() && !ns {
+            return Err(invalid(
+                &spec.sandbox,
+                "a network namespace of its own needs the guest's other namespaces",
+            ));
+        }
+        // The guest's own root (`view.rs`), planned here, carried out in
+        // the child.
+        let view = match policy.and_then(|p| p.view.as_ref()).filter(|_| ns) {
+            Some(v) => {
+                let sandbox = std::fs::canonicalize(&spec.sandbox)
+                    .map_err(|e| IsolationError::io(&spec.sandbox, e))?;
+                let base = sandbox.parent().unwrap_or(Path::new("/")).to_path_buf();
+                let dns = match spec.netns {
+                    Some(_) => Dns::At(super::netns::GUEST_DNS),
+                    None => Dns::Host,
+                };
+                Some(v.plan(&base, &sandbox, &spec.volumes, dns)?)
+            }
+            None => None,
+        };
+        // Seccomp needs no_new_privs, and a CRIU dump cannot read a filter.
+        let filter: Option<seccompiler::BpfProgram> = policy
+            .filter(|p| p.seccomp && !reaper && spec.no_new_privs)
+            .and_then(|_| super::seccomp::guest_filter().cloned());
+        let err_pipe = match &view {
+            Some(_) => Some(error_pipe()?),
+            None => None,
+        };
         let plan = ChildPlan {
             user: spec.user,
             sched_idle: spec.sched_idle || always_idle,
@@ -758,7 +867,7 @@ impl GuestLauncher {
             reaper,
             pid_ns: spec.pid_namespace || ns,
             mount_ns: ns,
-            private_tmp: if ns && policy.is_some_and(|p| p.private_tmp) {
+            private_tmp: if ns && view.is_none() && policy.is_some_and(|p| p.private_tmp) {
                 private_tmp_mask(&spec.sandbox, &spec.program)
             } else {
                 0
@@ -770,6 +879,9 @@ impl GuestLauncher {
             } else {
                 -1
             },
+            io_idle: always_idle,
+            netns: spec.netns.unwrap_or(-1),
+            err_fd: err_pipe.as_ref().map_or(-1, |(_, w)| w.as_raw_fd()),
         };
         let pidfile = match &spec.restore_pidfile {
             Some(p) => {
@@ -795,21 +907,38 @@ impl GuestLauncher {
             .stdin(spec.stdin)
             .stdout(spec.stdout)
             .stderr(spec.stderr);
+        let view = view.map(std::sync::Arc::new);
+        let child_view = view.clone();
         let hook = move || -> std::io::Result<()> {
             let pf = pidfile.as_ref().map_or(std::ptr::null(), |p| p.as_ptr());
             // SAFETY: runs in the forked child before exec (see
             // `child_setup`).
-            unsafe { child_setup(plan, &fds, pf) }
+            unsafe { child_setup(plan, &fds, pf, child_view.as_deref(), filter.as_deref()) }
         };
         // SAFETY: the hook only makes async-signal-safe calls (see above).
         unsafe {
             cmd.pre_exec(hook);
         }
-        let child = cmd.spawn().map_err(|source| IsolationError::Spawn {
-            program: spec.program.clone(),
-            source,
-        })?;
+        let spawned = cmd.spawn();
         drop(procs);
+        let child = match spawned {
+            Ok(c) => c,
+            Err(source) => {
+                // A step of the view failed: the host's trouble, named.
+                if let (Some((r, w)), Some(v)) = (err_pipe, &view)
+                    && let Some(f) = read_failure(r, w)
+                {
+                    return Err(IsolationError::View(v.describe_failure(f)));
+                }
+                return Err(IsolationError::Spawn {
+                    program: spec.program.clone(),
+                    source,
+                });
+            }
+        };
+        if let Some(v) = &view {
+            tracing::debug!(pid = child.id(), steps = ?v.describe(), "guest's root");
+        }
         tracing::info!(
             pid = child.id(),
             program = %spec.program.display(),
@@ -818,6 +947,8 @@ impl GuestLauncher {
             pid_ns = plan.pid_ns,
             mount_ns = plan.mount_ns,
             private_tmp = plan.private_tmp,
+            own_root = view.is_some(),
+            netns = spec.netns.is_some(),
             max_processes = plan.max_processes,
             "guest started"
         );

@@ -23,7 +23,18 @@
 //!   guest groups below the station's own cgroup (`[isolation]
 //!   delegated`), the station itself moved into a leaf of it.
 //! - [`prepare_execute_dir`] / [`prepare_sandbox`]: root's 0711 parent,
-//!   one 0700 sandbox per guest owned by its slot (`sandbox.rs`).
+//!   one 0700 sandbox per guest owned by its slot (`sandbox.rs`), a
+//!   loop-mounted file system of the guest's `request_disk`
+//!   ([`SandboxDisks`], `sandbox_disk.rs`).
+//! - [`GuestView`]: the guest's own root, as a container's (`view.rs`,
+//!   carried out in the child by `view_exec.rs`; the world-writable
+//!   directories it covers from `writable.rs`).
+//! - [`GuestNet`]: a network namespace of its own behind slirp4netns
+//!   (`netns.rs`).
+//! - The guest's seccomp filter (`seccomp.rs`: no `ioprio_set`, no
+//!   keyrings) and its lowest I/O weight (`cgroup_io.rs`).
+//! - [`Scrubber`]: what a slot's uid left anywhere writable, removed on
+//!   release (`scrub.rs`).
 //!
 //! Priority rule (Ryu & Hollingsworth, linger-longer spec §1.2, L54/L15):
 //! while lingering, owner processes must be able to starve the guest and
@@ -31,31 +42,48 @@
 //! (weight 3 vs 1024, wakeup preemption; spec §6.3).
 
 mod cgroup;
+mod cgroup_io;
 mod confine;
 mod delegation;
 mod launch;
+mod netns;
 mod reap;
 mod sandbox;
+mod sandbox_disk;
+mod scrub;
+mod seccomp;
 mod settings;
 mod slot_pool;
 mod slots;
+mod view;
+mod view_exec;
+mod writable;
 
 pub use cgroup::{
     CgroupConfig, CgroupLayout, CgroupManager, Controller, FreezeMethod, GuestCgroup, IdleOutcome,
     KillMethod, MemoryBounds, RemoveOnDrop, V1Roots, parse_mountinfo,
 };
 pub use confine::{Confinement, DEFAULT_MAX_PROCESSES, NamespaceMode, namespace_support};
+pub(crate) use launch::lifeline;
 pub use launch::{GuestLauncher, GuestProcess, GuestSpec, GuestUser};
+pub use netns::{GUEST_DNS, GuestNet, NetworkMode, UserModeStack};
 pub use reap::{
     REAP_TIMEOUT, ReapReport, UidScan, kill_uid, kill_uid_found, processes_of_uid, scan_uid,
 };
 pub use sandbox::{prepare_execute_dir, prepare_sandbox, unreachable_by};
+pub use sandbox_disk::{
+    DEFAULT_DISK_MB, DiskMode, IMAGE_SUFFIX, SandboxDisk, SandboxDisks, is_mount_point,
+    unmount as sandbox_disk_unmount, usage_of_dir,
+};
+pub use scrub::{ScrubReport, Scrubber};
 pub use settings::{CgroupMode, CgroupSettings, IsolationSettings};
 pub use slot_pool::{SlotLease, SlotPool};
 pub use slots::{
     DEFAULT_SLOT_PREFIX, SLOT_COMMENT, Slot, SlotAccounts, SlotConfig, default_slot_count,
     is_slot_account,
 };
+pub use view::{Dns, Exposed, GuestView, WANT_VOLUMES, wanted_volumes};
+pub use view_exec::{Failure, MountPlan};
 
 use std::path::{Path, PathBuf};
 
@@ -119,6 +147,10 @@ pub enum IsolationError {
         "guest namespaces required ([isolation] namespaces = \"required\") but unavailable: {0}"
     )]
     Namespaces(String),
+    #[error("the guest's root: {0}")]
+    View(String),
+    #[error("guests' network: {0}")]
+    Network(String),
 }
 
 impl IsolationError {

@@ -19,14 +19,23 @@
 //! max_processes = 4096  # RLIMIT_NPROC of a slot-account guest; 0: none
 //! delegated = false     # true: guest groups below the station's own
 //!                       # cgroup (systemd Delegate=yes; delegation.rs)
+//! own_root = true       # each namespaced guest sees a root of its own (view.rs)
+//! expose = ["/data", "/scratch:rw"]   # also seen by every guest
+//! network = "auto"      # auto | private | host (netns.rs)
+//! disk = "auto"         # auto | loop | measure (sandbox_disk.rs)
+//! default_disk_mb = 4096  # a job's sandbox when it gives no request_disk
+//!
+//! [isolation.volumes]   # seen by the jobs that ask: +WantVolumes = "refdata"
+//! refdata = "/srv/refdata"
 //! ```
 
 use super::{
-    CgroupConfig, CgroupLayout, CgroupManager, Confinement, DEFAULT_MAX_PROCESSES,
-    DEFAULT_SLOT_PREFIX, IsolationError, MemoryBounds, NamespaceMode, SlotConfig, V1Roots,
-    default_slot_count,
+    CgroupConfig, CgroupLayout, CgroupManager, Confinement, DEFAULT_DISK_MB, DEFAULT_MAX_PROCESSES,
+    DEFAULT_SLOT_PREFIX, DiskMode, Exposed, IsolationError, MemoryBounds, NamespaceMode,
+    NetworkMode, SlotConfig, V1Roots, default_slot_count,
 };
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Which cgroup layout to drive.
@@ -91,6 +100,22 @@ pub struct CgroupSettings {
     /// delegates to it (`Delegate=yes`), instead of below each
     /// hierarchy's root (`delegation.rs`).
     pub delegated: bool,
+    /// Each guest with namespaces sees a root of its own (`view.rs`);
+    /// `false`: the host's file system with a private `/tmp`, `/var/tmp`
+    /// and `/dev/shm` (`private_tmp`).
+    pub own_root: bool,
+    /// Directories every guest sees besides the system's (read-only
+    /// unless `:rw`): the owner's choice.
+    pub expose: Vec<Exposed>,
+    /// Directories a job sees when it asks for them by name
+    /// (`+WantVolumes`).
+    pub volumes: BTreeMap<String, Exposed>,
+    /// The guests' network (`netns.rs`).
+    pub network: NetworkMode,
+    /// How `request_disk` is enforced (`sandbox_disk.rs`).
+    pub disk: DiskMode,
+    /// A job's sandbox size when it gives no `request_disk`, MiB.
+    pub default_disk_mb: u64,
 }
 
 /// `[isolation]` by the name of what it configures (the struct predates
@@ -114,6 +139,12 @@ impl Default for CgroupSettings {
             private_tmp: true,
             max_processes: DEFAULT_MAX_PROCESSES,
             delegated: false,
+            own_root: true,
+            expose: Vec::new(),
+            volumes: BTreeMap::new(),
+            network: NetworkMode::Auto,
+            disk: DiskMode::Auto,
+            default_disk_mb: DEFAULT_DISK_MB,
         }
     }
 }
@@ -129,6 +160,7 @@ fn hybrid_at(root: &Path) -> CgroupLayout {
             cpuacct: p("cpuacct"),
             memory: p("memory"),
             freezer: p("freezer"),
+            blkio: p("blkio"),
         },
     }
 }
@@ -141,6 +173,20 @@ impl CgroupSettings {
             return Err(format!(
                 "isolation.parent {p:?}: must be one path component"
             ));
+        }
+        if self.default_disk_mb == 0 {
+            return Err("isolation.default_disk_mb: must be at least 1".to_string());
+        }
+        for name in self.volumes.keys() {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Err(format!(
+                    "isolation.volumes.{name}: a volume's name is letters, digits, `_` and `-`"
+                ));
+            }
         }
         self.slot_config().validate()
     }
@@ -327,6 +373,34 @@ mod tests {
         assert!(bad.validate().unwrap_err().contains("slot_prefix"));
         assert!(toml::from_str::<CgroupSettings>("slot_count = 0").is_ok());
         let zero: CgroupSettings = toml::from_str("slot_count = 0").unwrap();
+        assert!(zero.validate().is_err());
+    }
+
+    #[test]
+    fn view_network_and_disk_keys() {
+        let s: CgroupSettings = toml::from_str(
+            "expose = [\"/data\", \"/scratch:rw\"]\nnetwork = \"host\"\ndisk = \"loop\"\n\
+             default_disk_mb = 100\nown_root = false\n[volumes]\nrefdata = \"/srv/ref\"\n",
+        )
+        .unwrap();
+        assert_eq!(s.expose.len(), 2);
+        assert!(s.expose[1].writable);
+        assert_eq!(s.network, NetworkMode::Host);
+        assert_eq!(s.disk, DiskMode::Loop);
+        assert_eq!(s.default_disk_mb, 100);
+        assert!(!s.own_root);
+        assert_eq!(s.volumes["refdata"].path, PathBuf::from("/srv/ref"));
+        assert!(s.validate().is_ok());
+        let d = CgroupSettings::default();
+        assert_eq!(
+            (d.network, d.disk, d.default_disk_mb, d.own_root),
+            (NetworkMode::Auto, DiskMode::Auto, DEFAULT_DISK_MB, true)
+        );
+        let bad: CgroupSettings = toml::from_str("[volumes]\n\"a b\" = \"/x\"\n").unwrap();
+        assert!(bad.validate().unwrap_err().contains("isolation.volumes"));
+        assert!(toml::from_str::<CgroupSettings>("expose = [\"relative\"]").is_err());
+        assert!(toml::from_str::<CgroupSettings>("network = \"bridge\"").is_err());
+        let zero: CgroupSettings = toml::from_str("default_disk_mb = 0").unwrap();
         assert!(zero.validate().is_err());
     }
 

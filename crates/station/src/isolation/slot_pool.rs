@@ -24,7 +24,7 @@
 //! when its station dies, however it dies.
 
 use super::reap::{REAP_TIMEOUT, ReapReport, kill_uid, processes_of_uid};
-use super::{GuestUser, IsolationError, Slot, SlotAccounts, SlotConfig};
+use super::{GuestUser, IsolationError, Scrubber, Slot, SlotAccounts, SlotConfig};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -128,6 +128,12 @@ struct Inner {
     /// Per slot: the marker its last release wrote into the lock file
     /// after proving the uid had no process left, and when.
     proven: Mutex<Vec<Option<(String, std::time::Instant)>>>,
+    /// Removes what a released slot's uid left anywhere writable
+    /// (`scrub.rs`), before the slot is free again.
+    scrubber: std::sync::OnceLock<Scrubber>,
+    /// Per slot: released without its scrub (a process of its uid
+    /// survived the kill); scrubbed when next leased.
+    dirty: Mutex<Vec<bool>>,
 }
 
 impl std::fmt::Debug for SlotLock {
@@ -142,6 +148,10 @@ impl std::fmt::Debug for SlotLock {
 impl Inner {
     fn proven(&self) -> MutexGuard<'_, Vec<Option<(String, std::time::Instant)>>> {
         self.proven.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn dirty(&self) -> MutexGuard<'_, Vec<bool>> {
+        self.dirty.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn leased(&self) -> MutexGuard<'_, Vec<Option<(String, SlotLock)>>> {
@@ -163,12 +173,15 @@ impl SlotPool {
         let slots = accounts.slots().to_vec();
         let leased = Mutex::new(slots.iter().map(|_| None).collect());
         let proven = Mutex::new(slots.iter().map(|_| None).collect());
+        let dirty = Mutex::new(vec![false; slots.len()]);
         SlotPool {
             inner: Arc::new(Inner {
                 slots,
                 personal: false,
                 leased,
+                dirty,
                 proven,
+                scrubber: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -182,6 +195,8 @@ impl SlotPool {
                 personal: true,
                 leased: Mutex::new(Vec::new()),
                 proven: Mutex::new(Vec::new()),
+                scrubber: std::sync::OnceLock::new(),
+                dirty: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -205,6 +220,12 @@ impl SlotPool {
             );
             Ok(SlotPool::personal())
         }
+    }
+
+    /// From now on every release scrubs the slot's uid (`scrub.rs`)
+    /// before the slot is free; the first scrubber set stays.
+    pub fn set_scrubber(&self, s: Scrubber) {
+        let _ = self.inner.scrubber.set(s);
     }
 
     pub fn is_personal(&self) -> bool {
@@ -281,6 +302,12 @@ impl SlotPool {
                     continue;
                 }
             }
+            // Released while a process of it lived: scrubbed now that
+            // none does, before anyone has it.
+            let dirty = self.inner.dirty().get_mut(i).is_some_and(std::mem::take);
+            if dirty && let Some(sc) = self.inner.scrubber.get() {
+                sc.scrub(s.user.uid);
+            }
             lock.set_marker(&new_marker("leased"));
             leased[i] = Some((job.to_string(), lock));
             tracing::debug!(slot = %s.name, job, "slot leased");
@@ -341,7 +368,16 @@ impl SlotPool {
 
     /// Frees slot `index`; `proven_empty`: a scan after the guest's end
     /// found no process of its uid (the next lease may skip its own).
+    /// What the uid left anywhere writable goes first (blocking), while
+    /// the slot is still held: no guest is leased it before.
     fn free(&self, index: usize, proven_empty: bool) {
+        if let (Some(s), Some(slot)) = (self.inner.scrubber.get(), self.inner.slots.get(index)) {
+            if proven_empty {
+                s.scrub(slot.user.uid);
+            } else if let Some(d) = self.inner.dirty().get_mut(index) {
+                *d = true;
+            }
+        }
         let mut leased = self.inner.leased();
         if let Some(j) = leased.get_mut(index) {
             let proof = match (proven_empty, j.as_ref()) {

@@ -1,9 +1,12 @@
 //! The starter's settings, its errors and the fixed names in a sandbox.
 
 use crate::host::policy::PolicyConfig;
-use crate::isolation::{IsolationError, NamespaceMode, SlotConfig};
+use crate::isolation::{
+    DEFAULT_DISK_MB, DiskMode, Exposed, IsolationError, NamespaceMode, NetworkMode, SlotConfig,
+};
 use gleaner_core::eviction::EvictionPolicy;
 use gleaner_proto::wire::StationAd;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -51,6 +54,21 @@ pub struct StarterConfig {
     pub private_tmp: bool,
     /// `RLIMIT_NPROC` of slot-account guests (`[isolation] max_processes`).
     pub max_processes: Option<u64>,
+    /// The daemon's state directory: never in a guest's view.
+    pub state_dir: Option<PathBuf>,
+    /// A root of its own for each namespaced guest (`[isolation]
+    /// own_root`; `isolation::GuestView`).
+    pub own_root: bool,
+    /// What every guest sees besides the system (`[isolation] expose`).
+    pub expose: Vec<Exposed>,
+    /// What a job sees when it asks (`[isolation.volumes]`).
+    pub volumes: BTreeMap<String, Exposed>,
+    /// The guests' network (`[isolation] network`).
+    pub network: NetworkMode,
+    /// How `request_disk` is enforced (`[isolation] disk`).
+    pub disk: DiskMode,
+    /// A sandbox's size when the job gives no `request_disk`, MiB.
+    pub default_disk_mb: u64,
     /// How often the capture files are polled for new output.
     pub output_poll: Duration,
     /// Signal sent when a job that declares checkpointing
@@ -101,6 +119,13 @@ impl StarterConfig {
             namespaces: NamespaceMode::Auto,
             private_tmp: true,
             max_processes: Some(crate::isolation::DEFAULT_MAX_PROCESSES),
+            state_dir: None,
+            own_root: true,
+            expose: Vec::new(),
+            volumes: BTreeMap::new(),
+            network: NetworkMode::Auto,
+            disk: DiskMode::Auto,
+            default_disk_mb: DEFAULT_DISK_MB,
             output_poll: Duration::from_millis(200),
             checkpoint_signal: libc::SIGTERM,
             checkpoint_grace: Duration::from_secs(10),

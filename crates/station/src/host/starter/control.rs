@@ -25,6 +25,9 @@ pub(crate) struct Control {
     /// The guest runs in a PID namespace of its own: what it leaves behind
     /// dies and is reaped with the namespace, never re-parented to us.
     pub(crate) pid_ns: bool,
+    /// A pidfd of the namespace's first process (the job's root), taken
+    /// while its waiter lived: see [`Control::reap_root`].
+    pub(crate) root_fd: Option<std::os::fd::OwnedFd>,
 }
 
 impl Control {
@@ -43,6 +46,42 @@ impl Control {
             checkpoint_signal,
             uid,
             pid_ns,
+            root_fd: if pid_ns { pidfd_of(pgid) } else { None },
+        }
+    }
+
+    /// Reaps the job's root if it came to this daemon: a PID namespace's
+    /// first process whose waiter died first (both killed at once) is
+    /// re-parented to the daemon, its subreaper, and nobody else waits for
+    /// it. Through its pidfd, so that no other child's status is taken
+    /// (its pid may be another process's by now). A no-op when the waiter
+    /// reaped it.
+    pub(crate) fn reap_root(&self) {
+        use std::os::fd::AsRawFd;
+        let Some(fd) = &self.root_fd else { return };
+        for _ in 0..100 {
+            // SAFETY: a zeroed siginfo_t is a valid output buffer.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            // SAFETY: waitid on a pidfd we own; WNOHANG never blocks.
+            let r = unsafe {
+                libc::waitid(
+                    libc::P_PIDFD,
+                    fd.as_raw_fd() as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WNOHANG,
+                )
+            };
+            // SAFETY: si_pid is valid to read after waitid.
+            let reaped = r == 0 && unsafe { info.si_pid() } != 0;
+            if r < 0 || reaped {
+                // ECHILD: not ours (its waiter reaped it). Reaped: done.
+                if reaped {
+                    tracing::debug!(pid = self.pgid, "reaped the guest's orphaned first process");
+                }
+                return;
+            }
+            // Ours and not dead yet: it was just killed.
+            std::thread::sleep(std::time::Duration::from_millis(2));
         }
     }
 
@@ -211,6 +250,16 @@ fn threads_of(pid: i32) -> Vec<i32> {
         v.push(pid);
     }
     v
+}
+
+/// A pidfd for `pid` (`None` without one: kernels before 5.3).
+fn pidfd_of(pid: i32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) };
+    let fd = i32::try_from(fd).ok().filter(|f| *f >= 0)?;
+    // SAFETY: a fresh descriptor, owned from here on.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
 /// A live (not zombie) process's parent PID, from /proc.

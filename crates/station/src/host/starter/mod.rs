@@ -108,7 +108,10 @@ pub use overrides::Overrides;
 pub use routes::router;
 
 use crate::checkpoint::{RateMeter, SharedBucket};
-use crate::isolation::{CgroupManager, Confinement, REAP_TIMEOUT, SlotPool};
+use crate::isolation::{
+    CgroupManager, Confinement, GuestView, REAP_TIMEOUT, SandboxDisks, Scrubber, SlotPool,
+    UserModeStack,
+};
 use config::io_err;
 use gleaner_core::detector::OwnerState;
 use gleaner_core::time::Time;
@@ -132,8 +135,13 @@ pub struct Starter {
     /// The slot accounts, one per running guest (issue 12, item 4).
     pool: SlotPool,
     /// How every guest is launched: idle at all times, own namespaces
-    /// where the kernel allows.
+    /// where the kernel allows, its own root.
     confinement: Confinement,
+    /// The user-mode stack of guests' own networks (`None`: the host's
+    /// network).
+    net: Option<UserModeStack>,
+    /// How sandboxes are bounded (`request_disk`).
+    disks: SandboxDisks,
     /// Clients of the guests' homes (over TLS one per home, which must
     /// present that home's certificate).
     peers: gleaner_edge::tls::PeerClients,
@@ -166,7 +174,7 @@ impl Starter {
     /// `owner` is fed by the station's owner monitor. Each guest's claim
     /// is the starter's credential at that guest's home.
     pub fn new(
-        config: StarterConfig,
+        mut config: StarterConfig,
         verifier: Box<dyn ClaimVerifier>,
         owner: watch::Receiver<OwnerState>,
         cgroups: Option<CgroupManager>,
@@ -189,6 +197,43 @@ impl Starter {
             .with_private_tmp(config.private_tmp)
             .with_max_processes(config.max_processes);
         prepare_execute_dir(&config.execute_dir, &pool)?;
+        // Sandbox paths as the guests' own roots have them (`view.rs`
+        // mounts each at its real path).
+        if let Ok(c) = std::fs::canonicalize(&config.execute_dir) {
+            config.execute_dir = c;
+        }
+        // The daemons' directories: never in a guest's view, never
+        // scrubbed as if a guest had left them.
+        let own: Vec<std::path::PathBuf> = [
+            Some(config.execute_dir.clone()),
+            config.state_dir.clone(),
+            config.guest_records.clone(),
+            Some(config.criu_sandbox_dir.clone()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let view = if confinement.namespaces && config.own_root {
+            Some(GuestView::for_host(
+                config.expose.clone(),
+                config.volumes.clone(),
+                own.clone(),
+            )?)
+        } else {
+            if !config.expose.is_empty() || !config.volumes.is_empty() {
+                tracing::warn!(
+                    "[isolation] expose and volumes apply to guests with a root of \
+                    their own only (namespaces and own_root): these guests see the whole host"
+                );
+            }
+            None
+        };
+        let confinement = confinement.with_view(view);
+        let net = config.network.stack(confinement.namespaces)?;
+        let disks = SandboxDisks::for_station(config.disk)?;
+        if !pool.is_personal() {
+            pool.set_scrubber(Scrubber::for_host(own));
+        }
         // No guest runs yet: every sandbox here is a dead run's (issue 14).
         if !config.keep_sandboxes {
             sandbox::remove_stale(&config.execute_dir, Default::default);
@@ -223,6 +268,8 @@ impl Starter {
             cgroups,
             pool,
             confinement,
+            net,
+            disks,
             peers,
             guests: Mutex::new(HashMap::new()),
             epoch: Instant::now(),

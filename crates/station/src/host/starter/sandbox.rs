@@ -129,8 +129,10 @@ fn capture_file(path: &Path, user: Option<GuestUser>) -> Result<(File, File), St
 }
 
 /// Removes from `execute_dir` what runs that are over left behind: their
-/// sandboxes, checkpoint bundles in transit and CRIU image directories
-/// (named after the guest, `NAME`, `NAME.bundle`, `NAME.criu`). `live`
+/// sandboxes (a loop-mounted one unmounted first), their file system
+/// images, checkpoint bundles in transit and CRIU image directories
+/// (named after the guest, `NAME`, `NAME.disk`, `NAME.bundle`,
+/// `NAME.criu`). `live`
 /// gives the guests that still run; it is asked after the directory is
 /// listed, so a guest placed meanwhile (it is in the guest table before its
 /// sandbox exists) is never touched. Returns how many entries went.
@@ -151,9 +153,14 @@ pub(crate) fn remove_stale(
         let guest = name
             .strip_suffix(".bundle")
             .or_else(|| name.strip_suffix(".criu"))
+            .or_else(|| name.strip_suffix(crate::isolation::IMAGE_SUFFIX))
             .unwrap_or(&name);
         if live.contains(guest) {
             continue;
+        }
+        // A crash left its file system mounted: out of the way first.
+        if crate::isolation::is_mount_point(&path) {
+            crate::isolation::sandbox_disk_unmount(&path);
         }
         // Never follow a link: a guest could have planted one.
         let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());

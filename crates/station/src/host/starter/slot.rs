@@ -51,6 +51,10 @@ impl SlotHold {
     /// reaped, by the cgroup's proof when it has one, else by uid.
     pub(crate) async fn kill_left(&self, ctl: &Control, job: &str) {
         if ctl.contained_and_empty() {
+            // The namespace's first process outlives its waiter when both
+            // are killed at once: it then comes to this daemon (the
+            // subreaper) and must be reaped here, or it stays a zombie.
+            ctl.reap_root();
             self.empty.store(true, Ordering::SeqCst);
             tracing::debug!(job, "guest's cgroup empty: no scan by uid");
             return;
@@ -103,7 +107,8 @@ impl SlotHold {
         let lease = self.lock().take();
         if let Some(l) = lease {
             if self.empty.load(Ordering::SeqCst) {
-                l.free_killed(true);
+                // Off the runtime: the slot is scrubbed before it is free.
+                let _ = tokio::task::spawn_blocking(move || l.free_killed(true)).await;
                 tracing::debug!(job, "slot released (proven empty)");
                 return;
             }

@@ -2,7 +2,7 @@
 //! (`POST .../output/{stream}?offset=N`), from the capture files' read
 //! handles.
 
-use super::{Home, StarterError, is_stale_run};
+use super::{Home, StarterError};
 use axum::http::StatusCode;
 use gleaner_proto::wire::ErrorBody;
 use std::fs::File;
@@ -96,6 +96,16 @@ impl Streaming {
         (0..2).all(|i| self.acked[i].load(Ordering::SeqCst) >= want[i])
     }
 
+    /// The run ends without its output: a hold or a removal (HTCondor
+    /// transfers nothing then), or a guest the host held. What was sent
+    /// stays sent; the rest is not sent, and nothing is retried.
+    pub(crate) fn abort(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+        self.pending = None;
+    }
+
     /// The guest is done: the streamer flushes the rest, and this waits
     /// for it. `Err(why)`: the home does not have all of the output (the
     /// last refusal, e.g. "disk full at PATH"); the run must then not be
@@ -181,27 +191,31 @@ impl OutputStream {
                 true
             }
             Ok(resp) if resp.status() == StatusCode::CONFLICT => {
-                if is_stale_run(resp).await {
-                    // The home gave this run up (issue 14): nothing more
-                    // of it is stored, and the run must stop.
-                    tracing::warn!(
-                        stream = self.name,
-                        "home refused this run's output as stale"
-                    );
-                    self.stale
-                        .send_replace(Some("the home refused this run's output as stale".into()));
-                    self.refused = true;
-                    return false;
+                match conflict(resp).await {
+                    Conflict::Gap => {
+                        // The shadow has less than we thought (e.g. it
+                        // restarted without its file): resend from the
+                        // start; the endpoint is idempotent, so nothing is
+                        // duplicated.
+                        tracing::warn!(
+                            stream = self.name,
+                            offset = self.acked,
+                            "output gap; resending from the start of this run"
+                        );
+                        self.acked = self.base;
+                    }
+                    Conflict::Refused(why) => {
+                        // The home gave this run up (issue 14), or the job
+                        // is no longer running there (removed, held):
+                        // nothing more of it is stored, and the run must
+                        // stop. Resending would only repeat the refusal.
+                        tracing::warn!(stream = self.name, %why, "home refused this run's output");
+                        self.stale.send_replace(Some(format!(
+                            "the home refused this run's output: {why}"
+                        )));
+                        self.refused = true;
+                    }
                 }
-                // The shadow has less than we thought (e.g. it restarted
-                // without its file): resend from the start; the endpoint
-                // is idempotent, so nothing is duplicated.
-                tracing::warn!(
-                    stream = self.name,
-                    offset = self.acked,
-                    "output gap; resending from the start of this run"
-                );
-                self.acked = self.base;
                 false
             }
             Ok(resp) => {
@@ -221,6 +235,24 @@ impl OutputStream {
                 false
             }
         }
+    }
+}
+
+/// What a 409 from the shadow's output endpoint means.
+enum Conflict {
+    /// The chunk would leave a gap (field `offset`, or an older shadow's
+    /// bare 409): resend from the start.
+    Gap,
+    /// Anything else (field `run`: a stale run; no field: the job is not
+    /// running there any more): stop sending, stop the run.
+    Refused(String),
+}
+
+async fn conflict(resp: reqwest::Response) -> Conflict {
+    match resp.json::<ErrorBody>().await {
+        Ok(b) if b.error.field.as_deref() == Some("offset") => Conflict::Gap,
+        Ok(b) => Conflict::Refused(b.error.message),
+        Err(_) => Conflict::Gap,
     }
 }
 

@@ -21,9 +21,17 @@ impl GuestRun<'_> {
         outcome: Outcome,
         usage: Usage,
         before: &Snapshot,
+        quiet: bool,
     ) -> Outcome {
         drop(ctl);
-        let delivered = pad.streams.finish().await;
+        // Held or removed: nothing more goes home, at once (the home
+        // refuses it anyway) and the sandbox goes right after.
+        let delivered = if quiet {
+            pad.streams.abort();
+            Ok(())
+        } else {
+            pad.streams.finish().await
+        };
         pad.iso.release();
         pad.ladder.on_finished(self.starter.now());
         self.entry.set_state("finishing", None);
@@ -35,7 +43,9 @@ impl GuestRun<'_> {
             if let Err(why) = delivered {
                 return Outcome::Evicted(why);
             }
-            match self.upload_outputs(before).await {
+            let uploaded = self.upload_outputs(before).await;
+            self.remove_disk().await;
+            match uploaded {
                 Ok(()) => {
                     // The node goes back to the claim before the home hears
                     // of the completion: its next job may come at once.
@@ -51,6 +61,9 @@ impl GuestRun<'_> {
                 Err(FetchError::Permanent(why)) => return Outcome::Held(why, None),
             }
         }
+        // Not completed: nothing of the sandbox goes home; its file
+        // system goes now (the directory with the guest's slot).
+        self.remove_disk().await;
         outcome
     }
 }

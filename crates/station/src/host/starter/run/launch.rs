@@ -6,9 +6,11 @@ use super::super::config::io_err;
 use super::super::control::{Control, parent_of};
 use super::super::criu::await_restore;
 use super::super::sandbox::{local_name, open_output};
-use super::{GuestRun, Stop, prepare::Prepared, setup::Launchpad};
+use super::{GuestRun, StarterError, Stop, prepare::Prepared, setup::Launchpad};
 use crate::checkpoint::Criu;
-use crate::isolation::{GuestLauncher, GuestProcess, GuestSpec, IsolationError};
+use crate::isolation::{
+    GuestLauncher, GuestNet, GuestProcess, GuestSpec, IsolationError, WANT_VOLUMES, wanted_volumes,
+};
 use gleaner_proto::job::{JobEventKind, JobState};
 use gleaner_proto::wire::hold_code;
 use std::ffi::OsString;
@@ -32,6 +34,8 @@ pub(crate) struct Pass {
     pub(crate) leave: Option<String>,
     /// The job was restored by CRIU rather than started.
     pub(crate) restored: bool,
+    /// The guest's own network (its helper stops when the pass is over).
+    pub(crate) _net: Option<GuestNet>,
 }
 
 impl GuestRun<'_> {
@@ -44,7 +48,9 @@ impl GuestRun<'_> {
         prepared: &Prepared,
     ) -> Result<Pass, Stop> {
         let restoring = self.criu().filter(Criu::has_images);
-        let spec = self.spec(pad, prepared, restoring.as_ref())?;
+        let mut spec = self.spec(pad, prepared, restoring.as_ref())?;
+        let net = self.network().await?;
+        spec.netns = net.as_ref().map(GuestNet::fd);
         self.entry.slot.starting();
         // Idle at all times, own PID and mount namespaces where allowed
         // (not for CRIU jobs), umask 077: the station's confinement.
@@ -99,6 +105,7 @@ impl GuestRun<'_> {
             exit,
             leave: None,
             restored: restoring.is_some(),
+            _net: net,
         };
         // Output streaming: one streamer for all passes.
         pad.streams.start(&self.home);
@@ -151,11 +158,31 @@ impl GuestRun<'_> {
                 no_new_privs: true,
                 reaper: self.is_criu(),
                 restore_pidfile: None,
+                netns: None,
+                volumes: wanted_volumes(d.custom_attrs.get(WANT_VOLUMES).map(String::as_str)),
                 stdin,
                 stdout: Stdio::from(dup(&c.out, &c.out_path)?),
                 stderr: Stdio::from(dup(&c.err, &c.err_path)?),
             },
         })
+    }
+
+    /// A network of its own for a guest that gets namespaces, where the
+    /// station gives guests one (`isolation::GuestNet`); `None`: the
+    /// host's. CRIU jobs keep the host's namespaces, the network's too.
+    async fn network(&self) -> Result<Option<GuestNet>, Stop> {
+        let Some(stack) = self.starter.net.clone() else {
+            return Ok(None);
+        };
+        if self.is_criu() || !self.starter.confinement.namespaces {
+            return Ok(None);
+        }
+        let net = tokio::task::spawn_blocking(move || {
+            GuestNet::new(&stack, crate::isolation::lifeline())
+        })
+        .await
+        .map_err(|e| Stop::Failed(StarterError::Http(format!("network task: {e}"))))??;
+        Ok(Some(net))
     }
 
     /// Waits for CRIU to hand over the restored job; its root process (the

@@ -37,7 +37,7 @@ use super::guests::{Command, GuestEntry};
 use super::jic::Home;
 use super::{Starter, StarterError};
 use crate::checkpoint::{Criu, SelfCheckpoint};
-use crate::isolation::{GuestUser, IsolationError};
+use crate::isolation::{GuestUser, IsolationError, SandboxDisk};
 use gleaner_proto::job::{JobEventKind, JobState};
 use gleaner_proto::wire::{PlacementRequest, StartFailure};
 use launch::Pass;
@@ -124,6 +124,8 @@ pub(crate) struct GuestRun<'a> {
     /// member's owner came back): it stays stopped, whatever its own
     /// owner does, until the home releases it.
     pub(crate) gang_held: std::sync::atomic::AtomicBool,
+    /// The sandbox's file system (`request_disk`), once made.
+    pub(crate) disk: Mutex<Option<SandboxDisk>>,
 }
 
 impl GuestRun<'_> {
@@ -147,6 +149,58 @@ impl GuestRun<'_> {
 
     pub(crate) fn base(&self) -> (u64, u64) {
         self.base_lens.lock().map_or((0, 0), |b| *b)
+    }
+
+    /// (bytes used, bytes requested) of the sandbox, if it has a bound;
+    /// measuring an unbounded one walks it, off the runtime.
+    pub(crate) async fn disk_usage(&self) -> Option<(u64, u64)> {
+        let (bounded, dir, limit) = {
+            let d = self.disk.lock().ok()?;
+            let d = d.as_ref()?;
+            (d.bounded(), d.dir().to_path_buf(), d.limit())
+        };
+        if bounded {
+            return self.disk.lock().ok()?.as_ref().map(SandboxDisk::usage);
+        }
+        let used = tokio::task::spawn_blocking(move || crate::isolation::usage_of_dir(&dir))
+            .await
+            .ok()?;
+        Some((used, limit))
+    }
+
+    /// How often the sandbox's usage is looked at: one `statvfs` for a
+    /// file system of its own, a walk for a plain directory.
+    pub(crate) fn disk_period(&self) -> Option<std::time::Duration> {
+        let d = self.disk.lock().ok()?;
+        let d = d.as_ref()?;
+        Some(std::time::Duration::from_millis(if d.bounded() {
+            500
+        } else {
+            2000
+        }))
+    }
+
+    /// The hold for a sandbox that used all it asked for (HTCondor's
+    /// `JobOutOfResources` with its disk subcode), if it did.
+    pub(crate) async fn disk_exceeded(&self) -> Option<String> {
+        let (used, limit) = self.disk_usage().await?;
+        (used >= limit).then(|| {
+            format!(
+                "DiskUsage exceeded request_disk: the sandbox holds {} KiB, {} KiB were \
+                 requested; consider increasing request_disk",
+                used / 1024,
+                limit / 1024
+            )
+        })
+    }
+
+    /// Unmounts and deletes the sandbox's file system (its files with
+    /// it), off the runtime.
+    pub(crate) async fn remove_disk(&self) {
+        let d = self.disk.lock().ok().and_then(|mut d| d.take());
+        if let Some(mut d) = d {
+            let _ = tokio::task::spawn_blocking(move || d.remove()).await;
+        }
     }
 
     /// Runs the guest and reports how it ended (`completed` is reported by
@@ -207,7 +261,7 @@ impl GuestRun<'_> {
         // Each pass runs the program once; a self-checkpointing job that
         // exits with its checkpoint code is restarted in place (HTCondor's
         // checkpoint_exit_code semantics).
-        let (outcome, usage, ctl) = loop {
+        let (outcome, usage, ctl, quiet) = loop {
             let mut pass: Pass = self.launch(&mut pad, &prepared).await?;
             let end: PassEnd = self.supervise(&mut pad, &mut pass, rx).await;
             match self.settle(&mut pad, pass, end, rx, &prepared).await? {
@@ -216,14 +270,15 @@ impl GuestRun<'_> {
                     outcome,
                     usage,
                     ctl,
-                } => break (outcome, usage, ctl),
+                    quiet,
+                } => break (outcome, usage, ctl, quiet),
             }
         };
         if let Ok(mut c) = self.cpu_secs.lock() {
             *c = usage.cpu_secs;
         }
         Ok(self
-            .finish(pad, ctl, outcome, usage, &restored.before)
+            .finish(pad, ctl, outcome, usage, &restored.before, quiet)
             .await)
     }
 }

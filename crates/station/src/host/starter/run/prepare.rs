@@ -3,7 +3,7 @@
 
 use super::super::jic::FetchError;
 use super::super::sandbox::{local_name, write_input};
-use super::{Command, GuestRun, Stop};
+use super::{Command, GuestRun, StarterError, Stop};
 use crate::isolation::prepare_sandbox;
 use gleaner_proto::wire::hold_code;
 use std::path::PathBuf;
@@ -25,7 +25,7 @@ impl GuestRun<'_> {
         &self,
         rx: &mut mpsc::UnboundedReceiver<Command>,
     ) -> Result<Prepared, Stop> {
-        prepare_sandbox(&self.sandbox, self.user())?;
+        self.make_sandbox().await?;
         let program = self.program().await?;
         self.fetch_inputs().await?;
         while let Ok(cmd) = rx.try_recv() {
@@ -38,6 +38,38 @@ impl GuestRun<'_> {
             }
         }
         Ok(Prepared { program })
+    }
+
+    /// The sandbox: a file system of the job's `request_disk` (or the
+    /// station's default) where the station bounds sandboxes, else a plain
+    /// directory (`isolation::SandboxDisks`). A CRIU job's is a plain
+    /// directory at the path every station gives it.
+    async fn make_sandbox(&self) -> Result<(), Stop> {
+        if self.is_criu() {
+            prepare_sandbox(&self.sandbox, self.user())?;
+            return Ok(());
+        }
+        let kib = self.disk_request_kib();
+        let (disks, sandbox, user) = (
+            self.starter.disks.clone(),
+            self.sandbox.clone(),
+            self.user(),
+        );
+        let disk = tokio::task::spawn_blocking(move || disks.make(&sandbox, kib, user))
+            .await
+            .map_err(|e| Stop::Failed(StarterError::Http(format!("sandbox task: {e}"))))??;
+        if let Ok(mut d) = self.disk.lock() {
+            *d = Some(disk);
+        }
+        Ok(())
+    }
+
+    /// The sandbox's size: `request_disk`, else the station's default.
+    pub(super) fn disk_request_kib(&self) -> u64 {
+        self.req
+            .description
+            .request_disk_kb
+            .unwrap_or_else(|| self.starter.config.default_disk_mb.saturating_mul(1024))
     }
 
     /// The executable: fetched, or an absolute path that exists here.
@@ -98,13 +130,26 @@ impl GuestRun<'_> {
         let path = self.sandbox.join(&local);
         let user = self.user();
         let p = path.clone();
+        let bounded = self
+            .disk
+            .lock()
+            .ok()
+            .is_some_and(|d| d.as_ref().is_some_and(|d| d.bounded()));
+        let kib = self.disk_request_kib();
         tokio::task::spawn_blocking(move || write_input(&p, &bytes, mode, user))
             .await
             .map_err(|e| FetchError::Permanent(e.to_string()))?
             .map_err(|e| {
-                // A full disk here is this host's trouble, not the job's:
-                // it goes back to its queue (issue 14).
-                if crate::disk::is_full(&e) {
+                if crate::disk::is_full(&e) && bounded {
+                    // The job's own sandbox is full: its inputs do not fit
+                    // in what it asked for, here or anywhere.
+                    FetchError::Permanent(format!(
+                        "the input files do not fit in request_disk ({kib} KiB): {} is full",
+                        path.display()
+                    ))
+                } else if crate::disk::is_full(&e) {
+                    // A full disk here is this host's trouble, not the
+                    // job's: it goes back to its queue (issue 14).
                     FetchError::Transient(crate::disk::describe(&path, &e))
                 } else {
                     FetchError::Permanent(format!("cannot write {}: {e}", path.display()))

@@ -10,7 +10,7 @@ use super::prepare::Prepared;
 use super::setup::Launchpad;
 use super::supervise::{ExitResult, PassEnd};
 use super::{Command, GuestRun, Outcome, StarterError, Stop};
-use gleaner_proto::wire::Usage;
+use gleaner_proto::wire::{Usage, hold_code};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -23,6 +23,9 @@ pub(crate) enum Next {
         outcome: Outcome,
         usage: Usage,
         ctl: Control,
+        /// The run ends without sending the rest of its output home (a
+        /// hold or a removal).
+        quiet: bool,
     },
 }
 
@@ -39,7 +42,9 @@ impl GuestRun<'_> {
     ) -> Result<Next, Stop> {
         match (end.status, end.leave) {
             (Some(st), _) => self.exited(pad, pass, st, end.dumped, rx, prepared).await,
-            (None, Some(why)) => Ok(self.leave(pad, pass, why, end.lease_lost, end.kind).await),
+            (None, Some(why)) => Ok(self
+                .leave(pad, pass, why, end.lease_lost, end.kind, end.hold)
+                .await),
             (None, None) => {
                 pass.ctl.kill();
                 self.entry
@@ -51,6 +56,7 @@ impl GuestRun<'_> {
                     outcome: Outcome::Evicted("internal: no exit and no eviction".into()),
                     usage,
                     ctl: pass.ctl,
+                    quiet: false,
                 })
             }
         }
@@ -113,13 +119,19 @@ impl GuestRun<'_> {
                 }
                 (Err(_), None) => return Ok(Next::Restart),
             }
+        } else if let Some(why) = self.disk_exceeded().await {
+            // It filled its sandbox and stopped (ENOSPC) before the next
+            // look at it: held for it all the same, not "completed".
+            Outcome::Held(why, Some(hold_code::JOB_OUT_OF_RESOURCES))
         } else {
             Outcome::Exited(code)
         };
+        let quiet = matches!(outcome, Outcome::Held(..));
         Ok(Next::Done {
             outcome,
             usage,
             ctl: pass.ctl,
+            quiet,
         })
     }
 
@@ -156,19 +168,27 @@ impl GuestRun<'_> {
         why: String,
         lease_lost: bool,
         kind: VacateKind,
+        hold: Option<u32>,
     ) -> Next {
         let usage = pass.ctl.usage(pad.started);
+        // A guest the host holds goes at once, without a checkpoint.
+        let now = lease_lost || hold.is_some();
         let checkpointed = self
-            .evict(&mut pass.ctl, &mut pass.exit, lease_lost, pass.pid, kind)
+            .evict(&mut pass.ctl, &mut pass.exit, now, pass.pid, kind)
             .await;
-        if !lease_lost && checkpointed {
+        if !now && checkpointed {
             self.take_checkpoint(&mut pad.ladder, &mut pad.seq, &pad.streams, &pad.capture)
                 .await;
         }
         Next::Done {
-            outcome: Outcome::Evicted(why),
+            outcome: match hold {
+                Some(code) => Outcome::Held(why, Some(code)),
+                None => Outcome::Evicted(why),
+            },
             usage,
             ctl: pass.ctl,
+            // Removed or held: HTCondor sends no output home then.
+            quiet: hold.is_some() || kind != VacateKind::Vacate,
         }
     }
 }

@@ -152,6 +152,12 @@ impl GuestRun<'_> {
                 tracing::warn!(guest = %self.entry.guest_id, error = %e,
                     "cannot make the guest's cgroup idle; its tasks are SCHED_IDLE");
             }
+            // The lowest I/O weight too, where the kernel has weights (its
+            // tasks are in the idle I/O class either way).
+            if let Err(e) = g.set_io_lowest() {
+                tracing::warn!(guest = %self.entry.guest_id, error = %e,
+                    "cannot lower the guest's I/O weight; its tasks are in the idle I/O class");
+            }
             if let Some(mb) = self.req.description.request_memory_mb {
                 let bytes = mb.saturating_mul(1024 * 1024);
                 // Soft bound at the request, hard bound 25 % above it:

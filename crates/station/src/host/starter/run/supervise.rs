@@ -29,6 +29,9 @@ pub(crate) struct PassEnd {
     pub(crate) dumped: bool,
     /// What kind of leave a vacate request asked for.
     pub(crate) kind: VacateKind,
+    /// The host holds the job, with this `HoldReasonCode` (its sandbox
+    /// is full): it is killed at once and not requeued.
+    pub(crate) hold: Option<u32>,
 }
 
 /// The supervision loop's state for one pass.
@@ -40,6 +43,9 @@ struct Watch {
     lease_lost: bool,
     dumped: bool,
     next_ckpt: Option<Instant>,
+    /// When the sandbox's usage is looked at next.
+    next_disk: Option<Instant>,
+    hold: Option<u32>,
 }
 
 /// Sleeps until `t`; forever without one.
@@ -66,6 +72,8 @@ impl GuestRun<'_> {
             lease_lost: false,
             dumped: false,
             next_ckpt: pad.ckpt_interval.map(|i| Instant::now() + i),
+            next_disk: self.disk_period().map(|p| Instant::now() + p),
+            hold: None,
         };
         // Held with its gang before it ran (or between two starts).
         if self.gang_held.load(std::sync::atomic::Ordering::SeqCst) && !pass.ctl.is_stopped() {
@@ -97,6 +105,7 @@ impl GuestRun<'_> {
                 }
                 _ = sleep_until(deadline) => self.on_deadline(pad, pass, &mut w),
                 _ = sleep_until(w.next_ckpt) => self.on_ckpt_tick(pad, pass, &mut w).await,
+                _ = sleep_until(w.next_disk) => self.on_disk_tick(&mut w).await,
                 ch = pad.lease.changed(), if pad.lease_open => {
                     self.on_lease(ch.is_ok(), pad, &mut w);
                 }
@@ -109,7 +118,20 @@ impl GuestRun<'_> {
             lease_lost: w.lease_lost,
             dumped: w.dumped,
             kind: w.kind,
+            hold: w.hold,
         }
+    }
+
+    /// The sandbox's usage: a guest that used all of its `request_disk`
+    /// is held (HTCondor's `JobOutOfResources`), whatever else it does.
+    async fn on_disk_tick(&self, w: &mut Watch) {
+        if let Some(why) = self.disk_exceeded().await {
+            tracing::warn!(job = %self.req.job_id, %why, "guest held");
+            w.leave = Some(why);
+            w.kind = VacateKind::Hold;
+            w.hold = Some(gleaner_proto::wire::hold_code::JOB_OUT_OF_RESOURCES);
+        }
+        w.next_disk = self.disk_period().map(|p| Instant::now() + p);
     }
 
     /// The owner's state changed (or its monitor is gone: assume the owner

@@ -70,6 +70,7 @@ pub(crate) async fn guest_task(
         base_lens: Mutex::new((0, 0)),
         cpu_secs: Mutex::new(0.0),
         gang_held: std::sync::atomic::AtomicBool::new(false),
+        disk: Mutex::new(None),
     };
     let outcome = run.run(&mut rx).await;
     let cpu_secs = run.cpu_secs.lock().map_or(0.0, |c| *c);

@@ -5,7 +5,7 @@
 //!
 //! Run with `bench/owner/run.sh` (root, for cgroups). Prints a Markdown
 //! report on stdout. The binary re-executes itself for its worker roles
-//! (`spin`, `work`, `duty`, `periodic`, `daemon`).
+//! (`spin`, `work`, `duty`, `periodic`, `daemon`, `fsync`, `writer`).
 
 use gleaner_core::detector::DetectorProfile;
 use gleaner_proto::job::{JobDescription, JobId};
@@ -22,6 +22,8 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod fsync;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -41,6 +43,8 @@ fn main() -> Res<()> {
         }
         "duty" => duty(arg(2).parse()?, Duration::from_secs_f64(arg(3).parse()?)),
         "periodic" => periodic(Duration::from_secs_f64(arg(2).parse()?)),
+        "fsync" => fsync::owner(Path::new(arg(2)), arg(3).parse()?),
+        "writer" => fsync::writer(Path::new(arg(2))),
         "daemon" => {
             let cfg = StationConfig::load(Path::new(arg(2)))?;
             let rt = tokio::runtime::Runtime::new()?;
@@ -50,6 +54,11 @@ fn main() -> Res<()> {
             Ok(())
         }
         "all" | "" => all(args.iter().any(|a| a == "--quick")),
+        // Section 6 alone.
+        "io" => {
+            println!("{}", io_section(args.iter().any(|a| a == "--quick"))?);
+            Ok(())
+        }
         other => Err(format!("unknown mode {other:?}").into()),
     }
 }
@@ -779,6 +788,13 @@ fn all(quick: bool) -> Res<()> {
     println!("{}", harvest(&mut ctx, if quick { 2.0 } else { 5.0 })?);
     println!("## Owner wake-up latency (1 ms work every 10 ms)\n");
     println!("{}", wakeup(&mut ctx, if quick { 2.0 } else { 5.0 })?);
+    println!(
+        "## Owner `fsync` latency while a guest writes flat out (4 KiB + fsync every 20 ms)\n"
+    );
+    println!(
+        "{}",
+        fsync::section(ctx.cg.as_ref(), if quick { 5.0 } else { 20.0 })?
+    );
     if let Some(m) = ctx.cg.take() {
         drop(ctx);
         let _ = m.remove_parent();
@@ -833,7 +849,30 @@ fn all(quick: bool) -> Res<()> {
             overhead(base.path(), if quick { 10.0 } else { 60.0 })?
         );
     }
+    println!("{}", io_section(quick)?);
     Ok(())
+}
+
+/// Section 6 with its own guest cgroups (root: for the guest's group and
+/// its loop-mounted sandbox).
+fn io_section(quick: bool) -> Res<String> {
+    let cg = if nix_is_root() {
+        let mut c = CgroupConfig::new(CgroupLayout::detect()?);
+        c.parent = format!("gleaner-bench-io-{}", std::process::id());
+        let m = CgroupManager::new(c)?;
+        m.ensure_parent()?;
+        Some(m)
+    } else {
+        None
+    };
+    let r = fsync::section(cg.as_ref(), if quick { 5.0 } else { 20.0 });
+    if let Some(m) = cg {
+        let _ = m.remove_parent();
+    }
+    Ok(format!(
+        "## Owner `fsync` latency while a guest writes flat out (4 KiB + fsync every 20 ms)\n\n{}",
+        r?
+    ))
 }
 
 fn nix_is_root() -> bool {
