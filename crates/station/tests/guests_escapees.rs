@@ -414,6 +414,25 @@ async fn a_double_forking_setsid_escapee_dies_on_vacate_and_at_restart() {
         "{}",
         station.log_text()
     );
+    // Its start goes on to remove the dead run's sandbox, whose file
+    // system (`[isolation] disk`) the crash left mounted: none is left
+    // once it has started.
+    let t2 = Instant::now();
+    while station.log_text().matches("station daemon started").count() < 2
+        && t2.elapsed() < Duration::from_secs(30)
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let left: Vec<&str> = mounts
+        .lines()
+        .filter(|l| l.contains(&*root.to_string_lossy()))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "a dead run's sandbox still mounted: {left:?}\n{}",
+        station.log_text()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
