@@ -23,11 +23,13 @@
 //! job plus a cost per wall-second the job is out) to extrapolate a
 //! 1-hour job that gets a full CPU: leverage(1 h) = 3600 / (a + b·3600).
 //!
-//! Part 3 (`migrate.rs`), `--migrate`: a guest moved between two
-//! stations, each in a network namespace of its own behind a link limited
-//! with `tc`, after its owner comes back: the owner's disturbance (owner
-//! back → the guest's memory released) and the whole move, beside a raw
-//! copy of the same bytes over the same links.
+//! `--levels 1,3 --level-mb 256`: before part 1, a table of the zstd
+//! levels' speed and ratio on each kind of state, to choose the packer's
+//! level by.
+//!
+//! Not here yet: a guest migrating between two stations in network
+//! namespaces of their own behind links limited with `tc` (the owner's
+//! disturbance beside a raw copy over the same links).
 //!
 //! Jobs are submitted by an account made for the run (under root; else by
 //! the account running the bench).
@@ -79,6 +81,8 @@ pub fn run(args: &[String]) -> R<()> {
     let mut sizes_mb = vec![1000u64, 4000];
     let mut kinds = vec![transfer::Kind::Random, transfer::Kind::Text];
     let mut criu = true;
+    let mut levels: Vec<i32> = Vec::new();
+    let mut level_mb = 256u64;
     let mut lev = vec![20.0f64, 60.0];
     let mut every = 10.0f64;
     let mut advertise = 10u64;
@@ -92,6 +96,8 @@ pub fn run(args: &[String]) -> R<()> {
             "--sizes" => sizes_mb = parse_list(value()?)?,
             "--kinds" => kinds = transfer::Kind::parse(value()?)?,
             "--no-criu" => criu = false,
+            "--levels" => levels = parse_list(value()?)?,
+            "--level-mb" => level_mb = value()?.parse()?,
             "--leverage-secs" => lev = parse_list(value()?)?,
             "--no-leverage" => lev.clear(),
             "--no-transfer" => sizes_mb.clear(),
@@ -111,6 +117,10 @@ pub fn run(args: &[String]) -> R<()> {
         match criu_status() {
             CriuStatus::Available { version } => println!("CRIU {version}: CRIU rows included"),
             CriuStatus::Unavailable { reason } => println!("CRIU rows skipped: {reason}"),
+        }
+        if !levels.is_empty() {
+            let dir = tempfile::tempdir()?;
+            transfer::level_table(dir.path(), level_mb, &kinds, &levels)?;
         }
         if !sizes_mb.is_empty() {
             transfer::transfer_bench(&sizes_mb, &kinds, criu).await?;

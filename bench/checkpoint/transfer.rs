@@ -386,3 +386,54 @@ pub fn loopback_copy(path: &Path) -> R<Duration> {
     sink.join().map_err(|_| "sink panicked")??;
     Ok(t.elapsed())
 }
+
+/// Packs `mb` MB of each kind of state at several zstd levels (and none)
+/// into nothing, on the packer's default threads: the speed and the size
+/// each level gives, to choose the level by (`pack::DEFAULT_LEVEL`).
+pub fn level_table(root: &Path, mb: u64, kinds: &[Kind], levels: &[i32]) -> R<()> {
+    use gleaner_station::checkpoint::{BundleSource, PackOptions, pack};
+    println!();
+    println!(
+        "zstd levels: {mb} MB packed into nothing, {} threads",
+        gleaner_station::checkpoint::pack::default_threads()
+    );
+    println!();
+    println!("| state | level | pack time | MB/s | packed size | ratio |");
+    println!("|---|---|---|---|---|---|");
+    for &kind in kinds {
+        let path = root.join("level-state");
+        write_state(&path, mb * 1_000_000, kind)?;
+        let src = [BundleSource {
+            name: "state".into(),
+            path: path.clone(),
+        }];
+        let mut all: Vec<Option<i32>> = vec![None];
+        all.extend(levels.iter().map(|l| Some(*l)));
+        for level in all {
+            let opts = PackOptions {
+                level,
+                ..PackOptions::default()
+            };
+            // Best of three: the machine is shared.
+            let mut best = Duration::MAX;
+            let mut size = 0;
+            for _ in 0..3 {
+                let t = Instant::now();
+                let p = pack(Manifest::default(), &src, &opts, &mut std::io::sink())?;
+                best = best.min(t.elapsed());
+                size = p.wire_bytes;
+            }
+            println!(
+                "| {} | {} | {} s | {:.0} | {:.1} MB | {:.2} |",
+                kind.name(),
+                level.map_or("none".to_string(), |l| l.to_string()),
+                secs(best),
+                mb as f64 / best.as_secs_f64(),
+                size as f64 / 1e6,
+                (mb * 1_000_000) as f64 / size as f64,
+            );
+        }
+        std::fs::remove_file(&path)?;
+    }
+    Ok(())
+}
