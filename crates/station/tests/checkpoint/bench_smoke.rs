@@ -8,10 +8,18 @@ mod bench;
 #[test]
 fn the_checkpoint_bench_runs_at_a_small_size() {
     let _serial = crate::common::serial_lock();
-    let args: Vec<String> = ["--sizes", "6", "--no-leverage"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let args: Vec<String> = [
+        "--sizes",
+        "6",
+        "--no-leverage",
+        "--levels",
+        "1",
+        "--level-mb",
+        "2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     if let Err(e) = bench::run(&args) {
         panic!("the checkpoint bench failed: {e}");
     }
