@@ -1,4 +1,4 @@
-//! Checkpoint benchmark (issues #6 and 31). Run with
+//! Checkpoint benchmark. Run with
 //! `bench/checkpoint/run.sh`; `crates/station/tests/checkpoint` runs it
 //! at a small size in CI so that it cannot rot.
 //!

@@ -147,7 +147,7 @@ pub async fn transfer_bench(sizes_mb: &[u64], kinds: &[Kind], criu: bool) -> R<(
         )
         .await?;
     wait_state(&client, &id, false).await?;
-    // The shadow hears only the job's current run (issue 14).
+    // The shadow hears only the job's current run.
     let run = gleaner_station::queue::JobQueue::open_read_only(
         p.station("home", StationRole::SubmitOnly).queue_path(),
     )?

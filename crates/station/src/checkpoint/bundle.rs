@@ -1,4 +1,4 @@
-//! The first bundle format (`GLCK`, before issue 31), still read: the
+//! The first bundle format (`GLCK`, before the chunked one), still read: the
 //! magic `GLCK`, a big-endian `u32` manifest length, the manifest as JSON
 //! (names, sizes, SHA-256 digests, modes), then each file's bytes in
 //! manifest order. Homes may hold checkpoints in it, and older hosts send

@@ -1,5 +1,5 @@
 //! The chunked bundle (`GLC2`), the format checkpoints travel and are
-//! stored in since issue 31: the magic `GLC2`, a big-endian `u32` header
+//! stored in now: the magic `GLC2`, a big-endian `u32` header
 //! length, the header (a [`Manifest`] as JSON: names, sizes and modes, no
 //! digests), then one frame per chunk of every file in header order, and an
 //! end frame.

@@ -13,7 +13,7 @@
 //!   3.17 on these machines fails `criu check`).
 //! - [`FromScratch`]: jobs that declare neither restart from the beginning.
 //!
-//! Bundle format (`application/x-gleaner-checkpoint`, issue 31): the magic
+//! Bundle format (`application/x-gleaner-checkpoint`): the magic
 //! `GLC2`, a manifest, then the files in chunks of 1 MiB, each chunk
 //! hashed with BLAKE3 and compressed with zstd when that pays, and a root
 //! digest over all of them (`format.rs`). A checkpoint is packed while it

@@ -1,4 +1,4 @@
-//! Checkpoints end to end (issue 31), one test binary:
+//! Checkpoints end to end, one test binary:
 //!
 //! - `bench_smoke`: the checkpoint bench itself (`bench/checkpoint`) at a
 //!   small size, as an ordinary user it creates, so that it cannot rot;
