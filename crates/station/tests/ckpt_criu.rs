@@ -10,9 +10,7 @@
 //! Runs only where a working CRIU exists (`criu --version` ≥ 4.1 and
 //! `criu check` passing, as root); elsewhere it prints why it is skipped.
 
-use gleaner_station::checkpoint::{
-    Criu, CriuStatus, Manifest, criu_status, verify_bundle_file, write_bundle_file,
-};
+use gleaner_station::checkpoint::{Criu, CriuStatus, Manifest, PackOptions, criu_status, pack};
 use gleaner_station::isolation::{
     Confinement, GuestLauncher, GuestSpec, GuestUser, REAP_TIMEOUT, SlotConfig, SlotPool,
 };
@@ -124,17 +122,23 @@ fn criu_moves_an_unprivileged_guest_through_a_bundle() {
             .iter()
             .any(|s| s.name == "_out" || s.name.ends_with(".log"))
     );
-    let m = write_bundle_file(
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&bundle).unwrap());
+    let m = pack(
         Manifest {
             backend: "criu".into(),
             uid: Some(user.uid),
             ..Default::default()
         },
         &sources,
-        &bundle,
+        &PackOptions::default(),
+        &mut w,
     )
-    .unwrap();
-    assert_eq!(verify_bundle_file(&bundle).unwrap(), m);
+    .unwrap()
+    .manifest;
+    drop(w);
+    let f = std::fs::File::open(&bundle).unwrap();
+    let checked = gleaner_station::checkpoint::verify(&mut std::io::BufReader::new(f), 2).unwrap();
+    assert_eq!(checked.manifest, m);
     // The slot is given back; the "new host" leases by the recorded uid.
     lease.release(REAP_TIMEOUT).unwrap();
 

@@ -1,7 +1,10 @@
-//! The bundle that carries a checkpoint home (`application/x-gleaner-checkpoint`):
-//! the magic `GLCK`, a big-endian `u32` manifest length, the manifest as
-//! JSON (names, sizes, SHA-256 digests, modes), then each file's bytes in
-//! manifest order. Read and written as streams, never held in memory.
+//! The first bundle format (`GLCK`, before the chunked one), still read: the
+//! magic `GLCK`, a big-endian `u32` manifest length, the manifest as JSON
+//! (names, sizes, SHA-256 digests, modes), then each file's bytes in
+//! manifest order. Homes may hold checkpoints in it, and older hosts send
+//! it; new checkpoints are chunked bundles (`format.rs`). Also the
+//! [`Manifest`] both formats share, and [`read_bundle`], which reads
+//! either. Read and written as streams, never held in memory.
 
 use super::{CheckpointError, io_err};
 use serde::{Deserialize, Serialize};
@@ -22,7 +25,9 @@ pub struct ManifestEntry {
     /// Plain file name in the sandbox (no `/`).
     pub name: String,
     pub size: u64,
-    /// Lower-case hex SHA-256 of the content.
+    /// Lower-case hex SHA-256 of the content (first format only: a chunked
+    /// bundle carries a digest per chunk instead).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub sha256: String,
     /// Permission bits (0o777 at most: never set-id), restored with the
     /// file. CRIU checks them when it reopens a file the job had open.
@@ -32,6 +37,22 @@ pub struct ManifestEntry {
 
 fn default_mode() -> u32 {
     0o600
+}
+
+impl ManifestEntry {
+    /// An entry of a chunked bundle (no whole-file digest).
+    pub fn new(name: impl Into<String>, size: u64, mode: u32) -> Self {
+        ManifestEntry {
+            name: name.into(),
+            size,
+            sha256: String::new(),
+            mode,
+        }
+    }
+}
+
+fn is_zero<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// What a checkpoint holds and how to check it.
@@ -53,6 +74,20 @@ pub struct Manifest {
     /// and older checkpoints.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uid: Option<u32>,
+    /// 2 for a chunked bundle (`GLC2`); 0 for the first format.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub format: u32,
+    /// A chunked bundle's chunk size.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub chunk_bytes: u64,
+    /// An upload's base: the root of the checkpoint whose chunks it may
+    /// name instead of sending (hex).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// A chunked bundle's root digest (hex), known once it was read or
+    /// written whole; never part of the header itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
 }
 
 impl Manifest {
@@ -75,15 +110,12 @@ pub(crate) fn plain_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
 }
 
-/// Reads the header and manifest, checking names and limits.
+/// Reads the manifest after the magic, checking names and limits.
 fn read_manifest(r: &mut impl Read) -> Result<Manifest, CheckpointError> {
-    let mut head = [0u8; 8];
+    let mut head = [0u8; 4];
     r.read_exact(&mut head)
         .map_err(|_| CheckpointError::Corrupt("shorter than its header".into()))?;
-    if &head[..4] != MAGIC {
-        return Err(CheckpointError::Corrupt("bad magic".into()));
-    }
-    let len = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+    let len = u32::from_be_bytes(head);
     if len > MAX_MANIFEST {
         return Err(CheckpointError::Corrupt(format!(
             "manifest of {len} bytes is too large"
@@ -139,9 +171,22 @@ fn copy_hashed(
     Ok(hex(&h.finalize()))
 }
 
-/// Reads a whole bundle, checking every size and digest and that nothing
-/// follows the last file; with `into`, also writes the files there
-/// (created new, mode 0600, never through a link).
+/// Reads the magic: which format follows.
+pub(crate) fn read_magic(r: &mut impl Read) -> Result<[u8; 4], CheckpointError> {
+    let mut magic = [0u8; 4];
+    r.read_exact(&mut magic)
+        .map_err(|_| CheckpointError::Corrupt("shorter than its header".into()))?;
+    if &magic != MAGIC && &magic != super::format::MAGIC2 {
+        return Err(CheckpointError::Corrupt("bad magic".into()));
+    }
+    Ok(magic)
+}
+
+/// Reads a whole bundle of either format, checking every size and digest
+/// and that nothing follows the end; with `into`, also writes the files
+/// there (created new, never through a link). Files are written as they
+/// come: a caller that must not keep a partial restore unpacks into a
+/// directory of its own ([`super::unpack`] does).
 pub fn read_bundle(r: &mut impl Read, into: Option<&Path>) -> Result<Manifest, CheckpointError> {
     read_bundle_routed(r, &|name: &str| into.map(|d| d.join(name)))
 }
@@ -149,6 +194,17 @@ pub fn read_bundle(r: &mut impl Read, into: Option<&Path>) -> Result<Manifest, C
 /// [`read_bundle`] where `route` says where each file goes (`None`: check
 /// it only).
 pub fn read_bundle_routed(
+    r: &mut impl Read,
+    route: &dyn Fn(&str) -> Option<PathBuf>,
+) -> Result<Manifest, CheckpointError> {
+    if &read_magic(r)? == super::format::MAGIC2 {
+        return super::unpack::read_chunked(r, route);
+    }
+    read_v1(r, route)
+}
+
+/// The first format's files after the magic.
+pub(crate) fn read_v1(
     r: &mut impl Read,
     route: &dyn Fn(&str) -> Option<PathBuf>,
 ) -> Result<Manifest, CheckpointError> {
@@ -196,7 +252,7 @@ pub struct BundleSource {
 /// Opens a checkpoint file for reading without following a link (a guest
 /// could plant one to make the daemon ship any file home); only regular
 /// files.
-fn open_source(src: &BundleSource) -> Result<std::fs::File, CheckpointError> {
+pub(crate) fn open_source(src: &BundleSource) -> Result<std::fs::File, CheckpointError> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -216,8 +272,9 @@ fn open_source(src: &BundleSource) -> Result<std::fs::File, CheckpointError> {
     }
 }
 
-/// Writes a bundle of `sources` to `w` without holding the files in
-/// memory: one pass hashes them for the manifest, a second copies them and
+/// Writes a bundle of `sources` in the first format to `w` (what older
+/// hosts sent; kept to test that such checkpoints still restore) without
+/// holding the files in memory: one pass hashes them for the manifest, a second copies them and
 /// checks they did not change in between (callers collect from a stopped
 /// or exited job). Returns the manifest written.
 pub fn write_bundle(
@@ -282,7 +339,7 @@ pub fn write_bundle_file(
     Ok(m)
 }
 
-fn open_new(path: &Path) -> Result<std::fs::File, CheckpointError> {
+pub(crate) fn open_new(path: &Path) -> Result<std::fs::File, CheckpointError> {
     use std::os::unix::fs::OpenOptionsExt;
     if path.symlink_metadata().is_ok() {
         std::fs::remove_file(path).map_err(|e| io_err(path, e))?;
@@ -315,6 +372,7 @@ mod tests {
         out
     }
 
+    /// A bundle in the first format, as homes may still hold.
     fn sample() -> (Manifest, Vec<u8>) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("state"), b"step=42\n").unwrap();
@@ -323,15 +381,17 @@ mod tests {
             exit_code: 85,
             files: vec!["state".into(), "big".into()],
         };
-        let b = sc
-            .collect(
-                dir.path(),
-                Manifest {
-                    stdout_len: 9,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+        let mut b = Vec::new();
+        write_bundle(
+            Manifest {
+                backend: "self".into(),
+                stdout_len: 9,
+                ..Default::default()
+            },
+            &sc.sources(dir.path()).unwrap(),
+            &mut b,
+        )
+        .unwrap();
         let m = read_bundle(&mut &b[..], None).unwrap();
         (m, b)
     }

@@ -1,7 +1,7 @@
 //! CRIU: detection (version ≥ 4.1 and `criu check`), and the [`Criu`]
 //! backend that dumps and restores a job's whole process tree.
 
-use super::bundle::{BundleSource, Manifest, read_bundle_routed};
+use super::bundle::{BundleSource, Manifest};
 use super::{CheckpointError, io_err};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -318,31 +318,29 @@ impl Criu {
 
     /// Where a file of a CRIU bundle goes: images into the image
     /// directory, the rest into the sandbox.
-    fn destination(&self, sandbox: &Path, name: &str) -> PathBuf {
+    pub fn destination(&self, sandbox: &Path, name: &str) -> PathBuf {
         match name.strip_prefix(CRIU_IMAGE_PREFIX) {
             Some(img) => self.images.join(img),
             None => sandbox.join(name),
         }
     }
 
-    /// Unpacks a CRIU bundle (images into the image directory, the rest
-    /// into the sandbox), every file owned by the guest user: CRIU runs as
-    /// that user and reads them.
+    /// Unpacks a CRIU bundle file (images into the image directory, the
+    /// rest into the sandbox), every file owned by the guest user: CRIU
+    /// runs as that user and reads them.
     pub fn unpack(&self, bundle: &Path, sandbox: &Path) -> Result<Manifest, CheckpointError> {
         self.clear()?;
         let f = std::fs::File::open(bundle).map_err(|e| io_err(bundle, e))?;
-        let m = read_bundle_routed(
+        let route = |name: &str| self.destination(sandbox, name);
+        let got = super::unpack::restore(
             &mut std::io::BufReader::with_capacity(1 << 20, f),
-            &|name: &str| Some(self.destination(sandbox, name)),
+            &super::unpack::Restore {
+                route: &route,
+                owner: self.user.map(|u| (u.uid, u.gid)),
+                threads: super::pack::default_threads(),
+            },
         )?;
-        if let Some(u) = self.user {
-            for e in &m.files {
-                let p = self.destination(sandbox, &e.name);
-                std::os::unix::fs::chown(&p, Some(u.uid), Some(u.gid))
-                    .map_err(|e| io_err(&p, e))?;
-            }
-        }
-        Ok(m)
+        Ok(got.manifest)
     }
 }
 

@@ -1,6 +1,6 @@
 //! Checkpoints: the backends behind one [`Checkpointer`] interface, the
-//! bundle that carries a checkpoint home (a SHA-256 manifest followed by the
-//! files), transfer throttling, and CRIU detection.
+//! bundle that carries a checkpoint home, the streams that move it in one
+//! pass, transfer throttling, and CRIU detection.
 //!
 //! Backends (issue #6):
 //! - [`SelfCheckpoint`]: HTCondor-compatible self-checkpointing. The job
@@ -13,26 +13,48 @@
 //!   3.17 on these machines fails `criu check`).
 //! - [`FromScratch`]: jobs that declare neither restart from the beginning.
 //!
-//! Bundle format (`application/x-gleaner-checkpoint`): the magic `GLCK`, a
-//! big-endian `u32` manifest length, the manifest as JSON, then each file's
-//! bytes in manifest order. The home verifies sizes and SHA-256 digests
-//! before it accepts a bundle and again before it serves one.
+//! Bundle format (`application/x-gleaner-checkpoint`): the magic
+//! `GLC2`, a manifest, then the files in chunks of 1 MiB, each chunk
+//! hashed with BLAKE3 and compressed with zstd when that pays, and a root
+//! digest over all of them (`format.rs`). A checkpoint is packed while it
+//! is sent (collect, hash, compress and send are one pass), checked by the
+//! home as it arrives (stored digests, no decompression) and by the host
+//! that restores it (raw digests, end to end) as it arrives, and restored
+//! only once all of it verified. An upload may name a base checkpoint the
+//! home holds and send only the chunks it lacks. The first format (`GLCK`,
+//! SHA-256 per file) is still read everywhere, so checkpoints stored before
+//! and older hosts keep working.
 //!
-//! - [`bundle`]: the bundle format, read and written as a stream;
+//! - [`bundle`]: the first format and the [`Manifest`] both share;
+//! - [`format`]: the chunked format: frames, root digest, chunk layout;
+//! - [`pack`]: a checkpoint into frames on worker threads, in one pass;
+//! - [`unpack`]: frames checked and restored through staging directories;
+//! - [`store`]: the home's side: an upload checked and stored as it comes;
+//! - [`stream`]: packs and restores fed by and feeding HTTP bodies;
 //! - [`criu`]: CRIU detection and the [`Criu`] backend;
 //! - [`throttle`]: token buckets for transfers and the rate meters behind
 //!   `T_migr`.
 
 pub mod bundle;
 pub mod criu;
+pub mod format;
+pub mod pack;
+pub mod store;
+pub mod stream;
 pub mod throttle;
+pub mod unpack;
 
 pub use bundle::{
     BundleSource, MAGIC, MAX_FILES, MAX_MANIFEST, Manifest, ManifestEntry, hex, read_bundle,
     read_bundle_routed, verify_bundle_file, write_bundle, write_bundle_file,
 };
 pub use criu::{CRIU_IMAGE_PREFIX, Criu, CriuStatus, criu_status, detect_criu, parse_criu_version};
+pub use format::{CHUNK_BYTES, MAGIC2};
+pub use pack::{ChunkSet, DEFAULT_LEVEL, PackOptions, Packed, pack};
+pub use store::{StoreError, Stored, check_stored, receive};
+pub use stream::{Fetched, RestoreTo, Sent, fetch_checkpoint, send_checkpoint};
 pub use throttle::{RateMeter, SharedBucket, TokenBucket, throttled_stream};
+pub use unpack::{Restore, Unpacked, restore, verify};
 
 use bundle::plain_name;
 use std::path::{Path, PathBuf};
@@ -64,8 +86,9 @@ pub(crate) fn io_err(path: &Path, source: std::io::Error) -> CheckpointError {
 }
 
 /// A checkpointing method. `sources` names what the job left behind that
-/// makes up a checkpoint; `collect`/`collect_to` turn it into a bundle;
-/// `restore` puts a bundle back before a run.
+/// makes up a checkpoint; `collect`/`collect_to` turn it into a (chunked)
+/// bundle; `restore` puts a bundle back before a run. The starter streams
+/// instead ([`send_checkpoint`]); these serve tests and tools.
 pub trait Checkpointer: Send + Sync {
     /// `self`, `criu` or `none`.
     fn name(&self) -> &'static str;
@@ -77,7 +100,12 @@ pub trait Checkpointer: Send + Sync {
     fn collect(&self, sandbox: &Path, mut manifest: Manifest) -> Result<Vec<u8>, CheckpointError> {
         manifest.backend = self.name().into();
         let mut out = Vec::new();
-        write_bundle(manifest, &self.sources(sandbox)?, &mut out)?;
+        pack(
+            manifest,
+            &self.sources(sandbox)?,
+            &PackOptions::default(),
+            &mut out,
+        )?;
         Ok(out)
     }
     /// Builds the bundle in a file, streaming (any size).
@@ -88,7 +116,17 @@ pub trait Checkpointer: Send + Sync {
         out: &Path,
     ) -> Result<Manifest, CheckpointError> {
         manifest.backend = self.name().into();
-        write_bundle_file(manifest, &self.sources(sandbox)?, out)
+        let f = bundle::open_new(out)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        let p = pack(
+            manifest,
+            &self.sources(sandbox)?,
+            &PackOptions::default(),
+            &mut w,
+        )?;
+        let f = w.into_inner().map_err(|e| io_err(out, e.into_error()))?;
+        f.sync_all().map_err(|e| io_err(out, e))?;
+        Ok(p.manifest)
     }
     /// Writes a verified bundle's files into the sandbox.
     fn restore(&self, sandbox: &Path, bundle: &[u8]) -> Result<Manifest, CheckpointError> {

@@ -4,17 +4,27 @@
 //! Endpoints (the job's host's station token, or an administrator's),
 //! next to the shadow's:
 //! - `PUT /v1/shadow/{job}/checkpoint`: a checkpoint bundle
-//!   ([`crate::checkpoint`]). Received through the station-wide token
+//!   ([`crate::checkpoint`]), received through the station-wide token
 //!   bucket (`checkpoint_bytes_per_sec`) so that a storm of checkpoints
 //!   never saturates the owner's disk or network (Mutka 1988 §2.6 on
-//!   throttling), written to a temporary file, verified (sizes and SHA-256),
-//!   then rotated in: `latest.ckpt` becomes `previous.ckpt`. A corrupt or
-//!   partial bundle is refused (422-style `bad_request`), the last good one
-//!   stays, and the refusal goes to the job's history and user log.
-//! - `GET /v1/shadow/{job}/checkpoint`: the latest checkpoint that still
-//!   verifies (else the previous one; 404 if none). Serving it also cuts
-//!   the spooled stdout/stderr back to the lengths recorded in it, so the
-//!   restored run's output continues exactly where the checkpoint was.
+//!   throttling), and checked and written to a temporary file as it
+//!   arrives (`checkpoint::store`: every chunk's digest, the root, synced),
+//!   then rotated in: `latest.ckpt` becomes `previous.ckpt`. An upload may
+//!   name the latest checkpoint as its base and send only the chunks that
+//!   changed; the stored bundle is whole all the same. A base that is not
+//!   the latest here is 409 (field `base`): the host sends it whole. A
+//!   corrupt or partial bundle is refused (422-style `bad_request`), the
+//!   last good one stays, and the refusal goes to the job's history and
+//!   user log.
+//! - `GET /v1/shadow/{job}/checkpoint`: the latest checkpoint that is
+//!   whole (else the previous one; 404 if none), as stored: the host checks
+//!   every digest as it restores. One that fails there is refused at
+//!   restore: the host asks again with `?verify=1`, and the home checks
+//!   its copies itself, sets aside any that fails (`*.ckpt.corrupt`),
+//!   records it in the job's history and serves the newest good one.
+//!   Serving a checkpoint also cuts the spooled stdout/stderr back to the
+//!   lengths recorded in it, so the restored run's output continues
+//!   exactly where the checkpoint was.
 //!
 //! Both take the run as `?run=R` and hear only the job's current run
 //! (`super::runs`): 409 for any other, so a stale run never replaces the
@@ -25,7 +35,9 @@ use super::runs::{require_current_run, run_param};
 use super::shadow::STATIONS_ONLY;
 use super::user_log::{UserEvent, user_log};
 use super::{Home, parse_job_id};
-use crate::checkpoint::{CheckpointError, Manifest, RateMeter, SharedBucket, verify_bundle_file};
+use crate::checkpoint::{
+    CheckpointError, Manifest, RateMeter, SharedBucket, StoreError, Stored, check_stored,
+};
 use crate::clock::now;
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
@@ -37,7 +49,6 @@ use gleaner_proto::api::StoredResponse;
 use gleaner_proto::job::{JobEventKind, JobId};
 use gleaner_proto::wire::ErrorCode;
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -140,28 +151,28 @@ async fn store_checkpoint(
             .map_or(0, |d| d.as_nanos())
     ));
     let started = Instant::now();
-    let received = receive(&home, body, &tmp).await;
-    let bytes = match received {
-        Ok(n) => n,
-        Err(why) => {
+    let (received, wire) = receive(&home, body, &tmp, dir.join(LATEST)).await;
+    let stored = match received {
+        Ok(s) => s,
+        Err(StoreError::BaseMismatch(b)) => {
+            // Not a fault: the host sends it whole next.
             let _ = std::fs::remove_file(&tmp);
+            tracing::info!(job = %id, base = %b, "checkpoint based on one the home no longer holds");
+            return Err(ApiError::field(
+                ErrorCode::Conflict,
+                "base",
+                format!("checkpoint base {b} is not the latest here: send it whole"),
+            ));
+        }
+        Err(StoreError::Bad(e)) => {
+            let _ = std::fs::remove_file(&tmp);
+            let why = e.to_string();
             record_rejection(&home, id, &why).await;
             return Err(ApiError::bad("body", format!("checkpoint rejected: {why}")));
         }
     };
     let elapsed = started.elapsed();
-    let t = tmp.clone();
-    let verified = tokio::task::spawn_blocking(move || verify_bundle_file(&t))
-        .await
-        .map_err(|e| ApiError::internal("verifier failed", e))?;
-    let manifest = match verified {
-        Ok(m) => m,
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            record_rejection(&home, id, &e.to_string()).await;
-            return Err(ApiError::bad("body", format!("checkpoint rejected: {e}")));
-        }
-    };
+    let manifest = stored.manifest;
     {
         let _guard = home.spool_lock.lock().await;
         // Again under the lock: the run may have been replaced while the
@@ -182,20 +193,30 @@ async fn store_checkpoint(
             let _ = super::private::write(&dir.join("latest.manifest.json"), &j);
         }
     }
+    // The rate a migration would see: the checkpoint's size over the time
+    // it took to arrive (compression and unsent chunks make it faster).
+    let bytes = manifest.payload_bytes();
     home.ckpt.rate.record(bytes, elapsed);
     home.meters.checkpoints_stored.inc();
-    home.meters.checkpoint_bytes.inc_by(bytes);
+    home.meters.checkpoint_bytes.inc_by(wire);
     home.meters.checkpoint_seconds.inc_by(elapsed.as_secs_f64());
     home.meters
         .checkpoint_duration
         .observe(elapsed.as_secs_f64());
-    let detail = format!(
+    let mut detail = format!(
         "{} checkpoint #{}: {} file(s), {bytes} bytes in {:.3} s",
         manifest.backend,
         manifest.seq,
         manifest.files.len(),
         elapsed.as_secs_f64()
     );
+    if wire != bytes {
+        detail.push_str(&format!(" ({wire} bytes sent"));
+        if stored.from_base > 0 {
+            detail.push_str(&format!(", {} chunk(s) unchanged", stored.from_base));
+        }
+        detail.push(')');
+    }
     let at = now();
     home.queue()
         .annotate(id, JobEventKind::Checkpointed, &detail, at)?;
@@ -213,46 +234,114 @@ async fn store_checkpoint(
     Ok(Json(StoredResponse { ok: true, detail }))
 }
 
-/// Streams the body into `path` through the station's token bucket.
-async fn receive(home: &Home, body: Body, path: &std::path::Path) -> Result<u64, String> {
-    let mut f = super::private::create(path).map_err(|e| format!("cannot store: {e}"))?;
+/// Streams the body through the station's token bucket into a checker on
+/// a blocking thread, which stores it at `path` (against the latest
+/// checkpoint as base) as it comes. Returns what was stored and the bytes
+/// received.
+async fn receive(
+    home: &Home,
+    body: Body,
+    path: &std::path::Path,
+    base: PathBuf,
+) -> (Result<Stored, StoreError>, u64) {
+    let file = match super::private::create(path) {
+        Ok(f) => f,
+        Err(e) => {
+            let msg = format!("cannot store: {}", crate::disk::describe(path, &e));
+            return (Err(StoreError::Bad(CheckpointError::Corrupt(msg))), 0);
+        }
+    };
+    let (tx, mut reader) = crate::checkpoint::stream::channel();
+    let max = home.ckpt.max_bytes;
+    let p = path.to_path_buf();
+    let checker = tokio::task::spawn_blocking(move || {
+        crate::checkpoint::receive(&mut reader, &file, &p, Some(&base), max)
+    });
     let mut stream = body.into_data_stream();
     let mut total = 0u64;
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| format!("partial upload: {e}"))?;
+        let chunk = match chunk {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = tx
+                    .send(Err(std::io::Error::other(format!("partial upload: {e}"))))
+                    .await;
+                break;
+            }
+        };
         total += chunk.len() as u64;
-        if total > home.ckpt.max_bytes {
-            return Err(format!(
-                "larger than max_checkpoint_bytes ({})",
-                home.ckpt.max_bytes
-            ));
+        if total > max {
+            let _ = tx
+                .send(Err(std::io::Error::other(format!(
+                    "larger than max_checkpoint_bytes ({max})"
+                ))))
+                .await;
+            break;
         }
         home.ckpt.bucket.take(chunk.len() as u64).await;
-        f.write_all(&chunk)
-            .map_err(|e| format!("cannot store: {}", crate::disk::describe(path, &e)))?;
+        if tx.send(Ok(chunk)).await.is_err() {
+            // The checker stopped: its error says why.
+            break;
+        }
     }
-    f.sync_all()
-        .map_err(|e| format!("cannot store: {}", crate::disk::describe(path, &e)))?;
-    Ok(total)
+    drop(tx);
+    let stored = match checker.await {
+        Ok(r) => r,
+        Err(e) => Err(StoreError::Bad(CheckpointError::Corrupt(format!(
+            "checker failed: {e}"
+        )))),
+    };
+    (stored, total)
 }
 
-/// The newest checkpoint that verifies, with its manifest.
-pub(crate) fn best_checkpoint(home: &Home, id: JobId) -> Option<(PathBuf, Manifest)> {
+/// A checkpoint to serve (path and manifest), and those set aside (name,
+/// why).
+pub(crate) type Best = (Option<(PathBuf, Manifest)>, Vec<(String, String)>);
+
+/// The newest checkpoint that is whole, with its manifest, and the
+/// stored checkpoints set aside on the way (name, why): a chunked one is
+/// checked by its header and end frame (the host restoring it checks every
+/// digest), one in the first format in full. With `verify` (a host found
+/// one corrupt while restoring), every digest is checked here. One that
+/// fails is renamed `*.corrupt`: it is never served again, nor rotated
+/// into `previous.ckpt`.
+pub(crate) fn best_checkpoint(home: &Home, id: JobId, verify: bool) -> Best {
     let dir = ckpt_dir(home, id);
+    let mut set_aside = Vec::new();
     for name in [LATEST, PREVIOUS] {
         let p = dir.join(name);
         if !p.exists() {
             continue;
         }
-        match verify_bundle_file(&p) {
-            Ok(m) => return Some((p, m)),
+        let checked = if verify {
+            std::fs::File::open(&p)
+                .map_err(|e| CheckpointError::Io {
+                    path: p.clone(),
+                    source: e,
+                })
+                .and_then(|f| {
+                    crate::checkpoint::verify(
+                        &mut std::io::BufReader::with_capacity(1 << 20, f),
+                        crate::checkpoint::pack::default_threads(),
+                    )
+                })
+                .map(|u| u.manifest)
+        } else {
+            check_stored(&p)
+        };
+        match checked {
+            Ok(m) => return (Some((p, m)), set_aside),
             Err(CheckpointError::Io { .. }) => continue,
             Err(e) => {
-                tracing::warn!(job = %id, file = name, error = %e, "stored checkpoint fails verification; rolling back");
+                tracing::warn!(job = %id, file = name, error = %e, "stored checkpoint fails verification; set aside");
+                if let Err(e) = std::fs::rename(&p, dir.join(format!("{name}.corrupt"))) {
+                    tracing::warn!(job = %id, file = name, error = %e, "cannot set a corrupt checkpoint aside");
+                }
+                set_aside.push((name.to_string(), e.to_string()));
             }
         }
     }
-    None
+    (None, set_aside)
 }
 
 async fn fetch_checkpoint(
@@ -268,10 +357,17 @@ async fn fetch_checkpoint(
         run_param(&q),
         "no checkpoint to restore",
     )?;
+    // The host found the checkpoint it was served corrupt: check them
+    // here, set aside what fails, and serve the newest that passes.
+    let verify = q.get("verify").is_some_and(|v| v == "1");
     let home2 = home.clone();
-    let best = tokio::task::spawn_blocking(move || best_checkpoint(&home2, id))
-        .await
-        .map_err(|e| ApiError::internal("verifier failed", e))?;
+    let (best, set_aside) =
+        tokio::task::spawn_blocking(move || best_checkpoint(&home2, id, verify))
+            .await
+            .map_err(|e| ApiError::internal("verifier failed", e))?;
+    if verify || !set_aside.is_empty() {
+        record_refusals(&home, id, verify, &set_aside, best.as_ref().map(|(p, _)| p));
+    }
     let Some((path, m)) = best else {
         // Restart from scratch: the spooled output of earlier runs goes.
         truncate_streams(&home, id, 0, 0).await;
@@ -296,6 +392,47 @@ async fn fetch_checkpoint(
         .header("content-length", len)
         .body(Body::from_stream(stream))
         .map_err(|e| ApiError::internal("cannot build response", e))
+}
+
+/// Checkpoints set aside (or a host's report of one corrupt that verifies
+/// here) go to the job's history, with what is served instead.
+fn record_refusals(
+    home: &Home,
+    id: JobId,
+    verify: bool,
+    set_aside: &[(String, String)],
+    now_served: Option<&PathBuf>,
+) {
+    let served = match now_served
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+    {
+        Some(PREVIOUS) => "the previous one is restored",
+        Some(_) => "the latest is served again",
+        None => "none is left: the job restarts from the beginning",
+    };
+    let mut lines: Vec<String> = set_aside
+        .iter()
+        .map(|(name, why)| {
+            format!("checkpoint {name} refused at restore ({why}), set aside; {served}")
+        })
+        .collect();
+    if verify && set_aside.is_empty() {
+        lines.push(format!(
+            "a host found the checkpoint corrupt in transit; it verifies here: {served}"
+        ));
+    }
+    let at = now();
+    for detail in lines {
+        home.meters.checkpoints_rejected.inc();
+        let res = home
+            .queue()
+            .annotate(id, JobEventKind::Checkpointed, &detail, at);
+        if let Err(e) = res {
+            tracing::warn!(job = %id, error = %e, "cannot record a checkpoint refused at restore");
+        }
+        tracing::warn!(job = %id, %detail, "checkpoint refused at restore");
+    }
 }
 
 /// Cuts the spooled stdout/stderr back to what the restored state wrote.

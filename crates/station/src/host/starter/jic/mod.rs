@@ -48,6 +48,10 @@ pub(crate) struct Home {
     /// The client for this guest's home (over TLS: that home's
     /// certificate only).
     http: reqwest::Client,
+    /// The chunks of the checkpoint the home holds as this job's latest,
+    /// as far as this run knows (the one it restored or last sent): the
+    /// base of its next upload.
+    ckpt_base: std::sync::Mutex<Option<Arc<crate::checkpoint::ChunkSet>>>,
 }
 
 impl Home {
@@ -78,6 +82,7 @@ impl Home {
             lease_secs: req.lease_secs,
             reports: tx,
             http,
+            ckpt_base: std::sync::Mutex::new(None),
         };
         (home, reporter)
     }
@@ -171,6 +176,21 @@ impl Home {
             u.query_pairs_mut().append_pair("run", &r.to_string());
         }
         Ok(u)
+    }
+
+    /// The base of the next checkpoint upload.
+    pub(crate) fn base(&self) -> Option<Arc<crate::checkpoint::ChunkSet>> {
+        self.ckpt_base
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) fn set_base(&self, chunks: Option<crate::checkpoint::ChunkSet>) {
+        *self
+            .ckpt_base
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = chunks.map(Arc::new);
     }
 
     /// How long transfers to the home keep being retried: the lease (the

@@ -1,10 +1,14 @@
-//! File transfers with the home's shadow: input files in, checkpoint
-//! bundles both ways (streamed from and to files, throttled by the host's
-//! bucket, timed for the transfer rate), output files out.
+//! File transfers with the home's shadow: input files in, checkpoints
+//! both ways (packed while sent and restored while received, throttled by
+//! the host's bucket, timed for the transfer rate), output files out.
 
 use super::Home;
+use crate::checkpoint::stream::{FetchError as FetchBroke, SendError};
+use crate::checkpoint::{
+    BundleSource, Fetched, Manifest, PackOptions, RestoreTo, Sent, fetch_checkpoint,
+    send_checkpoint,
+};
 use axum::body::Bytes;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Why an input file did not arrive.
@@ -44,100 +48,128 @@ impl Home {
             .map_err(|e| FetchError::Transient(format!("cannot fetch {name:?}: {e}")))
     }
 
-    /// Streams the job's latest good checkpoint into a new file at `path`
-    /// (throttled by the host's bucket; the rate is recorded). `Ok(false)`:
-    /// the job has none yet. On failure no file is left.
-    pub(crate) async fn download_checkpoint(&self, path: &Path) -> Result<bool, String> {
-        use tokio::io::AsyncWriteExt;
-        let url = self.url(&["checkpoint"]).map_err(|e| e.to_string())?;
-        let t0 = Instant::now();
-        let mut resp = self
-            .http
-            .get(url)
-            .bearer_auth(&self.credential)
-            .timeout(Duration::from_secs(3600))
-            .send()
-            .await
-            .map_err(|e| format!("cannot fetch checkpoint: {e}"))?;
-        if resp.status() == reqwest::StatusCode::NOT_FOUND {
-            return Ok(false);
-        }
-        if !resp.status().is_success() {
-            return Err(format!("shadow answered {}", resp.status()));
-        }
-        let _ = std::fs::remove_file(path);
-        let mut file = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .await
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut bytes = 0u64;
-        let fetched: Result<(), String> = async {
-            while let Some(chunk) = resp
-                .chunk()
-                .await
-                .map_err(|e| format!("checkpoint download: {e}"))?
-            {
-                self.starter.bucket.take(chunk.len() as u64).await;
-                file.write_all(&chunk)
-                    .await
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                bytes += chunk.len() as u64;
-            }
-            file.flush()
-                .await
-                .map_err(|e| format!("{}: {e}", path.display()))
-        }
-        .await;
-        drop(file);
-        if let Err(e) = fetched {
-            let _ = std::fs::remove_file(path);
-            return Err(e);
-        }
-        self.starter.rate.record(bytes, t0.elapsed());
-        Ok(true)
-    }
-
-    /// Uploads the bundle file at `path` (streamed and throttled, retried
-    /// until `deadline`) and records the transfer rate. Returns the bytes
-    /// sent once it arrived, `None` if it did not.
-    pub(crate) async fn upload_checkpoint(
+    /// Restores the job's latest good checkpoint as it arrives (throttled
+    /// by the host's bucket; the rate is recorded), through `to()`'s
+    /// staging: nothing is left of one that does not verify. A corrupt one
+    /// is reported by asking again with `verify=1`: the home checks its
+    /// copies, sets aside what fails and serves the newest good one. A
+    /// broken download is tried again while the home's patience lasts.
+    /// `Ok(None)`: the job has none.
+    pub(crate) async fn restore_checkpoint(
         &self,
-        path: &Path,
-        payload: u64,
-        seq: u64,
-        deadline: Instant,
-    ) -> Option<u64> {
-        let url = self.url(&["checkpoint"]).ok()?;
-        let bytes = std::fs::metadata(path).map_or(payload, |m| m.len());
+        to: impl Fn() -> RestoreTo,
+    ) -> Result<Option<Fetched>, String> {
+        let deadline = Instant::now() + self.patience();
+        let mut verify = false;
         let mut delay = Duration::from_millis(100);
         loop {
-            let t0 = Instant::now();
-            let file = match tokio::fs::File::open(path).await {
-                Ok(f) => f,
-                Err(e) => {
-                    tracing::warn!(job = %self.job, error = %e, "checkpoint bundle vanished");
-                    return None;
+            let mut url = self.url(&["checkpoint"]).map_err(|e| e.to_string())?;
+            if verify {
+                url.query_pairs_mut().append_pair("verify", "1");
+            }
+            let resp = self
+                .http
+                .get(url)
+                .bearer_auth(&self.credential)
+                .timeout(Duration::from_secs(3600))
+                .send()
+                .await;
+            let failure = match resp {
+                Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => return Ok(None),
+                Ok(r) if r.status().is_success() => {
+                    let st = self.starter.clone();
+                    let take = move |n: u64| {
+                        let st = st.clone();
+                        async move { st.bucket.take(n).await }
+                    };
+                    match fetch_checkpoint(r, to(), take).await {
+                        Ok(f) => {
+                            let m = &f.unpacked.manifest;
+                            self.starter.rate.record(m.payload_bytes(), f.elapsed);
+                            self.set_base(f.unpacked.chunks.clone());
+                            return Ok(Some(f));
+                        }
+                        Err(FetchBroke::Bad(e)) if !verify => {
+                            tracing::warn!(job = %self.job, error = %e, "checkpoint refused at restore; asking the home for a good one");
+                            verify = true;
+                            continue;
+                        }
+                        Err(FetchBroke::Bad(e)) => return Err(format!("checkpoint refused: {e}")),
+                        Err(e @ FetchBroke::Network(_)) => e.to_string(),
+                    }
                 }
+                Ok(r) if r.status().is_server_error() => format!("shadow answered {}", r.status()),
+                Ok(r) => return Err(format!("shadow answered {}", r.status())),
+                Err(e) => format!("cannot fetch checkpoint: {e}"),
             };
-            match self.put_bundle(url.clone(), file, bytes).await {
-                Ok(resp) if resp.status().is_success() => {
-                    let took = t0.elapsed();
-                    self.starter.rate.record(bytes, took);
-                    tracing::info!(job = %self.job, seq, bytes, secs = took.as_secs_f64(), "checkpoint shipped home");
-                    return Some(bytes);
+            if Instant::now() + delay > deadline {
+                return Err(failure);
+            }
+            tracing::warn!(job = %self.job, error = %failure, "checkpoint download failed; trying again");
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(2));
+        }
+    }
+
+    /// Packs `sources` and sends them home as they are packed (throttled,
+    /// retried until `deadline`); chunks the home holds in the checkpoint
+    /// this run restored or last sent are not sent again. Records the
+    /// transfer rate. Returns how it went once it arrived, `None` if it
+    /// did not.
+    pub(crate) async fn upload_checkpoint(
+        &self,
+        manifest: Manifest,
+        sources: Vec<BundleSource>,
+        deadline: Instant,
+    ) -> Option<Sent> {
+        let url = self.url(&["checkpoint"]).ok()?;
+        let mut delay = Duration::from_millis(100);
+        let mut base = self.base();
+        loop {
+            let st = self.starter.clone();
+            let take = move |n: u64| {
+                let st = st.clone();
+                async move { st.bucket.take(n).await }
+            };
+            let request = self
+                .http
+                .put(url.clone())
+                .bearer_auth(&self.credential)
+                .timeout(Duration::from_secs(3600));
+            let opts = PackOptions {
+                base: base.clone(),
+                ..PackOptions::default()
+            };
+            match send_checkpoint(request, manifest.clone(), sources.clone(), opts, take).await {
+                Ok(sent) => {
+                    let p = &sent.packed;
+                    self.starter.rate.record(p.raw_bytes, sent.elapsed);
+                    tracing::info!(job = %self.job, seq = manifest.seq, bytes = p.raw_bytes, sent = p.wire_bytes, unchanged = p.referenced, secs = sent.elapsed.as_secs_f64(), "checkpoint shipped home");
+                    self.set_base(Some(p.chunks.clone()));
+                    return Some(sent);
                 }
-                Ok(resp) if resp.status().is_client_error() => {
-                    tracing::warn!(job = %self.job, status = %resp.status(), "home refused the checkpoint");
+                Err(SendError::Refused { status, body })
+                    if status == reqwest::StatusCode::CONFLICT
+                        && base.is_some()
+                        && body.contains("\"base\"") =>
+                {
+                    tracing::info!(job = %self.job, "the home lacks this checkpoint's base: sending it whole");
+                    base = None;
+                    continue;
+                }
+                Err(SendError::Refused { status, body }) if status.is_client_error() => {
+                    tracing::warn!(job = %self.job, %status, %body, "home refused the checkpoint");
                     return None;
                 }
-                Ok(resp) => {
-                    tracing::warn!(job = %self.job, status = %resp.status(), "checkpoint upload failed")
+                Err(SendError::Pack(e)) => {
+                    tracing::warn!(job = %self.job, error = %e, "cannot collect checkpoint");
+                    return None;
                 }
                 Err(e) => {
-                    tracing::warn!(job = %self.job, error = %e, "checkpoint upload failed")
+                    tracing::warn!(job = %self.job, error = %e, "checkpoint upload failed");
+                    // A retry sends everything: the failure may have been
+                    // the base's.
+                    base = None;
                 }
             }
             if Instant::now() + delay > deadline {
@@ -147,31 +179,6 @@ impl Home {
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(2));
         }
-    }
-
-    /// One `PUT` of a bundle, its body read from `file` through the
-    /// host's bucket.
-    async fn put_bundle(
-        &self,
-        url: reqwest::Url,
-        file: tokio::fs::File,
-        bytes: u64,
-    ) -> reqwest::Result<reqwest::Response> {
-        let st = self.starter.clone();
-        let body =
-            reqwest::Body::wrap_stream(crate::checkpoint::throttled_stream(file, move |n| {
-                let st = st.clone();
-                async move { st.bucket.take(n).await }
-            }));
-        self.http
-            .put(url)
-            .bearer_auth(&self.credential)
-            .header("content-type", "application/octet-stream")
-            .header("content-length", bytes)
-            .timeout(Duration::from_secs(3600))
-            .body(body)
-            .send()
-            .await
     }
 
     /// Uploads one output file (`PUT .../files/{name}`), with a few
