@@ -539,8 +539,10 @@ impl Schedd {
             let path = format!("/v1/jobs/{}/edit", t.path_id());
             match self.client.post_json::<_, EditResponse>(&path, &body).await {
                 Ok(r) => edited += r.jobs.len() as u64,
-                // An older station has no such route: axum's bare 404.
-                Err(ClientError::Api { status: 404, body }) if body.error.message.trim().is_empty() => {
+                // A station from before the endpoint: no such route.
+                Err(ClientError::Api { status: 404, body })
+                    if matches!(body.error.message.trim(), "" | "no such endpoint") =>
+                {
                     return Err(ScheddError::Unsupported(
                         "Schedd.edit: this station has no endpoint for editing queued jobs \
                          (condor_qedit); update it"

@@ -295,6 +295,21 @@ fn logical_lines(text: &str) -> Vec<(usize, String)> {
 pub struct QueuePlan {
     pub statement: String,
     pub rows: Option<Vec<String>>,
+    /// Item variables named as submit commands (`output`, `arguments`):
+    /// as with HTCondor, each item's value is that command's for its job,
+    /// so the description gets `name = $(name)` for each.
+    pub commands: Vec<String>,
+}
+
+impl QueuePlan {
+    /// `desc` with the commands the items set taken from them.
+    pub fn apply_commands(&self, desc: &SubmitDesc) -> SubmitDesc {
+        let mut d = desc.clone();
+        for k in &self.commands {
+            d.set(k, &format!("$({k})"));
+        }
+        d
+    }
 }
 
 /// Item data as Python gives it to `Schedd.submit(itemdata=…)`.
@@ -379,6 +394,7 @@ pub fn queue_plan(
         return Ok(QueuePlan {
             statement: d.qargs,
             rows: d.inline_items,
+            commands: Vec::new(),
         });
     }
     let (own_count, rest) = split_count(&desc.qargs);
@@ -396,6 +412,7 @@ pub fn queue_plan(
         return Ok(QueuePlan {
             statement: with_count(rest),
             rows: desc.inline_items.clone(),
+            commands: Vec::new(),
         });
     };
     let (vars, rows): (Vec<String>, Vec<String>) = match items {
@@ -430,6 +447,11 @@ pub fn queue_plan(
             (keys.clone(), out)
         }
     };
+    let commands = vars
+        .iter()
+        .filter(|v| gleaner_proto::submit::is_command(v))
+        .cloned()
+        .collect();
     let names = if vars.is_empty() {
         String::new()
     } else {
@@ -438,6 +460,7 @@ pub fn queue_plan(
     Ok(QueuePlan {
         statement: with_count(&format!("{names}from (")),
         rows: Some(rows),
+        commands,
     })
 }
 
@@ -518,5 +541,33 @@ mod tests {
         assert_eq!(p.rows.unwrap(), ["1 2"]);
         let bad = ItemData::Lines(vec!["a\nb".into()]);
         assert!(queue_plan(&plain, 0, Some(&bad), None).is_err());
+    }
+
+    // HTCondor's bindings: an item variable named as a submit command
+    // sets that command for its job (falconry submits this way).
+    #[test]
+    fn items_named_as_commands_set_them() {
+        let mut d = SubmitDesc::new();
+        d.set("executable", "/bin/echo");
+        d.set("output", "default.out");
+        let items = ItemData::Dicts {
+            keys: vec!["Output".into(), "arguments".into(), "word".into()],
+            rows: vec![vec!["a.out".into(), "a".into(), "x".into()]],
+        };
+        let p = queue_plan(&d, 0, Some(&items), None).unwrap();
+        assert_eq!(p.commands, ["Output", "arguments"]);
+        let text = p
+            .apply_commands(&d)
+            .submit_text(&p.statement, p.rows.as_deref());
+        let sub = gleaner_proto::submit::parse_submit(
+            &text,
+            &gleaner_proto::submit::SubmitContext::new("t.sub", "alice"),
+        )
+        .unwrap();
+        let jobs = sub.expand(7).unwrap();
+        assert_eq!(jobs.len(), 1);
+        let job = format!("{:?}", jobs[0]);
+        assert!(job.contains("a.out"), "{job}");
+        assert!(!job.contains("default.out"), "{job}");
     }
 }

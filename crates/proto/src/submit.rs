@@ -75,6 +75,12 @@ use source::{Reader, keyword};
 
 pub use crate::limits::MAX_PROCS;
 
+/// Whether `key` (any case) is a submit command (or one of its aliases)
+/// rather than a user's macro.
+pub fn is_command(key: &str) -> bool {
+    keys::lookup(key).is_some()
+}
+
 /// Cluster id used to validate a file before the real one is known.
 const PROBE_CLUSTER: u64 = 1;
 

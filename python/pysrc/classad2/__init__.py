@@ -1,8 +1,6 @@
-"""``classad2``: HTCondor 25's ClassAd API, provided by Gleaner (the
-same module as ``gleaner.classad2``)."""
+"""``classad2``: HTCondor 25's ClassAd API, provided by Gleaner (the same
+module as ``gleaner.classad2``)."""
 
-import sys as _sys
+from gleaner._alias import alias as _alias
 
-import gleaner.classad2 as _impl
-
-_sys.modules[__name__] = _impl
+_alias(__name__, "gleaner.classad2")

@@ -1,8 +1,6 @@
 """``htcondor2``: HTCondor 25's Python API, provided by Gleaner (the same
-module as ``gleaner.htcondor2``)."""
+module as ``gleaner.htcondor2``, submodules included)."""
 
-import sys as _sys
+from gleaner._alias import alias as _alias
 
-import gleaner.htcondor2 as _impl
-
-_sys.modules[__name__] = _impl
+_alias(__name__, "gleaner.htcondor2")

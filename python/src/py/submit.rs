@@ -176,6 +176,7 @@ impl NativeSubmit {
         };
         let d = self.with(|d| d.clone())?;
         let plan = submit_desc::queue_plan(&d, count, items.as_ref(), queue).map_err(desc_error)?;
+        let d = plan.apply_commands(&d);
         Ok(d.submit_text(&plan.statement, plan.rows.as_deref()))
     }
 }

@@ -10,7 +10,9 @@ tutorials' (their own binaries, IPython, graphviz, HTCondor's daemons
 started or reconfigured by hand) or that are exercises meant to fail
 until the reader edits them are left out, each with its reason below.
 Cells that raise with HTCondor too are expected to raise the same
-exception here. The counts are printed and written to
+exception here. Cells that need what Gleaner does not provide may fail
+(``NOT_PROVIDED``, each with its reason); any other failure fails the
+test. The counts are printed and written to
 ``$GLEANER_DOCS_REPORT`` (JSON) when set."""
 
 import contextlib
@@ -34,7 +36,6 @@ SKIP = {
     "DAG-Creation-And-Submission": {
         0: "runs the tutorial's goatbrot binary and ImageMagick in a shell",
         1: "IPython.display",
-        2: "graphviz",
         16: "IPython.display of the DAG's image",
     },
     "Submitting-and-Managing-Jobs": {
@@ -51,6 +52,23 @@ SKIP = {
         14: "shuts HTCondor's condor_master down",
         15: "starts HTCondor's condor_master with os.system",
     },
+}
+
+# Cells that need what Gleaner does not provide (docs/python.md), and
+# those that use what they define: they may fail, each for this reason.
+# Every other cell that is run must pass.
+NOT_PROVIDED = {
+    "DAG-Creation-And-Submission": dict.fromkeys(
+        range(9, 16),
+        "htcondor2.dags (HTCondor's DAG-file writer) and Submit.from_dag are not provided; "
+        "the DAG also runs the tutorial's goatbrot binary",
+    ),
+    "Interacting-With-Daemons": {
+        **dict.fromkeys(range(7, 10), "RemoteParam: a Gleaner pool has no condor_master to configure"),
+        11: "send_command: a Gleaner pool has no condor_master to reconfigure",
+    },
+    "Submitting-and-Managing-Jobs": {16: "Schedd.edit: the station's condor_qedit endpoint is not merged yet"},
+    "Advanced-Job-Submission-And-Management": {10: "Schedd.edit: the station's condor_qedit endpoint is not merged yet"},
 }
 
 # Cells that raise with HTCondor too: the exception they raise.
@@ -170,3 +188,7 @@ def test_tutorial(name, fresh_dir):
     for i, st, d in results:
         if st == "failed":
             print(f"  cell {i} failed: {d.strip().splitlines()[-1]}")
+    unexpected = {
+        i: d for i, st, d in results if st == "failed" and i not in NOT_PROVIDED.get(name, {})
+    }
+    assert not unexpected, "\n".join(f"--- {name}[{i}]\n{d}" for i, d in unexpected.items())

@@ -16,7 +16,7 @@ def test_submit_query_and_complete(workdir):
     sub = htcondor2.Submit(
         {
             "executable": "/bin/sh",
-            "arguments": "-c 'echo hello $(Process)'",
+            "arguments": "\"-c 'echo hello $(Process)'\"",
             "output": "out.$(Process)",
             "error": "err.$(Process)",
             "log": "job.log",
@@ -61,26 +61,29 @@ def test_submit_query_and_complete(workdir):
 
 def test_itemdata_dicts_and_strings(workdir):
     schedd = htcondor2.Schedd()
-    for name in ["a b.txt", "c,d.txt"]:
+    for name in ["one.txt", "two.txt"]:
         with open(name, "w") as f:
             f.write(f"contents of {name}\n")
     sub = htcondor2.Submit(
         {
-            "executable": "/bin/cat",
-            "arguments": '"$(name)"',
-            "transfer_input_files": "$(name)",
+            "executable": "/bin/sh",
+            "arguments": "\"-c 'cat $(file); echo $(words)'\"",
+            "transfer_input_files": "$(file)",
             "output": "cat-$(ProcId).out",
         }
     )
-    items = [{"name": "a b.txt"}, {"name": "c,d.txt"}]
+    # Values with blanks and commas stay whole (HTCondor's bindings pass
+    # them with the unit separator).
+    items = [{"file": "one.txt", "words": "a b, c"}, {"file": "two.txt", "words": "d,e"}]
     result = schedd.submit(sub, itemdata=iter(items))
     assert result.num_procs() == 2
-    ads = schedd.query(f"ClusterId == {result.cluster()}", projection=["ProcId", "Args", "TransferInput"]) or []
     cluster = result.cluster()
     wait_for("both cat jobs", lambda: len(schedd.history(f"ClusterId == {cluster}", ["ProcId"])) == 2)
+    inputs = {ad["ProcId"]: ad["TransferInput"] for ad in schedd.history(f"ClusterId == {cluster}", ["ProcId", "TransferInput"])}
+    assert inputs == {0: "one.txt", 1: "two.txt"}
     for p, item in enumerate(items):
         with open(f"cat-{p}.out") as f:
-            assert f.read() == f"contents of {item['name']}\n"
+            assert f.read() == f"contents of {item['file']}\n{item['words']}\n"
 
     lines = htcondor2.Submit({"executable": "/bin/echo", "arguments": "$(x) $(y)", "output": "echo-$(ProcId).out"})
     lines.setQArgs("x, y from list.txt")
@@ -150,7 +153,7 @@ def test_query_limit_callback_and_full_ads(workdir):
     assert len(ads) == 2
     # No projection: the whole job ad, with HTCondor's names.
     ad = ads[0]
-    for attr in ["ClusterId", "ProcId", "Owner", "JobStatus", "Cmd", "Args", "Iwd", "RequestMemory", "Requirements", "Project"]:
+    for attr in ["ClusterId", "ProcId", "Owner", "JobStatus", "Cmd", "Args", "Iwd", "RequestCpus", "Requirements", "Project"]:
         assert attr in ad, attr
     assert ad["Project"] == "blue"
     assert ad["Cmd"] == "/bin/sleep"

@@ -11,6 +11,10 @@
 //!   (`python/tests/docs/`), then the PyPI clients installed in the
 //!   environment (`python/tests/clients/`).
 //!
+//! A tutorial cell has HTCondor's tool log to `/tmp/log`: the test removes
+//! the file its user made there, and one left by an earlier run's user
+//! (whose account is gone) before it starts.
+//!
 //! Without the environment each test says it is skipped, and fails when
 //! `GLEANER_REQUIRE_ORACLE=1` (CI) asks for every oracle.
 
@@ -95,9 +99,24 @@ fn user_home(home: &Path, owner: &TestOwner, dir: &Path) {
     std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
+/// The file a tutorial cell has HTCondor's tool log to (`TOOL_LOG`).
+const TOOL_LOG: &str = "/tmp/log";
+
+/// Removes [`TOOL_LOG`] if `owns(its uid)`.
+fn remove_tool_log(owns: impl Fn(u32) -> bool) {
+    use std::os::unix::fs::MetadataExt;
+    if let Ok(meta) = std::fs::symlink_metadata(TOOL_LOG)
+        && owns(meta.uid())
+    {
+        let _ = std::fs::remove_file(TOOL_LOG);
+    }
+}
+
 #[test]
 fn on_a_personal_pool() {
     let Some(venv) = venv() else { return };
+    // One left by a test user of an earlier run that was cut short.
+    remove_tool_log(|uid| uid != 0 && matches!(nix::unistd::User::from_uid(uid.into()), Ok(None)));
     let _slots = gleaner_testkit::DefaultSlots::hold();
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
@@ -155,6 +174,9 @@ fn on_a_personal_pool() {
     println!("{}", show(&docs));
     let report = std::fs::read_to_string(work.join("docs-report.json")).unwrap_or_default();
     println!("--- documentation examples and tutorial cells ---\n{report}");
+    remove_tool_log(|uid| uid == owner.uid());
+    let clients = pytest("clients");
+    println!("{}", show(&clients));
     drop(pool);
     assert!(
         api.status.success(),
@@ -165,5 +187,10 @@ fn on_a_personal_pool() {
         docs.status.success(),
         "the documentation's examples failed:\n{}",
         show(&docs)
+    );
+    assert!(
+        clients.status.success(),
+        "the PyPI clients failed:\n{}",
+        show(&clients)
     );
 }
