@@ -94,8 +94,8 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
     }
     // Gleaner's own: failed starts in a row (HTCondor has no such count).
     ad.insert_int("NumStartFailures", i64::from(j.start_failures));
-    // HTCondor's codes: vanilla 5, parallel 11 (with its MachineCount; a
-    // member's rank is its ProcId).
+    // HTCondor's codes: vanilla 5, scheduler 7, parallel 11 (with its
+    // MachineCount; a member's rank is its ProcId), local 12.
     match desc.gang {
         Some(m) => {
             ad.insert_int("JobUniverse", 11);
@@ -103,7 +103,7 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
             ad.insert_int("MinHosts", i64::from(m.gang.fewest()));
             ad.insert_int("MaxHosts", i64::from(m.gang.machine_count));
         }
-        None => ad.insert_int("JobUniverse", 5),
+        None => ad.insert_int("JobUniverse", desc.universe.code()),
     }
     ad.insert_str("Cmd", &desc.executable);
     ad.insert_str("Args", &desc.arguments.join(" "));

@@ -1,125 +1,30 @@
-//! Job DAGs: dependence kinds, eligibility order, retries, the DAG file
-//! parser and rescue records (spec dmw-neeracher.md §1.1, §1.6, §2.3,
-//! R1–R3, R9, R18; Neeracher 1998 L391, L998–1008, L1016, L2796).
+//! DMW's dependence graph: dependence kinds, eligibility order, retries
+//! and progress records (spec dmw-neeracher.md §1.1, §1.6, §2.3, R1–R3,
+//! R9, R18; Neeracher 1998 L391, L998–1008, L1016, L2796).
 
 use gleaner_core::dag::{
-    Dag, DagBuilder, DagError, Dependence, NodeState, Order, ParseErrorKind, Rescue, RescueRetries,
-    must_start_regardless_of_load, parse_dag,
+    Dag, DagBuilder, DagError, Dependence, NodeState, Order, Progress, RescueRetries,
+    must_start_regardless_of_load,
 };
 use proptest::prelude::*;
 
-const GOOD: &str = r#"
-# A small experiment: one process simulation feeding two device runs.
-JOB p1 dios.sub
-JOB d1 dessis.sub
-job d2 dessis.sub
-JOB x  extract.sub
-
-PARENT p1 CHILD d1 d2
-Parent d1 d2 CHILD x
-PRIORITY_PARENT d1 CHILD d2
-RETRY d1 2
-VARS d1 vb="0.5" label="say \"hi\" \\ bye"
-VARS d2 vb="1.0"
-"#;
-
-#[test]
-fn parses_a_good_file() {
-    let dag = parse_dag(GOOD).unwrap();
-    assert_eq!(dag.len(), 4);
-    let d1 = dag.id("d1").unwrap();
-    let d2 = dag.id("d2").unwrap();
-    let p1 = dag.id("p1").unwrap();
-    let x = dag.id("x").unwrap();
-    let n = dag.node(d1).unwrap();
-    assert_eq!(n.payload.submit, "dessis.sub");
-    assert_eq!(n.retries, 2);
-    assert_eq!(n.payload.vars["vb"], "0.5");
-    assert_eq!(n.payload.vars["label"], r#"say "hi" \ bye"#);
-    assert_eq!(dag.data_parents(d2), &[p1]);
-    assert_eq!(dag.priority_parents(d2), &[d1]);
-    assert_eq!(dag.data_parents(x), &[d1, d2]);
-    assert_eq!(dag.eligible(), vec![p1]);
-}
-
-fn errors(text: &str) -> Vec<(usize, ParseErrorKind)> {
-    match parse_dag(text) {
-        Ok(_) => panic!("expected errors"),
-        Err(e) => e.0.into_iter().map(|e| (e.line, e.kind)).collect(),
+/// A graph from node names, (parent, child, kind) edges and retries.
+fn build(nodes: &[&str], edges: &[(&str, &str, Dependence)], retries: &[(&str, u32)]) -> Dag<()> {
+    let mut b = DagBuilder::new();
+    for n in nodes {
+        let r = retries.iter().find(|x| x.0 == *n).map_or(0, |x| x.1);
+        b.add_node(*n, (), r).unwrap();
     }
-}
-
-#[test]
-fn reports_every_error_with_its_line() {
-    let text = "\
-JOB a a.sub
-JOB a b.sub
-JOB b
-PARENT a CHILD zz
-FOO bar
-RETRY a many
-RETRY b 1
-VARS a 9x=\"1\"
-VARS a k=\"unterminated
-PARENT a b
-JOB c c.sub
-RETRY c 1
-RETRY c 2
-";
-    let errs = errors(text);
-    let lines: Vec<usize> = errs.iter().map(|(l, _)| *l).collect();
-    assert_eq!(lines, vec![2, 3, 4, 5, 6, 7, 8, 9, 10, 13]);
-    assert_eq!(
-        errs[0].1,
-        ParseErrorKind::DuplicateNode {
-            name: "a".into(),
-            first_line: 1
-        }
-    );
-    assert_eq!(errs[2].1, ParseErrorKind::UnknownNode("zz".into()));
-    assert_eq!(errs[3].1, ParseErrorKind::UnknownKeyword("FOO".into()));
-    assert_eq!(errs[5].1, ParseErrorKind::UnknownNode("b".into()));
-    assert!(matches!(
-        errs[9].1,
-        ParseErrorKind::Duplicate { first_line: 12, .. }
-    ));
-    // The message carries the line number.
-    let msg = parse_dag(text).unwrap_err().to_string();
-    assert!(
-        msg.starts_with("line 2: node \"a\" already declared on line 1"),
-        "{msg}"
-    );
-}
-
-#[test]
-fn reserved_names_and_empty_files() {
-    let errs = errors("JOB child x.sub\n");
-    assert_eq!(errs, vec![(1, ParseErrorKind::InvalidName("child".into()))]);
-    let dag = parse_dag("# nothing\n\n").unwrap();
-    assert!(dag.is_empty());
-    assert!(dag.is_complete());
-    assert!(!dag.is_stuck());
-}
-
-#[test]
-fn cycle_is_rejected_and_named() {
-    let text = "JOB a x\nJOB b x\nJOB c x\nPARENT a CHILD b\nPARENT b CHILD c\nPARENT c CHILD a\n";
-    let errs = errors(text);
-    assert_eq!(errs.len(), 1);
-    assert_eq!(errs[0].0, 6, "reported at the line closing the cycle");
-    assert_eq!(errs[0].1, ParseErrorKind::Cycle("a -> b -> c -> a".into()));
-    let msg = parse_dag(text).unwrap_err().to_string();
-    assert_eq!(msg, "line 6: dependency cycle: a -> b -> c -> a");
+    for (p, c, k) in edges {
+        b.add_edge_by_name(p, c, *k).unwrap();
+    }
+    b.build().unwrap()
 }
 
 #[test]
 fn cycle_through_priority_edges_is_rejected() {
     // Data a->b, priority b->a: neither alone is cyclic, together they are
     // (δ = δ^d ∪ δ^p, L1006–1008).
-    let text = "JOB a x\nJOB b x\nPARENT a CHILD b\nPRIORITY_PARENT b CHILD a\n";
-    let errs = errors(text);
-    assert_eq!(errs, vec![(4, ParseErrorKind::Cycle("a -> b -> a".into()))]);
-
     let mut b = DagBuilder::new();
     let a = b.add_node("a", (), 0).unwrap();
     assert!(matches!(
@@ -172,7 +77,7 @@ fn data_dependence_needs_success() {
 
 #[test]
 fn state_errors() {
-    let mut dag = parse_dag("JOB a x\nJOB b x\nPARENT a CHILD b\n").unwrap();
+    let mut dag = build(&["a", "b"], &[("a", "b", Dependence::Data)], &[]);
     assert!(matches!(dag.on_started(1), Err(DagError::NotReady { .. })));
     assert!(matches!(
         dag.on_finished(0, true),
@@ -185,7 +90,7 @@ fn state_errors() {
 
 #[test]
 fn retries_send_failed_nodes_back_to_ready() {
-    let mut dag = parse_dag("JOB a x\nJOB b x\nPARENT a CHILD b\nRETRY a 2\n").unwrap();
+    let mut dag = build(&["a", "b"], &[("a", "b", Dependence::Data)], &[("a", 2)]);
     let (a, b) = (0, 1);
     for attempt in 1..=2 {
         dag.on_started(a).unwrap();
@@ -202,7 +107,7 @@ fn retries_send_failed_nodes_back_to_ready() {
     assert_eq!(dag.blocked(), vec![b]);
 
     // A success on the last attempt releases the child.
-    let mut dag = parse_dag("JOB a x\nJOB b x\nPARENT a CHILD b\nRETRY a 1\n").unwrap();
+    let mut dag = build(&["a", "b"], &[("a", "b", Dependence::Data)], &[("a", 1)]);
     dag.on_started(a).unwrap();
     dag.on_finished(a, false).unwrap();
     dag.on_started(a).unwrap();
@@ -253,11 +158,23 @@ fn depth_first_prefers_downstream_jobs() {
     assert_eq!(names, vec!["p1", "p2", "d0_0", "d0_1"]);
 }
 
+fn diamond() -> Dag<()> {
+    use Dependence::Data;
+    build(
+        &["a", "b", "c", "d"],
+        &[
+            ("a", "b", Data),
+            ("a", "c", Data),
+            ("b", "d", Data),
+            ("c", "d", Data),
+        ],
+        &[("c", 3)],
+    )
+}
+
 #[test]
-fn rescue_round_trip_resumes_where_it_stopped() {
-    let text =
-        "JOB a x\nJOB b x\nJOB c x\nJOB d x\nPARENT a CHILD b c\nPARENT b c CHILD d\nRETRY c 3\n";
-    let mut dag = parse_dag(text).unwrap();
+fn progress_round_trip_resumes_where_it_stopped() {
+    let mut dag = diamond();
     let (a, b, c, d) = (0, 1, 2, 3);
     dag.on_started(a).unwrap();
     dag.on_finished(a, true).unwrap();
@@ -266,24 +183,19 @@ fn rescue_round_trip_resumes_where_it_stopped() {
     dag.on_started(c).unwrap();
     dag.on_finished(c, false).unwrap();
     dag.on_started(c).unwrap(); // running when the DAG is stopped
-    let rescue = dag.rescue();
-    let textual = rescue.to_text();
-    assert_eq!(
-        textual,
-        "# Gleaner DAG rescue file, format 1\nDONE a\nDONE b\nATTEMPTS c 1\n"
-    );
-    let back = Rescue::parse(&textual).unwrap();
-    assert_eq!(back, rescue);
-    let json = serde_json::to_string(&rescue).unwrap();
-    assert_eq!(serde_json::from_str::<Rescue>(&json).unwrap(), rescue);
+    let progress = dag.progress();
+    assert_eq!(progress.done, ["a".to_string(), "b".to_string()].into());
+    assert_eq!(progress.attempts.get("c"), Some(&1));
+    let json = serde_json::to_string(&progress).unwrap();
+    let back: Progress = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, progress);
 
-    let mut resumed = parse_dag(text).unwrap();
-    resumed.apply_rescue(&back, RescueRetries::Keep).unwrap();
+    let mut resumed = diamond();
+    resumed.apply_progress(&back, RescueRetries::Keep).unwrap();
     assert_eq!(resumed.state(a), Some(NodeState::Done));
     assert_eq!(resumed.state(b), Some(NodeState::Done));
     assert_eq!(resumed.failures(c), Some(1));
     assert_eq!(resumed.eligible(), vec![c]);
-    // c has 2 retries left: fail twice more, then it is final.
     for _ in 0..2 {
         resumed.on_started(c).unwrap();
         assert_eq!(resumed.on_finished(c, false).unwrap(), NodeState::Ready);
@@ -295,11 +207,9 @@ fn rescue_round_trip_resumes_where_it_stopped() {
     );
     assert_eq!(resumed.blocked(), vec![d]);
 
-    // Resetting retries gives c a fresh budget.
-    let mut fresh = parse_dag(text).unwrap();
-    fresh.apply_rescue(&back, RescueRetries::Reset).unwrap();
+    let mut fresh = diamond();
+    fresh.apply_progress(&back, RescueRetries::Reset).unwrap();
     assert_eq!(fresh.failures(c), Some(0));
-    // Resuming a completed node set finishes the DAG.
     fresh.on_started(c).unwrap();
     fresh.on_finished(c, true).unwrap();
     fresh.on_started(d).unwrap();
@@ -308,28 +218,24 @@ fn rescue_round_trip_resumes_where_it_stopped() {
 }
 
 #[test]
-fn rescue_errors() {
-    let text = "JOB a x\nJOB b x\nPARENT a CHILD b\n";
-    let errs = Rescue::parse("DONE a\nDONE\nATTEMPTS a x\nBOGUS\nDONE a\n").unwrap_err();
-    let lines: Vec<usize> = errs.0.iter().map(|e| e.line).collect();
-    assert_eq!(lines, vec![2, 3, 4, 5]);
-
-    let mut dag = parse_dag(text).unwrap();
-    let r = Rescue::parse("DONE zz\n").unwrap();
+fn progress_errors() {
+    let mut dag = build(&["a", "b"], &[("a", "b", Dependence::Data)], &[]);
+    let r = |done: &[&str]| Progress {
+        done: done.iter().map(|s| s.to_string()).collect(),
+        ..Progress::default()
+    };
     assert_eq!(
-        dag.apply_rescue(&r, RescueRetries::Keep),
+        dag.apply_progress(&r(&["zz"]), RescueRetries::Keep),
         Err(DagError::UnknownNode("zz".into()))
     );
-    let r = Rescue::parse("DONE b\n").unwrap();
     assert!(matches!(
-        dag.apply_rescue(&r, RescueRetries::Keep),
+        dag.apply_progress(&r(&["b"]), RescueRetries::Keep),
         Err(DagError::RescueInconsistent { .. })
     ));
     assert_eq!(dag.state(1), Some(NodeState::Waiting), "unchanged on error");
     dag.on_started(0).unwrap();
-    let r = Rescue::parse("DONE a\n").unwrap();
     assert_eq!(
-        dag.apply_rescue(&r, RescueRetries::Keep),
+        dag.apply_progress(&r(&["a"]), RescueRetries::Keep),
         Err(DagError::RescueAfterStart)
     );
 }
@@ -455,77 +361,4 @@ proptest! {
             other => prop_assert!(false, "expected a cycle, got {:?}", other.map(|d| d.len())),
         }
     }
-}
-
-/// Lines built from the format's own vocabulary, to reach deep parser paths.
-fn dagish_line() -> impl Strategy<Value = String> {
-    let word = prop_oneof![
-        Just("JOB".to_string()),
-        Just("PARENT".to_string()),
-        Just("PRIORITY_PARENT".to_string()),
-        Just("CHILD".to_string()),
-        Just("RETRY".to_string()),
-        Just("VARS".to_string()),
-        Just("DONE".to_string()),
-        Just("ATTEMPTS".to_string()),
-        Just("#".to_string()),
-        Just("k=\"v\"".to_string()),
-        Just("k=\"v".to_string()),
-        Just("\\\"".to_string()),
-        "[a-c]",
-        "[0-9]{1,3}",
-        ".{0,4}",
-    ];
-    proptest::collection::vec(word, 0..7).prop_map(|w| w.join(" "))
-}
-
-proptest! {
-    /// Neither parser panics on any input, and every error has a line number
-    /// inside the file (0 is never used for text errors).
-    #[test]
-    fn parsers_never_panic(lines in proptest::collection::vec(dagish_line(), 0..20), raw in ".{0,200}") {
-        let text = lines.join("\n");
-        let n = text.lines().count();
-        if let Err(e) = parse_dag(&text) {
-            prop_assert!(!e.0.is_empty());
-            for err in &e.0 {
-                prop_assert!(err.line >= 1 && err.line <= n, "line {} of {}", err.line, n);
-            }
-        }
-        if let Err(e) = Rescue::parse(&text) {
-            prop_assert!(!e.0.is_empty());
-        }
-        let _ = parse_dag(&raw);
-        let _ = Rescue::parse(&raw);
-    }
-}
-
-/// A rescue record names its DAG file (`DAG path`, the rest of the line),
-/// and is told apart from a DAG file by its first statement.
-#[test]
-fn rescue_names_its_dag_file() {
-    let r = Rescue {
-        dag: Some("/home/me/my runs/big.dag".into()),
-        done: ["a".to_string()].into(),
-        ..Rescue::default()
-    };
-    let text = r.to_text();
-    assert_eq!(
-        text,
-        "# Gleaner DAG rescue file, format 1\nDAG /home/me/my runs/big.dag\nDONE a\n"
-    );
-    assert_eq!(Rescue::parse(&text).unwrap(), r);
-    assert!(Rescue::looks_like(&text));
-    assert!(Rescue::looks_like("DONE a\n"));
-    assert!(!Rescue::looks_like("# c\nJOB a a.sub\n"));
-    assert!(!Rescue::looks_like(""));
-    let errs = Rescue::parse("DAG a.dag\nDAG b.dag\nDAG\n").unwrap_err();
-    let lines: Vec<usize> = errs.0.iter().map(|e| e.line).collect();
-    assert_eq!(lines, vec![2, 3]);
-    // Without a DAG line the JSON form stays as it was.
-    let plain = Rescue::default();
-    assert_eq!(
-        serde_json::to_string(&plain).unwrap(),
-        r#"{"done":[],"attempts":{}}"#
-    );
 }
