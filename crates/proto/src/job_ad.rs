@@ -204,6 +204,30 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
     ad
 }
 
+/// The ad of job `id` as its description alone says (an idle job of
+/// `owner`, times unknown): what a host evaluates a job's match-time
+/// `$$([expression])` in, as HTCondor's schedd evaluates it in the job ad.
+pub fn description_ad(id: crate::job::JobId, desc: &JobDescription) -> Ad {
+    let info = JobInfo {
+        id,
+        owner: desc.owner.clone(),
+        state: JobState::Idle,
+        submitted_at: Time::ZERO,
+        updated_at: Time::ZERO,
+        started_at: None,
+        finished_at: None,
+        run_count: 0,
+        host: None,
+        cmd: desc.executable.clone(),
+        start_failures: 0,
+        hold_code: None,
+        hold_subcode: None,
+        completions: 0,
+        not_before: None,
+    };
+    job_ad(&info, desc, &[])
+}
+
 /// The job ads a submission would queue as cluster `cluster` at `qdate`
 /// (`glean submit --dry-run`, HTCondor's `condor_submit -dry-run`): each
 /// proc's, idle or held as its `hold` says, with its initial directory

@@ -265,10 +265,30 @@ impl Output for TableOutput {
     }
 
     fn dag_submitted(&self, resp: &DagSubmitResponse) {
+        // condor_submit_dag's lines, which scripts parse.
+        let base = resp.dagman_out.trim_end_matches(".dagman.out");
+        println!("-----------------------------------------------------------------------");
+        println!(
+            "File for submitting this DAG to HTCondor           : (none: the station runs it)"
+        );
+        println!(
+            "Log of DAGMan debugging messages                 : {}",
+            resp.dagman_out
+        );
+        println!("Log of the life of condor_dagman itself          : {base}.dagman.log");
+        println!();
+        println!("Submitting job(s).");
+        println!("1 job(s) submitted to cluster {}.", resp.id);
+        println!("-----------------------------------------------------------------------");
         if resp.done > 0 {
             println!(
-                "DAG {} submitted: {} nodes, {} already done (from the rescue file).",
-                resp.id, resp.nodes, resp.done
+                "DAG {} submitted: {} nodes, {} already done (from {}).",
+                resp.id,
+                resp.nodes,
+                resp.done,
+                resp.rescue
+                    .as_ref()
+                    .map_or("DONE lines".to_string(), |r| r.path.clone())
             );
         } else {
             println!("DAG {} submitted: {} nodes.", resp.id, resp.nodes);

@@ -78,7 +78,8 @@ pub struct DagConfig {
     pub metrics_file_version: u8,
     /// `DAGMAN_REPORT_GRAPH_METRICS`.
     pub report_graph_metrics: bool,
-    /// `DAGMAN_STARTUP_CYCLE_DETECT` (cycles are always refused here).
+    /// `DAGMAN_STARTUP_CYCLE_DETECT`: a DAG with a cycle is refused at
+    /// submission (otherwise it ends with `DAG_STATUS_CYCLE`).
     pub startup_cycle_detect: bool,
     /// `DAGMAN_NODE_RECORD_INFO`: `Retry` adds `DAGManNodeRetry` to jobs.
     pub node_record_info: String,
@@ -89,6 +90,75 @@ pub struct DagConfig {
     /// `DAGMAN_MAX_SCRIPT_SECONDS` (Gleaner's): a script running longer is
     /// killed (0: no limit).
     pub max_script_seconds: u64,
+}
+
+impl DagConfig {
+    /// The settings as DAGMan lists them in `dagman.out` when it starts
+    /// (`DAGMAN_… setting: value`).
+    pub fn settings(&self) -> Vec<String> {
+        let b = |v: bool| if v { "True" } else { "False" }.to_string();
+        [
+            ("DAGMAN_USE_STRICT", self.use_strict.to_string()),
+            (
+                "DAGMAN_MAX_SUBMIT_ATTEMPTS",
+                self.max_submit_attempts.to_string(),
+            ),
+            ("DAGMAN_STARTUP_CYCLE_DETECT", b(self.startup_cycle_detect)),
+            ("DAGMAN_USE_JOIN_NODES", b(self.use_join_nodes)),
+            ("DAGMAN_REPORT_GRAPH_METRICS", b(self.report_graph_metrics)),
+            (
+                "DAGMAN_MAX_SUBMITS_PER_INTERVAL",
+                self.max_submits_per_interval.to_string(),
+            ),
+            ("DAGMAN_AGGRESSIVE_SUBMIT", b(false)),
+            ("DAGMAN_DEFAULT_PRIORITY", self.default_priority.to_string()),
+            (
+                "DAGMAN_SUPPRESS_NOTIFICATION",
+                b(self.suppress_notification),
+            ),
+            (
+                "DAGMAN_USER_LOG_SCAN_INTERVAL",
+                self.user_log_scan_interval.to_string(),
+            ),
+            (
+                "DAGMAN_PUT_FAILED_JOBS_ON_HOLD",
+                b(self.put_failed_jobs_on_hold),
+            ),
+            ("DAGMAN_MAX_JOBS_IDLE", self.max_jobs_idle.to_string()),
+            (
+                "DAGMAN_MAX_JOBS_SUBMITTED",
+                self.max_jobs_submitted.to_string(),
+            ),
+            ("DAGMAN_MAX_PRE_SCRIPTS", self.max_pre_scripts.to_string()),
+            ("DAGMAN_MAX_POST_SCRIPTS", self.max_post_scripts.to_string()),
+            ("DAGMAN_MAX_HOLD_SCRIPTS", self.max_hold_scripts.to_string()),
+            ("DAGMAN_MUNGE_NODE_NAMES", b(self.munge_node_names)),
+            ("DAGMAN_PROHIBIT_MULTI_JOBS", b(self.prohibit_multi_jobs)),
+            ("DAGMAN_SUBMIT_DEPTH_FIRST", b(self.submit_depth_first)),
+            ("DAGMAN_ALWAYS_RUN_POST", b(self.always_run_post)),
+            ("DAGMAN_MAX_JOB_HOLDS", self.max_job_holds.to_string()),
+            ("DAGMAN_RETRY_NODE_FIRST", b(self.retry_node_first)),
+            ("DAGMAN_AUTO_RESCUE", b(self.auto_rescue)),
+            ("DAGMAN_MAX_RESCUE_NUM", self.max_rescue_num.to_string()),
+            (
+                "DAGMAN_RESET_RETRIES_UPON_RESCUE",
+                b(self.reset_retries_upon_rescue),
+            ),
+            ("DAGMAN_DEFAULT_APPEND_VARS", b(self.default_append_vars)),
+            ("DAGMAN_SUPPRESS_JOB_LOGS", b(self.suppress_job_logs)),
+            (
+                "DAGMAN_REMOVE_JOB_LIST_ON_FAILURE",
+                b(self.remove_job_list_on_failure),
+            ),
+            (
+                "DAGMAN_NODE_JOB_FAILURE_TOLERANCE",
+                self.node_job_failure_tolerance.to_string(),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| format!("{k} setting: {v}"))
+        .collect()
+    }
 }
 
 impl Default for DagConfig {

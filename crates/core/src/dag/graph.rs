@@ -177,11 +177,6 @@ impl<P> DagBuilder<P> {
         self.index.get(name).copied()
     }
 
-    /// Node ids by name.
-    pub fn names(&self) -> BTreeMap<String, NodeId> {
-        self.index.clone()
-    }
-
     /// Adds `parent → child` of the given kind. Repeated edges are merged.
     pub fn add_edge(
         &mut self,

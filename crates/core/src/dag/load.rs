@@ -29,7 +29,7 @@ pub const MAX_NODES: usize = 1_000_000;
 /// Most dependences (after join nodes) one DAG may have.
 pub const MAX_EDGES: usize = 10_000_000;
 /// Most DAG files (includes and splices counted each time) one load reads.
-pub const MAX_FILES: usize = 10_000;
+pub const MAX_FILES: usize = 100_000;
 /// Deepest nesting of includes and splices.
 pub const MAX_DEPTH: usize = 64;
 /// Largest DAG file read.
@@ -1164,24 +1164,26 @@ impl Loader<'_> {
             b.spec.children = c;
         }
         self.spec.nodes = self.nodes.into_iter().map(|b| b.spec).collect();
+        // A cycle is DAGMan's to find when the DAG can go no further
+        // (DAG_STATUS_CYCLE), unless DAGMAN_STARTUP_CYCLE_DETECT refuses
+        // it at once (the caller's choice, from the configuration).
         if self.errors.is_empty()
             && let Some(cycle) = find_cycle(&self.spec)
         {
-            self.errors.push(LoadError {
+            let w = Warning {
                 loc: self.spec.nodes[cycle[0]].loc.clone(),
                 message: format!(
-                    "dependency cycle: {}",
+                    "dependency cycle: {}; its nodes never run and the DAG ends with \
+                     DAG_STATUS_CYCLE (DAGMAN_STARTUP_CYCLE_DETECT = True refuses it now)",
                     cycle
                         .iter()
                         .map(|&i| self.spec.nodes[i].name.as_str())
                         .collect::<Vec<_>>()
                         .join(" -> ")
                 ),
-            });
-        }
-        if self.spec.nodes.is_empty() && self.errors.is_empty() {
-            let f = self.spec.files.first().cloned().unwrap_or_default();
-            self.errors.push(err(&f, 0, "the DAG has no nodes"));
+            };
+            self.warnings.push(w.clone());
+            self.spec.cycle = Some(w);
         }
         if self.errors.is_empty() {
             self.spec.warnings = self.warnings;

@@ -27,7 +27,6 @@ pub mod command;
 pub mod config;
 pub mod files;
 pub mod graph;
-pub mod legacy;
 pub mod lexer;
 pub mod load;
 pub mod macros;
@@ -42,6 +41,5 @@ pub use graph::{
     Dag, DagBuilder, DagError, Dependence, Node, NodeId, NodeState, Order, Progress, RescueRetries,
     must_start_regardless_of_load,
 };
-pub use legacy::{JobSpec, ParseError, ParseErrorKind, ParseErrors, Rescue, parse_dag};
 pub use load::{Files, LoadError, LoadErrors, LoadOptions, apply_rescue, load};
 pub use spec::{DagSpec, NodeSpec};

@@ -95,7 +95,10 @@ fn body(run: &Run, header: &str, now_secs: u64, reset_retries: bool) -> String {
         .filter(|&i| run.node(i).is_some_and(|n| n.status == Status::Error))
         .map(|i| spec.nodes[i].name.as_str())
         .collect();
-    let predone = spec.nodes.iter().filter(|n| n.done).count();
+    // DAGMan's count of done nodes, whatever made them done.
+    let predone = (0..spec.nodes.len())
+        .filter(|&i| run.node(i).is_some_and(|n| n.status == Status::Done))
+        .count();
     out.push_str(&format!(
         "# Total number of Nodes: {}\n# Nodes premarked DONE: {predone}\n# Nodes that failed: {}\n#   ",
         run.node_count(),

@@ -192,6 +192,9 @@ pub struct DagSpec {
     /// `REJECT`: where. A rejected DAG does not run.
     #[serde(default)]
     pub reject: Option<Loc>,
+    /// A dependency cycle, if the DAG has one: where and which.
+    #[serde(default)]
+    pub cycle: Option<Warning>,
     #[serde(default)]
     pub warnings: Vec<Warning>,
 }

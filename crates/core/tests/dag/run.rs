@@ -27,6 +27,34 @@ fn a_diamond_runs_in_dependency_order() {
     assert_eq!(s.rescue, None);
 }
 
+/// HTCondor's job_dagman_final-H: a cycle is found when nothing more can
+/// run; the FINAL node sees DAG_STATUS 5, and its success is the DAG's.
+#[test]
+fn a_cycle_ends_the_dag_with_dag_status_cycle() {
+    let mut s = sim("JOB A a.sub\nJOB B1 b.sub\nJOB B2 b.sub\nFINAL C c.sub\n\
+         SCRIPT PRE C pre.pl $DAG_STATUS\n\
+         PARENT A CHILD B1\nPARENT B1 CHILD B2\nPARENT B2 CHILD B1\n");
+    assert_eq!(s.run(1000), Some(0));
+    assert_eq!(s.submits(), ["A", "C"]);
+    assert_eq!(
+        s.scripts(ScriptKind::Pre),
+        [vec!["pre.pl".to_string(), "5".to_string()]]
+    );
+    // Without a FINAL node the DAG fails.
+    let mut s = sim("JOB A a.sub\nJOB B a.sub\nPARENT A CHILD B\nPARENT B CHILD A\n");
+    assert_eq!(s.run(1000), Some(1));
+    assert!(s.submits().is_empty());
+}
+
+/// A DAG without nodes (HTCondor's job_dagman_noop_node-dummy.dag, a
+/// NOOP sub-DAG's file) succeeds at once, as DAGMan's does.
+#[test]
+fn an_empty_dag_succeeds() {
+    let mut s = sim("# nothing\n");
+    assert_eq!(s.run(10), Some(0));
+    assert!(s.submits().is_empty());
+}
+
 /// HTCondor's job_dagman_retry-B: PRE, job and POST failures, each retried.
 #[test]
 fn retries_rerun_the_whole_node() {

@@ -142,7 +142,10 @@ impl Run {
                 Exit::Code(c) => format!("PRE Script failed with status {c}"),
                 Exit::Signal(s) => format!("PRE Script died on signal {s}"),
             };
-            self.log(format!("{msg} (Node {name})"));
+            self.log(match exit {
+                Exit::Code(c) => format!("PRE Script of Node {name} failed with status {c}"),
+                Exit::Signal(s) => format!("PRE Script of node {name} died on signal {s}"),
+            });
             self.st.nodes[i].error = msg;
             let has_post = self.spec.nodes[i].script(ScriptKind::Post).is_some();
             if matches!(exit, Exit::Code(_)) && self.spec.nodes[i].pre_skip == Some(v) {
@@ -178,6 +181,11 @@ impl Run {
     fn post_exited(&mut self, i: usize, exit: Exit) {
         let name = self.name(i);
         let id = self.condor_id(i);
+        let ulog_id = match self.st.nodes[i].cluster {
+            Some(c) => format!("{c}.0.0"),
+            None => "-1.-1.-1".into(),
+        };
+        self.event_log(i, "ULOG_POST_SCRIPT_TERMINATED", &ulog_id);
         self.jobstate(i, "POST_SCRIPT_TERMINATED", id.clone());
         if exit.ok() {
             self.log(format!(
@@ -218,6 +226,9 @@ impl Run {
         let n = &mut self.st.nodes[i];
         n.submitting = false;
         n.cluster = Some(cluster);
+        if n.clusters.last() != Some(&cluster) {
+            n.clusters.push(cluster);
+        }
         n.procs = vec![Proc::Idle; procs as usize];
         n.submit_attempts = 0;
         n.next_submit = None;
@@ -228,8 +239,18 @@ impl Run {
             "Node {name}: assigned HTCondor ID ({cluster}.0.0), {procs} job(s)"
         ));
         for p in 0..procs {
+            self.event_log(i, "ULOG_SUBMIT", &format!("{cluster}.{p}.0"));
             self.jobstate(i, "SUBMIT", format!("{cluster}.{p}"));
         }
+    }
+
+    /// DAGMan's line for an event it read from the node's log.
+    fn event_log(&mut self, i: usize, ulog: &str, id: &str) {
+        let name = self.name(i);
+        let at = super::stamp(self.now());
+        self.log(format!(
+            "Event: {ulog} for HTCondor Node {name} ({id}) {{{at}}}"
+        ));
     }
 
     fn submit_failed(&mut self, i: usize, error: &str) {
@@ -296,6 +317,15 @@ impl Run {
         }
         let cluster = n.cluster.unwrap_or(0);
         let id = format!("{cluster}.{p}");
+        let ulog = match change {
+            JobChange::Started => "ULOG_EXECUTE",
+            JobChange::Evicted => "ULOG_JOB_EVICTED",
+            JobChange::Held => "ULOG_JOB_HELD",
+            JobChange::Released => "ULOG_JOB_RELEASED",
+            JobChange::Ended(_) => "ULOG_JOB_TERMINATED",
+            JobChange::Aborted => "ULOG_JOB_ABORTED",
+        };
+        self.event_log(i, ulog, &format!("{cluster}.{p}.0"));
         match change {
             JobChange::Started => {
                 if old != Proc::Running {
@@ -590,6 +620,11 @@ impl Run {
                 self.log("No rescue DAG written because DAGMAN_MAX_RESCUE_NUM is 0".into());
             }
         }
+        self.log("Removing submitted jobs...".into());
+        self.log("Removing any/all submitted HTCondor jobs...".into());
+        if self.c.pre_running + self.c.post_running > 0 {
+            self.log("Removing running scripts...".into());
+        }
         let reason = if status == DagStatus::Rm {
             "DAG Removed: User removed scheduler job from queue."
         } else {
@@ -670,6 +705,12 @@ impl Run {
         self.set_status(f, Status::Ready);
         self.start_node(f, false);
         true
+    }
+
+    /// A rejected DAG's end: condor_dagman's exit code 1, nothing run.
+    pub(super) fn finish_rejected(&mut self) {
+        self.st.status = DagStatus::Error;
+        self.finish(EXIT_ERROR);
     }
 
     fn finish(&mut self, exit: i32) {
@@ -768,9 +809,18 @@ impl Run {
             } else {
                 (EXIT_ERROR, self.st.status)
             };
-            // Nothing runs and the FINAL node (if any) has run: end now.
+            // Nothing runs and the FINAL node (if any) has run: end now,
+            // as DAGMan's shutdown does (unless it already began).
+            let first = self.st.shutdown_exit.is_none();
+            if first {
+                self.log("Aborting DAG...".into());
+            }
             if self.cfg.max_rescue_num > 0 {
                 self.act(Action::WriteRescue);
+            }
+            if first {
+                self.log("Removing submitted jobs...".into());
+                self.log("Removing any/all submitted HTCondor jobs...".into());
             }
             self.st.status = status;
             self.finish(exit);
@@ -788,6 +838,13 @@ impl Run {
         if self.finished_running(false) && !self.st.final_started {
             let status = if self.c.failed > 0 {
                 DagStatus::NodeFailed
+            } else if crate::dag::load::find_cycle(&self.spec).is_some() {
+                self.log(
+                    "ERROR: DAG finished but not all nodes are complete -- checking for a cycle..."
+                        .into(),
+                );
+                self.log("... ERROR: a cycle exists in the dag, please check input".into());
+                DagStatus::Cycle
             } else {
                 DagStatus::Error
             };

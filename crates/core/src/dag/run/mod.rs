@@ -92,6 +92,15 @@ pub enum JobChange {
     Aborted,
 }
 
+/// `MM/DD/YY HH:MM:SS` (UTC), as DAGMan prints an event's time.
+pub fn stamp(t: Time) -> String {
+    let (y, mo, d, h, mi, s) = super::rescue::utc(t.as_micros() / 1_000_000);
+    format!(
+        "{mo:02}/{d:02}/{:02} {h:02}:{mi:02}:{s:02}",
+        y.rem_euclid(100)
+    )
+}
+
 /// An input to the run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -502,8 +511,24 @@ impl Run {
         self.spec.nodes[i].kind == NodeKind::Service
     }
 
-    pub(crate) fn log(&mut self, line: String) {
+    /// Adds a `dagman.out` line (the caller's own messages among the run's).
+    pub fn log(&mut self, line: String) {
         self.log.push(line);
+    }
+
+    /// A `dagman.out` line for what the caller did while carrying out the
+    /// run's last actions (writing the rescue DAG): before the run's
+    /// closing `EXITING WITH STATUS` line if that is still pending, as
+    /// DAGMan orders them.
+    pub fn log_before_exit(&mut self, line: String) {
+        match self
+            .log
+            .iter()
+            .rposition(|l| l.contains("EXITING WITH STATUS"))
+        {
+            Some(at) => self.log.insert(at, line),
+            None => self.log.push(line),
+        }
     }
 
     fn touch(&mut self, i: usize) {
@@ -576,6 +601,16 @@ impl Run {
     /// left (DAGMan's event timer).
     pub fn step(&mut self, now: Time) -> Vec<Action> {
         self.now = now;
+        if self.st.finished.is_none()
+            && let Some(at) = self.spec.reject.clone()
+        {
+            // DAGMan reads REJECT and exits at once, writing nothing else.
+            self.log(format!(
+                "ERROR: DAG marked as rejected ({at}): nothing runs"
+            ));
+            self.log("Exiting because of REJECT specification".into());
+            self.finish_rejected();
+        }
         if self.st.finished.is_none() {
             self.run_scripts();
             self.submit_ready();

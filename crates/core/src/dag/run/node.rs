@@ -140,6 +140,8 @@ pub struct NodeRun {
     pub failed: bool,
     /// The current attempt's cluster.
     pub cluster: Option<u64>,
+    /// Every attempt's cluster, oldest first.
+    pub clusters: Vec<u64>,
     pub procs: Vec<Proc>,
     /// Submission asked for, not yet answered.
     pub submitting: bool,
