@@ -332,6 +332,7 @@ impl Run {
                     self.set_proc(i, p, Proc::Running);
                     self.jobstate(i, "EXECUTE", id);
                 }
+                self.release_priority_children(i);
             }
             JobChange::Evicted => {
                 if old == Proc::Running {

@@ -159,9 +159,11 @@ pub struct NodeRun {
     pub hold_script_running: bool,
     /// HOLD scripts waiting to run.
     pub hold_scripts_waiting: u32,
-    /// Ever started (a PRE script or a submission): priority children may
-    /// run.
+    /// Ever started (a PRE script or a submission).
     pub started: bool,
+    /// A job of it ever began executing: priority children may run.
+    #[serde(default)]
+    pub executed: bool,
     /// Holds of this attempt's jobs.
     pub holds: u32,
     /// Failed jobs of this attempt.

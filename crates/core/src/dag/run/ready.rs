@@ -142,7 +142,7 @@ impl Run {
                     pn.status == Status::Futile,
                 ),
                 EdgeKind::Priority => (
-                    pn.started || matches!(pn.status, Status::Done | Status::Error),
+                    pn.executed || matches!(pn.status, Status::Done | Status::Error),
                     pn.status == Status::Futile,
                 ),
             };
@@ -168,6 +168,30 @@ impl Run {
                 self.start_node(c, false);
             }
             Parents::Never => self.make_futile(c),
+        }
+    }
+
+    /// Node `i`'s job began executing: its priority children may go (DMW's
+    /// priority dependence: a child starts no earlier than its parent).
+    pub(super) fn release_priority_children(&mut self, i: usize) {
+        if self.st.nodes[i].executed {
+            return;
+        }
+        self.st.nodes[i].executed = true;
+        self.touch(i);
+        let prio_children: Vec<usize> = self.spec.nodes[i]
+            .children
+            .iter()
+            .map(|&c| c as usize)
+            .filter(|&c| {
+                self.spec.nodes[c]
+                    .parents
+                    .iter()
+                    .any(|p| p.node as usize == i && p.kind == EdgeKind::Priority)
+            })
+            .collect();
+        for c in prio_children {
+            self.evaluate(c);
         }
     }
 
@@ -221,21 +245,6 @@ impl Run {
             self.st.nodes[i].started = true;
             self.st.nodes_run += 1;
             self.touch(i);
-            // Priority children may go once a parent started.
-            let prio_children: Vec<usize> = self.spec.nodes[i]
-                .children
-                .iter()
-                .map(|&c| c as usize)
-                .filter(|&c| {
-                    self.spec.nodes[c]
-                        .parents
-                        .iter()
-                        .any(|p| p.node as usize == i && p.kind == EdgeKind::Priority)
-                })
-                .collect();
-            for c in prio_children {
-                self.evaluate(c);
-            }
         }
         if self.spec.nodes[i].script(ScriptKind::Pre).is_some() && !self.st.nodes[i].pre_done {
             self.set_status(i, Status::PreRun);
