@@ -113,6 +113,7 @@ fn start(pool: &Pool, test: &str) -> Driver {
 }
 
 #[test]
+#[ignore = "not yet run green on this branch (HTCondor's drivers under Perl; up to 30 minutes)"]
 fn htcondors_dagman_test_workflows() {
     for (t, _) in NOT_RUN {
         assert!(!RUN.contains(t), "{t} is both run and not run");
