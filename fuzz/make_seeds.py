@@ -142,8 +142,22 @@ put(
 put("dag_parse", "cycle.dag", "JOB a a.sub\nJOB b b.sub\nPARENT a CHILD b\nPARENT b CHILD a\n")
 put(
     "dag_parse",
-    "rescue.rescue",
-    "# Gleaner DAG rescue file, format 1\nDAG /home/alice/run.dag\nDONE a\nDONE b\nATTEMPTS c 2\n",
+    "dagman.dag",
+    "CONFIG /d/f1\nJOB A a.sub DIR sub\nJOB B { executable = /bin/true\n queue }\n"
+    "SCRIPT DEFER 2 30 PRE A pre.sh $JOB $RETRY\nSCRIPT POST A post.sh $RETURN $DAG_STATUS\n"
+    "PRE_SKIP A 3\nRETRY A 2 UNLESS-EXIT 4\nABORT-DAG-ON B 5 RETURN 1\n"
+    "VARS ALL_NODES node = \"$(JOB)\" +Attr=\"x\"\nPRIORITY B 10\nCATEGORY A slow\nMAXJOBS slow 1\n"
+    "SPLICE S /d/f2\nPARENT A CHILD S\nWEAK PARENT S CHILD B\nFINAL F f.sub\n"
+    "NODE_STATUS_FILE x.status 5\nJOBSTATE_LOG x.jobstate.log\nDOT x.dot UPDATE\n"
+    "\0DAGMAN_MAX_JOBS_IDLE = 3\nDAGMAN_USE_STRICT = 1\n"
+    "\0JOB C c.sub\nJOB D d.sub\nPARENT C CHILD D\n",
+)
+put(
+    "dag_parse",
+    "rescue.dag",
+    "JOB a a.sub\nJOB b b.sub\nPARENT a CHILD b\nRETRY b 2\n"
+    "\0# Rescue DAG file, created after running\n#   the x.dag DAG file\n"
+    "# Rescue DAG version: 2.1.0\n#\n# Total number of Nodes: 2\nDONE a\nRETRY b 1\n",
 )
 
 # --- configurations ---------------------------------------------------------
@@ -285,17 +299,17 @@ WIRE = [
     ("action_response", {"changed": ["1.0"], "skipped": [["1.1", "not held"]]}),
     ("append_response", {"length": 10}),
     ("stored_response", {"ok": True, "detail": ""}),
-    ("dag_submit_body", {"protocol": 1, "dag_file": "/home/alice/a.dag",
-                         "dag_text": "JOB a a.sub\nJOB b b.sub\nPARENT a CHILD b\n",
-                         "nodes": [{"name": "a", "submission": SUBMISSION,
-                                    "submit_dir": "/home/alice"}],
-                         "rescue": {"done": ["a"], "attempts": {"b": 1}},
-                         "rescue_retries": "keep"}),
-    ("dag_status", {"id": 1, "owner": "alice", "dag_file": "a.dag", "state": "running",
+    ("dag_submit_body", {"protocol": 1, "files": ["a.dag"], "cwd": "/home/alice",
+                         "options": {"max_idle": 5, "force": True, "batch_name": "b"},
+                         "env": {"PATH": "/usr/bin"}}),
+    ("dag_status", {"id": 1, "owner": "alice", "dag_file": "a.dag", "files": ["/home/alice/a.dag"],
+                    "state": "running", "exit_code": None, "dag_status": 0,
                     "submitted_at": 1, "finished_at": None, "rescue_file": None, "message": "",
-                    "nodes": [{"name": "a", "status": "done", "failures": 0, "retries": 1,
-                               "clusters": [3], "started_at": 1, "finished_at": 2,
-                               "data_parents": [], "priority_parents": []}]}),
+                    "nodes_total": 1, "nodes_done": 1, "nodes_failed": 0,
+                    "nodes": [{"name": "a", "status": "done", "node_status": 5, "failures": 0,
+                               "retries": 1, "max_retries": 2, "clusters": [3],
+                               "started_at": 1, "finished_at": 2, "data_parents": [],
+                               "priority_parents": [], "error": ""}]}),
     ("dag_rm_response", {"id": 1, "removed_jobs": ["3.0"], "rescue_file": "/a.rescue"}),
     ("claims", {"subject": "alice", "role": "user", "issued_at": 1, "expires_at": 2,
                 "token_id": "00112233445566778899aabbccddeeff"}),
@@ -351,5 +365,15 @@ write_dict("classad_parse_eval", builtins + [
     "==", "!=", "<=", ">=", "&&", "||", "?", ":", "<<", ">>", ">>>", "[", "]", "{", "}",
     ";", ",", ".", "(", ")", "\"", "\\", "e+308", "1.0", "-", "!", "~", "%",
 ])
+# DAGMan's commands and keywords (gleaner_core::dag::command), script
+# and VARS macros, and the NUL that splits the input into files.
 write_dict("dag_parse", ["JOB ", "PARENT ", "CHILD ", "PRIORITY_PARENT ", "RETRY ", "VARS ",
-                         "DONE ", "ATTEMPTS ", "DAG ", "=\"", "\\\"", "\n", "#"])
+                         "DONE ", "=\"", "\\\"", "\n", "#",
+                         "SCRIPT ", "PRE ", "POST ", "HOLD ", "DEFER ", "DEBUG ", "PRE_SKIP ",
+                         "UNLESS-EXIT ", "ABORT-DAG-ON ", "RETURN ", "ALL_NODES", "PRIORITY ",
+                         "CATEGORY ", "MAXJOBS ", "CONFIG ", "SET_JOB_ATTR ", "DOT ", "UPDATE",
+                         "OVERWRITE", "NODE_STATUS_FILE ", "JOBSTATE_LOG ", "SAVE_POINT_FILE ",
+                         "FINAL ", "PROVISIONER ", "SERVICE ", "SUBDAG EXTERNAL ", "SPLICE ",
+                         "DIR ", "CONNECT ", "PIN_IN ", "PIN_OUT ", "INCLUDE ", "REJECT", "NOOP",
+                         "WEAK ", "SUBMIT-DESCRIPTION ", "ENV ", "$JOB", "$RETRY", "$RETURN",
+                         "$DAG_STATUS", "$(JOB)", "{", "}", "\0", "DAGMAN_MAX_JOBS_IDLE = "])

@@ -89,9 +89,10 @@ fuzz_target!(|data: &[u8]| {
         17 => drop(round_trip::<api::StoredResponse>(body)),
         18 => {
             if let Some(b) = round_trip::<dag_api::DagSubmitBody>(body) {
-                let _ = gleaner_core::dag::parse_dag(&b.dag_text);
-                for n in b.nodes.iter().take(4) {
-                    expand(&n.submission);
+                // What the station does first with a DAG submission's
+                // text: parse each file name given as a DAG file.
+                for f in b.files.iter().take(4) {
+                    let _ = gleaner_core::dag::parse::parse_file(f, &Default::default());
                 }
             }
         }

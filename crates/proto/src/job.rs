@@ -67,15 +67,35 @@ impl<'de> Deserialize<'de> for JobId {
     }
 }
 
-/// The execution environment: HTCondor's vanilla universe, or its
-/// parallel universe (`machine_count` processes started and stopped
-/// together, see [`GangMember`]).
+/// The execution environment: HTCondor's vanilla universe, its parallel
+/// universe (`machine_count` processes started and stopped together, see
+/// [`GangMember`]), or its local and scheduler universes (the job runs on
+/// its home station itself, as its owner; never sent to other stations).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Universe {
     #[default]
     Vanilla,
     Parallel,
+    Scheduler,
+    Local,
+}
+
+impl Universe {
+    /// Runs on its home station rather than on a host.
+    pub fn is_local(self) -> bool {
+        matches!(self, Universe::Scheduler | Universe::Local)
+    }
+
+    /// HTCondor's `JobUniverse` number.
+    pub fn code(self) -> i64 {
+        match self {
+            Universe::Vanilla => 5,
+            Universe::Scheduler => 7,
+            Universe::Parallel => 11,
+            Universe::Local => 12,
+        }
+    }
 }
 
 /// Most members one parallel job may have (`machine_count`).

@@ -94,8 +94,8 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
     }
     // Gleaner's own: failed starts in a row (HTCondor has no such count).
     ad.insert_int("NumStartFailures", i64::from(j.start_failures));
-    // HTCondor's codes: vanilla 5, parallel 11 (with its MachineCount; a
-    // member's rank is its ProcId).
+    // HTCondor's codes: vanilla 5, scheduler 7, parallel 11 (with its
+    // MachineCount; a member's rank is its ProcId), local 12.
     match desc.gang {
         Some(m) => {
             ad.insert_int("JobUniverse", 11);
@@ -103,7 +103,7 @@ pub fn job_ad(j: &JobInfo, desc: &JobDescription, events: &[EventInfo]) -> Ad {
             ad.insert_int("MinHosts", i64::from(m.gang.fewest()));
             ad.insert_int("MaxHosts", i64::from(m.gang.machine_count));
         }
-        None => ad.insert_int("JobUniverse", 5),
+        None => ad.insert_int("JobUniverse", desc.universe.code()),
     }
     ad.insert_str("Cmd", &desc.executable);
     insert_arguments(&mut ad, desc);
@@ -229,6 +229,30 @@ fn insert_environment(ad: &mut Ad, desc: &JobDescription) {
         return;
     }
     ad.insert_str("Environment", &crate::args::env_v2_raw(&desc.environment));
+}
+
+/// The ad of job `id` as its description alone says (an idle job of
+/// `owner`, times unknown): what a host evaluates a job's match-time
+/// `$$([expression])` in, as HTCondor's schedd evaluates it in the job ad.
+pub fn description_ad(id: crate::job::JobId, desc: &JobDescription) -> Ad {
+    let info = JobInfo {
+        id,
+        owner: desc.owner.clone(),
+        state: JobState::Idle,
+        submitted_at: Time::ZERO,
+        updated_at: Time::ZERO,
+        started_at: None,
+        finished_at: None,
+        run_count: 0,
+        host: None,
+        cmd: desc.executable.clone(),
+        start_failures: 0,
+        hold_code: None,
+        hold_subcode: None,
+        completions: 0,
+        not_before: None,
+    };
+    job_ad(&info, desc, &[])
 }
 
 /// The job ads a submission would queue as cluster `cluster` at `qdate`

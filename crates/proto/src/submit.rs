@@ -115,8 +115,12 @@ pub struct SubmitContext {
     /// reads no user's files for a submission).
     pub dir: Option<PathBuf>,
     /// `KEY=VALUE` from the command line (`condor_submit X=3 file`),
-    /// defined before the file's first line.
+    /// defined before the file's first line (`+Attr`/`My.Attr` keys set
+    /// job attributes).
     pub defines: Vec<(String, String)>,
+    /// Definitions made after the file is read, just before each `queue`
+    /// statement (DAGMan's `VARS … APPEND` and its own attributes).
+    pub appends: Vec<(String, String)>,
     /// Seed of `$RANDOM_INTEGER()` and `$RANDOM_CHOICE()`.
     pub seed: u64,
 }
@@ -142,6 +146,11 @@ impl SubmitContext {
 
     pub fn with_defines(mut self, defines: Vec<(String, String)>) -> Self {
         self.defines = defines;
+        self
+    }
+
+    pub fn with_appends(mut self, appends: Vec<(String, String)>) -> Self {
+        self.appends = appends;
         self
     }
 
@@ -610,27 +619,23 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
     }
     // Command-line definitions first, as line 0 of the file.
     for (k, v) in &ctx.defines {
-        // `+Attr=value` sets a job attribute, as DAGMan's `VARS NODE +Attr`.
-        let lower = match custom_attr_name(k.trim()) {
-            Some(attr) if is_identifier(attr) => format!("+{}", attr.to_ascii_lowercase()),
-            _ => k.trim().to_ascii_lowercase(),
-        };
-        if !(is_key(k.trim()) || lower.starts_with('+')) || BUILTINS.contains(&lower.as_str()) {
-            errs.push(
+        match define_key(k) {
+            Some(key) => {
+                let a = Assignment {
+                    name: k.trim().to_string(),
+                    value: v.trim().to_string(),
+                    line: 0,
+                    file: None,
+                    seq,
+                };
+                seq += 1;
+                vars.insert(key, a);
+            }
+            None => errs.push(
                 0,
                 SubmitErrorKind::Malformed(format!("{k}={v} (a definition on the command line)")),
-            );
-            continue;
+            ),
         }
-        let a = Assignment {
-            name: k.trim().to_string(),
-            value: v.trim().to_string(),
-            line: 0,
-            file: None,
-            seq,
-        };
-        seq += 1;
-        vars.insert(lower, a);
     }
 
     loop {
@@ -643,6 +648,20 @@ pub fn parse_submit(text: &str, ctx: &SubmitContext) -> Result<ClusterSubmission
         let line_no = l.line;
         let t = l.text.trim().to_string();
         if let Some(rest) = keyword(&t, "queue") {
+            // Definitions the caller makes after the file's own.
+            for (k, v) in &ctx.appends {
+                if let Some(key) = define_key(k) {
+                    let a = Assignment {
+                        name: k.trim().to_string(),
+                        value: v.trim().to_string(),
+                        line: 0,
+                        file: None,
+                        seq,
+                    };
+                    seq = seq.saturating_add(1);
+                    vars.insert(key, a);
+                }
+            }
             queue_lines.push(rest.to_string());
             let vars_size = received::vars_bytes(&vars);
             let room = MAX_SUBMISSION_BYTES.saturating_sub(stored.saturating_add(vars_size));
@@ -950,6 +969,17 @@ fn is_key(key: &str) -> bool {
         && key
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+}
+
+/// The table key of a definition made by the caller (`KEY`, `+Attr` or
+/// `My.Attr`), `None` if it is no valid key.
+fn define_key(k: &str) -> Option<String> {
+    let k = k.trim();
+    if let Some(attr) = custom_attr_name(k) {
+        return is_identifier(attr).then(|| format!("+{}", attr.to_ascii_lowercase()));
+    }
+    let lower = k.to_ascii_lowercase();
+    (is_key(k) && !BUILTINS.contains(&lower.as_str())).then_some(lower)
 }
 
 /// `Attr` from `+Attr` or `MY.Attr`.

@@ -225,6 +225,12 @@ queue 2
         assert!(n <= 1000 && n.is_multiple_of(10), "{line}");
         assert!(["a", "b", "c"].contains(&c), "{line}");
     }
+    // HTCondor's platform constants, as its own test jobs use them.
+    let j = jobs(
+        "executable = $CHOICE(IsWindows,/bin/echo,appendmsg)\narguments = $(IsLinux)\nqueue\n",
+    );
+    assert_eq!(j[0].executable, "/bin/echo");
+    assert_eq!(args(&j), ["true"]);
     // Bad uses name the line.
     let e = parse_submit(
         "executable = x\narguments = $CHOICE(5, a, b)\nqueue\n",

@@ -12,7 +12,6 @@
 //! user: this test binary, re-executed as that user, runs
 //! [`peer_request_helper`] (a no-op when run as a test).
 
-use gleaner_core::dag::RescueRetries;
 use gleaner_core::time::Time;
 use gleaner_proto::api::{JobInfo, SubmitBody};
 use gleaner_proto::creds::Role;
@@ -21,7 +20,7 @@ use gleaner_proto::submit::{SubmitContext, parse_submit};
 use gleaner_proto::wire::{JobStatusReport, PROTOCOL_VERSION};
 use gleaner_station::client::{JobQuery, StationClient};
 use gleaner_station::config::{StationConfig, StationRole};
-use gleaner_station::home::dagman::{DagNodeSubmit, DagSubmitBody};
+use gleaner_station::home::dagman::{DagOptions, DagState, DagSubmitBody};
 use gleaner_station::node::{Running, spawn_for_test};
 use gleaner_testkit::{TestKeys, TestUser, reachable, skip_unless_root};
 use std::io::{Read, Write};
@@ -822,103 +821,94 @@ async fn a_peer_claiming_another_owner_in_the_body_submits_as_itself() {
     env.stop().await;
 }
 
-/// A one-node DAG `JOB a a.sub` with the node's submit text, its DAG file
-/// at `dag_file`, its node submitted from `dir`.
-fn dag(env: &Env, dag_file: &Path, text: &str, dir: &Path) -> DagSubmitBody {
+/// Writes `text` to `path` as a file of `u`'s.
+fn write_as(u: &TestUser, path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    lchown(path, Some(u.uid()), Some(u.gid())).unwrap();
+}
+
+/// The submission of DAG file `file` from `cwd`, with DAGMan
+/// configuration file `config`.
+fn dag(file: &Path, cwd: &Path, config: Option<&Path>) -> DagSubmitBody {
     DagSubmitBody {
         protocol: PROTOCOL_VERSION,
-        dag_file: dag_file.display().to_string(),
-        dag_text: "JOB a a.sub\n".into(),
-        nodes: vec![DagNodeSubmit {
-            name: "a".into(),
-            submission: env.body(text, dir).submission,
-            submit_dir: Some(dir.display().to_string()),
-        }],
-        rescue: None,
-        rescue_retries: RescueRetries::Reset,
-    }
-}
-
-/// Waits for the DAG manager to submit a node's job (cluster 1).
-async fn wait_for_job(env: &Env) -> JobId {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(j) = env.queue().await.first() {
-            return j.id;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no node was submitted"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Waits for DAG 1's rescue file; its path.
-async fn wait_for_rescue(c: &StationClient) -> PathBuf {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(p) = c.dag(1).await.unwrap().rescue_file {
-            return PathBuf::from(p);
-        }
-        assert!(std::time::Instant::now() < deadline, "no rescue file");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        files: vec![file.display().to_string()],
+        cwd: cwd.display().to_string(),
+        options: DagOptions {
+            config: config.map(|c| c.display().to_string()),
+            ..Default::default()
+        },
+        env: Default::default(),
     }
 }
 
 #[tokio::test]
-async fn dags_are_checked_and_rescued_as_their_owner() {
-    let Some(env) = Env::start("dags_are_checked_and_rescued_as_their_owner").await else {
+async fn dags_are_read_and_their_nodes_submitted_as_their_owner() {
+    let Some(env) = Env::start("dags_are_read_and_their_nodes_submitted_as_their_owner").await
+    else {
         return;
     };
     let a = env.tcp(env.a.name(), Role::User);
     let dir = env.job_dir(&env.a);
-    // A node reading /etc/shadow: refused, nothing stored.
-    let r = a
+    // A node reading /etc/shadow: the DAG is accepted (HTCondor's is too),
+    // its node's submission refused as A, so the node fails and no job of
+    // it ever enters the queue.
+    write_as(&env.a, &dir.join("x.dag"), "JOB a a.sub\n");
+    write_as(
+        &env.a,
+        &dir.join("a.sub"),
+        "executable = /bin/cat\ninput = /etc/shadow\nqueue\n",
+    );
+    write_as(
+        &env.a,
+        &dir.join("once.config"),
+        "DAGMAN_MAX_SUBMIT_ATTEMPTS = 1\n",
+    );
+    let id = a
         .submit_dag(&dag(
-            &env,
             &dir.join("x.dag"),
-            "executable = /bin/cat\ninput = /etc/shadow\nqueue\n",
             &dir,
+            Some(&dir.join("once.config")),
         ))
-        .await;
-    let (status, field, msg) = tcp_refusal(r).await;
-    assert_eq!((status, field.as_str()), (400, "input"), "{msg}");
-    assert!(msg.starts_with("node a:"), "{msg}");
-    assert!(a.dags(None).await.unwrap().is_empty());
-    // A DAG file in a directory A may not write: the rescue file goes to
-    // A's home, written as A; a missing input (a parent's output, say) is
-    // no reason to refuse.
+        .await
+        .unwrap()
+        .id;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let s = loop {
+        let s = a.dag(id).await.unwrap();
+        if s.state != DagState::Running {
+            break s;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "DAG still running: {s:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(s.state, DagState::Failed, "{s:?}");
+    assert!(s.nodes[0].error.contains("/etc/shadow"), "{s:?}");
+    let q = env.queue().await;
+    assert!(
+        q.iter().all(|j| j.id.cluster == id),
+        "only the DAG's own job: {q:?}"
+    );
+    // Its rescue DAG is A's file beside the DAG file.
+    let rescue = dir.join("x.dag.rescue001");
+    assert_eq!(s.rescue_file.as_deref(), rescue.to_str());
+    assert_eq!(std::fs::metadata(&rescue).unwrap().uid(), env.a.uid());
+    // A DAG file in a directory A may not write: refused (DAGMan's files
+    // go beside it), nothing stored, nothing written there.
     let private = env.dir.path().join("rootonly");
     std::fs::create_dir(&private).unwrap();
     std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o755)).unwrap();
-    a.submit_dag(&dag(
-        &env,
-        &private.join("x.dag"),
-        "executable = /bin/false\ntransfer_input_files = made_later.txt\nqueue\n",
-        &dir,
-    ))
-    .await
-    .unwrap();
-    let id = wait_for_job(&env).await;
-    env.report(id, JobEventKind::Started, JobState::Running)
-        .await;
-    env.report(
-        id,
-        JobEventKind::Completed,
-        JobState::Completed { exit_code: 1 },
-    )
-    .await;
-    let rescue = wait_for_rescue(&a).await;
-    assert_eq!(rescue, env.a.home().join("dag-1.rescue"));
-    let m = std::fs::metadata(&rescue).unwrap();
-    assert_eq!(m.uid(), env.a.uid());
-    assert!(
-        std::fs::read_to_string(&rescue)
-            .unwrap()
-            .contains(&private.join("x.dag").display().to_string())
-    );
-    assert_eq!(std::fs::read_dir(&private).unwrap().count(), 0);
+    std::fs::write(private.join("y.dag"), "JOB a a.sub\n").unwrap();
+    std::fs::copy(dir.join("a.sub"), private.join("a.sub")).unwrap();
+    let r = a.submit_dag(&dag(&private.join("y.dag"), &dir, None)).await;
+    let (status, field, msg) = tcp_refusal(r).await;
+    assert_eq!((status, field.as_str()), (400, "files"), "{msg}");
+    assert!(msg.contains("cannot write"), "{msg}");
+    assert_eq!(a.dags(None).await.unwrap().len(), 1);
+    assert_eq!(std::fs::read_dir(&private).unwrap().count(), 2);
     env.stop().await;
 }
 

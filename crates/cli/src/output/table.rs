@@ -270,12 +270,28 @@ impl Output for TableOutput {
     }
 
     fn dag_submitted(&self, resp: &DagSubmitResponse) {
+        // condor_submit_dag's lines, which scripts parse.
+        let base = resp.dagman_out.trim_end_matches(".dagman.out");
+        say!("-----------------------------------------------------------------------");
+        say!("File for submitting this DAG to HTCondor           : (none: the station runs it)");
+        say!(
+            "Log of DAGMan debugging messages                 : {}",
+            resp.dagman_out
+        );
+        say!("Log of the life of condor_dagman itself          : {base}.dagman.log");
+        say!("");
+        say!("Submitting job(s).");
+        say!("1 job(s) submitted to cluster {}.", resp.id);
+        say!("-----------------------------------------------------------------------");
         if resp.done > 0 {
             say!(
-                "DAG {} submitted: {} nodes, {} already done (from the rescue file).",
+                "DAG {} submitted: {} nodes, {} already done (from {}).",
                 resp.id,
                 resp.nodes,
-                resp.done
+                resp.done,
+                resp.rescue
+                    .as_ref()
+                    .map_or("DONE lines".to_string(), |r| r.path.clone())
             );
         } else {
             say!("DAG {} submitted: {} nodes.", resp.id, resp.nodes);

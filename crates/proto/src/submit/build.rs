@@ -454,7 +454,13 @@ fn implemented(
     match name {
         "universe" => match keys::universe_refusal(value) {
             // Parallel: set with the member's gang (`parallel.rs`).
-            None => d.universe = Universe::Vanilla,
+            None => {
+                d.universe = match value.to_ascii_lowercase().as_str() {
+                    "local" => Universe::Local,
+                    "scheduler" => Universe::Scheduler,
+                    _ => Universe::Vanilla,
+                }
+            }
             Some(why) => errs.push_at(a, SubmitErrorKind::Unsupported(why)),
         },
         // Checked once per submission, with the gang (`parallel.rs`).

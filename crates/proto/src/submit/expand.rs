@@ -167,7 +167,16 @@ impl<'a> Expander<'a> {
             }
         }
         let vars: &'a BTreeMap<String, Assignment> = self.vars;
-        vars.get(lower).map(|a| Found::Var(a.value.as_str()))
+        match vars.get(lower) {
+            Some(a) => Some(Found::Var(a.value.as_str())),
+            // HTCondor's configuration constants for the platform, which
+            // submit files test (`$CHOICE(IsWindows, …)`).
+            None => match lower {
+                "iswindows" => Some(Found::Builtin("false".into())),
+                "islinux" => Some(Found::Builtin("true".into())),
+                _ => None,
+            },
+        }
     }
 
     /// Appends `s` to `out` if the value stays within its limit and the

@@ -717,12 +717,8 @@ const REFUSED_PREFIXES: &[(&str, &str)] = &[
 pub(crate) fn universe_refusal(universe: &str) -> Option<String> {
     let u = universe.to_ascii_lowercase();
     let why = match u.as_str() {
-        "vanilla" | "parallel" => return None,
+        "vanilla" | "parallel" | "scheduler" | "local" => return None,
         "mpi" => "it is the old name of the parallel universe: write universe = parallel",
-        "scheduler" | "local" => {
-            "it runs the job on the submit machine itself; Gleaner runs jobs on idle \
-             workstations only"
-        }
         "standard" => "HTCondor itself no longer supports it",
         "java" => "Gleaner runs no Java virtual machine for jobs; make java your executable",
         "docker" | "container" => "container jobs are not supported",
@@ -730,12 +726,12 @@ pub(crate) fn universe_refusal(universe: &str) -> Option<String> {
         "vm" => "Gleaner runs no virtual machines",
         _ => {
             return Some(format!(
-                "universe \"{universe}\" is not an HTCondor universe (Gleaner runs vanilla and parallel jobs)"
+                "universe \"{universe}\" is not an HTCondor universe (Gleaner runs vanilla, parallel, local and scheduler jobs)"
             ));
         }
     };
     Some(format!(
-        "universe \"{universe}\" is not supported: {why} (Gleaner runs vanilla and parallel jobs)"
+        "universe \"{universe}\" is not supported: {why} (Gleaner runs vanilla, parallel, local and scheduler jobs)"
     ))
 }
 

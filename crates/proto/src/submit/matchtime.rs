@@ -114,6 +114,13 @@ fn as_text(v: &Value) -> Option<String> {
 /// expression is evaluated with the machine as `TARGET`). A reference the
 /// machine cannot fill and that has no default is an error naming it.
 pub fn substitute(text: &str, machine: &Ad, now_unix: i64) -> Result<String, String> {
+    substitute_in(text, machine, machine, now_unix)
+}
+
+/// [`substitute`] for a job whose ad is `job`: an expression is evaluated
+/// in the job's ad with the machine as `TARGET`, as HTCondor's schedd
+/// does (`$$([JobBatchName])` is the job's batch name).
+pub fn substitute_in(text: &str, job: &Ad, machine: &Ad, now_unix: i64) -> Result<String, String> {
     if !text.contains("$$(") {
         return Ok(text.to_string());
     }
@@ -121,9 +128,7 @@ pub fn substitute(text: &str, machine: &Ad, now_unix: i64) -> Result<String, Str
         let value = if r.expression {
             let e = gleaner_classad::parse_expr(&r.what)
                 .map_err(|e| format!("$$([{}]): {e}", r.what))?;
-            let ctx = EvalContext::new(now_unix)
-                .with_my(machine)
-                .with_target(machine);
+            let ctx = EvalContext::new(now_unix).with_my(job).with_target(machine);
             as_text(&ctx.eval(&e))
         } else {
             let ctx = EvalContext::new(now_unix).with_my(machine);
@@ -204,6 +209,20 @@ mod tests {
         let e = substitute("$$(wontbethere)", &m, 0).unwrap_err();
         assert!(e.contains("wontbethere"), "{e}");
         assert_eq!(substitute("no refs $(x)", &m, 0).unwrap(), "no refs $(x)");
+        // In the job's ad, with the machine as TARGET (HTCondor's DAGMan
+        // tests print `$$([JobBatchName])` and `$$([DAGParentNodeNames])`).
+        let mut job = Ad::new();
+        job.insert_str("JobBatchName", "nightly");
+        assert_eq!(
+            substitute_in(
+                "$$([JobBatchName]) $$([TARGET.Memory * 2]) $$(Arch)",
+                &job,
+                &m,
+                0
+            )
+            .unwrap(),
+            "nightly 4096 X86_64"
+        );
     }
 
     #[test]

@@ -101,7 +101,7 @@ pub(crate) async fn monitor(home: Arc<Home>, mut shutdown: watch::Receiver<bool>
     // Recheck of an expired job that is being placed again right now.
     let placing_recheck = (lease / 6).clamp(Duration::from_millis(100), Duration::from_secs(5));
     loop {
-        let running = home.queue().running_jobs();
+        let running = home.queue().running_remote_jobs();
         let running = match running {
             Ok(r) => r,
             Err(e) => {

@@ -19,8 +19,10 @@
 //!   is placed on (`host_caller`);
 //! - [`ckpt_store`]: checkpoints received from hosts; [`lease`]: lease
 //!   renewals and the monitor that requeues jobs of silent hosts;
-//! - [`dagman`]: the DAG manager; [`user_log`]: HTCondor-style user logs;
-//!   [`recover`]: start-up recovery of the queue.
+//! - [`dagman`]: the DAG manager; [`local_run`]: user processes the home
+//!   runs itself as their owner (`universe = local`/`scheduler` jobs, DAG
+//!   scripts); [`user_log`]: HTCondor-style user logs; [`recover`]:
+//!   start-up recovery of the queue.
 //!
 //! [`Home`] is the side's state; the node gives it grants and preemptions
 //! and takes its part of the station's ad ([`HomePart`]).
@@ -38,6 +40,7 @@ pub mod job_classes;
 mod job_policy;
 pub mod lease;
 pub mod limits;
+pub mod local_run;
 pub mod meters;
 pub mod private;
 pub mod qedit;
@@ -262,6 +265,11 @@ impl Home {
                 self.clone(),
                 shutdown.clone(),
             )));
+            // Local and scheduler universe jobs, run here as their owner.
+            tasks.push(tokio::spawn(local_run::run_loop(
+                self.clone(),
+                shutdown.clone(),
+            )));
         }
         tasks.push(tokio::spawn(lease::monitor(self.clone(), shutdown.clone())));
         // Running gangs: holds resent at start, then settled every few
@@ -301,10 +309,14 @@ impl Home {
         let mut placing = self.remote.placing();
         // A gang's members that wait with it are no demand of their own.
         placing.extend(gang::parked(self));
+        // Local jobs run here: no demand for other stations' nodes.
+        let (local_idle, local_running) = self.queue().local_counts().unwrap_or_default();
         let demand = Demand {
             idle_jobs: count(JobStateKind::Idle)
+                .saturating_sub(local_idle)
                 .saturating_sub(u32::try_from(placing.len()).unwrap_or(0)),
-            remote_jobs: count(JobStateKind::Running) + count(JobStateKind::Suspended),
+            remote_jobs: (count(JobStateKind::Running) + count(JobStateKind::Suspended))
+                .saturating_sub(local_running),
         };
         let classes = if self.config.role.submits() {
             let q = self.queue();

@@ -269,6 +269,25 @@ impl CgroupSettings {
         Ok(Some(m))
     }
 
+    /// A manager for the station's own user processes (the home's local
+    /// jobs and DAG scripts): the same layout, its own subtree
+    /// `<parent>-<suffix>` at normal weight and without the guests' memory
+    /// bound. `None` when cgroups are off or unusable (the processes then
+    /// run in their session only).
+    pub fn build_named(&self, suffix: &str) -> Option<CgroupManager> {
+        let mut s = self.clone();
+        s.parent = format!("{}-{suffix}", self.parent);
+        s.parent_idle = false;
+        s.bound_memory = false;
+        match s.try_build(0) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, "no cgroups for the home's user processes");
+                None
+            }
+        }
+    }
+
     /// The manager to hand to the starter. When cgroups were asked for but
     /// cannot be used, logs why and returns `Ok(None)` (guests then rely on
     /// per-task SCHED_IDLE and SIGSTOP), unless `required` is set.

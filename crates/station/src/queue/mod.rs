@@ -22,6 +22,7 @@ mod durability;
 mod edit;
 mod failures;
 mod gang;
+mod local;
 mod read;
 mod rows;
 mod schema;
@@ -37,6 +38,7 @@ use gleaner_proto::job::{
     IllegalTransition, JobDescription, JobEventKind, JobId, JobState, JobStateKind,
 };
 use gleaner_proto::submit::SubmitErrors;
+pub use local::{LOCAL_CLASS, NEVER};
 use rusqlite::{Connection, OpenFlags};
 use schema::SCHEMA_VERSION;
 use serde::{Deserialize, Serialize};

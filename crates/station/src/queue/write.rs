@@ -407,6 +407,15 @@ fn insert_proc(
         (JobStateKind::Idle, None, None)
     };
     let start = crate::schedule::first_start(d, id, at);
+    // A local job runs here, never matched: its own class, no match time.
+    let (match_from, class) = if d.universe.is_local() {
+        (Some(super::NEVER), super::LOCAL_CLASS.to_string())
+    } else {
+        (
+            start.map(|s| time_sql(s.match_from)).transpose()?,
+            gleaner_proto::matchmaking::JobClass::of(d).key,
+        )
+    };
     ins.execute(params![
         next,
         proc,
@@ -418,8 +427,8 @@ fn insert_proc(
         hold_reason,
         hold_code,
         start.map(|s| time_sql(s.at)).transpose()?,
-        start.map(|s| time_sql(s.match_from)).transpose()?,
-        gleaner_proto::matchmaking::JobClass::of(d).key
+        match_from,
+        class
     ])?;
     ev.execute(params![
         next,

@@ -1,58 +1,50 @@
-//! The DAG manager: runs job DAGs (`glean dag submit`) on the user's home
+//! The DAG manager: HTCondor DAGMan workflows run on the user's home
 //! station.
 //!
-//! A DAG is a schedule of jobs with DMW's two dependence kinds (Neeracher
-//! 1998, seeds/001_c7470f9b5ea54797.txt L391, L996–1012; format in
-//! `docs/dag-format.md`):
-//! - a node's jobs enter this station's queue only after every **data**
-//!   parent's jobs all completed with exit code 0;
-//! - and not before every **priority** parent's jobs *started* running
-//!   (some proc of its cluster has a start time).
-//!
-//! Eligibility is the core's [`Dag`](gleaner_core::dag::Dag), unchanged. The manager keeps each
-//! DAG's nodes in two tables of the queue's own SQLite database, so that
-//! submitting a node's cluster and recording it on the node commit in one
-//! transaction ([`JobQueue::submit_linked`](crate::queue::JobQueue::submit_linked)); every other state change of a
-//! node or DAG is one transaction too. After a crash (even SIGKILL) the
-//! manager rebuilds every running DAG from these rows and the job queue and
-//! carries on: nothing is submitted twice and nothing is lost.
-//!
-//! A failed attempt is retried while the node's `RETRY` budget lasts. When a
-//! DAG fails (a node failed for good and nothing else can run) or is
-//! removed, the manager writes a rescue file naming the DAG file, the nodes
-//! done and the attempts used; `glean dag submit` of the rescue file
-//! resumes there. It is written as the DAG's owner, outside the queue lock:
-//! `<dag file>.rescue`, or `~owner/dag-<id>.rescue` if that directory is
-//! not writable, or as a last resort under the station's state directory.
-//!
-//! Node submissions are checked as the owner at DAG submit
-//! (`submit_check`), missing files allowed (a parent may make them); every
-//! file is opened as the owner when used.
+//! A DAG is loaded and run by the core's pure code
+//! ([`gleaner_core::dag::load`], [`gleaner_core::dag::run`]); this module
+//! gives it a home:
 //!
 //! - [`api`]: the request and response types of `/v1/dags`;
+//! - [`prepare`]: a submission made ready (options, configuration,
+//!   rescue DAG, DAG files, node submit descriptions), shared with
+//!   `glean dag submit --dry-run`;
+//! - `nodes`: a DAG created (its DAGMan job, `universe = scheduler`,
+//!   whose cluster is the DAG's id and every node job's `DAGManJobId`),
+//!   and a node's jobs submitted in the transaction that records them;
 //! - `store`: the manager's tables in the queue's database;
-//! - `submit`, `tick`, `remove`, `status`: the manager's steps, each a
-//!   function of the queue and the time;
-//! - `service`: its loop and endpoints in the daemon.
+//! - `manager`: the loop keeping every running DAG's run in memory, fed
+//!   with what the queue, the DAG's job and the scripts say; `observe`
+//!   turns queue states into the run's events; `act` carries out its
+//!   actions (scripts as the owner, `crate::home::local_run`);
+//! - `outputs`: DAGMan's files (`FILE.dagman.out`, `FILE.nodes.log`,
+//!   the jobstate log, node status file, dot file, metrics, rescue DAGs,
+//!   save points), written as the DAG's owner;
+//! - `status`, `remove`, `service`: `glean dag status` and `rm`, the
+//!   endpoints.
+//!
+//! A home killed at any moment (SIGKILL included) resumes its DAGs: what
+//! was committed stands, scripts that were running run again, nothing is
+//! submitted twice (each node's cluster is recorded in the transaction
+//! that queues it).
 
+mod act;
 pub mod api;
+mod manager;
+mod nodes;
+mod observe;
+mod outputs;
+pub mod prepare;
 mod remove;
 mod service;
 mod status;
 mod store;
-mod submit;
-mod tick;
 
 pub use api::{
-    DagNodeStatus, DagNodeSubmit, DagRmResponse, DagState, DagStatus, DagSubmitBody,
-    DagSubmitResponse,
+    DagNodeStatus, DagRmResponse, DagState, DagStatus, DagSubmitBody, DagSubmitResponse,
 };
-pub use remove::{RemovedJobs, recover, remove};
-pub(crate) use service::{router, run_loop};
+pub(crate) use manager::run_loop;
+pub use prepare::{DagFs, DagOptions, Prepared, RescueUsed, node_submission, prepare};
+pub(crate) use service::router;
 pub use status::{status, status_one};
-pub use store::{RescueFile, init, record_rescue};
-pub use submit::submit;
-pub use tick::{TickReport, tick};
-
-#[cfg(test)]
-mod tests;
+pub use store::{init, is_dag_job, record_rescue};

@@ -1,155 +1,32 @@
-//! The manager in the daemon: its loop and the `/v1/dags` endpoints.
+//! The DAG manager's endpoints (`/v1/dags`): submit (condor_submit_dag),
+//! list, status, remove.
 
 use super::api::{DagRmResponse, DagState, DagStatus, DagSubmitBody, DagSubmitResponse};
-use super::remove::{recover, remove};
+use super::nodes::{OwnerDagFs, create, dag_env, out_file, prepare_as, write_header};
+use super::outputs;
+use super::prepare::node_submission;
+use super::remove::remove;
 use super::status::{status, status_one};
-use super::store::load_dag;
-use super::store::{RescueFile, record_rescue};
-use super::submit::submit;
-use super::tick::tick;
+use super::store::{self, Extras};
 use crate::clock::now;
 use crate::home::Home;
-use crate::home::as_owner::{as_owner, io_error};
-use crate::home::private;
-use crate::home::schedd::spawn_vacate;
-use crate::home::submit_check::{Strictness, check_paths, expand};
-use crate::home::user_log::{UserEvent, spawn_user_log};
-use crate::userfs::Op;
+use crate::home::as_owner::as_owner;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
+use gleaner_core::dag::load::{base_of, dir_of};
+use gleaner_core::dag::run::{Run, SubmitExtras};
 use gleaner_edge::{ApiError, Caller, body_bytes, may_act_on, parse_json};
-use gleaner_proto::job::JobId;
-use gleaner_proto::wire::ErrorCode;
-use std::collections::HashMap;
-use std::io::Write;
-use std::path::PathBuf;
+use gleaner_proto::wire::{ErrorCode, check_version};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::sync::watch;
 
-/// How often the manager looks at its DAGs.
-const PASS_PERIOD: Duration = Duration::from_millis(300);
+/// Most DAG files one submission names.
+const MAX_FILES: usize = 64;
 
-/// Last resort for rescue files: the daemon's own state (private).
-fn rescue_dir(home: &Home) -> PathBuf {
-    home.config.state_dir.join("dags")
-}
-
-/// Writes a rescue file as the DAG's owner: beside the DAG file, else in
-/// the owner's home directory; only if neither works (or the owner has no
-/// account) in the daemon's state directory. Records and returns where.
-async fn write_rescue(home: &Home, rf: &RescueFile) -> Option<String> {
-    let text = rf.text.clone();
-    let beside = rf.path.clone();
-    let fallback = rf.fallback_name();
-    let written = as_owner(&rf.owner, move |u| {
-        let mut tried = Vec::new();
-        for path in [beside, u.user().home.join(&fallback)] {
-            let res = u.create_truncate(&path, 0o644).and_then(|mut f| {
-                f.write_all(text.as_bytes())
-                    .map_err(|e| io_error(Op::Write, &path, &u.user().name, e))
-            });
-            match res {
-                Ok(()) => return Ok(Ok(path)),
-                Err(e) => tried.push(e.to_string()),
-            }
-        }
-        Ok(Err(tried.join("; ")))
-    })
-    .await;
-    let path = match written {
-        Ok(Ok(p)) => p,
-        other => {
-            let why = match other {
-                Ok(Err(tried)) => tried,
-                Err(e) => e.to_string(),
-                Ok(Ok(_)) => String::new(),
-            };
-            let p = rescue_dir(home).join(rf.fallback_name());
-            tracing::warn!(dag = rf.dag, owner = %rf.owner, %why, fallback = %p.display(), "cannot write the rescue file as its owner");
-            if let Err(e) = private::create_dir(&rescue_dir(home))
-                .and_then(|()| private::write(&p, rf.text.as_bytes()))
-            {
-                tracing::error!(dag = rf.dag, path = %p.display(), error = %e, "cannot write rescue file");
-                return None;
-            }
-            p
-        }
-    };
-    let path = path.display().to_string();
-    if let Err(e) = record_rescue(&mut home.queue(), rf.dag, &path) {
-        tracing::error!(dag = rf.dag, error = %e, "cannot record the rescue file");
-    }
-    Some(path)
-}
-
-/// The manager's loop: a pass every [`PASS_PERIOD`] while a DAG runs, until
-/// shutdown. With no DAG running it sleeps until one is submitted: a home
-/// whose jobs run elsewhere should not wake a few times a second for
-/// nothing (its CPU time is what Mutka's leverage divides by).
-pub(crate) async fn run_loop(home: Arc<Home>, mut shutdown: watch::Receiver<bool>) {
-    let orphans = recover(&mut home.queue(), now());
-    match orphans {
-        Ok(jobs) => after_removal(&home, &jobs, "removed with its DAG"),
-        Err(e) => tracing::error!(error = %e, "DAG manager recovery failed"),
-    }
-    loop {
-        let at = now();
-        let result = tick(&mut home.queue(), at);
-        let mut idle = false;
-        match result {
-            Ok(r) => {
-                idle = r.running == 0 && r.submitted.is_empty();
-                for (_, _, jobs) in &r.submitted {
-                    for id in jobs {
-                        let host = home.address.clone();
-                        spawn_user_log(&home, *id, at, UserEvent::Submitted { host });
-                    }
-                }
-                for rf in &r.rescues {
-                    write_rescue(&home, rf).await;
-                }
-                if !r.submitted.is_empty() {
-                    home.news.notify_one();
-                }
-            }
-            Err(e) => tracing::error!(error = %e, "DAG manager pass failed"),
-        }
-        if idle {
-            tokio::select! {
-                _ = home.dag_wake.notified() => {}
-                _ = shutdown.wait_for(|s| *s) => return,
-            }
-        } else {
-            tokio::select! {
-                _ = tokio::time::sleep(PASS_PERIOD) => {}
-                _ = shutdown.wait_for(|s| *s) => return,
-            }
-        }
-    }
-}
-
-fn after_removal(home: &Arc<Home>, jobs: &[(JobId, bool)], why: &str) {
-    let at = now();
-    for &(id, remote) in jobs {
-        spawn_user_log(
-            home,
-            id,
-            at,
-            UserEvent::Aborted {
-                reason: why.to_string(),
-            },
-        );
-        if remote {
-            spawn_vacate(home, id, why);
-        }
-    }
-    if !jobs.is_empty() {
-        home.news.notify_one();
-    }
-}
+/// Most distinct node submissions checked when a DAG is submitted.
+const MAX_CHECKED: usize = 2000;
 
 pub(crate) fn router() -> Router<Arc<Home>> {
     Router::new()
@@ -163,6 +40,59 @@ fn parse_dag_id(s: &str) -> Result<u64, ApiError> {
         .map_err(|_| ApiError::bad("dag", format!("invalid DAG id {s:?}: expected a number")))
 }
 
+/// Every node's submit description parsed now (retry 0), as the owner: a
+/// broken one refuses the DAG before anything runs. A submit file not
+/// there yet is allowed (a PRE script may write it).
+async fn check_nodes(
+    owner: &str,
+    prepared: &super::prepare::Prepared,
+    env: std::collections::BTreeMap<String, String>,
+) -> Result<Vec<String>, ApiError> {
+    let run = Run::new(prepared.spec.clone(), prepared.config.clone(), 1, now());
+    let mut work = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (i, n) in prepared.spec.nodes.iter().enumerate() {
+        if n.noop || n.done || n.join {
+            continue;
+        }
+        let vars = run.submit_vars(i, &SubmitExtras::default());
+        let key = format!("{:?}{:?}{:?}", n.submit, n.dir, vars);
+        if seen.insert(key) && work.len() < MAX_CHECKED {
+            work.push((n.clone(), vars));
+        }
+    }
+    let o = owner.to_string();
+    let res = as_owner(owner, move |u| {
+        let mut fs = OwnerDagFs(u);
+        let mut problems = Vec::new();
+        let mut notes = Vec::new();
+        for (n, vars) in &work {
+            match node_submission(n, vars, &o, &env, &mut fs) {
+                Ok(_) => {}
+                Err(errs) if errs.len() == 1 && errs[0].contains("cannot read the submit file") => {
+                    notes.push(format!(
+                        "{} (it must exist when the node is submitted)",
+                        errs[0]
+                    ));
+                }
+                Err(errs) => problems.extend(errs),
+            }
+        }
+        Ok((problems, notes))
+    })
+    .await
+    .map_err(|e| ApiError::bad("files", e.to_string()))?;
+    let (problems, notes) = res;
+    if problems.is_empty() {
+        Ok(notes)
+    } else {
+        Err(ApiError::bad(
+            "nodes",
+            format!("{}\nnothing was submitted", problems.join("\n")),
+        ))
+    }
+}
+
 async fn submit_handler(
     State(home): State<Arc<Home>>,
     Extension(caller): Extension<Caller>,
@@ -174,26 +104,91 @@ async fn submit_handler(
             "this station is execute-only and accepts no submissions",
         ));
     }
+    // Who is calling is known before the body is read.
+    let _fs = home.submitter(&caller)?;
     let raw = body_bytes(raw)?;
     let req: DagSubmitBody = parse_json(&raw)?;
-    // The DAG's jobs run as the caller's account (never root), and their
-    // paths are checked as it now; missing files may be a parent's outputs.
-    let fs = home.submitter(&caller)?;
-    for n in &req.nodes {
-        let descs = expand(&n.submission, 0, &caller.name, n.submit_dir.as_deref())
-            .map_err(|e| ApiError::bad("nodes", format!("node {}: {e}", n.name)))?;
-        check_paths(
-            &fs,
-            &descs,
-            Strictness::MissingAllowed,
-            &format!("node {}", n.name),
-        )
-        .await?;
+    check_version(req.protocol).map_err(ApiError::from)?;
+    if !req.cwd.starts_with('/') {
+        return Err(ApiError::bad(
+            "cwd",
+            format!("cwd must be an absolute path, got {:?}", req.cwd),
+        ));
     }
-    let resp = submit(&mut home.queue(), &caller.name, req, now())?;
+    if req.files.is_empty() || req.files.len() > MAX_FILES {
+        return Err(ApiError::bad(
+            "files",
+            format!("a DAG submission names 1 to {MAX_FILES} DAG files"),
+        ));
+    }
+    let owner = caller.name.clone();
+    let prepared = match prepare_as(
+        &owner,
+        req.files.clone(),
+        req.cwd.clone(),
+        req.options.clone(),
+    )
+    .await?
+    {
+        Ok(p) => p,
+        Err(problems) => {
+            return Err(ApiError::bad(
+                "files",
+                format!("{}\nnothing was submitted", problems.join("\n")),
+            ));
+        }
+    };
+    let env = dag_env(&prepared, &req.options, &req.env);
+    let mut notes: Vec<String> = prepared.notes.clone();
+    notes.extend(prepared.spec.warnings.iter().map(|w| w.to_string()));
+    notes.extend(check_nodes(&owner, &prepared, env.clone()).await?);
+    let primary = prepared.spec.files.first().cloned().unwrap_or_default();
+    let out = out_file(&primary, &req.options);
+    if let Err(e) = outputs::writable(&owner, &out).await {
+        return Err(ApiError::bad(
+            "files",
+            format!(
+                "cannot write {out}: {e}; DAGMan's files (dagman.out, the rescue DAG …) go \
+                 beside the DAG file, or use -outfile_dir\nnothing was submitted"
+            ),
+        ));
+    }
+    if req.options.force {
+        // -f: older rescue DAGs are set aside, not used later.
+        for n in outputs::list(&owner, &dir_of(&primary)).await {
+            if n.starts_with(&format!("{}.rescue", base_of(&primary))) && !n.ends_with(".old") {
+                let p = format!("{}/{n}", dir_of(&primary));
+                outputs::rename(&owner, &p, &format!("{p}.old")).await;
+            }
+        }
+    }
+    let extras = Extras {
+        env,
+        out_file: out_file(&primary, &req.options),
+        submit: SubmitExtras {
+            batch_name: req.options.batch_name.clone(),
+            suppress_notification: req.options.suppress_notification.unwrap_or(false),
+            ..Default::default()
+        },
+        rescue: prepared.rescue.clone(),
+        options: req.options.clone(),
+        dag_file: req.files.first().cloned().unwrap_or_default(),
+        ..Default::default()
+    };
+    let at = now();
+    let id = create(&home, &owner, &prepared, extras, at).map_err(ApiError::from)?;
+    write_header(&owner, &out, id, &prepared, &notes, at).await;
     home.dag_wake.notify_one();
-    tracing::info!(owner = %caller.name, dag = resp.id, nodes = resp.nodes, "DAG submitted");
-    Ok(Json(resp))
+    let done = prepared.spec.nodes.iter().filter(|n| n.done).count();
+    tracing::info!(%owner, dag = id, nodes = prepared.spec.nodes.len(), "DAG submitted");
+    Ok(Json(DagSubmitResponse {
+        id,
+        nodes: prepared.spec.user_nodes().count(),
+        done,
+        rescue: prepared.rescue,
+        notes,
+        dagman_out: out,
+    }))
 }
 
 async fn list_handler(
@@ -223,37 +218,55 @@ async fn rm_handler(
     Path(id): Path<String>,
 ) -> Result<Json<DagRmResponse>, ApiError> {
     let id = parse_dag_id(&id)?;
-    let (jobs, rescue) = {
+    {
         let mut q = home.queue();
-        let row = load_dag(&mut q, id)?
+        let s = store::load(&mut q, id)?
             .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no such DAG {id}")))?;
-        if !may_act_on(&caller, &row.owner) {
+        if !may_act_on(&caller, &s.owner) {
             return Err(ApiError::new(
                 ErrorCode::Forbidden,
-                format!("DAG {id} belongs to {}", row.owner),
+                format!("DAG {id} belongs to {}", s.owner),
             ));
         }
-        if row.state != DagState::Running {
+        if s.state != DagState::Running {
             return Err(ApiError::new(
                 ErrorCode::Conflict,
-                format!("DAG {id} is {}, not running", row.state.name()),
+                format!("DAG {id} is {}, not running", s.state.name()),
             ));
         }
-        remove(&mut q, id, &caller.name, now())?
-    };
-    let rescue = match rescue {
-        Some(rf) => write_rescue(&home, &rf).await,
-        None => None,
-    };
-    after_removal(
-        &home,
-        &jobs,
-        &format!("removed with DAG {id} by {}", caller.name),
-    );
-    tracing::info!(user = %caller.name, dag = id, jobs = jobs.len(), "DAG removed");
+        remove(&mut q, id, &caller.name)?;
+    }
+    home.dag_wake.notify_one();
+    // The manager removes the node jobs and writes the rescue DAG; wait
+    // for it (a few passes) to answer with what it did.
+    let mut rescue = None;
+    let mut removed = Vec::new();
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        if let Ok(Some(s)) = store::load(&mut home.queue(), id)
+            && s.state != DagState::Running
+        {
+            rescue = s.rescue_file.clone();
+            for n in &s.run.nodes {
+                for c in &n.clusters {
+                    if let Ok(jobs) = home.queue().jobs_of_clusters(&[*c]) {
+                        removed.extend(
+                            jobs.iter()
+                                .filter(|j| {
+                                    matches!(j.state, gleaner_proto::job::JobState::Removed)
+                                })
+                                .map(|j| j.id),
+                        );
+                    }
+                }
+            }
+            break;
+        }
+    }
+    tracing::info!(user = %caller.name, dag = id, "DAG removed");
     Ok(Json(DagRmResponse {
         id,
-        removed_jobs: jobs.into_iter().map(|(j, _)| j).collect(),
+        removed_jobs: removed,
         rescue_file: rescue,
     }))
 }

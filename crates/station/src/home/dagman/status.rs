@@ -1,84 +1,107 @@
-//! DAGs as `glean dag status` shows them.
+//! DAGs as `glean dag status` shows them: the stored run (nodes' states,
+//! retries, clusters) with the times of each node's last attempt from the
+//! queue.
 
-use super::api::{DagNodeStatus, DagState, DagStatus};
-use super::store::{DagRow, Status, load_dag, load_dags, load_nodes, restore, time_from};
-use super::tick::cluster_jobs;
+use super::api::{DagNodeStatus, DagStatus};
+use super::store::{self, Stored};
 use crate::queue::{JobQueue, QueueError};
-use gleaner_core::dag::{NodeId, NodeState};
+use gleaner_core::dag::EdgeKind;
+use gleaner_core::dag::run::Status;
 
 /// The status of DAGs (all, or one owner's).
 pub fn status(q: &mut JobQueue, owner: Option<&str>) -> Result<Vec<DagStatus>, QueueError> {
-    let rows = load_dags(q, None)?;
     let mut out = Vec::new();
-    for row in rows.iter().filter(|r| owner.is_none_or(|o| o == r.owner)) {
-        out.push(status_of(q, row)?);
+    for id in store::ids(q, None)? {
+        if let Some(s) = store::load(q, id)?
+            && owner.is_none_or(|o| o == s.owner)
+        {
+            out.push(status_of(q, &s)?);
+        }
     }
     Ok(out)
 }
 
 /// One DAG's status.
 pub fn status_one(q: &mut JobQueue, id: u64) -> Result<Option<DagStatus>, QueueError> {
-    match load_dag(q, id)? {
-        Some(row) => Ok(Some(status_of(q, &row)?)),
+    match store::load(q, id)? {
+        Some(s) => Ok(Some(status_of(q, &s)?)),
         None => Ok(None),
     }
 }
 
-fn status_of(q: &mut JobQueue, row: &DagRow) -> Result<DagStatus, QueueError> {
-    let nodes = load_nodes(q, row.id)?;
-    let dag = restore(&row.dag_text, &nodes).ok();
-    let mut out = Vec::with_capacity(nodes.len());
-    for n in &nodes {
-        let id = dag.as_ref().and_then(|d| d.id(&n.name));
-        let status = match (n.status, dag.as_ref().zip(id)) {
-            (Status::Pending, Some((d, i))) => match d.state(i) {
-                Some(NodeState::Ready) if row.state == DagState::Running => "ready",
-                _ => "waiting",
-            },
-            (s, _) => s.name(),
-        };
+fn name(st: Status, running: bool) -> &'static str {
+    match st {
+        Status::NotReady => "waiting",
+        Status::Ready => "ready",
+        Status::PreRun => "pre",
+        Status::Submitted if running => "running",
+        Status::Submitted => "submitted",
+        Status::PostRun => "post",
+        Status::Done => "done",
+        Status::Error => "failed",
+        Status::Futile => "futile",
+    }
+}
+
+fn status_of(q: &mut JobQueue, s: &Stored) -> Result<DagStatus, QueueError> {
+    let mut nodes = Vec::new();
+    let (mut done, mut failed) = (0, 0);
+    for (i, spec) in s.spec.nodes.iter().enumerate() {
+        if spec.join {
+            continue;
+        }
+        let n = s.run.nodes.get(i).cloned().unwrap_or_default();
         let (mut started_at, mut finished_at) = (None, None);
         if let Some(c) = n.cluster {
-            let jobs = cluster_jobs(q, c)?;
+            let jobs = q.jobs_of_clusters(&[c])?;
             started_at = jobs.iter().filter_map(|j| j.started_at).min();
             if !jobs.is_empty() && jobs.iter().all(|j| j.state.is_terminal()) {
                 finished_at = jobs.iter().filter_map(|j| j.finished_at).max();
             }
         }
-        let names = |ids: &[NodeId]| -> Vec<String> {
-            ids.iter()
-                .filter_map(|&p| dag.as_ref().and_then(|d| d.node(p)).map(|n| n.name.clone()))
+        let running = n.procs.contains(&gleaner_core::dag::run::Proc::Running);
+        match n.status {
+            Status::Done => done += 1,
+            Status::Error => failed += 1,
+            _ => {}
+        }
+        let names = |kinds: &[EdgeKind]| -> Vec<String> {
+            spec.parents
+                .iter()
+                .filter(|p| kinds.contains(&p.kind))
+                .map(|p| s.spec.nodes[p.node as usize].name.clone())
                 .collect()
         };
-        let (data_parents, priority_parents, retries) = match (dag.as_ref(), id) {
-            (Some(d), Some(i)) => (
-                names(d.data_parents(i)),
-                names(d.priority_parents(i)),
-                d.node(i).map_or(0, |x| x.retries),
-            ),
-            _ => (Vec::new(), Vec::new(), 0),
-        };
-        out.push(DagNodeStatus {
-            name: n.name.clone(),
-            status: status.to_string(),
-            failures: n.failures,
-            retries,
+        nodes.push(DagNodeStatus {
+            name: spec.name.clone(),
+            status: name(n.status, running).to_string(),
+            node_status: n.status.code(),
+            retries: n.retries,
+            max_retries: n.max_retries,
+            failures: n.retries + u32::from(n.status == Status::Error),
             clusters: n.clusters.clone(),
             started_at,
             finished_at,
-            data_parents,
-            priority_parents,
+            data_parents: names(&[EdgeKind::Strong, EdgeKind::Weak]),
+            priority_parents: names(&[EdgeKind::Priority]),
+            error: n.error.clone(),
         });
     }
     Ok(DagStatus {
-        id: u64::try_from(row.id).unwrap_or(0),
-        owner: row.owner.clone(),
-        dag_file: row.dag_file.clone(),
-        state: row.state,
-        submitted_at: time_from(row.submitted_at),
-        finished_at: row.finished_at.map(time_from),
-        rescue_file: row.rescue_file.clone(),
-        message: row.message.clone(),
-        nodes: out,
+        id: s.id,
+        owner: s.owner.clone(),
+        dag_file: s.spec.files.first().cloned().unwrap_or_default(),
+        files: s.spec.files.clone(),
+        state: s.state,
+        exit_code: s.exit_code,
+        dag_status: s.run.status.code(),
+        submitted_at: s.submitted_at,
+        finished_at: s.finished_at,
+        rescue_file: s.rescue_file.clone(),
+        message: s.message.clone(),
+        nodes_total: nodes.len(),
+        nodes_done: done,
+        nodes_failed: failed,
+        nodes,
     })
 }

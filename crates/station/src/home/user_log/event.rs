@@ -52,6 +52,8 @@ pub enum UserEvent {
     /// 008: anything else worth a line (a rejected checkpoint, an output
     /// that could not be delivered).
     Generic { text: String },
+    /// 016: a DAG node's POST script ended (DAGMan's `nodes.log`).
+    PostScriptTerminated { exit_code: i32, node: String },
 }
 
 impl UserEvent {
@@ -70,6 +72,7 @@ impl UserEvent {
             UserEvent::ShadowException { .. } => 7,
             UserEvent::Held { .. } => 12,
             UserEvent::Released { .. } => 13,
+            UserEvent::PostScriptTerminated { .. } => 16,
         }
     }
 }
@@ -192,6 +195,11 @@ pub fn format_event(id: JobId, at: Time, e: &UserEvent) -> String {
             out += "Job was suspended.\n\tNumber of processes actually suspended: 1\n";
         }
         UserEvent::Unsuspended => out += "Job was unsuspended.\n",
+        UserEvent::PostScriptTerminated { exit_code, node } => {
+            out += "POST Script terminated.\n";
+            out += &termination(*exit_code);
+            out += &format!("    DAG Node: {}\n", one_line(node));
+        }
         UserEvent::Held {
             reason,
             code,

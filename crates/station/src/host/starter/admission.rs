@@ -15,10 +15,10 @@ use super::guests::GuestEntry;
 use gleaner_core::detector::OwnerState;
 use gleaner_proto::fit::{self, HostView, JobView, LicenceBook, Reject};
 use gleaner_proto::guest_key::GuestKey;
-use gleaner_proto::job::JobDescription;
+use gleaner_proto::job::{JobDescription, JobId};
 use gleaner_proto::matchmaking::machine_ad;
 use gleaner_proto::requests::{self, Requests};
-use gleaner_proto::submit::matchtime::substitute;
+use gleaner_proto::submit::matchtime::substitute_in;
 use gleaner_proto::wire::{GuestInfo, RejectReason, StationAd};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -147,7 +147,7 @@ impl Starter {
     /// `$$(attr:default)`, `$$([expr])` in its arguments, environment and
     /// attributes) from this host's machine ad, as HTCondor does when a job
     /// is matched. `Err` names a value this host cannot give.
-    pub(super) fn fill_match_time(&self, d: &mut JobDescription) -> Result<(), String> {
+    pub(super) fn fill_match_time(&self, id: JobId, d: &mut JobDescription) -> Result<(), String> {
         let has = |s: &String| s.contains("$$(");
         if !(d.arguments.iter().any(has)
             || d.environment.values().any(has)
@@ -160,8 +160,9 @@ impl Starter {
             let guests = self.lock_guests();
             machine_ad(&self.ad_of(&guests, *self.owner.borrow(), now_unix, None))
         };
+        let job = gleaner_proto::job_ad::description_ad(id, d);
         let fill = |s: &mut String| -> Result<(), String> {
-            *s = substitute(s, &machine, now_unix)?;
+            *s = substitute_in(s, &job, &machine, now_unix)?;
             Ok(())
         };
         d.arguments.iter_mut().try_for_each(fill)?;

@@ -40,7 +40,7 @@ impl Starter {
         // Match-time values from this host; matching avoided hosts without
         // them (`JobClass::of`), so a refusal here is rare and no failed
         // start.
-        if let Err(msg) = self.fill_match_time(&mut req.description) {
+        if let Err(msg) = self.fill_match_time(req.job_id, &mut req.description) {
             return self.given_back(&granted, reject(RejectReason::RequirementsUnmet, msg));
         }
         // Requests written as expressions, evaluated here: the amounts the

@@ -1,0 +1,3 @@
+#! /usr/bin/env sh
+echo "POST D_A running"
+exit 0

@@ -1,0 +1,3 @@
+#! /usr/bin/env sh
+echo "PRE D_A running"
+exit 1

@@ -1,0 +1,3 @@
+#! /usr/bin/env perl
+
+	print "Node ? post script succeeded\n";

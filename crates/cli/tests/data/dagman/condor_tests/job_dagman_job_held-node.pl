@@ -1,0 +1,5 @@
+#! /usr/bin/env perl
+
+print "Job fails...\n";
+
+exit 1;

@@ -1,0 +1,2 @@
+# This is supposed to cause condor_submit to fail.
+queue

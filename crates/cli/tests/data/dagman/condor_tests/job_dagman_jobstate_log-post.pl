@@ -1,0 +1,4 @@
+#! /usr/bin/env perl
+
+print "$ARGV[0] post script\n";
+

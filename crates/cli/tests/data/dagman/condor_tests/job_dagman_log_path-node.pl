@@ -1,0 +1,4 @@
+#! /usr/bin/env perl
+
+sleep(1);
+exit(0);

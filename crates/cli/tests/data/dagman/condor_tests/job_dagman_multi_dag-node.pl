@@ -1,0 +1,3 @@
+#! /usr/bin/env perl
+
+print "Node $ARGV[0] succeeded\n";

@@ -1,0 +1,3 @@
+#! /usr/bin/env perl
+
+print "$ARGV[0]\n";

@@ -1,0 +1,4 @@
+#! /usr/bin/env perl
+
+sleep($ARGV[0]);
+exit (1);

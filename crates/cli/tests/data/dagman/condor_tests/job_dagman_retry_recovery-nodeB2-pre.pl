@@ -1,0 +1,3 @@
+#! /usr/bin/env perl
+
+print "Node B2 pre script succeeded\n";

@@ -1,0 +1,6 @@
+#! /usr/bin/env perl
+
+foreach $arg (@ARGV) {
+	print "<$arg> ";
+}
+print "\n";
