@@ -380,8 +380,9 @@ mod tests {
             .sum::<f64>();
         assert!(m.abs() < 1e-9);
         // Weekday days busiest, weekday nights quietest.
-        assert!(MUTKA87_CELL_SHAPE[0] > MUTKA87_CELL_SHAPE[1]);
-        assert!(MUTKA87_CELL_SHAPE[2] < MUTKA87_CELL_SHAPE[5]);
+        let shape = MUTKA87_CELL_SHAPE;
+        assert!(shape[0] > shape[1]);
+        assert!(shape[2] < shape[5]);
     }
 
     #[test]

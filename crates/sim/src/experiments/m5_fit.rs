@@ -165,8 +165,8 @@ pub fn nelder_mead(
         }
         let mut c = [0.0; NPARAMS];
         for p in &pts[..n] {
-            for j in 0..n {
-                c[j] += p.0[j] / n as f64;
+            for (cj, pj) in c.iter_mut().zip(&p.0).take(n) {
+                *cj += pj / n as f64;
             }
         }
         let along = |t: f64| {
@@ -201,8 +201,8 @@ pub fn nelder_mead(
                 // Shrink towards the best point.
                 let b = pts[0].0;
                 for p in pts.iter_mut().skip(1) {
-                    for j in 0..n {
-                        p.0[j] = b[j] + 0.5 * (p.0[j] - b[j]);
+                    for (pj, bj) in p.0.iter_mut().zip(&b).take(n) {
+                        *pj = bj + 0.5 * (*pj - bj);
                     }
                     p.1 = f(&p.0);
                     evals += 1;

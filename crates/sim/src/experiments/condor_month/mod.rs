@@ -275,7 +275,7 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
         Vec::new()
     } else {
         sweep::run(opts, &setup, &mut rep, &|st, seed| {
-            month(st, seed).map(|o| (light(&[o.clone()]), o))
+            month(st, seed).map(|o| (light(std::slice::from_ref(&o)), o))
         })?
     };
     summary(&mut rep, opts, &setup, &outs, &sweep_rows);

@@ -360,7 +360,7 @@ pub fn mutka87() -> Vec<Claim<Profile>> {
             want: Want::About,
             rounding: 0.25,
             weight: 0.0,
-            get: get,
+            get,
         });
     }
     for (i, (paper, lab)) in [(41.0, "short"), (36.0, "medium"), (23.0, "long")]

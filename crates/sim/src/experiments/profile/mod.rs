@@ -300,11 +300,11 @@ pub fn run(opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
         table6_1_md(md, &r.month);
     }
     for r in &runs {
-        if r.label == "m5" || r.label == "trace" || judged == Some((0, 0)) {
-            if let Some(p) = r.mutka87.first() {
-                let _ = writeln!(md, "\n## {}: Tables 1–3, first seed", r.label);
-                md.push_str(&tables::details_md(p));
-            }
+        if (r.label == "m5" || r.label == "trace" || judged == Some((0, 0)))
+            && let Some(p) = r.mutka87.first()
+        {
+            let _ = writeln!(md, "\n## {}: Tables 1–3, first seed", r.label);
+            md.push_str(&tables::details_md(p));
         }
     }
     let mut csv = String::from("set,claim,model,mean,sd,tolerance,met,paper\n");

@@ -111,9 +111,9 @@ pub fn month23(trace: &Trace, horizon: Time) -> Month23 {
     }
     let (mut se, mut k) = (0.0, 0.0);
     for (s, row) in cells.iter().enumerate() {
-        for c in 0..6 {
-            if row[c].is_finite() {
-                se += (row[c] - papers::TABLE6_1[s % 23][c]).powi(2);
+        for (x, paper) in row.iter().zip(&papers::TABLE6_1[s % 23]).take(6) {
+            if x.is_finite() {
+                se += (x - paper).powi(2);
                 k += 1.0;
             }
         }

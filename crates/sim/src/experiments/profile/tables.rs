@@ -164,7 +164,7 @@ pub(super) fn files_of(
     files: &mut Vec<PathBuf>,
 ) -> Result<(), SimError> {
     let label = label.to_string();
-    let (t1, t2, t3) = tables_csv(&p);
+    let (t1, t2, t3) = tables_csv(p);
     write(out, &format!("table1_{tag}.csv"), &t1, files)?;
     write(out, &format!("table2_{tag}.csv"), &t2, files)?;
     write(out, &format!("table3_{tag}.csv"), &t3, files)?;

@@ -454,6 +454,8 @@ fn summary(
          | hour | errors 20 % % | errors 40 % % | P(≥ 40 % AV) % | P(≥ 60 % AV) % | P(≥ 80 % AV) % | thesis P(≥ 80 %) |\n|---|---|---|---|---|---|---|"
     );
     let last = SHARES.len() - 1;
+    // `h` indexes the tallies, the levels and the thesis's periods alike.
+    #[allow(clippy::needless_range_loop)]
     for h in 0..24 {
         let e = |si: usize| {
             let (n, _, e) = tallies[0][si].by_hour[h];

@@ -170,6 +170,9 @@ pub(super) fn run_hour(
     })
 }
 
+/// Per seed, per arm, per share: the tallies; and each seed's levels.
+type SeedTallies = (Vec<Vec<Vec<Tally>>>, Vec<Levels>);
+
 /// Every seed's hours for every arm: `tallies[seed][rule][share]`, and per
 /// seed the share of each hour of day spent with at least 40, 60 and 80 %
 /// of the stations AV (Fig. 6.2's levels).
@@ -180,7 +183,7 @@ pub(super) fn simulate(
     days: u64,
     horizon: Time,
     events: &mut u64,
-) -> Result<(Vec<Vec<Vec<Tally>>>, Vec<Levels>), SimError> {
+) -> Result<SeedTallies, SimError> {
     let mut all = Vec::new();
     let mut levels = Vec::new();
     for i in 0..opts.seeds {
