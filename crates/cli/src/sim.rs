@@ -28,9 +28,14 @@ pub struct SimArgs {
     /// Replay this availability trace (CSV, see docs/trace-format.md).
     #[arg(long)]
     pub trace: Option<PathBuf>,
-    /// Availability model: m1, m2, m3 or m4.
+    /// Availability model: m1, m2, m2-35, m3, m4, m5 (the 1987 paper's 13
+    /// stations) or m5-23 (the thesis's 23-station month).
     #[arg(long)]
     pub model: Option<String>,
+    /// A deliberately different configuration that shows which checks a
+    /// design choice carries (`glean sim variants` lists them).
+    #[arg(long)]
+    pub variant: Option<String>,
     /// Exit with status 1 if any of the experiment's checks fails.
     #[arg(long)]
     pub strict: bool,
@@ -57,6 +62,12 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    if args.name == "variants" {
+        for (name, variant, what) in experiments::VARIANTS {
+            println!("{name:<13} {variant:<24} {what}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.seeds == 0 {
         anyhow::bail!("--seeds must be at least 1");
     }
@@ -73,6 +84,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
         quick: args.quick,
         trace: args.trace.clone(),
         model: args.model.clone(),
+        variant: args.variant.clone(),
         progress: Arc::new(Bar(bar.clone())),
     };
     let report =

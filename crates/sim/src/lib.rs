@@ -9,6 +9,7 @@
 //! - [`availability`]: Mutka's availability models M1–M4 and CSV trace replay/export.
 //! - [`workload`]: background-job workloads (Poisson arrivals, permanent jobs, families).
 //! - [`metrics`]: RCWR, remote cycle percentage, response ratios, profiling tables.
+//! - [`papers`]: the papers' availability tables, cited by seed file and line.
 //! - [`local_load`]: Linger-Longer's two-level local CPU workload model.
 //! - [`workstations`]: the owned-workstation pool of Mutka §4.4, with the bare allocator or the production coordinator (`gleaner_coordinator::Pool`) handing out remote capacity.
 //! - [`experiments`]: the papers' experiments behind `glean sim NAME`.
@@ -22,6 +23,7 @@ pub mod engine;
 pub mod experiments;
 pub mod local_load;
 pub mod metrics;
+pub mod papers;
 pub mod plot;
 pub mod workload;
 pub mod workstations;

@@ -1,5 +1,7 @@
-//! The issue-17 experiments run in their quick configuration and pass
-//! their checks; same seed, same output.
+//! The issue-17 experiments run in their quick configuration and put a
+//! paper-vs-model table in their summary, every check citing a seed file;
+//! same seed, same output. Which claims hold is each summary's business
+//! (results/*/summary.md); that checks can fail, checks_can_fail.rs's.
 
 use gleaner_sim::experiments::{self, ExperimentOpts};
 
@@ -12,8 +14,15 @@ fn quick(name: &str) -> experiments::ExperimentReport {
     let r = experiments::run(name, &opts).unwrap();
     let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
     eprintln!("{summary}");
+    if !r.checks.is_empty() {
+        assert!(summary.contains("## Paper vs model"), "{name}");
+    }
     for c in &r.checks {
-        assert!(c.passed, "{name}: {} — {}", c.name, c.detail);
+        assert!(
+            c.name.contains("seeds/0"),
+            "{name}: {} cites no seed",
+            c.name
+        );
     }
     r
 }
@@ -33,23 +42,10 @@ fn gang_quick() {
     quick("gang");
 }
 
-/// B6 runs and reports its checks; its light users' mean wait-ratio check
-/// fails (batches drain one job per pass; see results/condor_month), so
-/// only the run itself is asserted here.
 #[test]
-fn condor_month_quick_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let opts = ExperimentOpts {
-        quick: true,
-        ..ExperimentOpts::new(dir.path(), 1, 1)
-    };
-    let r = experiments::run("condor_month", &opts).unwrap();
-    eprintln!(
-        "{}",
-        std::fs::read_to_string(dir.path().join("summary.md")).unwrap()
-    );
-    assert_eq!(r.checks.len(), 3);
-    assert!(dir.path().join("condor_month.csv").exists());
+fn condor_month_quick() {
+    let r = quick("condor_month");
+    assert_eq!(r.checks.len(), 3, "quick mode: the waiting claims only");
 }
 
 #[test]

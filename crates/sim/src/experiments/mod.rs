@@ -7,6 +7,7 @@ pub mod condor_month;
 pub mod dmw;
 pub mod gang;
 pub mod linger;
+pub mod m5_fit;
 pub mod market;
 pub mod migration;
 pub mod owner;
@@ -58,9 +59,14 @@ pub struct ExperimentOpts {
     /// [`crate::availability`]) instead of a generated model, where the
     /// experiment uses station availability.
     pub trace: Option<PathBuf>,
-    /// Availability model name (`m1`, `m2`, `m3`, `m4`) overriding the
-    /// experiment's default, where it uses one.
+    /// Availability model name (`m1`, `m2`, `m3`, `m4`, `m5`, `m5-23`)
+    /// overriding the experiment's default, where it uses one.
     pub model: Option<String>,
+    /// A deliberately different configuration, named by the experiment
+    /// ([`variants`] lists them): the same run with one design choice
+    /// changed (Random instead of Up-Down, no detector wait, …), to show
+    /// which checks the choice carries and that they can fail.
+    pub variant: Option<String>,
     pub progress: Arc<dyn Progress>,
 }
 
@@ -76,6 +82,7 @@ impl ExperimentOpts {
             quick: false,
             trace: None,
             model: None,
+            variant: None,
             progress: Arc::new(NoProgress),
         }
     }
@@ -90,6 +97,7 @@ impl std::fmt::Debug for ExperimentOpts {
             .field("quick", &self.quick)
             .field("trace", &self.trace)
             .field("model", &self.model)
+            .field("variant", &self.variant)
             .finish()
     }
 }
@@ -140,6 +148,10 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         "13 stations over 5 months: Tables 3.1–3.3 and fitted AV/NA mixtures (Mutka & Livny 1987)",
     ),
     (
+        "m5_fit",
+        "Fits availability model M5's free numbers to every availability claim of the 1987 papers and the thesis (13 stations and the 23-station month)",
+    ),
+    (
         "linger",
         "64-node cluster, Workload-1/2, LL vs LF vs IE vs PM (Ryu & Hollingsworth Table 1)",
     ),
@@ -181,13 +193,113 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The deliberately different configurations each experiment accepts
+/// (`--variant`): (experiment, variant, what it changes).
+pub const VARIANTS: &[(&str, &str, &str)] = &[
+    (
+        "updown",
+        "random-as-updown",
+        "the Up-Down arm allocates at random",
+    ),
+    (
+        "pool",
+        "random-as-updown",
+        "the Up-Down arm allocates at random",
+    ),
+    (
+        "ps_toy",
+        "random-as-updown",
+        "the Up-Down arm allocates at random",
+    ),
+    (
+        "condor_month",
+        "random",
+        "Random allocation instead of Up-Down",
+    ),
+    (
+        "condor_month",
+        "busy-pool",
+        "hosts AV half the time (M1, 60/60 min)",
+    ),
+    (
+        "reservations",
+        "random-as-longest-free",
+        "the Longest-Free arm replaces at random",
+    ),
+    (
+        "reservations",
+        "busy-pool",
+        "hosts AV half the time (M1, 60/60 min)",
+    ),
+    (
+        "gang",
+        "idle-owners",
+        "nonidle owners never run (lingering costs nothing)",
+    ),
+    (
+        "owner",
+        "no-detector-wait",
+        "the detector's 5-minute idle wait removed in both arms",
+    ),
+    (
+        "owner",
+        "immediate-for-condor",
+        "the Condor-1988 arm moves at once instead of suspending",
+    ),
+    (
+        "market",
+        "fcfs-as-market",
+        "the free-market arm admits first come, first served",
+    ),
+    ("linger", "ie-as-ll", "the Linger-Longer arm evicts at once"),
+    (
+        "migration",
+        "ie-as-ll",
+        "the Linger-Longer arm evicts at once",
+    ),
+    (
+        "dmw",
+        "blind-as-aware",
+        "the umpire's arm places like the herd; the speed-aware arm ignores speeds",
+    ),
+];
+
+/// The variants of experiment `name`.
+pub fn variants(name: &str) -> Vec<&'static str> {
+    VARIANTS
+        .iter()
+        .filter(|(e, _, _)| *e == name)
+        .map(|(_, v, _)| *v)
+        .collect()
+}
+
+/// Checks that `opts.variant` is one of `name`'s; returns it.
+pub fn variant<'a>(name: &str, opts: &'a ExperimentOpts) -> Result<Option<&'a str>, SimError> {
+    match opts.variant.as_deref() {
+        None => Ok(None),
+        Some(v) if variants(name).contains(&v) => Ok(Some(v)),
+        Some(v) => Err(SimError::Param {
+            name: "variant".into(),
+            msg: format!(
+                "{name} has no variant {v:?} (known: {})",
+                match variants(name).join(", ") {
+                    s if s.is_empty() => "none".to_string(),
+                    s => s,
+                }
+            ),
+        }),
+    }
+}
+
 /// Runs experiment `name`.
 pub fn run(name: &str, opts: &ExperimentOpts) -> Result<ExperimentReport, SimError> {
     std::fs::create_dir_all(&opts.out).map_err(|e| SimError::io(&opts.out, e))?;
+    variant(name, opts)?;
     match name {
         "updown" => updown::run(opts),
         "pool" => pool::run(opts),
         "profile" => profile::run(opts),
+        "m5_fit" => m5_fit::run(opts),
         "linger" => linger::run(opts),
         "migration" => migration::run(opts),
         "dmw" => dmw::run(opts),

@@ -8,8 +8,11 @@
 //! production coordinator). The pool matches job classes, issues claims,
 //! reserves preempted nodes, applies DMW's embargo, guest limits and
 //! progress guarantee, and runs an allocation pass on every ad that is a
-//! capacity event, as the daemon does. Availability is model M2 by default,
-//! M1–M4 with `--model`, or a recorded trace with `--trace`.
+//! capacity event, as the daemon does. Availability is model M5 by default
+//! (fitted to the 1987 paper's 13 stations, whose traces drove the thesis's
+//! simulation), M1–M4 or `m5-23` with `--model`, or a recorded trace with
+//! `--trace`. Variant `random-as-updown`: the Up-Down arm allocates at
+//! random.
 //!
 //! The same sweep also runs with the bare allocator (`glean sim updown`'s
 //! coordinator), so `summary.md` puts the two side by side; the checks are
@@ -19,7 +22,7 @@
 //!
 //! Outputs: `pool.csv` (means), `pool_runs.csv` (every run), `bare.csv` (the
 //! bare allocator's means), the Fig. 4.3–4.6 analogues and `summary.md`.
-//! In the full configuration a short table compares models M1–M4 at K = 2
+//! In the full configuration a short table compares models M1–M5 at K = 2
 //! and K = 10.
 
 use super::updown::{
@@ -69,17 +72,17 @@ struct ModelRow {
     k10: RunSummary,
 }
 
-/// The production sweep at K = 2 and 10 under M1–M4; M2, the default, is
-/// taken from the main sweep `main`.
+/// The production sweep at K = 2 and 10 under M1–M5; the default is taken
+/// from the main sweep `main`.
 fn models_table(
     opts: &ExperimentOpts,
     base: &SweepConfig,
     main: &[SweepPoint],
 ) -> Result<Vec<ModelRow>, SimError> {
     let mut rows = Vec::new();
-    for name in ["m1", "m2", "m3", "m4"] {
+    for name in ["m1", "m2", "m3", "m4", "m5"] {
         let computed;
-        let pts = if name == "m2" {
+        let pts = if name == updown::DEFAULT_MODEL && opts.model.is_none() && opts.trace.is_none() {
             main
         } else {
             let cfg = SweepConfig {
@@ -243,7 +246,7 @@ fn summary_md(
     if !models.is_empty() {
         let _ = writeln!(
             s,
-            "\n## Availability models M1–M4 (production coordinator, K = 2 → 10)\n"
+            "\n## Availability models M1–M5 (production coordinator, K = 2 → 10)\n"
         );
         let _ = writeln!(
             s,

@@ -8,12 +8,26 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
 
+/// One row of a paper-vs-model table: a claim of a paper, where it is,
+/// what it says, what the model gives, the tolerance, met or not.
+#[derive(Clone, Debug)]
+pub struct ClaimRow {
+    pub what: String,
+    pub source: String,
+    pub paper: String,
+    pub model: String,
+    pub tolerance: String,
+    pub met: bool,
+}
+
 /// An experiment's output in the making.
 pub struct Report<'a> {
     opts: &'a ExperimentOpts,
     started: Instant,
     pub files: Vec<PathBuf>,
     pub checks: Vec<Check>,
+    /// The paper-vs-model rows (each is also a check).
+    pub claims: Vec<ClaimRow>,
     /// The summary's body (markdown).
     pub md: String,
     pub events: u64,
@@ -26,6 +40,7 @@ impl<'a> Report<'a> {
             started: Instant::now(),
             files: Vec::new(),
             checks: Vec::new(),
+            claims: Vec::new(),
             md: String::new(),
             events: 0,
         }
@@ -42,12 +57,57 @@ impl<'a> Report<'a> {
         std::fs::write(&p, text).map_err(|e| SimError::io(&p, e))
     }
 
-    pub fn check(&mut self, name: impl Into<String>, passed: bool, detail: impl Into<String>) {
+    /// A claim of a paper checked against the model: a row of the
+    /// paper-vs-model table and a `--strict` check.
+    pub fn claim(
+        &mut self,
+        what: impl Into<String>,
+        source: impl Into<String>,
+        paper: impl Into<String>,
+        model: impl Into<String>,
+        tolerance: impl Into<String>,
+        met: bool,
+    ) {
+        let row = ClaimRow {
+            what: what.into(),
+            source: source.into(),
+            paper: paper.into(),
+            model: model.into(),
+            tolerance: tolerance.into(),
+            met,
+        };
         self.checks.push(Check {
-            name: name.into(),
-            passed,
-            detail: detail.into(),
+            name: format!("{} ({})", row.what, row.source),
+            passed: met,
+            detail: format!(
+                "paper: {}; model: {}; tolerance: {}",
+                row.paper, row.model, row.tolerance
+            ),
         });
+        self.claims.push(row);
+    }
+
+    /// The paper-vs-model table of the claims so far, appended to the
+    /// summary, with the count of claims met.
+    pub fn claims_table(&mut self) {
+        let _ = writeln!(
+            self.md,
+            "\n## Paper vs model\n\n| claim | source | paper says | model | tolerance | |\n|---|---|---|---|---|---|"
+        );
+        for c in &self.claims {
+            let _ = writeln!(
+                self.md,
+                "| {} | {} | {} | {} | {} | {} |",
+                c.what,
+                c.source,
+                c.paper,
+                c.model,
+                c.tolerance,
+                if c.met { "✓" } else { "✗" }
+            );
+        }
+        let met = self.claims.iter().filter(|c| c.met).count();
+        let _ = writeln!(self.md, "\n{met} of {} claims met.", self.claims.len());
     }
 
     /// Appends the checks and the run time to the summary, writes it.
@@ -68,11 +128,19 @@ impl<'a> Report<'a> {
         }
         let _ = writeln!(
             self.md,
-            "\nRun: `glean sim {name} --seeds {} --seed {}{}`, {:.2} s wall clock on this \
+            "\nRun: `glean sim {name} --seeds {} --seed {}{}{}{}`, {:.2} s wall clock on this \
              machine, {} simulated events.",
             self.opts.seeds,
             self.opts.seed,
             if self.opts.quick { " --quick" } else { "" },
+            self.opts
+                .model
+                .as_deref()
+                .map_or(String::new(), |m| format!(" --model {m}")),
+            self.opts
+                .variant
+                .as_deref()
+                .map_or(String::new(), |v| format!(" --variant {v}")),
             elapsed.as_secs_f64(),
             self.events
         );

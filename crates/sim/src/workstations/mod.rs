@@ -205,6 +205,10 @@ pub struct PoolResult {
     pub placements: u64,
     pub preemptions: u64,
     pub vacates: u64,
+    /// Time with no free host (every host NA or running a job), and the
+    /// longest such stretch.
+    pub all_busy_total: Dur,
+    pub all_busy_longest: Dur,
 }
 
 impl PoolResult {

@@ -135,6 +135,12 @@ pub(super) struct Model {
     /// Stations whose state, local job, guest, queue or remote count
     /// changed since `take_dirty` (what a station daemon re-advertises).
     dirty: IndexedSet,
+    /// Since when no host has been free (every one NA or running a job),
+    /// and the totals of such stretches (T:L799: "long periods that all
+    /// workstations were utilized").
+    full_since: Option<Time>,
+    full_total: Dur,
+    full_longest: Dur,
 }
 
 impl Model {
@@ -212,6 +218,9 @@ impl Model {
             vacates: 0,
             capacity_event: false,
             dirty: IndexedSet::with_capacity(n),
+            full_since: None,
+            full_total: Dur::ZERO,
+            full_longest: Dur::ZERO,
         })
     }
 
@@ -676,6 +685,21 @@ impl Model {
         }
     }
 
+    /// Opens or closes a stretch with no free host.
+    fn track_full(&mut self) {
+        let now = self.now();
+        match (self.free.items.is_empty(), self.full_since) {
+            (true, None) => self.full_since = Some(now),
+            (false, Some(since)) => {
+                let d = now.since(since);
+                self.full_total += d;
+                self.full_longest = self.full_longest.max(d);
+                self.full_since = None;
+            }
+            _ => {}
+        }
+    }
+
     /// Runs to the horizon with `coord` deciding remote capacity.
     pub(super) fn run(
         mut self,
@@ -715,6 +739,7 @@ impl Model {
                 coord.capacity_event(&mut self);
             }
             coord.after_event(&mut self);
+            self.track_full();
         }
         // Close the books at the horizon: credit running jobs, accrue waits.
         let events = self.q.delivered();
@@ -728,7 +753,14 @@ impl Model {
         for s in 0..n {
             self.touch(s);
         }
+        if let Some(since) = self.full_since.take() {
+            let d = self.horizon.since(since);
+            self.full_total += d;
+            self.full_longest = self.full_longest.max(d);
+        }
         PoolResult {
+            all_busy_total: self.full_total,
+            all_busy_longest: self.full_longest,
             accounts: self.st.into_iter().map(|s| s.acct).collect(),
             classes,
             horizon: self.horizon,
