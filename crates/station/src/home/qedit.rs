@@ -24,8 +24,8 @@
 //! running job keeps its current run and uses the new values from its
 //! next. All target jobs change in one transaction or none does.
 
-use super::{Home, parse_job_id};
-use crate::queue::{JobFilter, JobRecord, QueueError};
+use super::Home;
+use crate::queue::{JobRecord, QueueError};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::routing::post;
@@ -268,36 +268,6 @@ pub fn apply(d: &mut JobDescription, name: &str, value: &str) -> Result<(), Edit
     Ok(())
 }
 
-/// `12.3` is one job (a parallel job's member: the whole job), `12` all
-/// procs of cluster 12.
-fn targets(home: &Home, id: &str) -> Result<Vec<JobRecord>, ApiError> {
-    let q = home.queue();
-    if id.contains('.') {
-        let id = parse_job_id(id)?;
-        let r = q
-            .get(id)?
-            .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no such job {id}")))?;
-        return Ok(super::gang::whole_job(&q, r));
-    }
-    let cluster: u64 = id.parse().map_err(|_| {
-        ApiError::bad(
-            "job",
-            format!("invalid job id {id:?}: expected CLUSTER or CLUSTER.PROC"),
-        )
-    })?;
-    let rows = q.list(&JobFilter {
-        cluster: Some(cluster),
-        ..Default::default()
-    })?;
-    if rows.is_empty() {
-        return Err(ApiError::new(
-            ErrorCode::NotFound,
-            format!("no such cluster {cluster}"),
-        ));
-    }
-    Ok(rows)
-}
-
 async fn edit(
     State(home): State<Arc<Home>>,
     Extension(caller): Extension<Caller>,
@@ -305,7 +275,7 @@ async fn edit(
     raw: Result<axum::body::Bytes, BytesRejection>,
 ) -> Result<Json<EditResponse>, ApiError> {
     // Who is asking, for which jobs, before anything of the body is read.
-    let jobs = targets(&home, &id)?;
+    let jobs = super::user::target_jobs(&home, &id)?;
     if let Some(j) = jobs.iter().find(|j| !may_act_on(&caller, &j.owner)) {
         tracing::warn!(user = %caller.name, job = %j.id, owner = %j.owner, "refused edit of another user's job");
         return Err(ApiError::new(

@@ -219,8 +219,9 @@ async fn detail(
     }))
 }
 
-/// `12.3` is one job, `12` all procs of cluster 12.
-fn target_jobs(home: &Home, id: &str) -> Result<Vec<JobRecord>, ApiError> {
+/// `12.3` is one job, `12` all procs of cluster 12 (also `condor_qedit`'s
+/// targets).
+pub(super) fn target_jobs(home: &Home, id: &str) -> Result<Vec<JobRecord>, ApiError> {
     let q = home.queue();
     if id.contains('.') {
         let id = parse_job_id(id)?;

@@ -170,8 +170,11 @@ impl Manager {
             return Vec::new();
         };
         let mut events = Vec::new();
-        // The DAG's own job: removed, held, released.
-        match self.home.queue().get(JobId::new(id, 0)) {
+        // The DAG's own job: removed, held, released. Read with the
+        // queue's lock let go at once: a release below takes it again (a
+        // `match` would hold it through its arms).
+        let own = self.home.queue().get(JobId::new(id, 0));
+        match own {
             Ok(Some(r)) => match r.state {
                 JobState::Removed if !live.run.is_removed() => events.push(Event::Remove),
                 JobState::Held { .. } if !live.held => {

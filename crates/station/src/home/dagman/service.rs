@@ -243,7 +243,10 @@ async fn rm_handler(
     let mut removed = Vec::new();
     for _ in 0..50 {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        if let Ok(Some(s)) = store::load(&mut home.queue(), id)
+        // Loaded with the queue's lock let go at once: the lines below
+        // take it again (an `if let` would hold it through its block).
+        let loaded = store::load(&mut home.queue(), id);
+        if let Ok(Some(s)) = loaded
             && s.state != DagState::Running
         {
             rescue = s.rescue_file.clone();
