@@ -70,6 +70,11 @@ pub struct UpArgs {
     /// one-time token and gets its certificate).
     #[arg(long)]
     pub plain_http: bool,
+    /// A directory every guest of the pool sees besides the system's
+    /// (`[isolation] expose`): `DIR` read-only, `DIR:rw` writable.
+    /// Repeatable; each must exist.
+    #[arg(long, value_name = "DIR[:rw]")]
+    pub expose: Vec<String>,
 }
 
 /// The personal pool's name in its certificates.
@@ -381,9 +386,12 @@ pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
         // sharing the default accounts would leave only that many guests
         // machine-wide. The host's network: in a personal pool the owner
         // is the submitter (docs/security.md, "The guest's network").
+        // What else guests see is the owner's choice (`--expose`).
+        let expose: Vec<String> = args.expose.iter().map(|e| q(e)).collect();
         let tables = format!(
             "[isolation]\ncgroups = \"auto\"\nparent = \"gleaner-{port}\"\n\
-             slot_prefix = \"gleaner-s{k}-\"\nnetwork = \"host\"\n"
+             slot_prefix = \"gleaner-s{k}-\"\nnetwork = \"host\"\nexpose = [{}]\n",
+            expose.join(", ")
         );
         if tls.is_some() {
             // As on any machine: a one-time join token, then `glean

@@ -73,7 +73,7 @@ async fn job_commands_end_to_end() {
     let bad = work.join("bad.sub");
     std::fs::write(
         &bad,
-        "executable = /bin/echo\nrequest_cpus = lots\nuniverse = java\nqueue\n",
+        "executable = /bin/echo\nrequest_cpus = 1 +\nuniverse = java\nqueue\n",
     )
     .unwrap();
     let good = work.join("good.sub");

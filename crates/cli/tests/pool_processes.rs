@@ -927,9 +927,19 @@ fn two_homes_jobs_of_the_same_ids_run_on_one_host_at_once() {
     std::fs::set_permissions(&pool.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     const JOBS: u32 = 3;
     let script = "#!/bin/sh\n# twin.sh TAG TWIN ID DIR\n\
-        echo \"$1 $3\" >> \"$4/runs.log\"\ntouch \"$4/$1-$3\"\ni=0\n\
-        while [ ! -e \"$4/$2-$3\" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n\
-        if [ -e \"$4/$2-$3\" ]; then echo \"$1 $3 met $2\"; else echo \"$1 $3 alone\"; fi\n";
+        echo \"$1 $3\" >> \"$4/runs.log\"\necho x > \"$4/$1-$3\"\ni=0\n\
+        while [ ! -s \"$4/$2-$3\" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n\
+        if [ -s \"$4/$2-$3\" ]; then echo \"$1 $3 met $2\"; else echo \"$1 $3 alone\"; fi\n";
+    // The marks are the test's files, which guests write: what a slot
+    // account creates in a world-writable directory is scrubbed when its
+    // slot is released (a preempted twin would lose its mark).
+    for t in ["a", "b"] {
+        for p in 0..JOBS {
+            let m = runs_dir.join(format!("{t}-1.{p}"));
+            std::fs::write(&m, "").unwrap();
+            std::fs::set_permissions(&m, std::fs::Permissions::from_mode(0o666)).unwrap();
+        }
+    }
     let users = [
         (pool.user("twina", 0), "a", "b"),
         (pool.user("twinb", 1), "b", "a"),

@@ -186,8 +186,12 @@ fn each_daemon_killed_in_turn_is_restarted_and_every_job_completes_exactly_once(
     let port = free_base_port(6);
     gleaner_testkit::reachable(&home).unwrap();
     let up_err = tmp.path().join("up.stderr");
+    // Guests have roots of their own: the pool shows them the work
+    // directory, as an owner would a shared one.
+    let expose = format!("{}:rw", work.display());
     let mut pool = Up(Command::new(glean_bin())
         .args(["up", "--stations", "3", "--interval", "1"])
+        .args(["--expose", &expose])
         .args(["--port", &port.to_string()])
         .env("GLEAN_HOME", &home)
         .stdout(Stdio::null())

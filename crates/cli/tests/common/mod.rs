@@ -110,6 +110,12 @@ pub fn spawn(what: &str, config: &Path, log: &Path, port: u16) -> Child {
 /// `glean up --stations N --interval 1 --port PORT` with GLEAN_HOME=home
 /// (made reachable, so that a test's job owner can read `pool.toml`).
 pub fn spawn_up(home: &Path, stations: u16, port: u16, stdout: Stdio) -> Child {
+    spawn_up_with(home, stations, port, stdout, &[])
+}
+
+/// [`spawn_up`] with more `glean up` arguments (`--expose DIR:rw`).
+#[allow(dead_code)] // not every test binary passes any
+pub fn spawn_up_with(home: &Path, stations: u16, port: u16, stdout: Stdio, more: &[&str]) -> Child {
     gleaner_testkit::reachable(home).unwrap();
     Command::new(glean_bin())
         .args([
@@ -121,6 +127,7 @@ pub fn spawn_up(home: &Path, stations: u16, port: u16, stdout: Stdio) -> Child {
             "--port",
             &port.to_string(),
         ])
+        .args(more)
         .env("GLEAN_HOME", home)
         .stdout(stdout)
         .stderr(Stdio::inherit())
@@ -221,8 +228,8 @@ pub fn glean_as(owner: &TestOwner, home: &Path, dir: &Path, args: &[&str]) -> Ou
 /// so that stations of parallel tests never share (or reap) each other's
 /// slots; no cgroups, which every station would otherwise make under the
 /// same default parent; guests on the host's file system (`own_root =
-/// false`), since these tests' jobs write their progress into the test's
-/// directories. Station-wide defaults (a guest's own root among them,
+/// false`, and the host's `/tmp`), since these tests' jobs write their
+/// progress into the test's directories, which are in `/tmp`. Station-wide defaults (a guest's own root among them,
 /// `crates/station/tests/containment`) are tested in the station crate.
 pub fn isolation_toml() -> String {
     isolation_toml_with(&gleaner_testkit::slot_prefix(), "")
@@ -238,7 +245,7 @@ pub fn isolation_toml_with(slot_prefix: &str, keys: &str) -> String {
     let own_root = if keys.contains("own_root") || keys.contains("expose") {
         ""
     } else {
-        "own_root = false\n"
+        "own_root = false\nprivate_tmp = false\n"
     };
     format!("[isolation]\n{cgroups}{own_root}slot_prefix = \"{slot_prefix}\"\n{keys}")
 }

@@ -157,7 +157,7 @@ fn condor_commands_print_htcondor_formats() {
         &alice,
         &work,
         "bad.sub",
-        "executable = /bin/true\nrequest_cpus = lots\nqueue\n",
+        "executable = /bin/true\nrequest_cpus = 1 +\nqueue\n",
     );
     let bad = pool.condor(&alice, &work, "condor_submit", &["bad.sub"]);
     assert_eq!(bad.status.code(), Some(1));

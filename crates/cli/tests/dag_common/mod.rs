@@ -1,8 +1,9 @@
 //! A personal pool for the `glean dag` tests.
 #![allow(dead_code)]
 
-use crate::common::{TestOwner, UpProcess, free_base_port, glean_as, spawn_up, wait_pool_up};
+use crate::common::{TestOwner, UpProcess, free_base_port, glean_as, spawn_up_with, wait_pool_up};
 use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
@@ -27,8 +28,20 @@ impl Pool {
         let home = tmp.path().join("home");
         let owner = TestOwner::new("dagowner").unwrap();
         owner.dir(&tmp.path().join("work")).unwrap();
+        // Where node jobs leave what the tests read: guests see it only
+        // because the pool exposes it (each guest has a root of its own).
+        let shared = tmp.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let expose = format!("{}:rw", shared.display());
         let port = free_base_port(stations + 2);
-        let up = UpProcess(spawn_up(&home, stations, port, Stdio::null()));
+        let up = UpProcess(spawn_up_with(
+            &home,
+            stations,
+            port,
+            Stdio::null(),
+            &["--expose", &expose],
+        ));
         let pool = Pool {
             up,
             tmp,
@@ -45,6 +58,11 @@ impl Pool {
 
     pub fn work(&self) -> PathBuf {
         self.tmp.path().join("work")
+    }
+
+    /// A directory every guest of the pool may write to.
+    pub fn shared(&self) -> PathBuf {
+        self.tmp.path().join("shared")
     }
 }
 

@@ -93,6 +93,11 @@ async fn home_killed_under_running_scripts_runs_each_node_once() {
     let marks = work.join("marks");
     std::fs::create_dir(&marks).unwrap();
     std::fs::set_permissions(&marks, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // The mark is the test's file, written by the guest: what a guest's
+    // slot account creates in a world-writable directory is scrubbed when
+    // its slot is released, before the retry could see it.
+    std::fs::write(marks.join("flaky"), "").unwrap();
+    std::fs::set_permissions(marks.join("flaky"), std::fs::Permissions::from_mode(0o666)).unwrap();
     write_exec(&work.join("script.sh"), SCRIPT);
     for (f, body) in [
         (
@@ -102,7 +107,7 @@ async fn home_killed_under_running_scripts_runs_each_node_once() {
         (
             "flaky.sub",
             format!(
-                "echo $(node) >> {r}; sleep 1; if [ -e {m}/flaky ]; then exit 0; fi; : > {m}/flaky; exit 1",
+                "echo $(node) >> {r}; sleep 1; if [ -s {m}/flaky ]; then exit 0; fi; echo x > {m}/flaky; exit 1",
                 r = runs.display(),
                 m = marks.display()
             ),
