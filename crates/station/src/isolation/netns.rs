@@ -195,6 +195,28 @@ impl GuestNet {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let hook = move || -> std::io::Result<()> {
+            // slirp4netns's sandbox makes only `/` private (not `MS_REC`)
+            // before it pivots and detaches the old root, so the detach of
+            // every shared submount it inherits propagates to the host: a
+            // lending station would unmount the owner's `ip netns`
+            // namespaces under `/run/netns` (measured: `ip netns exec`
+            // then fails with EINVAL). A mount namespace of the helper's
+            // own, private throughout, keeps its unmounts to itself.
+            // SAFETY: unshare and mount in the forked child, before exec,
+            // on C string constants (both async-signal-safe syscalls).
+            unsafe {
+                if libc::unshare(libc::CLONE_NEWNS) < 0
+                    || libc::mount(
+                        std::ptr::null(),
+                        c"/".as_ptr(),
+                        std::ptr::null(),
+                        libc::MS_REC | libc::MS_PRIVATE,
+                        std::ptr::null(),
+                    ) < 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
             for fd in keep.into_iter().flatten() {
                 // SAFETY: clearing close-on-exec on descriptors the parent
                 // keeps open until the helper is ready.
@@ -204,7 +226,7 @@ impl GuestNet {
             }
             Ok(())
         };
-        // SAFETY: the hook only calls fcntl (async-signal-safe).
+        // SAFETY: the hook only makes async-signal-safe syscalls.
         unsafe {
             cmd.pre_exec(hook);
         }

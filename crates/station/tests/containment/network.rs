@@ -96,6 +96,45 @@ fn host_lists(port: u16) -> bool {
     })
 }
 
+/// A network namespace of the owner's, made with `ip netns` (which makes
+/// `/run/netns` a shared mount): a guest's network stack must leave it
+/// mounted. slirp4netns's own sandbox detached it from the host when it
+/// ran in the station's mount namespace.
+struct OwnersNetns(String);
+
+impl OwnersNetns {
+    fn add() -> OwnersNetns {
+        let name = format!("glown-{}", std::process::id());
+        let ok = std::process::Command::new("ip")
+            .args(["netns", "add", &name])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "ip netns add {name}");
+        OwnersNetns(name)
+    }
+
+    fn assert_usable(&self) {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", &self.0, "true"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "the owner's namespace {} is gone: {}",
+            self.0,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for OwnersNetns {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.0])
+            .status();
+    }
+}
+
 async fn run_guest(pool: &Pool, job: JobId, args: &[&str]) -> serde_json::Value {
     pool.place(job, "alice", GUEST, args, |_| {}).await;
     let g = pool.running(job).await;
@@ -124,6 +163,7 @@ async fn a_lending_stations_guest_reaches_out_but_not_the_owners_loopback() {
         return;
     };
     let _l = crate::common::serial_lock();
+    let owners_ns = OwnersNetns::add();
     let owner = Server::start(Ipv4Addr::LOCALHOST, "owner's service\n");
     let submitter = Server::start(routable, "submitter\n");
     let pool = Pool::start("net", Opts::default()).await;
@@ -170,6 +210,8 @@ async fn a_lending_stations_guest_reaches_out_but_not_the_owners_loopback() {
     );
     finish(&pool, job).await;
     pool.stop().await;
+    // The guest's network stack left the owner's own namespaces mounted.
+    owners_ns.assert_usable();
 
     // The owner's choice: the host's network. The routable address as
     // before (and the loopback, which is then shared).
