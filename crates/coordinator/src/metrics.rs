@@ -66,6 +66,25 @@ pub(crate) fn registry(snap: &Snapshot, process: Option<ProcessStats>) -> Regist
         wanted,
     );
 
+    // The pool's accountant: one row per submitter `condor_userprio` shows.
+    let sub_held = Family::<Labels, Gauge>::default();
+    let sub_usage = Family::<Labels, FloatGauge>::default();
+    for e in &snap.prio.submitters {
+        let l = vec![("submitter", e.name.clone())];
+        sub_held.get_or_create(&l).set(i64::from(e.nodes_held));
+        sub_usage.get_or_create(&l).set(e.usage);
+    }
+    r.register(
+        "submitter_nodes_held",
+        "Nodes the submitter's jobs hold now, pool-wide (SUBMITTER@HOME)",
+        sub_held,
+    );
+    r.register(
+        "submitter_usage",
+        "Submitter's decayed usage in nodes (half-life one day; HTCondor's real user priority)",
+        sub_usage,
+    );
+
     // One row per advertising station, as `glean status` shows.
     let by_state = Family::<Labels, Gauge>::default();
     for s in [OwnerState::Av, OwnerState::Na] {
@@ -193,6 +212,13 @@ mod tests {
             },
             prio: UserPrio {
                 allocator: "updown".into(),
+                submitters: vec![gleaner_proto::wire::SubmitterPrio {
+                    name: "ann@ws1".into(),
+                    submitter: "ann".into(),
+                    home: "ws1".into(),
+                    nodes_held: 2,
+                    usage: 1.5,
+                }],
                 stations: vec![UserPrioEntry {
                     station: "ws1".into(),
                     si: -2.5,
@@ -215,6 +241,8 @@ mod tests {
             "gleaner_updown_index{station=\"ws1\"} -2.5",
             "gleaner_station_nodes_held{station=\"ws1\"} 2",
             "gleaner_station_nodes_wanted{station=\"ws1\"} 3",
+            "gleaner_submitter_nodes_held{submitter=\"ann@ws1\"} 2",
+            "gleaner_submitter_usage{submitter=\"ann@ws1\"} 1.5",
             "gleaner_stations{state=\"AV\"} 1",
             "gleaner_stations{state=\"NA\"} 0",
             "gleaner_grants_total 7",

@@ -5,6 +5,8 @@
 //! directory), so a crash leaves either the old or the new table.
 
 use crate::CoordinatorError;
+use gleaner_core::fair_share::SavedUsage;
+use gleaner_core::time::Time;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -27,6 +29,35 @@ pub struct StationEntry {
 pub struct FairnessState {
     pub version: u32,
     pub stations: Vec<StationEntry>,
+    /// Each `SUBMITTER@HOME`'s decayed usage (`pool::accounting`); absent
+    /// in files written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accounting: Option<SavedAccounting>,
+}
+
+/// [`FairnessState::accounting`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedAccounting {
+    /// When the usage was last brought up to date, UNIX microseconds.
+    pub at_micros: u64,
+    pub usage: std::collections::BTreeMap<String, f64>,
+}
+
+impl SavedAccounting {
+    pub fn from_usage(u: &SavedUsage) -> Self {
+        SavedAccounting {
+            at_micros: u.at.as_micros(),
+            usage: u.usage.clone(),
+        }
+    }
+
+    pub fn to_usage(&self) -> SavedUsage {
+        SavedUsage {
+            at: Time::from_micros(self.at_micros),
+            usage: self.usage.clone(),
+        }
+    }
 }
 
 impl FairnessState {
@@ -37,6 +68,7 @@ impl FairnessState {
                 .into_iter()
                 .map(|(name, si)| StationEntry { name, si })
                 .collect(),
+            accounting: None,
         }
     }
 
@@ -69,6 +101,11 @@ impl FairnessState {
             }
             if e.si.is_some_and(|v| !v.is_finite()) {
                 return Err(bad(format!("station {:?} has a non-finite index", e.name)));
+            }
+        }
+        for (name, u) in state.accounting.iter().flat_map(|a| &a.usage) {
+            if !(u.is_finite() && *u >= 0.0) {
+                return Err(bad(format!("submitter {name:?} has usage {u}")));
             }
         }
         Ok(state)
@@ -218,5 +255,20 @@ mod tests {
         )
         .unwrap();
         assert!(FairnessState::load(dir.path()).is_err());
+        // A submitter's usage that is no usage is refused and named.
+        std::fs::write(
+            FairnessState::path(dir.path()),
+            r#"{"version":1,"stations":[],"accounting":{"at_micros":5,"usage":{"ann@a":-1.0}}}"#,
+        )
+        .unwrap();
+        let e = FairnessState::load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("ann@a"), "{e}");
+        // Written before accounting was kept: read, with none.
+        std::fs::write(
+            FairnessState::path(dir.path()),
+            r#"{"version":1,"stations":[{"name":"a","si":1.0}]}"#,
+        )
+        .unwrap();
+        assert_eq!(FairnessState::load(dir.path()).unwrap().accounting, None);
     }
 }

@@ -114,6 +114,13 @@ pub fn submitter_name(user: &str, group: Option<&str>, nice_user: bool) -> Strin
     }
 }
 
+/// The decayed usage of every name at one instant ([`FairShare::saved`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SavedUsage {
+    pub at: Time,
+    pub usage: BTreeMap<String, f64>,
+}
+
 /// One submitter with idle jobs that may use the node being given out.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Waiting<'a> {
@@ -193,6 +200,42 @@ impl FairShare {
         if self.users.len() > 4096 {
             self.users
                 .retain(|_, u| u.holding > 0 || u.usage >= FORGET_BELOW);
+        }
+    }
+
+    /// What survives a restart: when usage was last brought up to date,
+    /// and every name's decayed usage then (holdings and turns are read
+    /// again from what runs; only the decayed past is lost with memory).
+    pub fn saved(&self) -> Option<SavedUsage> {
+        let at = self.at?;
+        Some(SavedUsage {
+            at,
+            usage: self
+                .users
+                .iter()
+                .filter(|(_, u)| u.usage >= FORGET_BELOW)
+                .map(|(n, u)| (n.clone(), u.usage))
+                .collect(),
+        })
+    }
+
+    /// Takes up `saved` (what [`FairShare::saved`] gave before a
+    /// restart) as the state at its instant: the next observation decays
+    /// it over the time in between, counting nothing held meanwhile.
+    /// Values that are not finite and non-negative are ignored; names
+    /// already known keep their own usage.
+    pub fn restore(&mut self, saved: &SavedUsage) {
+        if self.at.is_none_or(|at| saved.at < at) {
+            self.at = Some(saved.at);
+        }
+        for (name, &usage) in &saved.usage {
+            if usage.is_finite() && usage >= FORGET_BELOW {
+                self.users.entry(name.clone()).or_insert(Usage {
+                    usage,
+                    holding: 0,
+                    last_turn: 0,
+                });
+            }
         }
     }
 
@@ -374,6 +417,17 @@ impl Shares {
     pub fn served(&mut self, a: &Account<'_>) {
         self.users.served(a.user());
         self.submitters.served(a.submitter);
+    }
+
+    /// Both levels' decayed usage (users, submitters), for a restart.
+    pub fn saved(&self) -> Option<(SavedUsage, SavedUsage)> {
+        Some((self.users.saved()?, self.submitters.saved()?))
+    }
+
+    /// Takes up what [`Shares::saved`] gave ([`FairShare::restore`]).
+    pub fn restore(&mut self, users: &SavedUsage, submitters: &SavedUsage) {
+        self.users.restore(users);
+        self.submitters.restore(submitters);
     }
 
     /// The user level's decayed usage of `user` (an owner, or a nice

@@ -434,6 +434,24 @@ pub struct UserPrio {
     pub allocator: String,
     #[serde(default)]
     pub stations: Vec<UserPrioEntry>,
+    /// Every submitter's use of the pool (HTCondor's accountant), by name.
+    #[serde(default)]
+    pub submitters: Vec<SubmitterPrio>,
+}
+
+/// One submitter in [`UserPrio`]: `SUBMITTER@HOME` (a user, or
+/// `group.user` with an accounting group, at the home station that
+/// queued the jobs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SubmitterPrio {
+    pub name: String,
+    pub submitter: String,
+    pub home: String,
+    /// Nodes its jobs hold now, pool-wide.
+    pub nodes_held: u32,
+    /// Decayed usage in nodes (HTCondor's real user priority without its
+    /// 0.5 floor): at steady state, the nodes held.
+    pub usage: f64,
 }
 
 /// One row of [`UserPrio`]: a smaller `si` means a higher priority.

@@ -263,6 +263,19 @@ impl Output for TableOutput {
             "Allocator: {}. A smaller index means a higher priority (Mutka 1988 Table 4.3).",
             up.allocator
         );
+        if !up.submitters.is_empty() {
+            let mut t = table(vec!["SUBMITTER", "NODES HELD", "USAGE"]);
+            for e in &up.submitters {
+                t.add_row(cells(vec![
+                    e.name.clone(),
+                    e.nodes_held.to_string(),
+                    format!("{:.2}", e.usage),
+                ]));
+            }
+            say!("");
+            say!("{t}");
+            say!("Usage: nodes held, decayed with a half-life of one day, pool-wide.");
+        }
     }
 
     fn home_users(&self, u: &gleaner_proto::api::HomeUsers) {

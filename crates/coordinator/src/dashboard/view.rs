@@ -339,6 +339,7 @@ mod tests {
             status: PoolStatus::default(),
             prio: UserPrio {
                 allocator: "updown".into(),
+                submitters: Vec::new(),
                 stations: vec![UserPrioEntry {
                     station: "ws1".into(),
                     si: -2.5,

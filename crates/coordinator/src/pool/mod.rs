@@ -33,6 +33,7 @@
 //! (`gleaner_core::dmw::rules`), applied through the fit check of
 //! `gleaner_proto::fit`; the guarantee never preempts.
 
+mod accounting;
 mod claims;
 mod destinations;
 mod drain;
@@ -159,6 +160,8 @@ pub struct Pool {
     evicting: BTreeMap<(StationId, gleaner_proto::guest_key::GuestKey), Time>,
     /// Hosts an administrator drained, by name (`drain`).
     drained: BTreeSet<String>,
+    /// Each submitter's use of the pool (`accounting`).
+    accounting: accounting::Accounting,
 }
 
 impl Pool {
@@ -201,6 +204,9 @@ impl Pool {
             partition: None,
             evicting: BTreeMap::new(),
             drained: BTreeSet::new(),
+            accounting: accounting::Accounting::new(
+                restored.accounting.as_ref().map(|a| a.to_usage()),
+            ),
         };
         // Ids are dense and were validated on load: entry k has id k.
         for entry in &restored.stations {
@@ -313,7 +319,7 @@ impl Pool {
 
     /// The durable part: the id map and the index of every station.
     pub fn fairness(&self) -> FairnessState {
-        FairnessState::new(
+        let mut state = FairnessState::new(
             self.names
                 .iter()
                 .enumerate()
@@ -325,7 +331,12 @@ impl Pool {
                     (n.clone(), si)
                 })
                 .collect(),
-        )
+        );
+        state.accounting = self
+            .accounting
+            .saved()
+            .map(|u| crate::persist::SavedAccounting::from_usage(&u));
+        state
     }
 
     /// Takes the guests of a replaced or forgotten ad out of the homes'
@@ -581,6 +592,8 @@ impl Pool {
         }
         self.reservations.take_unless(|r| r.deadline > now);
         self.embargoes.retain(|_, e| e.active(now));
+        self.accounting
+            .observe(now, self.stations.values().map(|k| &k.ad));
         self.serve_partition(now, out);
         let snap = self.snapshot(now);
         self.policy.alloc().on_interval(&snap.view());
@@ -693,6 +706,7 @@ impl Pool {
         UserPrio {
             allocator: self.kind.to_string(),
             stations,
+            submitters: self.accounting.rows(self.stations.values().map(|k| &k.ad)),
         }
     }
 }

@@ -327,3 +327,99 @@ fn a_destination_must_take_the_guest_as_it_is() {
     }
     assert!(available(&mut p, g));
 }
+
+/// The pool accounts every submitter's nodes across hosts, by
+/// `SUBMITTER@HOME`; usage decays by the half-life once they end, and a
+/// restarted coordinator (its `fairness.json`) remembers it.
+#[test]
+fn submitters_usage_is_accounted_pool_wide_and_survives_a_restart() {
+    let (mut p, t0) = pool(0.0);
+    let mut with_group = guest(3, "a", "ann", &[]);
+    let mut class = gleaner_proto::matchmaking::JobClass::of(
+        &gleaner_proto::job::JobDescription::new("ann", "/bin/true"),
+    );
+    class.owner = "ann".into();
+    class.submitter = Some("physics.ann".into());
+    with_group.class = Some(class);
+    let hosts = |t: Time, p: &mut Served, busy: bool| {
+        let guests = |v: Vec<GuestInfo>| if busy { v } else { Vec::new() };
+        p.advertise(
+            host(
+                "h1",
+                OwnerState::Av,
+                4,
+                guests(vec![guest(1, "a", "ann", &[]), guest(2, "b", "ann", &[])]),
+            ),
+            t,
+        );
+        p.advertise(
+            host(
+                "h2",
+                OwnerState::Av,
+                4,
+                guests(vec![guest(1, "a", "bob", &[]), with_group.clone()]),
+            ),
+            t,
+        );
+    };
+    // Four guests for three submitters at two homes, for 60 half-lives'
+    // worth of ticks: usage reaches the nodes held.
+    let mut t = t0;
+    for _ in 0..200 {
+        hosts(t, &mut p, true);
+        p.tick(t);
+        t += Dur::from_hours(12);
+    }
+    let rows = p.userprio().submitters;
+    let got: Vec<(&str, u32)> = rows
+        .iter()
+        .map(|r| (r.name.as_str(), r.nodes_held))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("ann@a", 1),
+            ("ann@b", 1),
+            ("bob@a", 1),
+            ("physics.ann@a", 1)
+        ],
+        "the same Unix name at two homes is two submitters"
+    );
+    for r in &rows {
+        assert!((r.usage - 1.0).abs() < 1e-6, "{r:?}");
+        assert_eq!(r.name, format!("{}@{}", r.submitter, r.home));
+    }
+    // The guests end: one half-life later, half the usage is left.
+    hosts(t, &mut p, false);
+    p.tick(t);
+    t += Dur::from_hours(24);
+    hosts(t, &mut p, false);
+    p.tick(t);
+    let half = p.userprio().submitters;
+    assert!(
+        half.iter()
+            .all(|r| r.nodes_held == 0 && (r.usage - 0.5).abs() < 1e-3),
+        "{half:?}"
+    );
+    // A restart with the saved state: the same usage, decaying on.
+    let saved = p.fairness();
+    let text = serde_json::to_string(&saved).unwrap();
+    let back: FairnessState = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, saved);
+    let cfg = CoordinatorConfig::default();
+    let mut again = Served::new(Pool::new(
+        cfg.timing().unwrap(),
+        Box::new(UnsignedClaims),
+        &cfg.allocator,
+        7,
+        &back,
+        t,
+    ));
+    assert_eq!(again.userprio().submitters, half);
+    again.tick(t + Dur::from_hours(24));
+    let quarter = again.userprio().submitters;
+    assert!(
+        quarter.iter().all(|r| (r.usage - 0.25).abs() < 1e-3),
+        "{quarter:?}"
+    );
+}

@@ -356,3 +356,75 @@ proptest! {
         prop_assert_eq!(order.len(), waiting.len());
     }
 }
+
+/// Observations `(seconds, nodes held by s0, s1, s2)`.
+fn history() -> impl Strategy<Value = Vec<(u64, [u32; 3])>> {
+    proptest::collection::vec((1u64..20_000, proptest::array::uniform3(0u32..12)), 1..12)
+}
+
+fn observe_all(s: &mut Shares, t0: u64, steps: &[(u64, [u32; 3])]) -> u64 {
+    let names = ["s0", "s1", "s2"];
+    let mut t = t0;
+    for (dt, held) in steps {
+        t += dt;
+        let h: Vec<(Account<'_>, u32)> = names
+            .iter()
+            .zip(held)
+            .map(|(n, k)| (acct(n, n), *k))
+            .collect();
+        s.observe(Time::from_secs(t), &h);
+    }
+    t
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// A share saved when nothing is held and taken up by a fresh one (a
+    /// restarted home) goes on exactly as the one that never stopped,
+    /// down-time decaying it as time with nothing held.
+    #[test]
+    fn a_restored_share_goes_on_as_the_one_that_never_stopped(
+        before in history(),
+        down in 0u64..200_000,
+        after in history(),
+    ) {
+        let config = ShareConfig { half_life: Dur::from_hours(2), ..ShareConfig::default() };
+        let mut kept = Shares::new(config.clone());
+        let t = observe_all(&mut kept, 0, &before);
+        kept.observe(Time::from_secs(t + 1), &[]);
+        let (users, submitters) = kept.saved().unwrap();
+        let mut restored = Shares::new(config);
+        restored.restore(&users, &submitters);
+        observe_all(&mut kept, t + 1 + down, &after);
+        observe_all(&mut restored, t + 1 + down, &after);
+        for n in ["s0", "s1", "s2"] {
+            let (a, b) = (kept.user_usage(n), restored.user_usage(n));
+            prop_assert!((a - b).abs() <= 1e-9 * a.max(1.0), "{n}: {a} vs {b}");
+            let (a, b) = (kept.submitter_usage(n), restored.submitter_usage(n));
+            prop_assert!((a - b).abs() <= 1e-9 * a.max(1.0), "{n}: {a} vs {b}");
+        }
+    }
+}
+
+#[test]
+fn restore_ignores_values_that_are_not_usage() {
+    let mut s = FairShare::new(ShareConfig::default());
+    let saved = SavedUsage {
+        at: Time::from_secs(5),
+        usage: [
+            ("nan".to_string(), f64::NAN),
+            ("neg".to_string(), -3.0),
+            ("inf".to_string(), f64::INFINITY),
+            ("ok".to_string(), 2.5),
+        ]
+        .into_iter()
+        .collect(),
+    };
+    s.restore(&saved);
+    assert_eq!(s.usage("ok"), 2.5);
+    for n in ["nan", "neg", "inf"] {
+        assert_eq!(s.usage(n), 0.0, "{n}");
+    }
+    assert_eq!(s.saved().unwrap().usage.len(), 1);
+}

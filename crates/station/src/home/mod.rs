@@ -168,6 +168,8 @@ impl Home {
             config.checkpoint_bytes_per_sec,
             config.max_checkpoint_bytes,
         );
+        // Who used the home's nodes lately, as saved before a restart.
+        let share = share::ShareBook::new(&share_settings, &queue);
         Ok(Home {
             spool: config.spool_dir(),
             config,
@@ -185,7 +187,7 @@ impl Home {
             slot_prefix,
             completing: Mutex::new(HashSet::new()),
             classes: job_classes::ClassCache::default(),
-            share: share::ShareBook::new(&share_settings),
+            share,
             spooled: spool::Spool::new(&limits),
             claims: claim_reuse::ClaimBook::default(),
             gangs: gang::GangBook::default(),
@@ -319,9 +321,10 @@ impl Home {
                 .saturating_sub(local_running),
         };
         let classes = if self.config.role.submits() {
-            let q = self.queue();
+            let mut q = self.queue();
             let now = crate::clock::now();
             let snap = share::snapshot(self, &q, &placing, now);
+            self.share.save_if_due(&mut q, now);
             self.classes
                 .idle_classes(&q, &snap, &placing, &self.remote.avoiding(), now)
         } else {

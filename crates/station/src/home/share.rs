@@ -102,18 +102,52 @@ impl ShareSettings {
     }
 }
 
+/// How often the decayed usage is written to the queue: a home killed
+/// forgets at most this much of its users' recent use.
+const SAVE_EVERY: Dur = Dur::from_secs(30);
+
 /// The share's state at the home.
 pub struct ShareBook {
     shares: Mutex<Shares>,
     /// When a reused claim last went back to the pool for each submitter.
     gave_back: Mutex<HashMap<String, Time>>,
+    /// When the decayed usage was last saved.
+    saved_at: Mutex<Option<Time>>,
 }
 
 impl ShareBook {
-    pub fn new(settings: &ShareSettings) -> Self {
+    /// The share, with the decayed usage `queue` kept from before a
+    /// restart.
+    pub fn new(settings: &ShareSettings, queue: &JobQueue) -> Self {
+        let mut shares = Shares::new(settings.core());
+        match queue.share_usage() {
+            Ok((users, submitters)) => shares.restore(&users, &submitters),
+            Err(e) => tracing::error!(error = %e,
+                "cannot read the users' saved usage: every user starts at zero"),
+        }
         ShareBook {
-            shares: Mutex::new(Shares::new(settings.core())),
+            shares: Mutex::new(shares),
             gave_back: Mutex::new(HashMap::new()),
+            saved_at: Mutex::new(None),
+        }
+    }
+
+    /// Writes the decayed usage to `queue` when the last save is
+    /// [`SAVE_EVERY`] old (or there was none).
+    pub fn save_if_due(&self, queue: &mut JobQueue, now: Time) {
+        let mut at = self
+            .saved_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if at.is_some_and(|t| now.since(t) < SAVE_EVERY) {
+            return;
+        }
+        let Some((users, submitters)) = self.shares().saved() else {
+            return;
+        };
+        match queue.save_share_usage(&users, &submitters) {
+            Ok(()) => *at = Some(now),
+            Err(e) => tracing::warn!(error = %e, "cannot save the users' usage"),
         }
     }
 

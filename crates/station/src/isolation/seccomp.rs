@@ -9,6 +9,14 @@
 //!   the real-time class needs a capability), so without this a guest could
 //!   `ionice -c2 -n0` its way back to the owner's level. Its `io` cgroup
 //!   weight is the lowest as well (`cgroup_io.rs`).
+//! - `io_uring_setup` and `io_setup` (Linux AIO): each request of either
+//!   carries an I/O priority of its own (`sqe->ioprio`, `aio_reqprio` with
+//!   `IOCB_FLAG_IOPRIO`), which the kernel accepts for any best-effort
+//!   level without a capability and which a filter cannot see (it is in
+//!   memory, not an argument). Refusing the ring and the context refuses
+//!   every such request; programs fall back to ordinary reads and writes
+//!   (glibc's POSIX AIO uses threads, not these calls), as they do under
+//!   Docker's default profile, which refuses io_uring too.
 //! - `keyctl`, `add_key`, `request_key`: the kernel keyrings of a uid are
 //!   not namespaced and outlive its processes (the user keyring lives as
 //!   long as the kernel keeps the uid's record, the persistent keyring for
@@ -24,9 +32,11 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 /// The refused calls.
-fn refused() -> [i64; 4] {
+fn refused() -> [i64; 6] {
     [
         libc::SYS_ioprio_set,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_setup,
         libc::SYS_keyctl,
         libc::SYS_add_key,
         libc::SYS_request_key,
@@ -86,7 +96,7 @@ mod tests {
     }
 
     #[test]
-    fn a_filtered_child_cannot_set_its_io_priority_or_touch_keys() {
+    fn a_filtered_child_cannot_set_its_io_priority_use_io_rings_or_touch_keys() {
         let f = guest_filter().unwrap().clone();
         // SAFETY: the child makes raw syscalls only and exits with _exit.
         let pid = unsafe { libc::fork() };
@@ -106,6 +116,15 @@ mod tests {
                 let e = *libc::__errno_location();
                 if r >= 0 || e != libc::EPERM {
                     libc::_exit(12);
+                }
+                // io_uring_setup(1, NULL) and io_setup(1, NULL): refused
+                // before their arguments are looked at.
+                for (n, code) in [(libc::SYS_io_uring_setup, 14), (libc::SYS_io_setup, 15)] {
+                    let r = libc::syscall(n, 1, 0);
+                    let e = *libc::__errno_location();
+                    if r >= 0 || e != libc::EPERM {
+                        libc::_exit(code);
+                    }
                 }
                 // Others still work.
                 if libc::getpid() <= 0 {

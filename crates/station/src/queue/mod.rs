@@ -26,6 +26,7 @@ mod local;
 mod read;
 mod rows;
 mod schema;
+mod share_usage;
 mod summary;
 mod write;
 

@@ -40,7 +40,10 @@ use rusqlite::{Connection, OptionalExtension};
 /// `jobs_by_owner`, so that each user's idle classes are found without
 /// reading other users' jobs: the home's fair share walks users, then
 /// their classes (issue 30).
-pub(super) const SCHEMA_VERSION: i64 = 10;
+/// 11: `share_usage`, the fair share's decayed usage per user and
+/// submitter, so that a restarted home remembers who used its nodes
+/// lately (`home::share`).
+pub(super) const SCHEMA_VERSION: i64 = 11;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (
@@ -104,6 +107,14 @@ CREATE TABLE IF NOT EXISTS gang_holds (
     proc      INTEGER NOT NULL,
     releasing INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (cluster, proc)
+);
+-- The fair share's decayed usage: level 0 users, 1 submitters (schema 11).
+CREATE TABLE IF NOT EXISTS share_usage (
+    level INTEGER NOT NULL,
+    name  TEXT NOT NULL,
+    usage REAL NOT NULL,
+    at    INTEGER NOT NULL,                  -- microseconds, UNIX epoch
+    PRIMARY KEY (level, name)
 );
 ";
 
