@@ -4,7 +4,7 @@
 use gleaner_core::time::Time;
 use gleaner_proto::job::{JobDescription, JobEventKind, JobId, JobState, JobStateKind};
 use gleaner_proto::submit::{SubmitContext, parse_submit};
-use gleaner_station::queue::{JobFilter, JobQueue, QueueError};
+use gleaner_station::queue::{JobFilter, JobQueue, QueueError, SCHEMA_VERSION};
 use std::path::PathBuf;
 
 fn t(s: u64) -> Time {
@@ -509,13 +509,15 @@ fn a_schema_1_queue_is_migrated_and_keeps_its_jobs() {
     let v: i64 = c
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(v, 10);
+    assert_eq!(v, SCHEMA_VERSION);
     // A newer schema is refused, not misread.
-    c.execute_batch("PRAGMA user_version = 11;").unwrap();
+    let newer = SCHEMA_VERSION + 1;
+    c.execute_batch(&format!("PRAGMA user_version = {newer};"))
+        .unwrap();
     drop(c);
     assert!(matches!(
         JobQueue::open(&path),
-        Err(QueueError::SchemaTooNew { found: 11 })
+        Err(QueueError::SchemaTooNew { found }) if found == newer
     ));
 }
 

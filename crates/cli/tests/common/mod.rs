@@ -79,6 +79,13 @@ impl Drop for Daemons {
     }
 }
 
+/// The last lines of a daemon's log, for a failing test's message.
+fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
 /// `glean WHAT --config CONFIG` logging to `log`; returns once it accepts
 /// connections on `port`.
 pub fn spawn(what: &str, config: &Path, log: &Path, port: u16) -> Child {
@@ -96,10 +103,13 @@ pub fn spawn(what: &str, config: &Path, log: &Path, port: u16) -> Child {
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let deadline = Instant::now() + Duration::from_secs(30);
     while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        // The test's directory is gone by the time anyone reads the
+        // panic: the log's end goes into the message.
         assert!(
             c.try_wait().unwrap().is_none(),
-            "{what} exited; see {}",
-            log.display()
+            "{what} exited; {} ends with:\n{}",
+            log.display(),
+            log_tail(log)
         );
         assert!(Instant::now() < deadline, "{what} did not listen");
         std::thread::sleep(Duration::from_millis(100));

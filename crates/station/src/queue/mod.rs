@@ -41,7 +41,7 @@ use gleaner_proto::job::{
 use gleaner_proto::submit::SubmitErrors;
 pub use local::{LOCAL_CLASS, NEVER};
 use rusqlite::{Connection, OpenFlags};
-use schema::SCHEMA_VERSION;
+pub use schema::SCHEMA_VERSION;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;

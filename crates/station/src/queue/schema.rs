@@ -43,7 +43,7 @@ use rusqlite::{Connection, OptionalExtension};
 /// 11: `share_usage`, the fair share's decayed usage per user and
 /// submitter, so that a restarted home remembers who used its nodes
 /// lately (`home::share`).
-pub(super) const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 11;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (
