@@ -474,8 +474,20 @@ fn condor_commands_print_htcondor_formats() {
     );
     let out = ok(root_cmd("condor_status", &["-af", "Name", "OpSys"]));
     assert_eq!(out, "station0 LINUX\nstation1 LINUX\n");
+    // condor_userprio: HTCondor's table of submitters; Up-Down's of
+    // stations with -stations.
     let out = ok(root_cmd("condor_userprio", &[]));
-    assert!(out.lines().nth(3).unwrap().starts_with("-----"), "{out}");
+    let l = lines(&out);
+    assert!(l[0].starts_with("Last Priority Update: "), "{out}");
+    assert!(l[2].starts_with("User Name "), "{out}");
+    assert!(l[3].starts_with("-----"), "{out}");
+    assert!(l[l.len() - 1].starts_with("Number of users: "), "{out}");
+    let out = ok(root_cmd("condor_userprio", &["-stations"]));
+    assert!(out.contains("\nStation Name "), "{out}");
+    assert!(
+        out.contains("\nstation0 ") && out.contains("\nstation1 "),
+        "{out}"
+    );
     // The same user by token: the same queue.
     let out = ok(root_cmd(
         "condor_history",
