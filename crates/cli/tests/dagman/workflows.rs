@@ -8,9 +8,13 @@
 //! script arguments, the node status file, the rescue DAG, dagman.out.
 //!
 //! [`RUN`] lists the workflows expected to pass; [`NOT_RUN`] those left
-//! out, with why (each needs something outside DAGMan: HTCondor's tools,
-//! its daemons, or a shared file system for vanilla jobs). The test prints
-//! the tally and fails on any listed workflow whose driver does not pass.
+//! out on purpose, with why. The test prints the tally and fails on any
+//! listed workflow whose driver does not pass. With `GLEANER_DAGMAN_ALL=1`
+//! it runs every `.run` of the corpus (127) and prints how many pass: on
+//! 2026-12-08, on one 3-station pool, 55 of the 122 started within the 30
+//! minutes; the others failed their drivers' checks or never ended, and
+//! once stuck workflows' jobs held the pool some that pass alone (such as
+//! `job_dagman_basic`) timed out too. Only those in [`RUN`] fail the test.
 
 use crate::common::{TestOwner, glean_bin};
 use crate::pool::Pool;
@@ -20,7 +24,64 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// Workflows whose drivers pass on Gleaner.
-const RUN: &[&str] = &["job_dagman_basic", "job_dagman_final-A"];
+const RUN: &[&str] = &[
+    "job_dagman_abort-B",
+    "job_dagman_always_run_post-A",
+    "job_dagman_always_run_post-B",
+    "job_dagman_always_run_post-C",
+    "job_dagman_always_run_post-D",
+    "job_dagman_basic",
+    "job_dagman_depth_first",
+    "job_dagman_event_log",
+    "job_dagman_final-A",
+    "job_dagman_final-B",
+    "job_dagman_final-C",
+    "job_dagman_final-D",
+    "job_dagman_final-F",
+    "job_dagman_final-G",
+    "job_dagman_final-H",
+    "job_dagman_global_event_log-B",
+    "job_dagman_gt1957",
+    "job_dagman_lazy_submit_file",
+    "job_dagman_local",
+    "job_dagman_log_path",
+    "job_dagman_loglink",
+    "job_dagman_multi_dag",
+    "job_dagman_node_dir",
+    "job_dagman_node_prio",
+    "job_dagman_node_status",
+    "job_dagman_nonexistent_subdag",
+    "job_dagman_parallel-A",
+    "job_dagman_pre_skip-A",
+    "job_dagman_pre_skip-B",
+    "job_dagman_pre_subdag-A",
+    "job_dagman_reject",
+    "job_dagman_rescue-A",
+    "job_dagman_retry-B",
+    "job_dagman_script_args",
+    "job_dagman_splice-A",
+    "job_dagman_splice-B",
+    "job_dagman_splice-C",
+    "job_dagman_splice-D",
+    "job_dagman_splice-E",
+    "job_dagman_splice-F",
+    "job_dagman_splice-G",
+    "job_dagman_splice-H",
+    "job_dagman_splice-I",
+    "job_dagman_splice-J",
+    "job_dagman_splice-K",
+    "job_dagman_splice-L",
+    "job_dagman_splice-M",
+    "job_dagman_splice-N",
+    "job_dagman_splice-O",
+    "job_dagman_splice-P",
+    "job_dagman_splice-Q",
+    "job_dagman_splice_connect-G",
+    "job_dagman_subdag_in_splice-A",
+    "job_dagman_subdag_multi_prohibit-A",
+    "job_dagman_submit_fails_post",
+    "job_dagman_submit_glob-B",
+];
 
 /// Workflows not run, and why.
 const NOT_RUN: &[(&str, &str)] = &[];
@@ -74,6 +135,20 @@ fn stage(pool: &Pool, test: &str) -> PathBuf {
     dir
 }
 
+/// Every workflow of the corpus: its `.run` drivers, by name.
+fn all_workflows() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(corpus())
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.strip_suffix(".run").map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 struct Driver {
     test: String,
     child: Child,
@@ -113,13 +188,20 @@ fn start(pool: &Pool, test: &str) -> Driver {
 }
 
 #[test]
-#[ignore = "not yet run green on this branch (HTCondor's drivers under Perl; up to 30 minutes)"]
 fn htcondors_dagman_test_workflows() {
     for (t, _) in NOT_RUN {
         assert!(!RUN.contains(t), "{t} is both run and not run");
     }
+    // GLEANER_DAGMAN_ALL=1: every workflow of the corpus, for the tally;
+    // only those in RUN fail the test.
+    let every = std::env::var_os("GLEANER_DAGMAN_ALL").is_some();
+    let names = if every { all_workflows() } else { Vec::new() };
     let pool = Pool::up(3);
-    let mut queue: Vec<&str> = RUN.to_vec();
+    let mut queue: Vec<&str> = if every {
+        names.iter().map(String::as_str).collect()
+    } else {
+        RUN.to_vec()
+    };
     queue.reverse();
     let mut running: Vec<Driver> = Vec::new();
     let mut passed = Vec::new();
@@ -166,6 +248,16 @@ fn htcondors_dagman_test_workflows() {
             break;
         }
         std::thread::sleep(Duration::from_millis(500));
+    }
+    if every {
+        println!(
+            "every workflow: {} of {} passed; failed: {}",
+            passed.len(),
+            passed.len() + failed.len(),
+            failed.join(" ")
+        );
+        failed.retain(|t| RUN.contains(&t.as_str()));
+        passed.retain(|t| RUN.contains(&t.as_str()));
     }
     println!(
         "HTCondor DAGMan workflows run with the outcome their drivers expect: {} / {} \
