@@ -33,16 +33,19 @@ fi
 
 target_dir=${CARGO_TARGET_DIR:-target}
 case $profile in
-    release) bin=$target_dir/release/glean ;;
-    dev) bin=$target_dir/debug/glean ;;
-esac
-case $profile in
-    release) cargo build --quiet --profile release -p gleaner-cli --bin glean ;;
-    # The binary the test suite built: the same selection as the tests'
-    # build (the workspace with its dev-dependencies), so nothing is
-    # compiled again. `-p gleaner-cli --bin glean` alone resolves other
-    # features for shared dependencies and rebuilt most of them.
-    dev) cargo build --quiet --profile dev --workspace --tests ;;
+    release)
+        bin=$target_dir/release/glean
+        cargo build --quiet --profile release -p gleaner-cli --bin glean
+        ;;
+    dev)
+        # The binary the test suite built: the same selection as the
+        # tests' build (the workspace with its dev-dependencies), so
+        # nothing is compiled again. `-p gleaner-cli --bin glean` alone
+        # resolves other features for shared dependencies and rebuilt
+        # most of them.
+        bin=$target_dir/debug/glean
+        cargo build --quiet --profile dev --workspace --tests
+        ;;
 esac
 
 # Generated from this binary, into the paths [package.metadata.deb]

@@ -92,6 +92,18 @@ fn header(first: &str) -> String {
     )
 }
 
+/// One row of either table: factor 1.0, usage hours and time since last
+/// use not kept (`-`).
+fn row(name: &str, priority: f64, held: u32) -> String {
+    format!(
+        "{:<34} {priority:>12.2} {:>9.2} {held:>6} {:>12} {:>10}\n",
+        term(name),
+        1.0,
+        "-",
+        "-"
+    )
+}
+
 /// HTCondor's default table: the submitters, best priority first. A
 /// `user` without `@` names the submitter at any home.
 fn users_table(rows: &[SubmitterPrio], user: Option<&str>) -> String {
@@ -112,15 +124,7 @@ fn users_table(rows: &[SubmitterPrio], user: Option<&str>) -> String {
     let mut in_use = 0u64;
     for r in &rows {
         in_use += u64::from(r.nodes_held);
-        out.push_str(&format!(
-            "{:<34} {:>12.2} {:>9.2} {:>6} {:>12} {:>10}\n",
-            term(&r.name),
-            effective(r),
-            1.0,
-            r.nodes_held,
-            "-",
-            "-"
-        ));
+        out.push_str(&row(&r.name, effective(r), r.nodes_held));
     }
     out.push_str(RULE);
     out.push('\n');
@@ -139,15 +143,7 @@ fn stations_table(up: &UserPrio, o: &Options) -> String {
     for e in up.stations.iter().filter(|e| o.all || e.known) {
         shown += 1;
         in_use += u64::from(e.nodes_held);
-        out.push_str(&format!(
-            "{:<34} {:>12.2} {:>9.2} {:>6} {:>12} {:>10}\n",
-            term(&e.station),
-            e.si,
-            1.0,
-            e.nodes_held,
-            "-",
-            "-"
-        ));
+        out.push_str(&row(&e.station, e.si, e.nodes_held));
     }
     out.push_str(RULE);
     out.push('\n');
